@@ -1,0 +1,7 @@
+"""Placeholder: filled in by its own change."""
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    pass

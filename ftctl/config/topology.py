@@ -1,0 +1,70 @@
+"""Topology files: operators, edges between them, and the input they read.
+
+The models check shape only; graph-level checks (unknown operator types, edges to
+missing operators, cycles) live in `ftctl.config.checks` so each error names its field.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Partitioning = Literal["forward", "hash", "broadcast", "round-robin"]
+SinkMode = Literal["multiset", "final-per-key", "ordered-per-key"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class InputSpec(_Strict):
+    """How much input the sources generate and how fast."""
+
+    records: int = Field(2000, ge=1, description="Records each source generates.")
+    rate: float | None = Field(
+        None, gt=0, description="Records per second per source; omitted = as fast as possible."
+    )
+    seed: int = Field(1, description="Seed of the replayable sources.")
+    batch: int = Field(100, ge=1, le=100_000, description="Records per batch on the wire.")
+
+
+class OperatorSpec(_Strict):
+    """One logical operator; `parallelism` instances of it run."""
+
+    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
+    type: str = Field(description="Operator type, see `ftctl list operators`.")
+    parallelism: int = Field(1, ge=1, le=256)
+    function: str | None = Field(
+        None, description="map/filter/flat_map: a built-in name or 'module:function'."
+    )
+    params: dict[str, Any] = Field(default_factory=dict)
+    mode: SinkMode | None = Field(None, description="Sinks: how output is compared to golden.")
+
+
+class EdgeSpec(_Strict):
+    """A channel group from every instance of `from` to the instances of `to`."""
+
+    src: str = Field(alias="from")
+    dst: str = Field(alias="to")
+    partition: Partitioning = "forward"
+    port: int = Field(0, ge=0, le=1, description="Input port at `to` (joins: 0 left, 1 right).")
+
+
+class Topology(_Strict):
+    """A dataflow topology file."""
+
+    name: str
+    description: str = ""
+    input: InputSpec = Field(default_factory=InputSpec)
+    operators: list[OperatorSpec] = Field(min_length=1)
+    edges: list[EdgeSpec] = Field(default_factory=list)
+    oracle: str | None = Field(
+        None, description="A batch oracle computing the expected sink output (e.g. word-count)."
+    )
+
+    def operator(self, name: str) -> OperatorSpec:
+        for op in self.operators:
+            if op.name == name:
+                return op
+        raise KeyError(name)

@@ -1,0 +1,192 @@
+"""An operator instance's machinery, shared by every protocol.
+
+``InstanceCore`` runs the operator on delivered batches, partitions its output onto
+channels, numbers batches per channel, tracks watermarks and end-of-stream, and collects
+the resulting actions. Protocols (``protocols/``) decide *when* the core processes what,
+and what is persisted or replayed; hosts drain ``core.actions`` and perform them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ftctl.runtime.actions import Action, Emit, Send
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.runtime.messages import Batch, Marker
+from ftctl.runtime.operators import WATERMARK_MAX, Operator
+from ftctl.runtime.records import Record, stable_hash
+
+SendHook = Callable[[int, Batch], None]
+
+
+class InstanceCore:
+    def __init__(self, graph: ExecutionGraph, iid: str):
+        spec = graph.instances[iid]
+        self.id = iid
+        self.spec = spec
+        self.is_source = spec.is_source
+        self.is_sink = spec.is_sink
+        self.inputs = list(spec.inputs)
+        self.out_channels = graph.out_channels(iid)
+        self.port_of = {ch: graph.channels[ch].port for ch in spec.inputs}
+        self.batch_size = graph.topology.input.batch
+        self.needs_wm = graph.needs_watermarks
+        made = graph.make_operator(iid)
+        self.op: Operator = Operator() if self.is_source else made  # type: ignore[assignment]
+        self.gen: Callable[[int, int], list[Record]] | None = made if self.is_source else None  # type: ignore[assignment]
+        self.lo, self.hi = graph.source_range(iid) if self.is_source else (0, 0)
+        self.offset = self.lo
+        self.actions: list[Action] = []
+        self.out_seq = dict.fromkeys(self.out_channels, 0)
+        self.rr = [0] * len(spec.outputs)
+        self.in_wm = dict.fromkeys(self.inputs, -1)
+        self.wm = -1  # this instance's event-time watermark
+        self.wm_sent = -1
+        self.finished: set[int] = set()  # input channels that delivered end-of-stream
+        # Sinks: protocols with transactional output set hold_output and take pending_output.
+        self.hold_output = False
+        self.pending_output: list[tuple[Any, Any]] = []
+        self.on_send: SendHook | None = None
+        self.records_in = 0
+        self.records_out = 0
+        self._hash_cache: dict[Any, int] = {}
+
+    # ------------------------------------------------------------------ input
+
+    def deliver(self, ch: int, batch: Batch) -> None:
+        """Run the operator on a batch from channel ``ch`` and route what it produces."""
+        recs = batch.records
+        out = self.op.process(recs, self.port_of[ch]) if recs else []
+        self.records_in += len(recs)
+        if self.needs_wm and batch.watermark is not None and batch.watermark > self.in_wm[ch]:
+            self.in_wm[ch] = batch.watermark
+            out = self._advance_watermark(min(self.in_wm.values()), out)
+        self._output(out)
+
+    def end_of_stream(self, ch: int) -> bool:
+        """Record EOS on ``ch``; True (once all inputs ended) after flushing the operator."""
+        self.finished.add(ch)
+        if len(self.finished) < len(self.inputs):
+            return False
+        if self.needs_wm:
+            self._output(self._advance_watermark(WATERMARK_MAX, []))
+        return True
+
+    def _advance_watermark(self, wm: int, out: list[Record]) -> list[Record]:
+        if wm <= self.wm:
+            return out
+        self.wm = wm
+        fired = self.op.on_watermark(wm)
+        return out + fired if fired else out
+
+    # ------------------------------------------------------------------ sources
+
+    def source_next(self) -> bool:
+        """Emit the next batch of a source; False once the source is exhausted."""
+        if self.offset >= self.hi:
+            return False
+        end = min(self.offset + self.batch_size, self.hi)
+        assert self.gen is not None
+        recs = self.gen(self.offset, end)
+        self.offset = end
+        if self.needs_wm and recs:
+            self.wm = recs[-1][2]
+        self._output(recs)
+        return self.offset < self.hi
+
+    @property
+    def exhausted(self) -> bool:
+        return self.offset >= self.hi
+
+    # ------------------------------------------------------------------ output
+
+    def _output(self, out: list[Record]) -> None:
+        self.records_out += len(out)
+        if self.is_sink:
+            if out:
+                visible = [(k, v) for k, v, _ in out]
+                if self.hold_output:
+                    self.pending_output.extend(visible)
+                else:
+                    self.actions.append(Emit(self.id, visible))
+            return
+        self.route(out)
+
+    def route(self, records: list[Record]) -> None:
+        wm: int | None = None
+        advanced = False
+        if self.needs_wm:
+            wm = self.wm
+            advanced = wm > self.wm_sent
+            if advanced:
+                self.wm_sent = wm
+        for gi, group in enumerate(self.spec.outputs):
+            chans = group.channels
+            parts: dict[int, list[Record]]
+            if not records:
+                parts = {}
+            elif len(chans) == 1 or group.partition == "broadcast":
+                parts = dict.fromkeys(chans, records)
+            elif group.partition == "hash":
+                parts = self._hash_split(records, chans)
+            else:  # round-robin by whole batches: deterministic given the instance's state
+                parts = {chans[self.rr[gi] % len(chans)]: records}
+                self.rr[gi] += 1
+            for ch in chans:
+                recs = parts.get(ch)
+                if recs or advanced:
+                    self.send(ch, Batch(recs or [], watermark=wm))
+
+    def _hash_split(self, records: list[Record], chans: list[int]) -> dict[int, list[Record]]:
+        n = len(chans)
+        cache = self._hash_cache
+        if len(cache) > 200_000:
+            cache.clear()
+        buckets: list[list[Record]] = [[] for _ in range(n)]
+        for r in records:
+            k = r[0]
+            h = cache.get(k)
+            if h is None:
+                h = cache[k] = stable_hash(k)
+            buckets[h % n].append(r)
+        return {chans[i]: b for i, b in enumerate(buckets) if b}
+
+    def send(self, ch: int, batch: Batch) -> None:
+        seq = self.out_seq[ch] + 1
+        self.out_seq[ch] = seq
+        batch.seq = seq
+        if self.on_send is not None:
+            self.on_send(ch, batch)
+        self.actions.append(Send(ch, batch))
+
+    def send_marker(self, marker: Marker) -> None:
+        for ch in self.out_channels:
+            self.actions.append(Send(ch, marker))
+
+    # ------------------------------------------------------------------ state
+
+    def snapshot_state(self) -> dict[str, Any]:
+        """Everything a replacement needs to continue as this instance would."""
+        return {
+            "op": self.op.snapshot(),
+            "offset": self.offset,
+            "seq": dict(self.out_seq),
+            "rr": list(self.rr),
+            "in_wm": dict(self.in_wm),
+            "wm": (self.wm, self.wm_sent),
+            "finished": set(self.finished),
+        }
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        self.op.restore(state["op"])
+        self.offset = state["offset"]
+        self.out_seq = dict(state["seq"])
+        self.rr = list(state["rr"])
+        self.in_wm = dict(state["in_wm"])
+        self.wm, self.wm_sent = state["wm"]
+        self.finished = set(state["finished"])
+
+    def take_actions(self) -> list[Action]:
+        acts, self.actions = self.actions, []
+        return acts
