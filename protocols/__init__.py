@@ -1,0 +1,1 @@
+"""Fault-tolerance protocols: pure decision logic, no sockets, Spark or clocks."""

@@ -1,0 +1,1 @@
+"""The simulation host: one process, simulated time and network, seeded schedules."""

@@ -1,0 +1,113 @@
+"""Runs many seeded failure schedules and judges each against the golden run."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ftctl.config.topology import Topology
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.sim.faults import FailureSchedule
+from ftctl.sim.host import SimHost, SimResult, source_step
+from ftctl.verify.checker import Verdict, verify
+from protocols.base import Guarantee, ProtocolInfo
+from protocols.registry import PROTOCOLS, resolve_params
+
+SNAPSHOTS_PER_RUN = 8
+
+
+def sink_modes(topology: Topology) -> dict[str, str]:
+    return {op.name: op.mode or "multiset" for op in topology.operators if op.type == "sink"}
+
+
+def nominal_duration(graph: ExecutionGraph) -> float:
+    """Simulated seconds the sources take to emit everything, without failures."""
+    batches = max(
+        math.ceil((hi - lo) / graph.topology.input.batch)
+        for lo, hi in (graph.source_range(s) for s in graph.sources)
+    )
+    return batches * source_step(graph.topology)
+
+
+def sim_params(graph: ExecutionGraph, protocol: str, given: dict[str, Any]) -> dict[str, Any]:
+    """Protocol parameters for simulation.
+
+    A timer interval the user did not set is scaled to the simulated run, so every run
+    takes several snapshots whatever its length.
+    """
+    params = resolve_params(protocol, given)
+    if "interval" in params and "interval" not in given:
+        params["interval"] = nominal_duration(graph) / SNAPSHOTS_PER_RUN
+    return params
+
+
+def golden_output(graph: ExecutionGraph) -> dict[str, list[tuple[Any, Any]]]:
+    """The fault-free output: same topology, input and seed, no failures."""
+    result = SimHost(graph, PROTOCOLS["none"], {}, seed=0).run()
+    return result.outputs
+
+
+@dataclass
+class ScheduleOutcome:
+    seed: int
+    result: SimResult
+    verdict: Verdict
+
+
+@dataclass
+class SimSummary:
+    schedules: int = 0
+    failures: int = 0
+    violations: Counter[str] = field(default_factory=Counter)
+    failing_seeds: list[int] = field(default_factory=list)
+    first_failure: ScheduleOutcome | None = None
+
+    @property
+    def passed(self) -> bool:
+        return not self.failing_seeds
+
+
+class Simulator:
+    """Holds the golden output and runs schedules against it."""
+
+    def __init__(self, topology: Topology, protocol: ProtocolInfo, given: dict[str, Any],
+                 guarantee: Guarantee | None = None, max_failures: int = 3, max_burst: int = 3):
+        self.graph = ExecutionGraph(topology)
+        self.protocol = protocol
+        self.params = sim_params(self.graph, protocol.name, given)
+        self.guarantee = guarantee or protocol.guarantee
+        self.modes = sink_modes(topology)
+        self.golden = golden_output(self.graph)
+        self.max_failures = max_failures
+        self.max_burst = max_burst
+        self.horizon = SimHost(self.graph, protocol, self.params, 0).run().stats.events
+
+    def run_one(self, seed: int, trace: bool = False) -> ScheduleOutcome:
+        rng = random.Random(seed)
+        schedule = FailureSchedule.random(rng, self.horizon, self.max_failures, self.max_burst)
+        host = SimHost(self.graph, self.protocol, self.params, seed=rng.getrandbits(64),
+                       schedule=schedule, trace=trace, hash_trace=trace)
+        result = host.run()
+        verdict = verify(self.modes, self.golden, result.outputs, self.guarantee,
+                         complete=result.complete)
+        return ScheduleOutcome(seed, result, verdict)
+
+    def run_many(self, n: int, seed: int,
+                 progress: Callable[[int], None] | None = None) -> SimSummary:
+        summary = SimSummary()
+        for i in range(n):
+            outcome = self.run_one(seed + i)
+            summary.schedules += 1
+            summary.failures += outcome.result.stats.failures
+            if not outcome.verdict.passed:
+                summary.failing_seeds.append(outcome.seed)
+                summary.violations.update(outcome.verdict.totals())
+                if summary.first_failure is None:
+                    summary.first_failure = outcome
+            if progress:
+                progress(i + 1)
+        return summary

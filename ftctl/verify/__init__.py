@@ -1,0 +1,1 @@
+"""Verification: exactly-once checks against a golden run."""

@@ -1,0 +1,163 @@
+"""The exactly-once checker: a sink's output against the golden run's.
+
+Anomalies per sink: ``lost`` (in golden, missing from the output), ``duplicated`` (more
+copies than golden), ``unexpected`` (never in golden, or for final-per-key a final value
+golden does not have) and ``reordered`` (ordered-per-key: same records, other order).
+A verdict holds when the anomalies fit a guarantee: at-most-once tolerates ``lost``,
+at-least-once tolerates ``duplicated`` (and the reordering replays cause).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from protocols.base import Guarantee
+
+Out = list[tuple[Any, Any]]
+
+
+@dataclass
+class Divergence:
+    key: Any
+    index: int
+    expected: Any
+    actual: Any
+
+    def describe(self) -> str:
+        return f"key {self.key!r} @{self.index}: expected {self.expected!r}, got {self.actual!r}"
+
+
+@dataclass
+class SinkVerdict:
+    sink: str
+    mode: str
+    golden_records: int
+    output_records: int
+    lost: int = 0
+    duplicated: int = 0
+    unexpected: int = 0
+    reordered: int = 0
+    divergences: list[Divergence] = field(default_factory=list)
+
+    def anomalies(self) -> dict[str, int]:
+        return {k: v for k, v in (("lost", self.lost), ("duplicated", self.duplicated),
+                                  ("unexpected", self.unexpected),
+                                  ("reordered", self.reordered)) if v}
+
+    def holds(self, guarantee: Guarantee) -> bool:
+        if guarantee is Guarantee.EXACTLY_ONCE:
+            return not self.anomalies()
+        if guarantee is Guarantee.AT_LEAST_ONCE:
+            return self.lost == 0 and self.unexpected == 0
+        return self.duplicated == 0 and self.unexpected == 0
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["divergences"] = [
+            {"key": repr(x.key), "index": x.index, "expected": repr(x.expected),
+             "actual": repr(x.actual)} for x in self.divergences]
+        return d
+
+
+def _multiset_counts(golden: Counter[Any], output: Counter[Any]) -> tuple[int, int, int]:
+    lost = dup = unexpected = 0
+    for r, g in golden.items():
+        o = output.get(r, 0)
+        if o < g:
+            lost += g - o
+        elif o > g:
+            dup += o - g
+    for r, o in output.items():
+        if r not in golden:
+            unexpected += o
+    return lost, dup, unexpected
+
+
+def _by_key(records: Iterable[tuple[Any, Any]]) -> dict[Any, list[Any]]:
+    d: dict[Any, list[Any]] = defaultdict(list)
+    for k, v in records:
+        d[k].append(v)
+    return d
+
+
+def _first_diff(expected: list[Any], actual: list[Any]) -> int:
+    for i, (e, a) in enumerate(zip(expected, actual, strict=False)):
+        if e != a:
+            return i
+    return min(len(expected), len(actual))
+
+
+def compare(sink: str, mode: str, golden: Out, output: Out, max_divergences: int = 5) -> SinkVerdict:
+    v = SinkVerdict(sink, mode, len(golden), len(output))
+    divs: list[Divergence] = []
+    if mode == "final-per-key":
+        g_final = {k: val for k, val in golden}
+        o_final = {k: val for k, val in output}
+        for k, gv in g_final.items():
+            if k not in o_final:
+                v.lost += 1
+                divs.append(Divergence(k, 0, gv, None))
+            elif o_final[k] != gv:
+                v.unexpected += 1
+                divs.append(Divergence(k, 0, gv, o_final[k]))
+        for k, ov in o_final.items():
+            if k not in g_final:
+                v.unexpected += 1
+                divs.append(Divergence(k, 0, None, ov))
+    else:
+        g_keys, o_keys = _by_key(golden), _by_key(output)
+        for k in g_keys.keys() | o_keys.keys():
+            gs, os_ = g_keys.get(k, []), o_keys.get(k, [])
+            if gs == os_:
+                continue
+            if mode == "multiset" and Counter(gs) == Counter(os_):
+                continue  # same records, another interleaving: fine for a multiset
+            lost, dup, unexp = _multiset_counts(Counter(gs), Counter(os_))
+            v.lost += lost
+            v.duplicated += dup
+            v.unexpected += unexp
+            if not (lost or dup or unexp):
+                v.reordered += 1
+            if mode == "multiset":
+                gs, os_ = sorted(gs, key=repr), sorted(os_, key=repr)
+            i = _first_diff(gs, os_)
+            divs.append(Divergence(k, i, gs[i] if i < len(gs) else None,
+                                   os_[i] if i < len(os_) else None))
+    divs.sort(key=lambda d: repr(d.key))
+    v.divergences = divs[:max_divergences]
+    return v
+
+
+@dataclass
+class Verdict:
+    """All sinks of one run, judged against one guarantee."""
+
+    guarantee: Guarantee
+    sinks: list[SinkVerdict]
+    complete: bool = True
+
+    @property
+    def passed(self) -> bool:
+        return self.complete and all(s.holds(self.guarantee) for s in self.sinks)
+
+    def totals(self) -> dict[str, int]:
+        t: Counter[str] = Counter()
+        for s in self.sinks:
+            t.update(s.anomalies())
+        if not self.complete:
+            t["stalled"] += 1
+        return dict(t)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"guarantee": self.guarantee.value, "passed": self.passed,
+                "complete": self.complete, "sinks": [s.to_json() for s in self.sinks]}
+
+
+def verify(modes: dict[str, str], golden: dict[str, Out], output: dict[str, Out],
+           guarantee: Guarantee, complete: bool = True) -> Verdict:
+    sinks = [compare(name, modes[name], golden.get(name, []), output.get(name, []))
+             for name in sorted(modes)]
+    return Verdict(guarantee, sinks, complete)

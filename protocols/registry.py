@@ -1,0 +1,54 @@
+"""Every protocol ftctl knows, by name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocols.base import Guarantee, ProtocolInfo
+from protocols.checkpoint import CheckpointCoordinator, CheckpointInstance
+from protocols.none import NoneCoordinator, NoneInstance
+
+PROTOCOLS: dict[str, ProtocolInfo] = {
+    "none": ProtocolInfo(
+        "none", Guarantee.AT_MOST_ONCE,
+        "no fault tolerance: a failed instance restarts empty (the control)",
+        "-", NoneInstance, NoneCoordinator),
+    "checkpoint": ProtocolInfo(
+        "checkpoint", Guarantee.EXACTLY_ONCE,
+        "snapshot tokens with channel state (or aligned), global rollback, transactional sinks",
+        "003 (Noir)", CheckpointInstance, CheckpointCoordinator,
+        defaults={"interval": 1.0, "alignment": "unaligned"}),
+}
+
+PARAM_CHOICES: dict[str, dict[str, tuple[str, ...]]] = {
+    "checkpoint": {"alignment": ("unaligned", "aligned")},
+}
+
+
+def get_protocol(name: str) -> ProtocolInfo:
+    try:
+        return PROTOCOLS[name]
+    except KeyError:
+        raise KeyError(f"unknown protocol {name!r} (known: {', '.join(PROTOCOLS)})") from None
+
+
+def resolve_params(name: str, given: dict[str, Any]) -> dict[str, Any]:
+    """Defaults overlaid with ``given``; raises ValueError naming a bad key or value."""
+    info = get_protocol(name)
+    unknown = set(given) - set(info.defaults)
+    if unknown:
+        known = ", ".join(info.defaults) or "none"
+        raise ValueError(f"unknown parameter {sorted(unknown)[0]!r} for {name} (known: {known})")
+    params = {**info.defaults}
+    for k, v in given.items():
+        default = info.defaults[k]
+        choices = PARAM_CHOICES.get(name, {}).get(k)
+        if choices is not None and v not in choices:
+            raise ValueError(f"{k} must be one of {', '.join(choices)}, got {v!r}")
+        if isinstance(default, float | int) and not isinstance(v, float | int):
+            try:
+                v = type(default)(v)
+            except ValueError:
+                raise ValueError(f"{k} must be a number, got {v!r}") from None
+        params[k] = v
+    return params
