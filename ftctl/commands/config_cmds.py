@@ -1,7 +1,259 @@
-"""Placeholder: filled in by its own change."""
+"""Commands about configuration: ``validate``, ``list`` and ``schema``."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ftctl.config.errors import ConfigError
+from ftctl.config.load import load_config, read_yaml
+from ftctl.config.scenario import FAULT_TYPES, Scenario
+from ftctl.config.topology import Topology
+from ftctl.console import EXIT_USAGE, console, err_console
+
+
+class ListWhat(StrEnum):
+    topologies = "topologies"
+    protocols = "protocols"
+    operators = "operators"
+    faults = "faults"
+
+
+class SchemaOf(StrEnum):
+    topology = "topology"
+    scenario = "scenario"
+
+
+SCHEMA_MODELS: dict[SchemaOf, type[Topology] | type[Scenario]] = {
+    SchemaOf.topology: Topology,
+    SchemaOf.scenario: Scenario,
+}
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("validate")(validate)
+    app.command("list")(list_cmd)
+    app.command("schema")(schema)
+
+
+def report_error(exc: ConfigError) -> None:
+    """Print a ConfigError as the one line the conventions promise."""
+    err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+
+
+# ---------------------------------------------------------------- validate
+
+
+def validate(
+    files: Annotated[
+        list[str], typer.Argument(help="Topology or scenario YAML files.", metavar="FILE...")
+    ],
+) -> None:
+    """Check topology and chaos-scenario files without running anything.
+
+    A file with a top-level `faults` key is a scenario; any other file is a topology.
+
+    Each bad file gets one line naming its file, line and field; the exit code is then 2.
+
+    Examples:
+
+        ftctl validate topologies/wordcount.yaml
+
+        ftctl validate topologies/*.yaml chaos/*.yaml
+    """
+    bad = 0
+    for file in files:
+        try:
+            config = load_config(file)
+        except ConfigError as exc:
+            report_error(exc)
+            bad += 1
+            continue
+        console.print(
+            f"[green]ok[/green] {escape(file)} ({_summary(config)})",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if bad:
+        raise typer.Exit(EXIT_USAGE)
+
+
+def _summary(config: Topology | Scenario) -> str:
+    if isinstance(config, Scenario):
+        n = len(config.faults)
+        return f"scenario {config.name}: {n} fault{'' if n == 1 else 's'}"
+    ops = len(config.operators)
+    instances = sum(op.parallelism for op in config.operators)
+    return (
+        f"topology {config.name}: {ops} operator{'' if ops == 1 else 's'}, "
+        f"{instances} instance{'' if instances == 1 else 's'}"
+    )
+
+
+# ---------------------------------------------------------------- list
+
+
+def list_cmd(
+    what: Annotated[ListWhat, typer.Argument(help="What to list.", metavar="WHAT")],
+    as_json: JsonOpt = False,
+    directory: Annotated[
+        Path, typer.Option("--dir", help="Where topology files are (for `topologies`).")
+    ] = Path("topologies"),
+) -> None:
+    """List topologies, protocols, operator types or fault types.
+
+    Examples:
+
+        ftctl list operators
+
+        ftctl list topologies --dir my-topologies
+
+        ftctl list faults --json
+    """
+    rows = {
+        ListWhat.topologies: lambda: _topology_rows(directory),
+        ListWhat.protocols: _protocol_rows,
+        ListWhat.operators: _operator_rows,
+        ListWhat.faults: _fault_rows,
+    }[what]()
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title=what.value)
+    for column in _COLUMNS[what]:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*(escape(_cell(row.get(c))) for c in _COLUMNS[what]))
+    console.print(table)
+
+
+_COLUMNS = {
+    ListWhat.topologies: ["name", "file", "description"],
+    ListWhat.protocols: ["name", "guarantee", "description"],
+    ListWhat.operators: ["name", "kind", "inputs", "params", "description"],
+    ListWhat.faults: ["type", "fields", "params", "description"],
+}
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    return "" if value is None else str(value)
+
+
+def _topology_rows(directory: Path) -> list[dict[str, Any]]:
+    rows = []
+    for path in sorted(directory.glob("*.yaml")):
+        try:
+            data, _ = read_yaml(path)
+            name, description = str(data.get("name", path.stem)), str(data.get("description", ""))
+        except ConfigError as exc:
+            name, description = path.stem, f"(unreadable: {exc.message})"
+        rows.append({"name": name, "file": str(path), "description": description})
+    return rows
+
+
+def _protocol_rows() -> list[dict[str, Any]]:
+    try:
+        from protocols.registry import PROTOCOLS  # type: ignore[import-not-found,unused-ignore]
+    except ModuleNotFoundError as exc:
+        if exc.name != "protocols.registry":
+            raise
+        return []
+    infos = PROTOCOLS.values() if isinstance(PROTOCOLS, dict) else PROTOCOLS
+    rows = []
+    for info in infos:
+        guarantee = getattr(info, "guarantee", "")
+        rows.append(
+            {
+                "name": str(getattr(info, "name", "")),
+                "guarantee": str(getattr(guarantee, "value", guarantee)),
+                "description": str(getattr(info, "description", "")),
+                "paper": str(getattr(info, "paper", "")),
+            }
+        )
+    return rows
+
+
+def _operator_rows() -> list[dict[str, Any]]:
+    from ftctl.runtime.operators import OPERATORS
+    from ftctl.runtime.sources import SOURCES
+
+    rows: list[dict[str, Any]] = [
+        {
+            "name": name,
+            "kind": "source",
+            "inputs": 0,
+            "description": spec.description,
+            "params": dict(spec.defaults),
+        }
+        for name, spec in sorted(SOURCES.items())
+    ]
+    rows += [
+        {
+            "name": name,
+            "kind": "sink" if name == "sink" else "operator",
+            "inputs": op.inputs,
+            "description": op.description,
+            "params": {"function": "required"} if op.needs_function else {},
+        }
+        for name, op in sorted(OPERATORS.items())
+    ]
+    return rows
+
+
+def _fault_rows() -> list[dict[str, Any]]:
+    rows = []
+    for name, kind in FAULT_TYPES.items():
+        fields = [
+            f for f, on in (("duration", kind.takes_duration), ("window", kind.takes_window)) if on
+        ]
+        rows.append(
+            {
+                "type": name,
+                "fields": fields,
+                "params": list(kind.params.model_fields),
+                "description": kind.description,
+            }
+        )
+    return rows
+
+
+# ---------------------------------------------------------------- schema
+
+
+def schema(
+    kind: Annotated[
+        SchemaOf, typer.Argument(help="Which file format.", metavar="KIND")
+    ] = SchemaOf.topology,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")
+    ] = None,
+) -> None:
+    """Print the JSON Schema of topology or scenario files (for editors and CI).
+
+    Examples:
+
+        ftctl schema topology
+
+        ftctl schema scenario -o scenario.schema.json
+    """
+    text = json.dumps(SCHEMA_MODELS[kind].model_json_schema(), indent=2) + "\n"
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        report_error(ConfigError(str(output), None, f"cannot write: {exc.strerror or exc}"))
+        raise typer.Exit(EXIT_USAGE) from None
+    console.print(f"wrote {escape(str(output))}", highlight=False)

@@ -21,12 +21,14 @@ class _Strict(BaseModel):
 class InputSpec(_Strict):
     """How much input the sources generate and how fast."""
 
-    records: int = Field(2000, ge=1, description="Records each source generates.")
+    records: int = Field(default=2000, ge=1, description="Records each source generates.")
     rate: float | None = Field(
-        None, gt=0, description="Records per second per source; omitted = as fast as possible."
+        default=None,
+        gt=0,
+        description="Records per second per source; omitted = as fast as possible.",
     )
-    seed: int = Field(1, description="Seed of the replayable sources.")
-    batch: int = Field(100, ge=1, le=100_000, description="Records per batch on the wire.")
+    seed: int = Field(default=1, description="Seed of the replayable sources.")
+    batch: int = Field(default=100, ge=1, le=100_000, description="Records per batch on the wire.")
 
 
 class OperatorSpec(_Strict):
@@ -34,12 +36,14 @@ class OperatorSpec(_Strict):
 
     name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
     type: str = Field(description="Operator type, see `ftctl list operators`.")
-    parallelism: int = Field(1, ge=1, le=256)
+    parallelism: int = Field(default=1, ge=1, le=256)
     function: str | None = Field(
-        None, description="map/filter/flat_map: a built-in name or 'module:function'."
+        default=None, description="map/filter/flat_map: a built-in name or 'module:function'."
     )
     params: dict[str, Any] = Field(default_factory=dict)
-    mode: SinkMode | None = Field(None, description="Sinks: how output is compared to golden.")
+    mode: SinkMode | None = Field(
+        default=None, description="Sinks: how output is compared to golden."
+    )
 
 
 class EdgeSpec(_Strict):
@@ -48,7 +52,9 @@ class EdgeSpec(_Strict):
     src: str = Field(alias="from")
     dst: str = Field(alias="to")
     partition: Partitioning = "forward"
-    port: int = Field(0, ge=0, le=1, description="Input port at `to` (joins: 0 left, 1 right).")
+    port: int = Field(
+        default=0, ge=0, le=1, description="Input port at `to` (joins: 0 left, 1 right)."
+    )
 
 
 class Topology(_Strict):
@@ -60,7 +66,8 @@ class Topology(_Strict):
     operators: list[OperatorSpec] = Field(min_length=1)
     edges: list[EdgeSpec] = Field(default_factory=list)
     oracle: str | None = Field(
-        None, description="A batch oracle computing the expected sink output (e.g. word-count)."
+        default=None,
+        description="A batch oracle computing the expected sink output (e.g. word-count).",
     )
 
     def operator(self, name: str) -> OperatorSpec:

@@ -1,0 +1,296 @@
+"""Graph-level checks of a topology that pydantic cannot express.
+
+Each check yields `Problem`s located by a path into the YAML document (e.g.
+``("edges", 1, "to")``) so the loader can name the field and its line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+
+from ftctl.config.errors import ConfigError
+from ftctl.config.topology import EdgeSpec, OperatorSpec, SinkMode, Topology
+from ftctl.runtime.operators import (
+    BUILTIN_FUNCTIONS,
+    OPERATORS,
+    build_operator,
+    is_source,
+    operator_names,
+    resolve_function,
+)
+from ftctl.runtime.sources import SOURCES, make_source
+
+Loc = tuple[str | int, ...]
+DEFAULT_SINK_MODE: SinkMode = "multiset"
+
+
+@dataclass(frozen=True)
+class Problem:
+    loc: Loc
+    message: str
+
+    @property
+    def field(self) -> str:
+        return dotted(self.loc)
+
+
+def dotted(loc: Loc) -> str:
+    """``("operators", 2, "type")`` -> ``operators[2].type``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def check_topology(
+    topology: Topology, file: str = "<topology>", lines: Mapping[Loc, int] | None = None
+) -> Topology:
+    """Raise ConfigError for the first problem; otherwise fill defaults and return it."""
+    problem = next(find_problems(topology), None)
+    if problem is not None:
+        raise ConfigError(file, problem.field or None, problem.message, line_of(lines, problem.loc))
+    fill_defaults(topology)
+    return topology
+
+
+def line_of(lines: Mapping[Loc, int] | None, loc: Loc) -> int | None:
+    """The line of the longest prefix of `loc` that the document has."""
+    if not lines:
+        return None
+    for end in range(len(loc), -1, -1):
+        line = lines.get(loc[:end])
+        if line is not None:
+            return line
+    return None
+
+
+def fill_defaults(topology: Topology) -> None:
+    for op in topology.operators:
+        if op.type == "sink" and op.mode is None:
+            op.mode = DEFAULT_SINK_MODE
+
+
+def find_problems(topology: Topology) -> Iterator[Problem]:
+    """Every problem, most basic first; later checks skip what earlier ones reported."""
+    checks: list[Callable[[Topology], Iterator[Problem]]] = [
+        _duplicate_names,
+        _operator_fields,
+        _edge_ends,
+        _has_sink,
+        _roles,
+        _cycle,
+        _ports,
+        _forward,
+    ]
+    for check in checks:
+        yield from check(topology)
+
+
+# ---------------------------------------------------------------- operators
+
+
+def _duplicate_names(topo: Topology) -> Iterator[Problem]:
+    first: dict[str, int] = {}
+    for i, op in enumerate(topo.operators):
+        if op.name in first:
+            yield Problem(
+                ("operators", i, "name"),
+                f"duplicate operator name '{op.name}' (also operators[{first[op.name]}])",
+            )
+        else:
+            first[op.name] = i
+
+
+def _operator_fields(topo: Topology) -> Iterator[Problem]:
+    for i, op in enumerate(topo.operators):
+        yield from _operator_problems(i, op, topo.input.seed)
+
+
+def _operator_problems(i: int, op: OperatorSpec, seed: int) -> Iterator[Problem]:
+    at: Loc = ("operators", i)
+    known = operator_names()
+    if op.type not in known:
+        yield Problem((*at, "type"), f"unknown operator '{op.type}' (known: {', '.join(known)})")
+        return
+    if op.mode is not None and op.type != "sink":
+        yield Problem((*at, "mode"), "only sinks take a mode")
+    if is_source(op.type):
+        yield from _source_params(at, op, seed)
+        return
+    kind = OPERATORS[op.type]
+    if kind.needs_function and not op.function:
+        yield Problem((*at, "function"), f"required for {op.type} ({_function_hint()})")
+        return
+    if op.function and not kind.needs_function:
+        yield Problem((*at, "function"), f"{op.type} takes no function")
+        return
+    if op.function:
+        try:
+            resolve_function(op.function)
+        except LookupError as exc:
+            yield Problem((*at, "function"), str(exc))
+            return
+        except Exception as exc:  # a user's module can fail to import in any way
+            yield Problem((*at, "function"), f"cannot import '{op.function}': {exc}")
+            return
+    try:
+        build_operator(op.type, op.params, op.function)
+    except (ValueError, TypeError, LookupError) as exc:
+        yield Problem((*at, "params"), str(exc))
+
+
+def _function_hint() -> str:
+    return f"built-ins: {', '.join(BUILTIN_FUNCTIONS)}, or 'module:function'"
+
+
+def _source_params(at: Loc, op: OperatorSpec, seed: int) -> Iterator[Problem]:
+    spec = SOURCES[op.type]
+    for key, value in op.params.items():
+        if key not in spec.defaults:
+            yield Problem(
+                (*at, "params", key),
+                f"unknown param '{key}' for {op.type} (known: {', '.join(spec.defaults)})",
+            )
+            return
+        wrong = _wrong_type(value, spec.defaults[key])
+        if wrong:
+            yield Problem((*at, "params", key), wrong)
+            return
+    try:
+        make_source(op.type, seed, op.params)
+    except (ValueError, TypeError) as exc:
+        yield Problem((*at, "params"), str(exc))
+
+
+def _wrong_type(value: object, default: object) -> str | None:
+    """A message if `value` cannot stand in for a param whose default is `default`."""
+    if isinstance(default, bool) or not isinstance(default, int | float):
+        return None
+    number = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value)
+    if isinstance(default, int) and (number is None or not number.is_integer()):
+        return f"expected an integer, got {value!r}"
+    if isinstance(default, float) and number is None:
+        return f"expected a number, got {value!r}"
+    return None
+
+
+def _has_sink(topo: Topology) -> Iterator[Problem]:
+    if not any(op.type == "sink" for op in topo.operators):
+        yield Problem(("operators",), "no sink; add an operator of type 'sink'")
+
+
+# ---------------------------------------------------------------- edges
+
+
+def _valid_edges(topo: Topology) -> list[tuple[int, EdgeSpec]]:
+    """Edges whose ends both exist; the others are reported by `_edge_ends`."""
+    names = {op.name for op in topo.operators}
+    return [(i, e) for i, e in enumerate(topo.edges) if e.src in names and e.dst in names]
+
+
+def _edge_ends(topo: Topology) -> Iterator[Problem]:
+    names = {op.name for op in topo.operators}
+    for i, edge in enumerate(topo.edges):
+        for field, name in (("from", edge.src), ("to", edge.dst)):
+            if name not in names:
+                yield Problem(("edges", i, field), f"no operator named '{name}'")
+
+
+def _cycle(topo: Topology) -> Iterator[Problem]:
+    edges = [(e.src, e.dst) for _, e in _valid_edges(topo)]
+    cycle = find_cycle([op.name for op in topo.operators], edges)
+    if cycle:
+        yield Problem(("edges",), "cycle " + " -> ".join(cycle))
+
+
+def find_cycle(nodes: list[str], edges: list[tuple[str, str]]) -> list[str] | None:
+    """A cycle as ``[a, b, a]``, found by depth-first search in file order, or None."""
+    succ: dict[str, list[str]] = {n: [] for n in nodes}
+    for src, dst in edges:
+        succ[src].append(dst)
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in succ[node]:
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in nodes:
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def _roles(topo: Topology) -> Iterator[Problem]:
+    kinds = {op.name: op.type for op in topo.operators}
+    edges = _valid_edges(topo)
+    for i, edge in edges:
+        if is_source(kinds[edge.dst]):
+            yield Problem(("edges", i, "to"), f"'{edge.dst}' is a source and takes no input")
+        if kinds[edge.src] == "sink":
+            yield Problem(("edges", i, "from"), f"'{edge.src}' is a sink and has no output")
+    has_in = {e.dst for _, e in edges}
+    has_out = {e.src for _, e in edges}
+    for i, op in enumerate(topo.operators):
+        if not is_source(op.type) and op.name not in has_in:
+            yield Problem(("operators", i), f"'{op.name}' has no incoming edge")
+        if op.type != "sink" and op.name not in has_out:
+            yield Problem(
+                ("operators", i), f"'{op.name}' has no outgoing edge; its output would be lost"
+            )
+
+
+def _inputs(kind: str) -> int:
+    op_type = OPERATORS.get(kind)
+    return op_type.inputs if op_type else 0
+
+
+def _ports(topo: Topology) -> Iterator[Problem]:
+    kinds = {op.name: op.type for op in topo.operators}
+    used: dict[str, set[int]] = {}
+    for i, edge in _valid_edges(topo):
+        n = _inputs(kinds[edge.dst])
+        if n and edge.port >= n:
+            yield Problem(
+                ("edges", i, "port"),
+                f"'{edge.dst}' ({kinds[edge.dst]}) has one input; the port must be 0",
+            )
+        used.setdefault(edge.dst, set()).add(edge.port)
+    for i, op in enumerate(topo.operators):
+        n = _inputs(op.type)
+        for port in range(n if n > 1 else 0):
+            if port not in used.get(op.name, set()):
+                yield Problem(
+                    ("operators", i),
+                    f"{op.type} '{op.name}' needs an edge on port {port} ({_side(port)} input)",
+                )
+
+
+def _side(port: int) -> str:
+    return "left" if port == 0 else "right"
+
+
+def _forward(topo: Topology) -> Iterator[Problem]:
+    par = {op.name: op.parallelism for op in topo.operators}
+    for i, edge in _valid_edges(topo):
+        src_p, dst_p = par[edge.src], par[edge.dst]
+        if edge.partition == "forward" and src_p != dst_p and dst_p != 1:
+            yield Problem(
+                ("edges", i, "partition"),
+                f"forward needs equal parallelism ('{edge.src}' has {src_p}, "
+                f"'{edge.dst}' has {dst_p}); use hash, round-robin or broadcast",
+            )

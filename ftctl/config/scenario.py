@@ -1,0 +1,257 @@
+"""Chaos-scenario files: a seeded schedule of faults. Data only; injection lives in `chaos`.
+
+Each fault entry names a fault type, when it strikes (exactly one of `at`, `every` or
+`trigger`), what it hits (`target`) and its type-specific `params`. The params of each
+type have their own model in `PARAMS`; `load_scenario` validates them so a typo in a
+param is reported with its line like any other field.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+FaultType = Literal[
+    "kill-task",
+    "kill-executor",
+    "kill-worker",
+    "kill-group",
+    "pause",
+    "partition",
+    "delay",
+    "drop",
+    "slow",
+    "restore-capacity",
+]
+Trigger = Literal["during-checkpoint", "during-recovery"]
+
+_NAME = r"[A-Za-z][A-Za-z0-9_-]*"
+_LABEL = r"[A-Za-z0-9_.-]+=[A-Za-z0-9_.-]+"
+TARGET_PATTERN = rf"^(random|{_NAME}(\[[0-9]+\])?|{_LABEL}(,{_LABEL})*)$"
+_INSTANCE_RE = re.compile(rf"^({_NAME})\[([0-9]+)\]$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---------------------------------------------------------------- params per fault type
+
+
+class NoParams(_Strict):
+    """This fault type takes no params."""
+
+
+class PeerParams(_Strict):
+    peer: str | None = Field(
+        default=None,
+        pattern=TARGET_PATTERN,
+        description="The other side of the link; omitted = every peer of the target.",
+    )
+
+
+class DelayParams(PeerParams):
+    ms: float = Field(gt=0, description="Added one-way delay in milliseconds.")
+    jitter_ms: float = Field(default=0.0, ge=0, description="Uniform jitter added on top of `ms`.")
+
+
+class DropParams(PeerParams):
+    probability: float = Field(gt=0, le=1, description="Chance that a message is dropped.")
+
+
+class SlowParams(_Strict):
+    factor: float = Field(default=2.0, gt=1, description="How many times slower the target runs.")
+
+
+class RestoreParams(_Strict):
+    mode: Literal["all", "progressive"] = Field(
+        default="all", description="Bring lost workers back at once, or one by one."
+    )
+    distribution: Literal["fixed", "uniform", "paper"] = Field(
+        default="fixed",
+        description="Progressive: gap between returns; fixed = `scale` s, uniform = "
+        "[min, max] s, paper = the progressive-recovery paper's distribution times `scale`.",
+    )
+    min: float = Field(default=0.0, ge=0, description="Uniform: shortest gap in seconds.")
+    max: float = Field(default=5.0, ge=0, description="Uniform: longest gap in seconds.")
+    scale: float = Field(
+        default=1.0, gt=0, description="Fixed gap, or the paper distribution's scale."
+    )
+
+    @model_validator(mode="after")
+    def _min_le_max(self) -> RestoreParams:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min:g}) is greater than max ({self.max:g})")
+        return self
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    """What a fault type does and which optional fields it accepts."""
+
+    description: str
+    params: type[BaseModel]
+    takes_duration: bool = False
+    takes_window: bool = False
+
+
+FAULT_TYPES: dict[str, FaultKind] = {
+    "kill-task": FaultKind("SIGKILL an operator task's Python worker", NoParams),
+    "kill-executor": FaultKind("SIGKILL the executor running the target", NoParams),
+    "kill-worker": FaultKind("kill a worker (node loss): its executors and tasks die", NoParams),
+    "kill-group": FaultKind(
+        "correlated failure: kill every matching worker within `window` seconds",
+        NoParams,
+        takes_window=True,
+    ),
+    "pause": FaultKind(
+        "SIGSTOP the target's process tree, SIGCONT after `duration`",
+        NoParams,
+        takes_duration=True,
+    ),
+    "partition": FaultKind(
+        "cut the network between the target and `peer` for `duration`",
+        PeerParams,
+        takes_duration=True,
+    ),
+    "delay": FaultKind(
+        "add `ms` (+ `jitter_ms`) latency to the target's links for `duration`",
+        DelayParams,
+        takes_duration=True,
+    ),
+    "drop": FaultKind(
+        "drop messages on the target's links with `probability` for `duration`",
+        DropParams,
+        takes_duration=True,
+    ),
+    "slow": FaultKind(
+        "slow node: the target runs `factor` times slower for `duration`",
+        SlowParams,
+        takes_duration=True,
+    ),
+    "restore-capacity": FaultKind(
+        "bring lost workers back, all at once or progressively (`mode`, `distribution`)",
+        RestoreParams,
+    ),
+}
+assert set(FAULT_TYPES) == set(get_args(FaultType)), "FAULT_TYPES and FaultType disagree"
+
+PARAMS: dict[str, type[BaseModel]] = {name: kind.params for name, kind in FAULT_TYPES.items()}
+
+
+# ---------------------------------------------------------------- targets
+
+
+@dataclass(frozen=True)
+class Target:
+    """A parsed `target`: kind is random, instance, operator or selector."""
+
+    kind: Literal["random", "instance", "operator", "selector"]
+    operator: str | None = None
+    index: int | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+def parse_target(text: str) -> Target:
+    """Parse a target string; it must already match TARGET_PATTERN."""
+    if text == "random":
+        return Target("random")
+    if "=" in text:
+        pairs = tuple((k, v) for k, _, v in (p.partition("=") for p in text.split(",")))
+        return Target("selector", labels=pairs)
+    m = _INSTANCE_RE.match(text)
+    if m:
+        return Target("instance", operator=m.group(1), index=int(m.group(2)))
+    return Target("operator", operator=text)
+
+
+# ---------------------------------------------------------------- the scenario
+
+
+class Fault(_Strict):
+    """One fault: what, when, where."""
+
+    type: FaultType = Field(description="Fault type, see `ftctl list faults`.")
+    at: float | None = Field(default=None, ge=0, description="Seconds into the run.")
+    every: float | None = Field(default=None, gt=0, description="Repeat every this many seconds.")
+    count: int | None = Field(
+        default=None,
+        ge=1,
+        description="With `every` or `trigger`: how many times; omitted = forever.",
+    )
+    trigger: Trigger | None = Field(
+        default=None, description="Strike when the run reaches this phase."
+    )
+    target: str = Field(
+        pattern=TARGET_PATTERN,
+        description="An instance (`count[1]`), an operator (`count`), a worker label "
+        "selector (`rack=a`) or `random`.",
+    )
+    window: float | None = Field(
+        default=None,
+        gt=0,
+        description="kill-group: the matching workers die within this many seconds.",
+    )
+    duration: float | None = Field(
+        default=None, gt=0, description="pause/partition/delay/drop/slow: seconds until healed."
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Type-specific parameters, see `ftctl list faults`."
+    )
+
+    @field_validator("count")
+    @classmethod
+    def _count_needs_repeat(cls, count: int | None, info: ValidationInfo) -> int | None:
+        if count is not None and info.data.get("at") is not None:
+            raise ValueError("goes with 'every' or 'trigger', not 'at'")
+        return count
+
+    @field_validator("window")
+    @classmethod
+    def _window_for_groups(cls, window: float | None, info: ValidationInfo) -> float | None:
+        kind = info.data.get("type")
+        if window is not None and kind and not FAULT_TYPES[kind].takes_window:
+            raise ValueError(f"only kill-group takes a window, not {kind}")
+        return window
+
+    @field_validator("duration")
+    @classmethod
+    def _duration_for_healable(cls, duration: float | None, info: ValidationInfo) -> float | None:
+        kind = info.data.get("type")
+        if duration is not None and kind and not FAULT_TYPES[kind].takes_duration:
+            raise ValueError(f"{kind} takes no duration")
+        return duration
+
+    @model_validator(mode="after")
+    def _exactly_one_when(self) -> Fault:
+        given = [k for k in ("at", "every", "trigger") if getattr(self, k) is not None]
+        if len(given) != 1:
+            what = "none" if not given else " and ".join(f"'{k}'" for k in given)
+            raise ValueError(f"give exactly one of 'at', 'every' or 'trigger' (got {what})")
+        return self
+
+    def typed_params(self) -> BaseModel:
+        """The params validated by this fault type's model (raises pydantic ValidationError)."""
+        return PARAMS[self.type].model_validate(self.params)
+
+    def parsed_target(self) -> Target:
+        return parse_target(self.target)
+
+
+class Scenario(_Strict):
+    """A chaos-scenario file."""
+
+    name: str = Field(pattern=rf"^{_NAME}$")
+    description: str = ""
+    seed: int = Field(default=1, description="Seeds every random choice (targets, gaps, drops).")
+    faults: list[Fault] = Field(description="The schedule; an empty list is a fault-free run.")
