@@ -1,0 +1,83 @@
+"""The golden run: a topology's fault-free output, computed once and cached.
+
+The golden output comes from the same runtime code as every run (the simulation host with
+the ``none`` protocol and no failures). It is cached under a hash of the topology model's
+canonical JSON, which covers the operators, edges and the input (records, seed, batch),
+plus a fingerprint of the code that computes it so a change to an operator invalidates
+the cache instead of silently comparing runs against a stale golden output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+from pathlib import Path
+from typing import Any
+
+from ftctl.config.topology import Topology
+from ftctl.results import atomic_write_bytes
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.sim.runner import golden_output
+
+Outputs = dict[str, list[tuple[Any, Any]]]
+DEFAULT_CACHE = Path("results/.golden")
+_REPO = Path(__file__).resolve().parent.parent.parent
+# The code a golden output depends on: the operators and sources, the simulation host
+# and the `none` protocol it runs under.
+_GOLDEN_CODE = ("ftctl/runtime/*.py", "ftctl/sim/*.py", "protocols/base.py", "protocols/none.py")
+
+
+def canonical_json(topology: Topology) -> str:
+    """The topology model as JSON with sorted keys and defaults filled in."""
+    data = topology.model_dump(mode="json", by_alias=True)
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def topology_hash(topology: Topology) -> str:
+    """SHA-256 (hex) of the topology's canonical JSON."""
+    return hashlib.sha256(canonical_json(topology).encode()).hexdigest()
+
+
+def runtime_fingerprint() -> str:
+    """A short hash of the source the golden output is computed by."""
+    h = hashlib.sha256()
+    files = sorted({f for pattern in _GOLDEN_CODE for f in _REPO.glob(pattern)})
+    for file in files:
+        h.update(str(file.relative_to(_REPO)).encode())
+        h.update(file.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def cache_path(topology: Topology, cache_dir: Path = DEFAULT_CACHE) -> Path:
+    name = f"{topology.name}-{topology_hash(topology)[:16]}-{runtime_fingerprint()}.pkl"
+    return Path(cache_dir) / name
+
+
+def golden_for(topology: Topology, cache_dir: Path = DEFAULT_CACHE) -> Outputs:
+    """The fault-free output per sink operator, from the cache when it holds it."""
+    path = cache_path(topology, cache_dir)
+    cached = _load(path)
+    if cached is not None:
+        return cached
+    outputs = golden_output(ExecutionGraph(topology))
+    atomic_write_bytes(path, pickle.dumps(outputs, protocol=pickle.HIGHEST_PROTOCOL))
+    return outputs
+
+
+def _load(path: Path) -> Outputs | None:
+    """The cached output, or None when absent or unreadable (then it is recomputed).
+
+    The cache is written only by ftctl itself, atomically, so unpickling it is safe.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        obj = pickle.loads(data)
+    except Exception:
+        return None
+    if not isinstance(obj, dict) or not all(isinstance(v, list) for v in obj.values()):
+        return None
+    return obj

@@ -1,0 +1,141 @@
+"""The golden cache and the Spark SQL batch oracle."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ftctl.config.errors import ConfigError
+from ftctl.config.load import load_topology
+from ftctl.config.topology import Topology
+from ftctl.verify import golden
+from ftctl.verify.golden import golden_for, topology_hash
+from ftctl.verify.oracle import final_per_key, oracle_check, oracle_expected, oracle_for
+
+TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
+
+
+def _topology(name: str, records: int) -> Topology:
+    topo = load_topology(TOPOLOGIES / f"{name}.yaml")
+    return topo.model_copy(update={"input": topo.input.model_copy(update={"records": records})})
+
+
+def test_hash_is_keyed_by_the_input() -> None:
+    small, other = _topology("wordcount", 300), _topology("wordcount", 301)
+    assert topology_hash(small) == topology_hash(_topology("wordcount", 300))
+    assert topology_hash(small) != topology_hash(other)
+    reseeded = small.model_copy(update={"input": small.input.model_copy(update={"seed": 8})})
+    assert topology_hash(small) != topology_hash(reseeded)
+
+
+def test_cache_hit_returns_identical_output(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    topo = _topology("wordcount", 300)
+    first = golden_for(topo, tmp_path)
+    assert len(list(tmp_path.iterdir())) == 1
+
+    def no_recompute(graph: Any) -> Any:
+        raise AssertionError("cache miss")
+
+    monkeypatch.setattr(golden, "golden_output", no_recompute)
+    assert golden_for(topo, tmp_path) == first
+
+
+def test_changed_input_misses_the_cache(tmp_path: Path) -> None:
+    a = golden_for(_topology("wordcount", 300), tmp_path)
+    b = golden_for(_topology("wordcount", 200), tmp_path)
+    assert len(list(tmp_path.iterdir())) == 2
+    assert sum(len(v) for v in b.values()) < sum(len(v) for v in a.values())
+
+
+def test_corrupt_cache_is_recomputed(tmp_path: Path) -> None:
+    topo = _topology("sharder", 300)
+    good = golden_for(topo, tmp_path)
+    (cache,) = tmp_path.iterdir()
+    cache.write_bytes(b"\x80\x05 truncated")
+    assert golden_for(topo, tmp_path) == good
+    assert golden_for(topo, tmp_path) == good  # and the rewritten file reads back
+
+
+def test_unknown_oracle_is_a_config_error() -> None:
+    topo = _topology("wordcount", 300).model_copy(update={"oracle": "nope"})
+    with pytest.raises(ConfigError) as err:
+        oracle_for(topo)
+    assert err.value.field == "oracle" and err.value.file == "wordcount"
+    assert "unknown oracle 'nope'" in err.value.message and "word-count" in err.value.message
+
+
+def test_oracle_needs_its_source_type() -> None:
+    topo = _topology("sharder", 300).model_copy(update={"oracle": "word-count"})
+    with pytest.raises(ConfigError, match=r"source\.text"):
+        oracle_for(topo)
+
+
+def test_no_oracle_means_no_check() -> None:
+    topo = _topology("diamond", 300)
+    assert oracle_for(topo) is None
+    assert oracle_check(None, topo, {}) is None  # type: ignore[arg-type]
+
+
+def test_final_per_key_max_is_order_independent() -> None:
+    records = [("a", 1), ("b", 1), ("a", 2), ("b", 2), ("a", 3)]
+    assert final_per_key(records, "max") == final_per_key(records[::-1], "max") == {
+        "a": 3, "b": 2}
+    assert final_per_key(records[::-1], "last") == {"a": 1, "b": 1}
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[1]")
+        .appName("ftctl-oracle-test")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.mark.spark
+def test_oracle_agrees_with_golden_and_catches_a_wrong_count(spark: Any,
+                                                             tmp_path: Path) -> None:
+    topo = _topology("wordcount", 300)
+    outputs = golden_for(topo, tmp_path)
+    expected = oracle_expected(spark, topo)
+    assert expected == final_per_key(outputs["out"], "max")
+    assert sum(expected.values()) == 300 * 8
+
+    result = oracle_check(spark, topo, outputs)
+    assert result is not None and result.passed
+    assert result.keys == len(expected) and result.mismatches == []
+
+    word = outputs["out"][-1][0]
+    top = max(c for w, c in outputs["out"] if w == word)
+    planted = {"out": [*outputs["out"], (word, top + 1)]}
+    bad = oracle_check(spark, topo, planted)
+    assert bad is not None and not bad.passed
+    assert bad.mismatches == [(word, top, top + 1)] and bad.total_mismatches == 1
+
+
+@pytest.mark.spark
+def test_vote_count_oracle_matches_golden(spark: Any, tmp_path: Path) -> None:
+    topo = _topology("sharder", 300)
+    outputs = golden_for(topo, tmp_path)
+    result = oracle_check(spark, topo, outputs)
+    assert result is not None
+    assert result.passed, result.describe()
+    missing = {"out": [(k, v) for k, v in outputs["out"] if k != outputs["out"][0][0]]}
+    lost = oracle_check(spark, topo, missing)
+    assert lost is not None and not lost.passed
+    assert lost.mismatches[0][2] is None  # the key the output lost
