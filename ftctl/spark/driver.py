@@ -1,0 +1,141 @@
+"""The driver side: the coordinator's control listener and one Spark job per instance.
+
+Both feed one event queue that the host's loop (``ftctl.spark.host``) consumes, so the
+coordinator protocol only ever runs on that one thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from multiprocessing.connection import Connection
+from typing import Any
+
+from ftctl.spark import wire
+from ftctl.spark.task import TaskPayload, run_partition
+
+# Events put on the queue (all tuples, first element the kind).
+EV_REG = "reg"  # (EV_REG, iid, inc, pid, data_address, conn)
+EV_MSG = "msg"  # (EV_MSG, iid, frame)
+EV_LOST = "lost"  # (EV_LOST, iid, inc): the control connection dropped
+EV_JOB_DONE = "job-done"  # (EV_JOB_DONE, iid, inc, result)
+EV_JOB_FAILED = "job-failed"  # (EV_JOB_FAILED, iid, inc, reason)
+
+
+class ControlServer:
+    """Accepts tasks' control connections; each gets a reader thread feeding ``events``."""
+
+    def __init__(self, token: bytes, events: queue.Queue[tuple[Any, ...]]):
+        self.events = events
+        self.listener = wire.listen(token)
+        self.address: wire.Address = self.listener.address  # type: ignore[assignment]
+        self.closed = threading.Event()
+        self.conns: list[Connection] = []
+        threading.Thread(target=self._accept, name="ftctl-control", daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closed.is_set():
+            try:
+                conn = wire.accept(self.listener)
+            except (OSError, EOFError):
+                if self.closed.is_set():
+                    return
+                continue  # failed authentication or a peer that vanished mid-handshake
+            self.conns.append(conn)
+            threading.Thread(target=self._read, args=(conn,), daemon=True).start()
+
+    def _read(self, conn: Connection) -> None:
+        iid, inc = None, -1
+        put = self.events.put
+        try:
+            first = conn.recv()
+            if first[0] != wire.REG:
+                conn.close()
+                return
+            _, inc, iid, pid, addr = first
+            put((EV_REG, iid, inc, pid, addr, conn))
+            while True:
+                put((EV_MSG, iid, conn.recv()))
+        except (EOFError, OSError):
+            pass
+        if iid is not None:
+            put((EV_LOST, iid, inc))
+
+    def close(self) -> None:
+        self.closed.set()
+        for conn in self.conns:
+            wire.shutdown(conn)
+        with contextlib.suppress(OSError):
+            self.listener.close()
+
+
+class JobRunner:
+    """Submits one single-task Spark job per instance incarnation, each in its job group."""
+
+    def __init__(self, sc: Any, run_id: str, events: queue.Queue[tuple[Any, ...]]):
+        self.sc = sc
+        self.run_id = run_id
+        self.events = events
+        self.running: dict[tuple[str, int], threading.Thread] = {}
+        self.lock = threading.Lock()
+
+    def group(self, iid: str, inc: int) -> str:
+        return f"ftctl-{self.run_id}-{iid}-{inc}"
+
+    def submit(self, payload: TaskPayload) -> None:
+        key = (payload.instance, payload.inc)
+        t = threading.Thread(target=self._job, args=(payload,), daemon=True,
+                             name=f"ftctl-job-{payload.instance}-{payload.inc}")
+        with self.lock:
+            self.running[key] = t
+        t.start()
+
+    def _job(self, payload: TaskPayload) -> None:
+        iid, inc = payload.instance, payload.inc
+        try:
+            # Job groups are per thread (pyspark's pinned threads): this one's jobs only.
+            self.sc.setJobGroup(self.group(iid, inc), f"ftctl {iid} #{inc}",
+                                interruptOnCancel=True)
+            result = self.sc.parallelize([payload], 1).mapPartitions(run_partition).collect()
+            self.events.put((EV_JOB_DONE, iid, inc, result[0] if result else None))
+        except Exception as exc:
+            self.events.put((EV_JOB_FAILED, iid, inc, _reason(exc)))
+        finally:
+            with self.lock:
+                self.running.pop((iid, inc), None)
+
+    def cancel(self, iid: str, inc: int) -> None:
+        with self.lock:
+            if (iid, inc) not in self.running:
+                return
+        with contextlib.suppress(Exception):
+            self.sc.cancelJobGroup(self.group(iid, inc))
+
+    def cancel_later(self, iid: str, inc: int, delay: float) -> None:
+        """Cancel the job if the task has not exited by itself within ``delay``."""
+        timer = threading.Timer(delay, self.cancel, args=(iid, inc))
+        timer.daemon = True
+        timer.start()
+
+    def wait_all(self, timeout: float) -> bool:
+        with self.lock:
+            threads = list(self.running.values())
+        for t in threads:
+            t.join(timeout)
+        with self.lock:
+            return not self.running
+
+    def cancel_all(self) -> None:
+        with self.lock:
+            keys = list(self.running)
+        for iid, inc in keys:
+            self.cancel(iid, inc)
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    for line in text:
+        if "Exception" in line or "Error" in line or "exited" in line:
+            return line.strip()[:200]
+    return (text[0] if text else type(exc).__name__)[:200]

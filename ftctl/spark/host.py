@@ -1,0 +1,388 @@
+"""The Spark host: runs a topology under a protocol, one long-running Spark task per instance.
+
+Mirrors the simulation host (``ftctl.sim.host``) with real processes and time: the same
+coordinator protocol decides, this host carries its plans out. Everything the
+coordinator sees passes through one event queue consumed by ``run()``'s loop:
+registrations, reports, snapshots and sink output from the tasks' control connections,
+and job completions and failures from Spark.
+
+Incarnations: every Stop (and every detected failure) bumps an instance's incarnation;
+frames, reports and job events of an older incarnation are dropped, as in the
+simulation host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.sim.host import commit_epochs
+from ftctl.spark import wire
+from ftctl.spark.driver import (
+    EV_JOB_DONE,
+    EV_JOB_FAILED,
+    EV_LOST,
+    EV_MSG,
+    EV_REG,
+    ControlServer,
+    JobRunner,
+)
+from ftctl.spark.task import TaskPayload
+from ftctl.store import DirectoryStore, SinkStore
+from protocols.base import (
+    Commit,
+    Control,
+    CoordinatorProtocol,
+    Discard,
+    Event,
+    PlanStep,
+    ProtocolInfo,
+    Start,
+    Stop,
+)
+
+HEARTBEAT_TIMEOUT = 1.5  # 3 missed heartbeats of 0.5 s: the instance is hung
+DETECT_WINDOW = 0.05  # failures this close together are one detection (correlated faults)
+REGISTER_TIMEOUT = 90.0  # a started task that never registers counts as failed
+CANCEL_AFTER = 1.0  # a stopped task that has not exited by then has its job cancelled
+SAMPLE_EVERY = 0.5
+
+
+@dataclass
+class _Task:
+    """A registered incarnation."""
+
+    inc: int
+    conn: Connection
+    pid: int
+    address: wire.Address | None
+    last_hb: float
+    gone: bool = False  # received ``go``
+    records_in: int = 0
+    records_out: int = 0
+
+
+@dataclass
+class HostResult:
+    outputs: dict[str, list[tuple[Any, Any]]]
+    complete: bool
+    seconds: float
+    events: list[dict[str, Any]]
+    metrics: list[dict[str, Any]]
+    records_in: dict[str, int]
+    records_out: dict[str, int]
+    restarts: int = 0
+    detections: int = 0
+    snapshot_bytes: int = 0
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+EventSink = Callable[[dict[str, Any]], None]
+Progress = Callable[[dict[str, tuple[int, int]], float], None]
+
+
+class SparkHost:
+    def __init__(self, sc: Any, graph: ExecutionGraph, protocol: ProtocolInfo,
+                 params: dict[str, Any], run_id: str, store_dir: Path,
+                 rate: float | None = None, on_event: EventSink | None = None,
+                 progress: Progress | None = None, timeout: float = 3600.0):
+        self.sc = sc
+        self.graph = graph
+        self.info = protocol
+        self.params = params
+        self.run_id = run_id
+        self.rate = rate
+        self.on_event = on_event
+        self.progress = progress
+        self.timeout = timeout
+        self.token = wire.new_token()
+        self.events_q: queue.Queue[tuple[Any, ...]] = queue.Queue()
+        self.topology_data = graph.topology.model_dump(by_alias=True)
+        self.store = DirectoryStore(store_dir)
+        self.sinks = SinkStore()
+        self.coordinator: CoordinatorProtocol = protocol.coordinator(graph, params)
+        self.inc = dict.fromkeys(graph.order, 0)
+        self.live: dict[str, _Task] = {}
+        self.pending: dict[str, tuple[int, float]] = {}  # started, not registered: inc, when
+        self.groups: list[dict[str, int]] = []  # each plan's starts, released together
+        self.held_controls: dict[str, list[tuple[int, Any]]] = {}
+        self.suspects: dict[str, str] = {}
+        self.first_suspect = 0.0
+        self.events: list[dict[str, Any]] = []
+        self.metrics: list[dict[str, Any]] = []
+        self.counts: dict[str, tuple[int, int]] = {i: (0, 0) for i in graph.order}
+        self.pids: dict[str, int] = {}
+        self.restarts = 0
+        self.detections = 0
+        self.t0 = time.monotonic()
+        self.finishing = False
+        self.server: ControlServer | None = None
+        self.jobs: JobRunner | None = None
+
+    # ------------------------------------------------------------------ helpers
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def log(self, kind: str, **data: Any) -> None:
+        ev = {"t": round(self.now(), 4), "event": kind, **data}
+        self.events.append(ev)
+        if self.on_event is not None:
+            self.on_event(ev)
+
+    def _tell(self, iid: str, frame: tuple[Any, ...]) -> None:
+        task = self.live.get(iid)
+        if task is None:
+            return
+        try:
+            task.conn.send(frame)
+        except (OSError, ValueError):
+            self._suspect(iid, "control connection lost")
+
+    # ------------------------------------------------------------------ run
+
+    def run(self) -> HostResult:
+        self.t0 = time.monotonic()
+        self.server = ControlServer(self.token, self.events_q)
+        self.jobs = JobRunner(self.sc, self.run_id, self.events_q)
+        complete = False
+        try:
+            self._apply(self.coordinator.initial_plan())
+            last_sample = last_progress = 0.0
+            while not self.coordinator.finished():
+                try:
+                    ev = self.events_q.get(timeout=0.05)
+                    self._handle(ev)
+                    # Drain what is queued before the periodic checks: under load the
+                    # queue holds many sink frames.
+                    for _ in range(256):
+                        self._handle(self.events_q.get_nowait())
+                except queue.Empty:
+                    pass
+                now = self.now()
+                self._check_timeouts(now)
+                if self.suspects and now - self.first_suspect >= DETECT_WINDOW:
+                    self._detect()
+                if now - last_sample >= SAMPLE_EVERY:
+                    last_sample = now
+                    self._sample(now)
+                if self.progress is not None and now - last_progress >= 0.25:
+                    last_progress = now
+                    self.progress(dict(self.counts), now)
+                if now > self.timeout:
+                    self.log("timeout", seconds=self.timeout)
+                    break
+            complete = self.coordinator.finished()
+        finally:
+            self._shutdown()
+        seconds = self.now()
+        self._sample(seconds)
+        if self.progress is not None:
+            self.progress(dict(self.counts), seconds)
+        return HostResult(
+            outputs=self.sinks.by_operator(), complete=complete, seconds=seconds,
+            events=self.events, metrics=self.metrics,
+            records_in={i: c[0] for i, c in self.counts.items()},
+            records_out={i: c[1] for i, c in self.counts.items()},
+            restarts=self.restarts, detections=self.detections,
+            snapshot_bytes=self.store.bytes_written())
+
+    def _shutdown(self) -> None:
+        """Tell every task to exit, give their jobs a moment, cancel what is left."""
+        self.finishing = True
+        for iid in list(self.live):
+            self._tell(iid, (wire.EXIT,))
+        assert self.jobs is not None and self.server is not None
+        if not self.jobs.wait_all(3.0):
+            self.jobs.cancel_all()
+            self.jobs.wait_all(5.0)
+        self.server.close()
+
+    def _sample(self, now: float) -> None:
+        for iid, (rin, rout) in self.counts.items():
+            self.metrics.append({"t": round(now, 3), "instance": iid,
+                                 "records_in": rin, "records_out": rout})
+
+    # ------------------------------------------------------------------ events
+
+    def _handle(self, ev: tuple[Any, ...]) -> None:
+        kind = ev[0]
+        if kind == EV_MSG:
+            self._on_msg(ev[1], ev[2])
+        elif kind == EV_REG:
+            self._on_reg(*ev[1:])
+        elif kind == EV_LOST:
+            _, iid, inc = ev
+            if inc == self.inc[iid] and not self.finishing:
+                self._suspect(iid, "control connection lost")
+        elif kind == EV_JOB_FAILED:
+            _, iid, inc, reason = ev
+            if inc == self.inc[iid] and not self.finishing:
+                self._suspect(iid, f"job failed: {reason}")
+        elif kind == EV_JOB_DONE:
+            _, iid, inc, _result = ev
+            if inc == self.inc[iid] and not self.finishing:
+                self._suspect(iid, "task ended unexpectedly")
+
+    def _on_msg(self, iid: str, frame: tuple[Any, ...]) -> None:
+        task = self.live.get(iid)
+        if task is None or frame[1] != task.inc or frame[1] != self.inc[iid]:
+            return  # from an incarnation that has been stopped since
+        kind = frame[0]
+        if kind == wire.MULTI:
+            for item in frame[2]:
+                k = item[0]
+                if k == wire.EMIT:
+                    self.sinks.append(iid, item[1])
+                elif k == wire.PERSIST:
+                    self.store.put(item[1], iid, item[2])
+                elif k == wire.REPORT:
+                    self._apply(self.coordinator.on_report(iid, item[1], item[2], self.now()))
+                    if self.inc[iid] != frame[1]:
+                        return  # the plan stopped this very instance: drop the rest
+        elif kind == wire.HB:
+            task.last_hb = time.monotonic()
+            task.records_in, task.records_out = frame[2], frame[3]
+            self.counts[iid] = (frame[2], frame[3])
+
+    def _on_reg(self, iid: str, inc: int, pid: int, addr: wire.Address | None,
+                conn: Connection) -> None:
+        if inc != self.inc[iid] or iid in self.live:
+            # A stopped incarnation that came up late: send it away.
+            with contextlib.suppress(OSError, ValueError):
+                conn.send((wire.EXIT,))
+            return
+        self.pending.pop(iid, None)
+        self.live[iid] = _Task(inc, conn, pid, addr, time.monotonic())
+        self.pids[iid] = pid
+        self.log("registered", instance=iid, incarnation=inc, pid=pid)
+        self._release_groups()
+
+    def _release_groups(self) -> None:
+        """Send ``go`` to every plan whose instances are all up (or superseded)."""
+        for group in list(self.groups):
+            members = [i for i, inc in group.items() if self.inc[i] == inc]
+            if any(i not in self.live for i in members):
+                continue
+            self.groups.remove(group)
+            for iid in members:
+                self._go(iid)
+            for iid in members:
+                task = self.live[iid]
+                for up in self.graph.upstream(iid):
+                    if up not in group and up in self.live and self.live[up].gone:
+                        self._tell(up, (wire.CONNECT, iid, task.address, task.inc))
+                for payload_inc, payload in self.held_controls.pop(iid, []):
+                    if payload_inc == task.inc:
+                        self._tell(iid, (wire.CONTROL, payload))
+
+    def _go(self, iid: str) -> None:
+        wiring = {}
+        for d in self.graph.downstream(iid):
+            t = self.live.get(d)
+            if t is not None:
+                wiring[d] = (t.address, t.inc)
+        incs = {u: self.inc[u] for u in self.graph.upstream(iid)}
+        self.live[iid].gone = True
+        self._tell(iid, (wire.GO, wiring, incs))
+
+    # ------------------------------------------------------------------ failures
+
+    def _suspect(self, iid: str, reason: str) -> None:
+        if iid in self.suspects:
+            return
+        if not self.suspects:
+            self.first_suspect = self.now()
+        self.suspects[iid] = reason
+
+    def _check_timeouts(self, now: float) -> None:
+        mono = time.monotonic()
+        for iid, task in self.live.items():
+            if task.gone and mono - task.last_hb > HEARTBEAT_TIMEOUT:
+                self._suspect(iid, "missed heartbeats")
+        for iid, (_inc, started) in self.pending.items():
+            if now - started > REGISTER_TIMEOUT:
+                self._suspect(iid, "never registered")
+
+    def _detect(self) -> None:
+        failed = dict(self.suspects)
+        self.suspects.clear()
+        self.detections += 1
+        self.log("detected", instances=sorted(failed), reasons=failed)
+        for iid in failed:
+            self._kill(iid)
+        self._apply(self.coordinator.on_failure(set(failed), self.now()))
+
+    def _kill(self, iid: str) -> None:
+        """Fence an instance: a new incarnation number, its task told to go, peers told."""
+        old = self.inc[iid]
+        self.inc[iid] = old + 1
+        self.pending.pop(iid, None)
+        self.suspects.pop(iid, None)
+        if iid in self.live:
+            self._tell(iid, (wire.EXIT,))
+            del self.live[iid]
+        assert self.jobs is not None
+        self.jobs.cancel_later(iid, old, CANCEL_AFTER)
+        for d in self.graph.downstream(iid):
+            if d in self.live and self.live[d].gone:
+                self._tell(d, (wire.FENCE, iid, self.inc[iid]))
+        for u in self.graph.upstream(iid):
+            if u in self.live and self.live[u].gone:
+                self._tell(u, (wire.CONNECT, iid, None, self.inc[iid]))
+
+    # ------------------------------------------------------------------ plans
+
+    def _apply(self, steps: list[PlanStep]) -> None:
+        starts: dict[str, int] = {}
+        for step in steps:
+            if isinstance(step, Stop):
+                for iid in step.instances:
+                    self._kill(iid)
+                self.log("stop", instances=list(step.instances))
+            elif isinstance(step, Start):
+                starts[step.instance] = self._start(step)
+            elif isinstance(step, Commit):
+                for sink in self.graph.sinks:
+                    commit_epochs(self.store, self.sinks, sink, step.snapshot)
+            elif isinstance(step, Discard):
+                self.store.discard_after(step.after)
+            elif isinstance(step, Control):
+                self._control(step.instance, step.payload)
+            elif isinstance(step, Event):
+                self.log(step.kind, **step.data)
+        if starts:
+            self.groups.append(starts)
+
+    def _start(self, step: Start) -> int:
+        iid = step.instance
+        inc = self.inc[iid]
+        blob = self.store.get(step.restore, iid) if step.restore is not None else None
+        payload = TaskPayload(
+            run_id=self.run_id, instance=iid, inc=inc, protocol=self.info.name,
+            params=self.params, topology=self.topology_data, blob=blob, init=step.init,
+            coordinator=self.server.address if self.server else ("127.0.0.1", 0),
+            token=self.token, rate=self.rate)
+        self.pending[iid] = (inc, self.now())
+        assert self.jobs is not None
+        self.jobs.submit(payload)
+        if inc > 0:
+            self.restarts += 1
+            self.log("restart", instance=iid, incarnation=inc, restore=step.restore)
+        return inc
+
+    def _control(self, iid: str, payload: Any) -> None:
+        task = self.live.get(iid)
+        if task is not None and task.gone:
+            self._tell(iid, (wire.CONTROL, payload))
+        else:
+            # Not running yet: deliver once its plan is released (on_control is idempotent
+            # for the payloads protocols send, e.g. end-of-stream of a channel).
+            self.held_controls.setdefault(iid, []).append((self.inc[iid], payload))

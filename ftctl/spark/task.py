@@ -1,0 +1,295 @@
+"""What runs inside a Spark task: one operator instance, for as long as the coordinator wants.
+
+The task registers with the coordinator over an authenticated control connection, waits
+for ``go`` (every instance a plan starts is up, and the task knows its downstream
+addresses), then runs the instance: sources step, inner instances process the frames
+that arrive on their data listener. A heartbeat thread keeps reporting while the main
+thread is blocked on a full downstream (backpressure), so a slow instance is not
+mistaken for a hung one. The task returns only when told to exit; its Spark job ending
+early is a failure to the coordinator.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import queue
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from ftctl.config.topology import Topology
+from ftctl.runtime.actions import Action, Emit, Persist, Report, Send
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.runtime.instance import InstanceCore
+from ftctl.spark import wire
+from protocols.registry import PROTOCOLS
+
+HEARTBEAT = 0.5  # seconds between heartbeats
+INBOX_FRAMES = 64  # bounded: a full inbox stops the readers, TCP then stops the senders
+DRAIN_FRAMES = 32  # frames processed before outputs are flushed (coalesces sends)
+SOURCE_FLUSH = 0.004  # seconds of source steps coalesced into one flush
+_WAKE = ("wake",)
+
+
+@dataclass
+class TaskPayload:
+    """Everything a task needs; shipped to the executor inside the single-task job."""
+
+    run_id: str
+    instance: str
+    inc: int
+    protocol: str
+    params: dict[str, Any]
+    topology: dict[str, Any]
+    blob: Any
+    init: Any
+    coordinator: wire.Address
+    token: bytes
+    rate: float | None = None
+
+
+def run_partition(payloads: Iterable[TaskPayload]) -> Iterator[dict[str, Any]]:
+    """The ``mapPartitions`` function of an instance's job."""
+    for p in payloads:
+        yield InstanceTask(p).run()
+
+
+class InstanceTask:
+    def __init__(self, p: TaskPayload):
+        self.p = p
+        self.iid = p.instance
+        self.inc = p.inc
+        topology = Topology.model_validate(p.topology)
+        graph = ExecutionGraph(topology)
+        self.core = InstanceCore(graph, p.instance)
+        self.src_of = {ch: graph.channels[ch].src for ch in self.core.inputs}
+        self.dst_of = {ch: graph.channels[ch].dst for ch in self.core.out_channels}
+        # The protocol may already act in its constructor (replaying channel state,
+        # ending inputs that ended before); those actions wait for ``go``.
+        self.proto = PROTOCOLS[p.protocol].instance(self.core, p.params, p.blob, p.init)
+        self.inbox: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=INBOX_FRAMES)
+        self.ctl: collections.deque[tuple[Any, ...]] = collections.deque()
+        self.out: dict[str, Connection | None] = {}
+        self.min_inc: dict[str, int] = {}
+        self.stopping = threading.Event()
+        self.go = threading.Event()
+        self.go_msg: tuple[Any, ...] | None = None
+        self.ctrl_lock = threading.Lock()
+        self.readers: list[Connection] = []
+        self.listener = wire.listen(p.token) if self.core.inputs else None
+        self.ctrl = wire.connect(p.coordinator, p.token)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def run(self) -> dict[str, Any]:
+        started = time.monotonic()
+        try:
+            addr = self.listener.address if self.listener is not None else None
+            self._ctrl_send((wire.REG, self.inc, self.iid, os.getpid(), addr))
+            for target in (self._control_reader, self._heartbeat):
+                threading.Thread(target=target, daemon=True).start()
+            if self.listener is not None:
+                threading.Thread(target=self._acceptor, daemon=True).start()
+            if self._wait_go():
+                self._flush(self.core.take_actions())
+                if self.core.is_source:
+                    self._source_loop()
+                else:
+                    self._inner_loop()
+                # Finished instances stay until told: the job ending means failure.
+                while not self.stopping.is_set():
+                    self._handle_ctl()
+                    self.stopping.wait(0.05)
+        finally:
+            self._close()
+        return {"instance": self.iid, "inc": self.inc, "records_in": self.core.records_in,
+                "records_out": self.core.records_out,
+                "seconds": round(time.monotonic() - started, 3)}
+
+    def _close(self) -> None:
+        self.stopping.set()
+        for conn in [*self.out.values(), *self.readers, self.ctrl]:
+            wire.shutdown(conn)
+        if self.listener is not None:
+            with contextlib.suppress(OSError):
+                self.listener.close()
+
+    def _wait_go(self) -> bool:
+        while not self.go.wait(0.05):
+            if self.stopping.is_set():
+                return False
+        assert self.go_msg is not None
+        _, wiring, incs = self.go_msg
+        self.min_inc.update(incs)
+        for dst, (addr, inc) in wiring.items():
+            self._connect(dst, addr, inc)
+        return not self.stopping.is_set()
+
+    # ------------------------------------------------------------------ threads
+
+    def _control_reader(self) -> None:
+        try:
+            while True:
+                msg = self.ctrl.recv()
+                if msg[0] == wire.EXIT:
+                    break
+                if msg[0] == wire.GO:
+                    self.go_msg = msg
+                    self.go.set()
+                else:
+                    self.ctl.append(msg)
+                self._wake()
+        except (EOFError, OSError):
+            pass  # the coordinator is gone: nothing left to do
+        self.stopping.set()
+        # A main thread blocked on a send to a slow peer must notice the stop now.
+        for conn in list(self.out.values()):
+            wire.shutdown(conn)
+        self._wake()
+
+    def _wake(self) -> None:
+        # A full inbox means the main thread has work queued and will look at ``ctl`` soon.
+        with contextlib.suppress(queue.Full):
+            self.inbox.put_nowait(_WAKE)
+
+    def _heartbeat(self) -> None:
+        while not self.stopping.wait(HEARTBEAT):
+            try:
+                self._ctrl_send((wire.HB, self.inc, self.core.records_in, self.core.records_out))
+            except (OSError, ValueError):
+                return
+
+    def _acceptor(self) -> None:
+        assert self.listener is not None
+        while not self.stopping.is_set():
+            try:
+                conn = wire.accept(self.listener)
+            except (OSError, EOFError):
+                if self.stopping.is_set():
+                    return
+                continue  # a peer that failed authentication or went away mid-handshake
+            self.readers.append(conn)
+            threading.Thread(target=self._reader, args=(conn,), daemon=True).start()
+
+    def _reader(self, conn: Connection) -> None:
+        put = self.inbox.put
+        try:
+            while not self.stopping.is_set():
+                put(conn.recv())
+        except (EOFError, OSError):
+            pass
+
+    # ------------------------------------------------------------------ control
+
+    def _handle_ctl(self) -> None:
+        while self.ctl:
+            msg = self.ctl.popleft()
+            kind = msg[0]
+            if kind == wire.CONNECT:
+                self._connect(msg[1], msg[2], msg[3])
+            elif kind == wire.FENCE:
+                self.min_inc[msg[1]] = max(self.min_inc.get(msg[1], 0), msg[2])
+            elif kind == wire.CONTROL:
+                self.proto.on_control(msg[1])
+                self._flush(self.core.take_actions())
+
+    def _connect(self, dst: str, addr: wire.Address | None, inc: int) -> None:
+        wire.shutdown(self.out.get(dst))
+        self.out[dst] = None
+        if addr is None:
+            return  # the receiver is gone: what we send it is lost until it comes back
+        try:
+            self.out[dst] = wire.connect(addr, self.p.token)
+        except OSError:
+            self.out[dst] = None
+
+    # ------------------------------------------------------------------ loops
+
+    def _inner_loop(self) -> None:
+        get, get_nowait = self.inbox.get, self.inbox.get_nowait
+        on_message, min_inc = self.proto.on_message, self.min_inc
+        while not self.stopping.is_set():
+            if self.ctl:
+                self._handle_ctl()
+            try:
+                frame = get(timeout=0.2)
+            except queue.Empty:
+                continue
+            n = 0
+            while True:
+                if len(frame) == 3:
+                    src, inc, items = frame
+                    if inc >= min_inc.get(src, 0):  # frames of a stopped incarnation are dropped
+                        for ch, msg in items:
+                            on_message(ch, msg)
+                n += 1
+                if n >= DRAIN_FRAMES:
+                    break
+                try:
+                    frame = get_nowait()
+                except queue.Empty:
+                    break
+            if self.core.actions:
+                self._flush(self.core.take_actions())
+
+    def _source_loop(self) -> None:
+        rate = self.p.rate
+        step_dt = self.core.batch_size / rate if rate else 0.0
+        next_at = time.monotonic()
+        more = True
+        while more and not self.stopping.is_set():
+            if self.ctl:
+                self._handle_ctl()
+            flush_at = time.monotonic() + SOURCE_FLUSH
+            while more:
+                if step_dt:
+                    delay = next_at - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)
+                    next_at += step_dt
+                more = self.proto.on_step(time.monotonic())
+                if step_dt or time.monotonic() >= flush_at:
+                    break
+            self._flush(self.core.take_actions())
+
+    # ------------------------------------------------------------------ actions
+
+    def _flush(self, acts: list[Action]) -> None:
+        if not acts:
+            return
+        sends: dict[str, list[tuple[int, Any]]] = {}
+        ctrl: list[tuple[Any, ...]] = []
+        dst_of = self.dst_of
+        for a in acts:
+            t = type(a)
+            if t is Send:
+                sends.setdefault(dst_of[a.channel], []).append((a.channel, a.msg))  # type: ignore[union-attr]
+            elif t is Emit:
+                ctrl.append((wire.EMIT, a.records))  # type: ignore[union-attr]
+            elif t is Persist:
+                ctrl.append((wire.PERSIST, a.snapshot, a.blob))  # type: ignore[union-attr]
+            elif t is Report:
+                ctrl.append((wire.REPORT, a.kind, a.data))  # type: ignore[union-attr]
+        for dst, items in sends.items():
+            conn = self.out.get(dst)
+            if conn is None:
+                continue  # lost, as a message to a dead instance is
+            try:
+                conn.send((self.iid, self.inc, items))
+            except (OSError, ValueError):
+                wire.shutdown(conn)
+                self.out[dst] = None
+        if ctrl:
+            try:
+                self._ctrl_send((wire.MULTI, self.inc, ctrl))
+            except (OSError, ValueError):
+                self.stopping.set()
+
+    def _ctrl_send(self, frame: tuple[Any, ...]) -> None:
+        with self.ctrl_lock:
+            self.ctrl.send(frame)
