@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from ftctl.commands import cluster_cmds, config_cmds, sim_cmd
+from ftctl.commands import cluster_cmds, config_cmds, run_cmd, sim_cmd
 from ftctl.config.errors import ConfigError
 from ftctl.console import err_console
 
@@ -20,6 +20,7 @@ app = typer.Typer(
 config_cmds.register(app)
 sim_cmd.register(app)
 cluster_cmds.register(app)
+run_cmd.register(app)
 
 
 def main() -> None:

@@ -78,6 +78,7 @@ class HostResult:
     metrics: list[dict[str, Any]]
     records_in: dict[str, int]
     records_out: dict[str, int]
+    started_at: float = 0.0  # when the initial plan's instances were all up (go)
     restarts: int = 0
     detections: int = 0
     snapshot_bytes: int = 0
@@ -123,6 +124,7 @@ class SparkHost:
         self.detections = 0
         self.t0 = time.monotonic()
         self.finishing = False
+        self.started_at = 0.0
         self.server: ControlServer | None = None
         self.jobs: JobRunner | None = None
 
@@ -191,7 +193,7 @@ class SparkHost:
             events=self.events, metrics=self.metrics,
             records_in={i: c[0] for i, c in self.counts.items()},
             records_out={i: c[1] for i, c in self.counts.items()},
-            restarts=self.restarts, detections=self.detections,
+            started_at=self.started_at, restarts=self.restarts, detections=self.detections,
             snapshot_bytes=self.store.bytes_written())
 
     def _shutdown(self) -> None:
@@ -204,6 +206,14 @@ class SparkHost:
             self.jobs.cancel_all()
             self.jobs.wait_all(5.0)
         self.server.close()
+        # The tasks' final counters come back as their jobs' results.
+        while True:
+            try:
+                ev = self.events_q.get_nowait()
+            except queue.Empty:
+                break
+            if ev[0] == EV_JOB_DONE and ev[3] and ev[2] == self.inc[ev[1]]:
+                self.counts[ev[1]] = (ev[3]["records_in"], ev[3]["records_out"])
 
     def _sample(self, now: float) -> None:
         for iid, (rin, rout) in self.counts.items():
@@ -272,6 +282,8 @@ class SparkHost:
             if any(i not in self.live for i in members):
                 continue
             self.groups.remove(group)
+            if not self.started_at:
+                self.started_at = self.now()
             for iid in members:
                 self._go(iid)
             for iid in members:
