@@ -12,15 +12,15 @@ The host carries plans out. Time only enters as the ``now`` argument.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any, ClassVar
+from enum import StrEnum
+from typing import Any
 
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker, Message
 
 
-class Guarantee(str, Enum):
+class Guarantee(StrEnum):
     AT_MOST_ONCE = "at-most-once"
     AT_LEAST_ONCE = "at-least-once"
     EXACTLY_ONCE = "exactly-once"
@@ -182,5 +182,4 @@ class ProtocolInfo:
     instance: type[InstanceProtocol]
     coordinator: type[CoordinatorProtocol]
     defaults: dict[str, Any] = field(default_factory=dict)
-    # param name -> allowed values (None = any number)
-    choices: ClassVar[dict[str, Any]] = {}
+    choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # param -> allowed values

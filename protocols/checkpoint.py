@@ -174,7 +174,12 @@ class CheckpointInstance(InstanceProtocol):
         return out
 
     def _persist(self, sid: int, snap: _Pending) -> None:
-        blob = {"id": sid, "core": snap.state, "channels": snap.channel_state, "output": snap.output}
+        blob = {
+            "id": sid,
+            "core": snap.state,
+            "channels": snap.channel_state,
+            "output": snap.output,
+        }
         from ftctl.runtime.actions import Persist
 
         self.core.actions.append(Persist(sid, self.core.id, blob))
@@ -216,8 +221,10 @@ class CheckpointCoordinator(CoordinatorProtocol):
         steps: list[PlanStep] = [
             Stop(list(self.graph.order)),
             Discard(k),
-            Event("rollback", {"failed": sorted(failed), "snapshot": k,
-                               "incarnation": self.incarnation}),
+            Event(
+                "rollback",
+                {"failed": sorted(failed), "snapshot": k, "incarnation": self.incarnation},
+            ),
         ]
         steps += [Start(i, restore=k or None) for i in self.graph.order]
         return steps

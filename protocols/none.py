@@ -11,7 +11,6 @@ from typing import Any
 
 from protocols.base import (
     CoordinatorProtocol,
-    Event,
     InstanceProtocol,
     PlanStep,
     Start,
@@ -49,5 +48,4 @@ class NoneCoordinator(CoordinatorProtocol):
             if iid in self.offsets:
                 init["offset"] = self.offsets[iid]
             steps.append(Start(iid, init=init))
-            steps.append(Event("restarted", {"instance": iid, "state": "empty"}))
         return steps

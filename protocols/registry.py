@@ -17,11 +17,8 @@ PROTOCOLS: dict[str, ProtocolInfo] = {
         "checkpoint", Guarantee.EXACTLY_ONCE,
         "snapshot tokens with channel state (or aligned), global rollback, transactional sinks",
         "003 (Noir)", CheckpointInstance, CheckpointCoordinator,
-        defaults={"interval": 1.0, "alignment": "unaligned"}),
-}
-
-PARAM_CHOICES: dict[str, dict[str, tuple[str, ...]]] = {
-    "checkpoint": {"alignment": ("unaligned", "aligned")},
+        defaults={"interval": 1.0, "alignment": "unaligned"},
+        choices={"alignment": ("unaligned", "aligned")}),
 }
 
 
@@ -32,17 +29,17 @@ def get_protocol(name: str) -> ProtocolInfo:
         raise KeyError(f"unknown protocol {name!r} (known: {', '.join(PROTOCOLS)})") from None
 
 
-def resolve_params(name: str, given: dict[str, Any]) -> dict[str, Any]:
+def resolve_params(info: ProtocolInfo, given: dict[str, Any]) -> dict[str, Any]:
     """Defaults overlaid with ``given``; raises ValueError naming a bad key or value."""
-    info = get_protocol(name)
     unknown = set(given) - set(info.defaults)
     if unknown:
         known = ", ".join(info.defaults) or "none"
-        raise ValueError(f"unknown parameter {sorted(unknown)[0]!r} for {name} (known: {known})")
+        raise ValueError(f"unknown parameter {sorted(unknown)[0]!r} for {info.name} "
+                         f"(known: {known})")
     params = {**info.defaults}
     for k, v in given.items():
         default = info.defaults[k]
-        choices = PARAM_CHOICES.get(name, {}).get(k)
+        choices = info.choices.get(k)
         if choices is not None and v not in choices:
             raise ValueError(f"{k} must be one of {', '.join(choices)}, got {v!r}")
         if isinstance(default, float | int) and not isinstance(v, float | int):

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ftctl.runtime.messages import Message
-from ftctl.runtime.records import Record
 
 
 @dataclass(slots=True)
@@ -22,7 +21,7 @@ class Emit:
     """Make records visible in the external sink now."""
 
     instance: str
-    records: list[Record]
+    records: list[tuple[Any, Any]]  # (key, value): event time is not part of the output
 
 
 @dataclass(slots=True)

@@ -68,10 +68,7 @@ class ExecutionGraph:
             dst_p = topology.operator(edge.dst).parallelism
             for s in range(src_p):
                 src = self.instances[instance_id(edge.src, s)]
-                if edge.partition == "forward":
-                    targets = [s % dst_p]
-                else:
-                    targets = list(range(dst_p))
+                targets = [s % dst_p] if edge.partition == "forward" else list(range(dst_p))
                 chans = []
                 for d in targets:
                     ch = Channel(len(self.channels), src.id, instance_id(edge.dst, d), edge.port)
@@ -91,7 +88,9 @@ class ExecutionGraph:
         return sorted({self.channels[c].src for c in self.instances[iid].inputs})
 
     def downstream(self, iid: str) -> list[str]:
-        return sorted({self.channels[c].dst for g in self.instances[iid].outputs for c in g.channels})
+        return sorted(
+            {self.channels[c].dst for g in self.instances[iid].outputs for c in g.channels}
+        )
 
     def reachable_from(self, iids: set[str]) -> set[str]:
         """The instances in ``iids`` and everything downstream of them."""
@@ -141,5 +140,3 @@ def _topo_order(topology: Topology) -> list[str]:
             if indeg[d] == 0:
                 ready.append(d)
     return order
-
-

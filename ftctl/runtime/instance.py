@@ -15,7 +15,7 @@ from ftctl.runtime.actions import Action, Emit, Send
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch, Marker
 from ftctl.runtime.operators import WATERMARK_MAX, Operator
-from ftctl.runtime.records import Record, stable_hash
+from ftctl.runtime.records import Record, hash_cache, stable_hash
 
 SendHook = Callable[[int, Batch], None]
 
@@ -50,7 +50,6 @@ class InstanceCore:
         self.on_send: SendHook | None = None
         self.records_in = 0
         self.records_out = 0
-        self._hash_cache: dict[Any, int] = {}
 
     # ------------------------------------------------------------------ input
 
@@ -140,15 +139,13 @@ class InstanceCore:
 
     def _hash_split(self, records: list[Record], chans: list[int]) -> dict[int, list[Record]]:
         n = len(chans)
-        cache = self._hash_cache
-        if len(cache) > 200_000:
-            cache.clear()
+        cache = hash_cache()
         buckets: list[list[Record]] = [[] for _ in range(n)]
         for r in records:
             k = r[0]
             h = cache.get(k)
             if h is None:
-                h = cache[k] = stable_hash(k)
+                h = stable_hash(k)
             buckets[h % n].append(r)
         return {chans[i]: b for i, b in enumerate(buckets) if b}
 

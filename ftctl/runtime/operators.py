@@ -81,7 +81,7 @@ def resolve_function(name: str) -> Callable[..., Any]:
         raise LookupError(f"cannot import {name!r}: {exc}") from exc
     if not callable(fn):
         raise LookupError(f"{name!r} is not callable")
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 class MapOp(Operator):

@@ -96,6 +96,7 @@ class SimHost:
         self.chan_epoch = [0] * n
         self.last_delivery = [0.0] * n
         self.last_report: dict[str, float] = {}
+        self.held_controls: dict[str, list[Any]] = {}
         self.store = MemoryStore()
         self.sinks = SinkStore()
         self.coordinator: CoordinatorProtocol = protocol.coordinator(graph, params)
@@ -197,14 +198,20 @@ class SimHost:
         self._note(f"start {iid} restore={step.restore}")
         if inc > 0:
             self._log("restarted", instance=iid, restore=step.restore)
+        for payload in self.held_controls.pop(iid, []):
+            proto.on_control(payload)
         if core.is_source:
             self._push(self.now + self.step_dt * self.rng.random(), "step", (iid, inc))
         return live
 
     def _on_control(self, data: tuple[str, int, Any]) -> None:
         iid, inc, payload = data
+        if self.inc[iid] != inc:
+            return
         live = self.live.get(iid)
-        if live is None or live.inc != inc:
+        if live is None:
+            # Its start is still pending: the control waits for the new incarnation.
+            self.held_controls.setdefault(iid, []).append(payload)
             return
         live.proto.on_control(payload)
         self._perform(live)
@@ -229,6 +236,7 @@ class SimHost:
 
     def _kill(self, iid: str) -> None:
         self.live.pop(iid, None)
+        self.held_controls.pop(iid, None)
         self.inc[iid] += 1
         for ch in self._touching(iid):
             self.queues[ch].clear()

@@ -13,7 +13,7 @@ from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.faults import FailureSchedule
 from ftctl.sim.host import SimHost, SimResult, source_step
-from ftctl.verify.checker import Verdict, verify
+from ftctl.verify.checker import Verdict, index_by_key, verify
 from protocols.base import Guarantee, ProtocolInfo
 from protocols.registry import PROTOCOLS, resolve_params
 
@@ -33,7 +33,8 @@ def nominal_duration(graph: ExecutionGraph) -> float:
     return batches * source_step(graph.topology)
 
 
-def sim_params(graph: ExecutionGraph, protocol: str, given: dict[str, Any]) -> dict[str, Any]:
+def sim_params(graph: ExecutionGraph, protocol: ProtocolInfo,
+               given: dict[str, Any]) -> dict[str, Any]:
     """Protocol parameters for simulation.
 
     A timer interval the user did not set is scaled to the simulated run, so every run
@@ -78,10 +79,11 @@ class Simulator:
                  guarantee: Guarantee | None = None, max_failures: int = 3, max_burst: int = 3):
         self.graph = ExecutionGraph(topology)
         self.protocol = protocol
-        self.params = sim_params(self.graph, protocol.name, given)
+        self.params = sim_params(self.graph, protocol, given)
         self.guarantee = guarantee or protocol.guarantee
         self.modes = sink_modes(topology)
         self.golden = golden_output(self.graph)
+        self.golden_index = {s: index_by_key(out) for s, out in self.golden.items()}
         self.max_failures = max_failures
         self.max_burst = max_burst
         self.horizon = SimHost(self.graph, protocol, self.params, 0).run().stats.events
@@ -93,11 +95,11 @@ class Simulator:
                        schedule=schedule, trace=trace, hash_trace=trace)
         result = host.run()
         verdict = verify(self.modes, self.golden, result.outputs, self.guarantee,
-                         complete=result.complete)
+                         complete=result.complete, golden_index=self.golden_index)
         return ScheduleOutcome(seed, result, verdict)
 
-    def run_many(self, n: int, seed: int,
-                 progress: Callable[[int], None] | None = None) -> SimSummary:
+    def run_many(self, n: int, seed: int, progress: Callable[[int], None] | None = None,
+                 fail_fast: bool = False) -> SimSummary:
         summary = SimSummary()
         for i in range(n):
             outcome = self.run_one(seed + i)
@@ -110,4 +112,6 @@ class Simulator:
                     summary.first_failure = outcome
             if progress:
                 progress(i + 1)
+            if fail_fast and summary.failing_seeds:
+                break
         return summary

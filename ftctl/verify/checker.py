@@ -76,7 +76,7 @@ def _multiset_counts(golden: Counter[Any], output: Counter[Any]) -> tuple[int, i
     return lost, dup, unexpected
 
 
-def _by_key(records: Iterable[tuple[Any, Any]]) -> dict[Any, list[Any]]:
+def index_by_key(records: Iterable[tuple[Any, Any]]) -> dict[Any, list[Any]]:
     d: dict[Any, list[Any]] = defaultdict(list)
     for k, v in records:
         d[k].append(v)
@@ -90,7 +90,9 @@ def _first_diff(expected: list[Any], actual: list[Any]) -> int:
     return min(len(expected), len(actual))
 
 
-def compare(sink: str, mode: str, golden: Out, output: Out, max_divergences: int = 5) -> SinkVerdict:
+def compare(sink: str, mode: str, golden: Out, output: Out, max_divergences: int = 5,
+            golden_by_key: dict[Any, list[Any]] | None = None) -> SinkVerdict:
+    """Judge one sink. ``golden_by_key`` may carry ``index_by_key(golden)`` precomputed."""
     v = SinkVerdict(sink, mode, len(golden), len(output))
     divs: list[Divergence] = []
     if mode == "final-per-key":
@@ -108,7 +110,8 @@ def compare(sink: str, mode: str, golden: Out, output: Out, max_divergences: int
                 v.unexpected += 1
                 divs.append(Divergence(k, 0, None, ov))
     else:
-        g_keys, o_keys = _by_key(golden), _by_key(output)
+        g_keys = golden_by_key if golden_by_key is not None else index_by_key(golden)
+        o_keys = index_by_key(output)
         for k in g_keys.keys() | o_keys.keys():
             gs, os_ = g_keys.get(k, []), o_keys.get(k, [])
             if gs == os_:
@@ -157,7 +160,9 @@ class Verdict:
 
 
 def verify(modes: dict[str, str], golden: dict[str, Out], output: dict[str, Out],
-           guarantee: Guarantee, complete: bool = True) -> Verdict:
-    sinks = [compare(name, modes[name], golden.get(name, []), output.get(name, []))
+           guarantee: Guarantee, complete: bool = True,
+           golden_index: dict[str, dict[Any, list[Any]]] | None = None) -> Verdict:
+    sinks = [compare(name, modes[name], golden.get(name, []), output.get(name, []),
+                     golden_by_key=(golden_index or {}).get(name))
              for name in sorted(modes)]
     return Verdict(guarantee, sinks, complete)

@@ -1,0 +1,56 @@
+"""Argument helpers shared by commands."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+import typer
+
+from ftctl.config.errors import ConfigError
+from ftctl.console import EXIT_USAGE, err_console
+from protocols.base import ProtocolInfo
+from protocols.registry import get_protocol, resolve_params
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """Bad input becomes one line on stderr and exit code 2, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except ConfigError as exc:
+            err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(EXIT_USAGE) from None
+
+    return wrapper
+
+
+def parse_params(items: list[str] | None) -> dict[str, Any]:
+    """``["interval=0.5", "alignment=aligned"]`` -> dict; numbers stay strings until resolved."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError("--param", None, f"expected key=value, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def protocol_and_params(name: str, items: list[str] | None) -> tuple[ProtocolInfo, dict[str, Any]]:
+    """The protocol by name and the user's parameters, validated (raises ConfigError)."""
+    try:
+        info = get_protocol(name)
+    except KeyError as exc:
+        raise ConfigError("--protocol", None, str(exc.args[0])) from None
+    given = parse_params(items)
+    try:
+        resolve_params(info, given)
+    except ValueError as exc:
+        raise ConfigError("--param", None, str(exc)) from None
+    return info, given

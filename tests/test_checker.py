@@ -1,0 +1,61 @@
+"""The exactly-once checker on hand-made outputs."""
+
+from __future__ import annotations
+
+from ftctl.verify.checker import compare, verify
+from protocols.base import Guarantee
+
+GOLDEN = [("a", 1), ("b", 1), ("a", 2), ("b", 2), ("a", 3)]
+
+
+def test_identical_output_holds_exactly_once() -> None:
+    for mode in ("multiset", "final-per-key", "ordered-per-key"):
+        v = compare("out", mode, GOLDEN, list(GOLDEN))
+        assert v.anomalies() == {}
+        assert v.holds(Guarantee.EXACTLY_ONCE)
+
+
+def test_multiset_counts_lost_duplicated_unexpected() -> None:
+    out = [("a", 1), ("a", 1), ("b", 2), ("a", 2), ("a", 3), ("z", 9)]
+    v = compare("out", "multiset", GOLDEN, out)
+    assert (v.lost, v.duplicated, v.unexpected) == (1, 1, 1)
+    assert not v.holds(Guarantee.AT_LEAST_ONCE)  # lost and unexpected
+    assert not v.holds(Guarantee.AT_MOST_ONCE)
+
+
+def test_multiset_ignores_interleaving_across_and_within_keys() -> None:
+    out = [("a", 3), ("b", 2), ("a", 1), ("b", 1), ("a", 2)]
+    assert compare("out", "multiset", GOLDEN, out).anomalies() == {}
+
+
+def test_ordered_per_key_reports_reordering_and_first_divergence() -> None:
+    out = [("a", 2), ("a", 1), ("b", 1), ("b", 2), ("a", 3)]
+    v = compare("out", "ordered-per-key", GOLDEN, out)
+    assert v.reordered == 1 and v.lost == v.duplicated == 0
+    assert not v.holds(Guarantee.EXACTLY_ONCE)
+    assert (v.divergences[0].key, v.divergences[0].index) == ("a", 0)
+    assert (v.divergences[0].expected, v.divergences[0].actual) == (1, 2)
+
+
+def test_guarantees_tolerate_their_anomalies() -> None:
+    dup = [*GOLDEN, ("a", 3)]
+    lost = GOLDEN[:-1]
+    assert compare("o", "multiset", GOLDEN, dup).holds(Guarantee.AT_LEAST_ONCE)
+    assert not compare("o", "multiset", GOLDEN, dup).holds(Guarantee.AT_MOST_ONCE)
+    assert compare("o", "multiset", GOLDEN, lost).holds(Guarantee.AT_MOST_ONCE)
+    assert not compare("o", "multiset", GOLDEN, lost).holds(Guarantee.AT_LEAST_ONCE)
+
+
+def test_final_per_key_flags_wrong_and_missing_finals() -> None:
+    v = compare("out", "final-per-key", GOLDEN, [("a", 2), ("c", 1)])
+    assert v.lost == 1  # b never arrived
+    assert v.unexpected == 2  # a ends at 2 instead of 3; c is unknown
+    by_key = {d.key: d for d in v.divergences}
+    assert (by_key["a"].expected, by_key["a"].actual) == (3, 2)
+
+
+def test_incomplete_run_never_passes() -> None:
+    verdict = verify({"out": "multiset"}, {"out": GOLDEN}, {"out": GOLDEN},
+                     Guarantee.EXACTLY_ONCE, complete=False)
+    assert not verdict.passed
+    assert verdict.totals() == {"stalled": 1}
