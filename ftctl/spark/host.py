@@ -284,6 +284,7 @@ class SparkHost:
             self.groups.remove(group)
             if not self.started_at:
                 self.started_at = self.now()
+            self.log("running", instances=sorted(members))
             for iid in members:
                 self._go(iid)
             for iid in members:

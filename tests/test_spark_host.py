@@ -1,0 +1,199 @@
+"""The Spark host on a local standalone cluster: end to end, task kills, Ctrl-C.
+
+``ftctl run`` is exercised as a subprocess (exit codes, results directory, no leftover
+processes); the checkpoint kill runs in-process on the module's cluster so it can watch
+the instance's progress and strike mid-run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from ftctl.cluster import LocalCluster
+from ftctl.config.load import load_topology
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.sim.runner import sink_modes
+from ftctl.spark.host import SparkHost
+from ftctl.spark.session import start_session, stop_session
+from ftctl.verify.checker import verify
+from ftctl.verify.golden import golden_for
+from protocols.registry import PROTOCOLS, resolve_params
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDCOUNT = ROOT / "topologies" / "wordcount.yaml"
+VICTIM = "count[0]"
+
+
+def _ftctl(args: list[str], cwd: Path, **kw: Any) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "ftctl.cli", *args], cwd=cwd, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+
+def _leftovers(marker: str) -> list[str]:
+    """Processes still mentioning ``marker`` (a run's state dir) or running spark-class."""
+    found = []
+    me = os.getpid()
+    for p in psutil.process_iter(["pid", "ppid", "cmdline"]):
+        try:
+            cmd = " ".join(p.info["cmdline"] or [])
+            if p.info["pid"] == me:
+                continue
+            if marker in cmd or ("spark-class" in cmd and p.info["ppid"] == me):
+                found.append(f"{p.info['pid']}: {cmd[:120]}")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+def _run_dirs(results: Path) -> list[Path]:
+    if not results.exists():
+        return []
+    return sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _status(run_dir: Path) -> str:
+    return str(json.loads((run_dir / "status.json").read_text())["status"])
+
+
+def _wait_event(results: Path, kind: str, instance: str | None, timeout: float,
+                proc: subprocess.Popen[str]) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"ftctl run ended early: {proc.communicate()}"
+        for run_dir in _run_dirs(results):
+            events = run_dir / "events.jsonl"
+            if not events.exists():
+                continue
+            for line in events.read_text().splitlines():
+                ev = json.loads(line)
+                if ev.get("kind") == kind and (instance is None or ev.get("instance") == instance):
+                    return ev
+        time.sleep(0.1)
+    raise AssertionError(f"no {kind} event within {timeout} s")
+
+
+# ---------------------------------------------------------------------- standalone runs
+
+
+def test_run_wordcount_end_to_end(tmp_path: Path) -> None:
+    """Cold run: starts its own cluster, verifies against golden and oracle, leaves nothing."""
+    results = tmp_path / "results"
+    proc = _ftctl(["run", str(WORDCOUNT), "--json", "--results", str(results)], cwd=tmp_path)
+    out, err = proc.communicate(timeout=150)
+    assert proc.returncode == 0, err[-2000:]
+    summary = json.loads(out)
+    assert summary["passed"] and summary["complete"]
+    assert summary["oracle"] == {"passed": True, "mismatches": 0}
+    run_dir = Path(summary["path"]) if Path(summary["path"]).is_absolute() else \
+        tmp_path / summary["path"]
+    assert _status(run_dir) == "complete"
+    assert (run_dir / "verdict.json").exists() and (run_dir / "metrics.jsonl").exists()
+    state_dir = tmp_path / ".ftctl" / "runs" / summary["run_id"]
+    assert not _leftovers(str(state_dir)), _leftovers(str(state_dir))
+
+
+def test_sigint_tears_down_and_marks_incomplete(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    proc = _ftctl(["run", str(WORDCOUNT), "--records", "200000", "--rate", "20000",
+                   "--results", str(results)], cwd=tmp_path)
+    try:
+        _wait_event(results, "registered", None, timeout=120, proc=proc)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode not in (0, None)
+    (run_dir,) = _run_dirs(results)
+    assert _status(run_dir) == "incomplete"
+    state_dir = tmp_path / ".ftctl" / "runs" / run_dir.name
+    assert not _leftovers(str(state_dir)), _leftovers(str(state_dir))
+
+
+# ---------------------------------------------------------------------- on the module cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    state_dir = tmp_path_factory.mktemp("spark-cluster")
+    c = LocalCluster(workers=2, cores=6, state_dir=state_dir)
+    try:
+        c.up()
+        yield c
+    finally:
+        c.down()
+
+
+def test_kill_under_none_loses_records(cluster: LocalCluster, tmp_path: Path) -> None:
+    """SIGKILL of the count instance's Python worker: `none` loses records, exit 1."""
+    results = tmp_path / "results"
+    proc = _ftctl(["run", str(WORDCOUNT), "--master", cluster.master_url, "--records", "20000",
+                   "--rate", "5000", "--json", "--results", str(results)], cwd=tmp_path)
+    try:
+        reg = _wait_event(results, "registered", VICTIM, timeout=90, proc=proc)
+        _wait_event(results, "running", None, timeout=60, proc=proc)
+        time.sleep(1.5)
+        os.kill(reg["pid"], signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err[-2000:]
+    summary = json.loads(out)
+    assert summary["complete"] and summary["detections"] >= 1 and summary["restarts"] >= 1
+    assert summary["anomalies"].get("lost", 0) > 0
+
+
+@pytest.fixture(scope="module")
+def spark(cluster: LocalCluster) -> Iterator[Any]:
+    session = start_session(cluster.master_url, "ftctl-test-spark-host", slots=6)
+    try:
+        yield session
+    finally:
+        stop_session(session)
+
+
+def test_kill_under_checkpoint_is_exactly_once(spark: Any, tmp_path: Path) -> None:
+    topology = load_topology(WORDCOUNT)
+    topology.input.records = 20000
+    topology.input.rate = 5000
+    graph = ExecutionGraph(topology)
+    info = PROTOCOLS["checkpoint"]
+    params = resolve_params(info, {"interval": 0.5})
+    host = SparkHost(spark.sparkContext, graph, info, params, "test-ckpt", tmp_path / "snapshots",
+                     rate=topology.input.rate, timeout=120)
+    killed: list[int] = []
+
+    def killer() -> None:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            # After a snapshot or two, mid-stream.
+            if VICTIM in host.pids and host.counts[VICTIM][0] > 40_000:
+                os.kill(host.pids[VICTIM], signal.SIGKILL)
+                killed.append(host.pids[VICTIM])
+                return
+            time.sleep(0.05)
+
+    threading.Thread(target=killer, daemon=True).start()
+    result = host.run()
+    assert killed, "the run ended before the kill"
+    assert result.complete and result.detections >= 1
+    assert any(e["event"] == "rollback" for e in result.events)
+    verdict = verify(sink_modes(topology), golden_for(topology), result.outputs,
+                     info.guarantee, complete=result.complete)
+    assert verdict.passed, verdict.totals()
