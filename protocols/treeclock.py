@@ -1,0 +1,124 @@
+"""Tree clocks: the causal-logging structure of the ``causal`` protocol.
+
+A tree clock is an inverted tree of instance ids, each with an integer time. The root is
+the instance that owns the clock; a node's children are the instances a message could
+have come from on its way to the parent, so a root-to-leaf path is a path through the
+dataflow read backwards. Times start at 0.
+
+- On receiving a batch whose piggybacked clock (a *diff*) is rooted at the sender P, the
+  receiver N builds its own diff: root ``N`` at ``N``'s time + 1 with the sender's diff as
+  its only child. It logs that diff and applies it to its clock (entry-wise max).
+- On sending, N piggybacks a copy of its last diff.
+
+Trees are truncated at a fixed depth so the piggyback stays constant-size: to recover f
+instances failing together, a survivor must see f levels of senders plus the cause of the
+deepest one, so the protocol keeps ``depth + 1`` levels below the root.
+
+This module is pure data: no protocol, runtime or I/O knowledge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class TreeClock:
+    id: str
+    time: int = 0
+    children: dict[str, TreeClock] = field(default_factory=dict)
+
+    # ------------------------------------------------------------ building
+
+    def copy(self) -> TreeClock:
+        return TreeClock(self.id, self.time, {k: c.copy() for k, c in self.children.items()})
+
+    @classmethod
+    def receive(cls, owner: str, time: int, sender_diff: TreeClock | None,
+                depth: int) -> TreeClock:
+        """The diff ``owner`` logs when it processes a message carrying ``sender_diff``."""
+        diff = cls(owner, time)
+        if sender_diff is not None:
+            diff.children[sender_diff.id] = sender_diff.truncated(depth - 1)
+        return diff
+
+    def truncated(self, depth: int) -> TreeClock:
+        """A copy keeping ``depth`` levels below the root (0: the root alone)."""
+        if depth <= 0:
+            return TreeClock(self.id, self.time)
+        return TreeClock(self.id, self.time,
+                         {k: c.truncated(depth - 1) for k, c in self.children.items()})
+
+    # ------------------------------------------------------------ combining
+
+    def apply(self, diff: TreeClock) -> None:
+        """Entry-wise max of corresponding paths; ``diff`` must share this clock's root."""
+        if diff.id != self.id:
+            raise ValueError(f"cannot apply a diff rooted at {diff.id} to a clock of {self.id}")
+        if diff.time > self.time:
+            self.time = diff.time
+        for k, child in diff.children.items():
+            mine = self.children.get(k)
+            if mine is None:
+                self.children[k] = child.copy()
+            else:
+                mine.apply(child)
+
+    def merged(self, other: TreeClock) -> TreeClock:
+        out = self.copy()
+        out.apply(other)
+        return out
+
+    def leq(self, other: TreeClock) -> bool:
+        """True when every entry of this clock is at most the corresponding one in ``other``."""
+        if self.id != other.id or self.time > other.time:
+            return False
+        for k, child in self.children.items():
+            theirs = other.children.get(k)
+            if theirs is None:
+                if any(n.time > 0 for n in child.walk()):
+                    return False
+            elif not child.leq(theirs):
+                return False
+        return True
+
+    # ------------------------------------------------------------ queries
+
+    def walk(self) -> Iterator[TreeClock]:
+        yield self
+        for c in self.children.values():
+            yield from c.walk()
+
+    def find(self, node: str) -> list[TreeClock]:
+        """Every occurrence of ``node`` in the tree (an id can sit on several paths)."""
+        return [n for n in self.walk() if n.id == node]
+
+    def depth(self) -> int:
+        return 1 + max((c.depth() for c in self.children.values()), default=0)
+
+    def size(self) -> int:
+        return sum(1 for _ in self.walk())
+
+
+def t_star(root: str, diffs: Iterable[TreeClock], t_min: int) -> TreeClock:
+    """The clock a replacement for ``root`` starts from.
+
+    Applies every diff rooted at ``root`` with time at most ``t_min`` to an all-zero clock
+    rooted at ``root``. It need not be a state the failed instance's clock was ever in:
+    it only covers what its children are guaranteed to have seen.
+    """
+    clock = TreeClock(root)
+    for d in diffs:
+        if d.id == root and d.time <= t_min:
+            clock.apply(d)
+    return clock
+
+
+def t_min_of(root: str, child_clocks: Iterable[TreeClock]) -> int:
+    """The latest time of ``root`` that every child clock has seen (0 if some saw nothing)."""
+    times = []
+    for clock in child_clocks:
+        seen = [n.time for n in clock.find(root)]
+        times.append(max(seen, default=0))
+    return min(times, default=0)
