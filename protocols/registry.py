@@ -6,6 +6,7 @@ from typing import Any
 
 from protocols.base import Guarantee, ProtocolInfo
 from protocols.checkpoint import CheckpointCoordinator, CheckpointInstance
+from protocols.lineage import LineageCoordinator, LineageInstance
 from protocols.none import NoneCoordinator, NoneInstance
 
 PROTOCOLS: dict[str, ProtocolInfo] = {
@@ -19,6 +20,11 @@ PROTOCOLS: dict[str, ProtocolInfo] = {
         "003 (Noir)", CheckpointInstance, CheckpointCoordinator,
         defaults={"interval": 1.0, "alignment": "unaligned"},
         choices={"alignment": ("unaligned", "aligned")}),
+    "lineage": ProtocolInfo(
+        "lineage", Guarantee.EXACTLY_ONCE,
+        "purge the failed instances' downstream, recompute it from the sources and full "
+        "payload logs; sinks suppress already-visible records per key",
+        "000 (baseline)", LineageInstance, LineageCoordinator),
 }
 
 
