@@ -1,7 +1,230 @@
-"""Placeholder: filled in by its own change."""
+"""``ftctl cluster up/down/status``: keep a local Spark standalone cluster warm between runs."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, NoReturn
 
 import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ftctl.cluster.errors import ClusterError, NoClusterError
+from ftctl.cluster.labels import expand_labels, format_labels
+from ftctl.cluster.local import (
+    DEFAULT_CORES,
+    DEFAULT_GRACE,
+    DEFAULT_MEMORY,
+    DEFAULT_START_TIMEOUT,
+    DEFAULT_WORKERS,
+    ClusterStatus,
+    LocalCluster,
+)
+from ftctl.cluster.state import STATE_DIR_ENV
+from ftctl.console import EXIT_INFRA, console, err_console
+
+EXIT_INTERRUPTED = 130  # the shell convention for "ended by SIGINT"
+
+cluster_app = typer.Typer(
+    name="cluster",
+    help=(
+        "Start, inspect and stop a local Spark standalone cluster (master + workers as local "
+        "processes on 127.0.0.1). A cluster started with `up` keeps running after the command "
+        "so repeated runs skip the start-up cost; stop it with `down`.\n\n"
+        f"State (pids, ports, labels, logs) lives in .ftctl/cluster/ under the current "
+        f"directory, or in ${STATE_DIR_ENV} if set.\n\n"
+        "Exit codes: 0 ok, 2 usage or environment error (no Java 17+, port in use, bad "
+        "label), 3 the cluster would not start or is broken."
+    ),
+    no_args_is_help=True,
+)
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.add_typer(cluster_app, name="cluster")
+
+
+# --------------------------------------------------------------------------- error handling
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _cli_errors() -> Iterator[None]:
+    """One line and the contract's exit code for every cluster error; never a traceback."""
+    try:
+        yield
+    except ClusterError as exc:
+        _fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("interrupted: stopped every process this command had started")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+# --------------------------------------------------------------------------- up
+
+
+@cluster_app.command(
+    "up",
+    epilog=(
+        "Examples:\n\n"
+        "  ftctl cluster up\n\n"
+        "  ftctl cluster up --workers 4 --cores 2 --memory 2g\n\n"
+        "  ftctl cluster up -w 4 --label rack=a --label rack=b     (racks a, b, a, b)\n\n"
+        "  ftctl cluster up -w 2 --label rack=a,zone=1 --label rack=b,zone=1"
+    ),
+)
+def up(
+    workers: Annotated[
+        int, typer.Option("--workers", "-w", min=1, help="Number of worker processes.")
+    ] = DEFAULT_WORKERS,
+    cores: Annotated[
+        int, typer.Option("--cores", "-c", min=1, help="Task slots (cores) per worker.")
+    ] = DEFAULT_CORES,
+    memory: Annotated[
+        str, typer.Option("--memory", "-m", help="Memory per worker for executors, e.g. 1g.")
+    ] = DEFAULT_MEMORY,
+    label: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--label",
+            "-l",
+            help=(
+                "Worker labels key=value[,key=value]; repeat once per worker. The list is "
+                "cycled when there are more workers than labels."
+            ),
+        ),
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="Master RPC port (default: a free one).")] = None,
+    ui_port: Annotated[
+        int | None, typer.Option("--ui-port", help="Master web UI port (default: a free one).")
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option(min=1.0, help="Seconds to wait for every worker to be ALIVE.")
+    ] = DEFAULT_START_TIMEOUT,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the recorded cluster state as JSON.")
+    ] = False,
+) -> None:
+    """Start a master and WORKERS workers and wait until every worker is ALIVE."""
+    with _cli_errors():
+        expand_labels(label, workers)  # a bad label fails before Java is even looked for
+        cluster = LocalCluster(
+            workers,
+            cores=cores,
+            memory=memory,
+            labels=label,
+            master_port=port,
+            ui_port=ui_port,
+            start_timeout=timeout,
+        )
+        started = time.monotonic()
+        with _spinner("starting the local Spark cluster", quiet=as_json) as say:
+            state = cluster.up(progress=say)
+        elapsed = time.monotonic() - started
+    if as_json:
+        console.print_json(json.dumps(state.to_json()))
+        return
+    console.print(
+        f"[green]cluster up[/green]: {len(state.workers)} worker(s) ALIVE in {elapsed:.1f} s"
+    )
+    console.print(f"Spark master: [bold]{state.master_url}[/bold]")
+    console.print(f"Spark UI:     {state.ui_url}")
+    console.print(f"state:        {state.state_dir}")
+    console.print("stop it with: ftctl cluster down")
+
+
+@contextmanager
+def _spinner(title: str, quiet: bool) -> Iterator[Callable[[str], None]]:
+    """A rich spinner whose text the cluster's progress messages update."""
+    if quiet:
+        yield lambda _msg: None
+        return
+    with err_console.status(title) as status:
+        yield lambda msg: status.update(f"{title}: {msg}")
+
+
+# --------------------------------------------------------------------------- down
+
+
+@cluster_app.command("down", epilog="Example:\n\n  ftctl cluster down")
+def down(
+    grace: Annotated[
+        float,
+        typer.Option(min=0.0, help="Seconds between SIGTERM and SIGKILL for each process."),
+    ] = DEFAULT_GRACE,
+) -> None:
+    """Stop the cluster's master, workers and executors, and forget its state."""
+    with _cli_errors():
+        cluster = LocalCluster(workers=0)
+        had_state = _has_state(cluster)
+        with _spinner("stopping the local Spark cluster", quiet=False):
+            pids = cluster.down(grace=grace)
+    if not had_state and not pids:
+        console.print(f"no local cluster running (state dir {cluster.state_dir})")
+        return
+    console.print(f"[green]cluster down[/green]: stopped {len(pids)} process(es)")
+
+
+def _has_state(cluster: LocalCluster) -> bool:
+    try:
+        LocalCluster.attach(cluster.state_dir)
+    except NoClusterError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- status
+
+
+@cluster_app.command(
+    "status", epilog="Examples:\n\n  ftctl cluster status\n\n  ftctl cluster status --json"
+)
+def status(
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+) -> None:
+    """Show the master and each worker as the master sees them now."""
+    with _cli_errors():
+        report = LocalCluster.attach().status()
+    if as_json:
+        console.print_json(json.dumps(report.to_json()))
+    else:
+        _print_status(report)
+    if not report.running:
+        _fail(
+            f"the Spark master is {report.master_state} (pid {report.master_pid}); "
+            "`ftctl cluster down` cleans up what is left",
+            EXIT_INFRA,
+        )
+
+
+def _print_status(report: ClusterStatus) -> None:
+    colour = "green" if report.running else "red"
+    console.print(
+        f"master {report.master_url}  [{colour}]{report.master_state}[/{colour}]  "
+        f"pid {report.master_pid}  UI {report.ui_url}"
+    )
+    table = Table(title=f"{len(report.alive_workers)}/{len(report.workers)} worker(s) ALIVE")
+    table.add_column("name")
+    table.add_column("worker id", overflow="fold")  # ids are long; never cut them
+    for column in ("state", "cores", "memory", "labels", "pid"):
+        table.add_column(column)
+    for worker in report.workers:
+        state_colour = "green" if worker.state == "ALIVE" else "red"
+        memory = f"{worker.memory_mb} MiB" if worker.memory_mb is not None else "-"
+        table.add_row(
+            worker.name,
+            worker.worker_id or "-",
+            f"[{state_colour}]{worker.state}[/{state_colour}]",
+            f"{worker.cores_used}/{worker.cores}",
+            memory,
+            format_labels(worker.labels) or "-",
+            str(worker.pid),
+        )
+    console.print(table)

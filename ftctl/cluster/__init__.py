@@ -1,0 +1,31 @@
+"""Cluster backends for the Spark host. ``local``: standalone daemons as local processes."""
+
+from ftctl.cluster.errors import (
+    ClusterError,
+    ClusterUsageError,
+    InfraError,
+    JavaNotFoundError,
+    LabelSyntaxError,
+    NoClusterError,
+    PortInUseError,
+)
+from ftctl.cluster.java import JavaInfo, require_java
+from ftctl.cluster.local import ClusterStatus, LocalCluster, WorkerStatus
+from ftctl.cluster.state import ClusterState, WorkerInfo
+
+__all__ = [
+    "ClusterError",
+    "ClusterState",
+    "ClusterStatus",
+    "ClusterUsageError",
+    "InfraError",
+    "JavaInfo",
+    "JavaNotFoundError",
+    "LabelSyntaxError",
+    "LocalCluster",
+    "NoClusterError",
+    "PortInUseError",
+    "WorkerInfo",
+    "WorkerStatus",
+    "require_java",
+]
