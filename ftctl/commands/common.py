@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 import typer
+from rich.markup import escape
 
 from ftctl.config.errors import ConfigError
 from ftctl.console import EXIT_USAGE, err_console
@@ -25,7 +26,7 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except ConfigError as exc:
-            err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(EXIT_USAGE) from None
 
     return wrapper
