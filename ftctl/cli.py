@@ -5,10 +5,12 @@ from __future__ import annotations
 import sys
 
 import typer
+from rich.markup import escape
 
+from ftctl.cluster.errors import ClusterError
 from ftctl.commands import cluster_cmds, config_cmds, run_cmd, sim_cmd
 from ftctl.config.errors import ConfigError
-from ftctl.console import err_console
+from ftctl.console import EXIT_USAGE, err_console
 
 app = typer.Typer(
     name="ftctl",
@@ -24,11 +26,20 @@ run_cmd.register(app)
 
 
 def main() -> None:
+    """Entry point: a user's or the environment's error is one line, never a traceback."""
     try:
         app()
     except ConfigError as exc:
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
-        sys.exit(2)
+        _fail(str(exc), EXIT_USAGE)
+    except ClusterError as exc:
+        _fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+
+
+def _fail(message: str, code: int) -> None:
+    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    sys.exit(code)
 
 
 if __name__ == "__main__":
