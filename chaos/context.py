@@ -1,0 +1,157 @@
+"""What a fault may touch: the `FaultContext` protocol and the records faults produce.
+
+Faults never reach into a host or a cluster backend directly. Everything they need
+(pids of tasks and executors, the workers and their labels, starting and killing
+workers, channel-layer faults, the run clock) goes through a `FaultContext`, so the
+same fault code runs against the Spark host and against a fake context in unit tests.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+ChannelKind = Literal["partition", "delay", "drop"]
+
+
+@dataclass(frozen=True)
+class WorkerRef:
+    """A worker as a fault sees it: the id the context knows it by, its pid, its labels."""
+
+    id: str
+    pid: int
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "pid": self.pid, "labels": dict(self.labels)}
+
+
+_channel_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class ChannelFault:
+    """A request to the runtime to disturb the links between instances.
+
+    Partitions, delays and drops cannot be done with signals: the runtime's channel
+    layer applies them. ``dst`` empty means every peer of ``src``. ``both_ways``: the
+    links in both directions are affected (a partition cuts both). ``seed`` is for the
+    runtime's own draws (drop decisions, jitter), so a replay drops the same way.
+    """
+
+    src: str
+    dst: tuple[str, ...]
+    kind: ChannelKind
+    params: Mapping[str, Any] = field(default_factory=dict)
+    both_ways: bool = True
+    seed: int = 0
+    id: str = field(default_factory=lambda: f"ch-{next(_channel_ids)}")
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["dst"] = list(self.dst)
+        data["params"] = dict(self.params)
+        return data
+
+
+@dataclass
+class InjectRecord:
+    """What an inject did: when (run clock), to what, which pids were hit.
+
+    ``details`` holds type-specific facts (killed worker ids and their offsets, the
+    channel fault id, restored workers), enough to explain the run afterwards.
+    """
+
+    fault: str
+    target: str
+    t: float
+    pids: list[int] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@runtime_checkable
+class FaultContext(Protocol):
+    """The host-side surface that faults act through.
+
+    Times are seconds on the run clock (the same clock as the host's events), so fault
+    records and the coordinator's detections can be compared directly.
+    """
+
+    def now(self) -> float:
+        """Seconds on the run clock."""
+        ...
+
+    def instances(self) -> list[str]:
+        """Every operator instance of the topology (``count[1]``), in topological order."""
+        ...
+
+    def task_pid(self, instance: str) -> int | None:
+        """The pid of the Python worker running the instance now; None if it is not up."""
+        ...
+
+    def executor_pids(self) -> dict[str, int]:
+        """Live executor JVM pids by executor id."""
+        ...
+
+    def workers(self) -> list[WorkerRef]:
+        """Live workers."""
+        ...
+
+    def kill_worker(self, worker_id: str) -> WorkerRef:
+        """Kill a worker's whole process tree (node loss); returns the worker killed."""
+        ...
+
+    def start_worker(self, labels: Mapping[str, str]) -> WorkerRef:
+        """Start a replacement worker with these labels; may return before it is ALIVE."""
+        ...
+
+    def channel_fault(self, spec: ChannelFault) -> None:
+        """Ask the runtime to apply a channel fault until cleared."""
+        ...
+
+    def clear_channel_fault(self, fault_id: str) -> None:
+        """Lift a channel fault applied earlier (unknown ids are ignored)."""
+        ...
+
+    def snapshot_in_progress(self) -> bool:
+        """Whether a checkpoint/snapshot is being taken right now."""
+        ...
+
+    def recovery_in_progress(self) -> bool:
+        """Whether the coordinator is recovering from a failure right now."""
+        ...
+
+
+@dataclass
+class Ledger:
+    """Workers lost to faults of this run and not restored yet.
+
+    Kept by the scheduler and shared by its faults: kill-worker and kill-group add what
+    they killed, restore-capacity brings back (with the same labels) what it finds here.
+    """
+
+    lost: list[WorkerRef] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, worker: WorkerRef) -> None:
+        with self._lock:
+            self.lost.append(worker)
+
+    def take(self, selector: Mapping[str, str] | None) -> list[WorkerRef]:
+        """Remove and return the lost workers whose labels include ``selector``."""
+        with self._lock:
+            wanted = dict(selector or {})
+            taken = [w for w in self.lost if matches(w.labels, wanted)]
+            self.lost = [w for w in self.lost if w not in taken]
+            return taken
+
+
+def matches(labels: Mapping[str, str], selector: Mapping[str, str]) -> bool:
+    """Whether ``labels`` contain every pair of ``selector``."""
+    return all(labels.get(k) == v for k, v in selector.items())

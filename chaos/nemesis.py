@@ -1,0 +1,342 @@
+"""The nemesis: runs a planned fault schedule against a `FaultContext` in a thread.
+
+Typical use by a host::
+
+    nemesis = Nemesis.from_scenario(scenario, ctx, duration=60.0, on_event=store.event)
+    nemesis.start()          # when the topology is running: offsets count from here
+    ...                      # the run
+    nemesis.stop()           # heals whatever is still active; safe to call twice
+    atomic_write_json(store.path / "schedule.json", nemesis.recorded())
+
+Replay: ``Nemesis.from_record(json.load(...), ctx, ...)`` or ``Nemesis.from_events(
+store.read_events(), ctx, ...)`` strikes the same targets at the same offsets (triggered
+faults at the offset where they fired), with the same per-fault seeds.
+
+Each strike runs in its own thread, so a kill-group spreading kills over its window or a
+restore-capacity waiting minutes for arrivals never delays the next fault. Events go to
+``on_event(kind, **data)`` (``RunStore.event`` fits): ``fault-inject``, ``fault-heal``,
+``fault-step`` (one worker of a group killed / restored) and ``fault-error`` (the target
+was not there). ``at`` in them is the context's run clock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from chaos.context import FaultContext, InjectRecord, Ledger
+from chaos.faults import FAULTS, ChaosFault, FaultError
+from chaos.schedule import PlannedFault, occurrence, plan, random_kills
+from ftctl.config.scenario import FAULT_TYPES, Scenario
+
+POLL = 0.01  # seconds between looks at the triggers' phases (snapshot/recovery)
+JOIN_TIMEOUT = 10.0
+
+
+class EventCallback(Protocol):
+    def __call__(self, kind: str, **data: Any) -> None: ...
+
+
+def _ignore(kind: str, **data: Any) -> None:
+    return None
+
+
+@dataclass
+class _Strike:
+    """One fired occurrence: its fault object, thread, and what happened."""
+
+    planned: PlannedFault
+    fault: ChaosFault
+    fired_at: float  # offset from the nemesis start
+    record: InjectRecord | None = None
+    error: str | None = None
+    healed_at: float | None = None
+    thread: threading.Thread | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def healable(self) -> bool:
+        return FAULT_TYPES[self.planned.type].takes_duration
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.planned.to_json()
+        data.update(
+            fired_at=round(self.fired_at, 6),
+            inject=self.record.to_json() if self.record is not None else None,
+            healed_at=self.healed_at,
+            error=self.error,
+        )
+        return data
+
+
+@dataclass
+class _Trigger:
+    template: PlannedFault
+    fired: int = 0
+    was_on: bool = False
+
+    @property
+    def exhausted(self) -> bool:
+        return self.template.count is not None and self.fired >= self.template.count
+
+
+class Nemesis:
+    def __init__(
+        self,
+        schedule: Sequence[PlannedFault],
+        ctx: FaultContext,
+        on_event: EventCallback | None = None,
+        *,
+        seed: int = 0,
+        name: str = "",
+        poll: float = POLL,
+    ) -> None:
+        self.ctx = ctx
+        self.on_event: EventCallback = on_event or _ignore
+        self.seed = seed
+        self.name = name
+        self.poll = poll
+        self.ledger = Ledger()
+        self._schedule = sorted(schedule, key=_plan_order)
+        self._timed = sorted((p for p in schedule if p.at is not None), key=_timed_order)
+        self._triggers = [_Trigger(p) for p in schedule if p.at is None]
+        self._strikes: list[_Strike] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._t0 = 0.0
+        self._started_at: float | None = None
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_scenario(
+        cls,
+        scenario: Scenario,
+        ctx: FaultContext,
+        duration: float,
+        on_event: EventCallback | None = None,
+    ) -> Nemesis:
+        """The scenario planned against ``ctx.instances()`` for a run of ``duration`` s."""
+        schedule = plan(scenario, ctx.instances(), duration)
+        return cls(schedule, ctx, on_event, seed=scenario.seed, name=scenario.name)
+
+    @classmethod
+    def kills(
+        cls, n: int, ctx: FaultContext, duration: float, seed: int,
+        on_event: EventCallback | None = None,
+    ) -> Nemesis:
+        """``--kill N``: see ``random_kills``."""
+        schedule = random_kills(n, ctx.instances(), duration, seed)
+        return cls(schedule, ctx, on_event, seed=seed, name=f"kill-{n}")
+
+    @classmethod
+    def from_record(
+        cls, record: Mapping[str, Any], ctx: FaultContext, on_event: EventCallback | None = None
+    ) -> Nemesis:
+        """Replay what ``recorded()`` returned: every occurrence that fired, at the offset
+        it fired, with its target and seed. What never fired is not replayed."""
+        schedule = [_replayed(f) for f in record.get("faults", []) if f.get("fired_at") is not None]
+        name = str(record.get("name", ""))
+        return cls(schedule, ctx, on_event, seed=int(record.get("seed", 0)), name=name)
+
+    @classmethod
+    def from_events(
+        cls, events: Iterable[Mapping[str, Any]], ctx: FaultContext,
+        on_event: EventCallback | None = None,
+    ) -> Nemesis:
+        """Replay from a run's event log (``fault-inject`` / ``fault-error`` events carry
+        their planned fault), for runs whose recorded schedule was not kept."""
+        faults = [
+            {**ev["planned"], "fired_at": ev["offset"]}
+            for ev in events
+            if _kind(ev) in ("fault-inject", "fault-error") and "planned" in ev
+        ]
+        return cls.from_record({"faults": faults}, ctx, on_event)
+
+    # ------------------------------------------------------------------ running
+
+    @property
+    def schedule(self) -> list[PlannedFault]:
+        """The planned faults (trigger faults as their templates)."""
+        return list(self._schedule)
+
+    def start(self) -> None:
+        """Start striking; offsets count from now (``ctx.now()``)."""
+        if self._thread is not None:
+            raise RuntimeError("this nemesis was already started")
+        self._t0 = self.ctx.now()
+        self._started_at = self._t0
+        self._thread = threading.Thread(target=self._run, name="ftctl-nemesis", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = JOIN_TIMEOUT) -> None:
+        """Strike no more, cut short group kills and restores under way, heal every active
+        fault (continue paused processes, lift channel faults). Idempotent."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        with self._lock:
+            strikes = list(self._strikes)
+        for strike in strikes:
+            strike.fault.cancelled.set()
+        for strike in strikes:
+            if strike.thread is not None:
+                strike.thread.join(timeout)
+        for strike in strikes:
+            self._heal(strike)  # a strike thread stuck in the context: heal from here
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until every timed fault has struck and finished (trigger faults with no
+        count keep the nemesis going until ``stop``). True if it got there."""
+        if self._thread is None:
+            return False
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            return False
+        with self._lock:
+            threads = [s.thread for s in self._strikes if s.thread is not None]
+        for t in threads:
+            t.join(timeout)
+        return not any(t.is_alive() for t in threads)
+
+    def recorded(self) -> dict[str, Any]:
+        """The schedule as data: fired occurrences with what they hit, then anything that
+        never fired (timed faults past the end, trigger templates)."""
+        with self._lock:
+            fired = [s.to_json() for s in self._strikes]
+        fired_keys = {(f["index"], f["occurrence"]) for f in fired}
+        unfired = [
+            {**p.to_json(), "fired_at": None}
+            for p in self._schedule
+            if (p.index, p.occurrence) not in fired_keys or p.at is None
+        ]
+        return {"name": self.name, "seed": self.seed, "started_at": self._started_at,
+                "faults": fired + unfired}
+
+    # ------------------------------------------------------------------ the thread
+
+    def _run(self) -> None:
+        pending = list(self._timed)
+        while not self._stop.is_set():
+            now = self.ctx.now() - self._t0
+            while pending and (pending[0].at or 0.0) <= now:
+                self._fire(pending.pop(0), now)
+            for trig in self._triggers:
+                self._check_trigger(trig, now)
+            live_triggers = any(not t.exhausted for t in self._triggers)
+            if not pending and not live_triggers:
+                return
+            wait = self.poll if live_triggers else float("inf")
+            if pending:
+                wait = min(wait, max(0.0, (pending[0].at or 0.0) - now))
+            self._stop.wait(wait)
+
+    def _check_trigger(self, trig: _Trigger, now: float) -> None:
+        if trig.exhausted:
+            return
+        on = self._phase(trig.template.trigger)
+        # A rising edge: each occurrence strikes a different snapshot (or recovery).
+        if on and not trig.was_on:
+            planned = occurrence(trig.template, trig.fired, self.ctx.instances(), self.seed, now)
+            trig.fired += 1
+            self._fire(planned, now)
+        trig.was_on = on
+
+    def _phase(self, trigger: str | None) -> bool:
+        try:
+            if trigger == "during-checkpoint":
+                return bool(self.ctx.snapshot_in_progress())
+            if trigger == "during-recovery":
+                return bool(self.ctx.recovery_in_progress())
+        except Exception:
+            return False  # a context that cannot tell is never in the phase
+        return False
+
+    def _fire(self, planned: PlannedFault, now: float) -> None:
+        strike = _Strike(planned, self._make(planned), now)
+        strike.thread = threading.Thread(
+            target=self._strike, args=(strike,), daemon=True,
+            name=f"ftctl-fault-{planned.type}-{planned.index}.{planned.occurrence}",
+        )
+        with self._lock:
+            self._strikes.append(strike)
+        strike.thread.start()
+
+    def _make(self, planned: PlannedFault) -> ChaosFault:
+        def step(kind: str, data: dict[str, Any]) -> None:
+            self._event("fault-step", planned, step=kind, **_no_reserved(data))
+
+        return FAULTS[planned.type](
+            planned.target, planned.params, duration=planned.duration, window=planned.window,
+            seed=planned.seed, ledger=self.ledger, on_step=step,
+        )
+
+    def _strike(self, strike: _Strike) -> None:
+        planned = strike.planned
+        try:
+            record = strike.fault.inject(self.ctx)
+        except Exception as exc:  # the run goes on; the log says what went wrong
+            known = isinstance(exc, FaultError)
+            strike.error = str(exc) if known else f"{type(exc).__name__}: {exc}"
+            self._event("fault-error", planned, error=strike.error, at=self.ctx.now(),
+                        offset=round(strike.fired_at, 6), planned=planned.to_json())
+            return
+        with strike.lock:
+            strike.record = record
+        self._event("fault-inject", planned, at=record.t, offset=round(strike.fired_at, 6),
+                    pids=record.pids, resolved=record.target, details=record.details,
+                    planned=planned.to_json())
+        if not strike.healable:
+            return
+        if planned.duration is not None:
+            self._stop.wait(max(0.0, planned.duration - (self.ctx.now() - record.t)))
+        else:
+            self._stop.wait()  # no duration: active until the nemesis stops
+        self._heal(strike)
+
+    def _heal(self, strike: _Strike) -> None:
+        with strike.lock:
+            if strike.record is None or strike.healed_at is not None or not strike.healable:
+                return
+            try:
+                strike.fault.heal(self.ctx)
+            finally:
+                strike.healed_at = self.ctx.now()
+        self._event("fault-heal", strike.planned, at=strike.healed_at,
+                    resolved=strike.record.target, pids=strike.record.pids)
+
+    def _event(self, kind: str, pf: PlannedFault, /, **data: Any) -> None:
+        with contextlib.suppress(Exception):  # a failing log must not leave a fault active
+            self.on_event(kind, fault=pf.type, target=pf.target,
+                          index=pf.index, occurrence=pf.occurrence, **data)
+
+
+def _replayed(data: Mapping[str, Any]) -> PlannedFault:
+    planned = PlannedFault.from_json(data)
+    return PlannedFault(
+        index=planned.index, occurrence=planned.occurrence, type=planned.type,
+        target=planned.target, at=float(data["fired_at"]), duration=planned.duration,
+        window=planned.window, params=dict(planned.params), seed=planned.seed,
+    )
+
+
+def _plan_order(p: PlannedFault) -> tuple[float, int, int]:
+    return (p.at if p.at is not None else float("inf"), p.index, p.occurrence)
+
+
+def _timed_order(p: PlannedFault) -> tuple[float, int, int]:
+    return (p.at or 0.0, p.index, p.occurrence)
+
+
+def _kind(ev: Mapping[str, Any]) -> str:
+    return str(ev.get("kind", ev.get("event", "")))
+
+
+def _no_reserved(data: Mapping[str, Any]) -> dict[str, Any]:
+    # RunStore.event owns `t`, `wall` and `kind`; a step's own time goes in as `at`.
+    renamed = {"t": "at", "kind": "what", "wall": "wall_"}
+    return {renamed.get(k, k): v for k, v in data.items()}

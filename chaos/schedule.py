@@ -1,0 +1,157 @@
+"""Turning a scenario into a concrete, replayable list of planned faults.
+
+A planned fault has an offset (seconds after the scheduler starts) or a trigger, a
+resolved target and its own seed. Everything random is drawn from RNGs keyed by
+(scenario seed, fault index, occurrence), never from a shared stream, so the target of
+the 3rd repetition of fault 2 does not change when fault 1 gains a repetition, and a
+trigger occurrence resolved at fire time gets the same target in every run.
+
+Resolution: for fault types that act on one instance (everything but kill-group and
+restore-capacity), ``random`` and operator targets become an instance here; instances
+and label selectors stay as written (which worker carries a label is only known when the
+fault strikes). kill-group and restore-capacity keep their selector (``random`` = a random
+failure domain / every lost worker).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from chaos.faults import FAULTS
+from ftctl.config.scenario import Scenario, parse_target
+
+# Where `--kill N` puts its kills: the middle 60% of the run, away from start-up and the
+# drain at the end, where a kill says little about steady-state recovery.
+KILL_WINDOW = (0.2, 0.8)
+
+
+class ScheduleError(ValueError):
+    """A scenario that cannot be planned against this topology (unknown instance ...)."""
+
+
+@dataclass(frozen=True)
+class PlannedFault:
+    """One occurrence of a fault (or, with a trigger, the template of its occurrences)."""
+
+    index: int  # the fault's position in the scenario
+    occurrence: int  # 0, 1, ... for `every` and triggers
+    type: str
+    target: str  # resolved, see the module doc
+    at: float | None  # seconds after the scheduler starts; None while waiting for a trigger
+    trigger: str | None = None
+    count: int | None = None  # trigger templates: how many occurrences (None: no limit)
+    duration: float | None = None
+    window: float | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PlannedFault:
+        names = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def fault_seed(seed: int, index: int, occurrence: int) -> int:
+    """The seed of one occurrence's own draws (group offsets, arrivals, drops)."""
+    return random.Random(f"{seed}/{index}/{occurrence}").getrandbits(32)
+
+
+def resolve_target(
+    fault_type: str, target: str, instances: Sequence[str], seed: int, index: int, occurrence: int
+) -> str:
+    """The target a planned occurrence names (see the module doc)."""
+    parsed = parse_target(target)
+    if FAULTS[fault_type].scope == "group":
+        if parsed.kind in ("instance", "operator"):
+            raise ScheduleError(
+                f"fault {index} ({fault_type}): target {target!r} must be a label "
+                "selector like rack=a, or random"
+            )
+        return target
+    if parsed.kind == "instance":
+        if target not in instances:
+            raise ScheduleError(f"fault {index} ({fault_type}): no instance {target!r}")
+        return target
+    if parsed.kind == "selector" or FAULTS[fault_type].scope == "capacity":
+        return target
+    pool = [i for i in instances if parsed.kind == "random" or _operator(i) == parsed.operator]
+    if not pool:
+        raise ScheduleError(f"fault {index} ({fault_type}): no operator {target!r}")
+    return random.Random(f"{seed}/{index}/{occurrence}/target").choice(pool)
+
+
+def occurrence(template: PlannedFault, k: int, instances: Sequence[str], seed: int,
+               at: float | None = None) -> PlannedFault:
+    """The k-th occurrence of a fault, its target resolved."""
+    return replace(
+        template,
+        occurrence=k,
+        at=at,
+        count=None,
+        target=resolve_target(template.type, template.target, instances, seed, template.index, k),
+        seed=fault_seed(seed, template.index, k),
+    )
+
+
+def plan(scenario: Scenario, instances: Sequence[str], duration: float) -> list[PlannedFault]:
+    """The scenario's schedule for a run expected to last ``duration`` seconds.
+
+    ``at`` faults occur once; ``every`` faults at every, 2*every, ... (``count`` of them,
+    or as many as fit in ``duration``); trigger faults stay one unresolved template each
+    (``at`` None, target as written) that the scheduler expands when the trigger fires.
+    """
+    planned: list[PlannedFault] = []
+    for index, fault in enumerate(scenario.faults):
+        template = PlannedFault(
+            index=index, occurrence=0, type=fault.type, target=fault.target, at=None,
+            trigger=fault.trigger, count=fault.count, duration=fault.duration,
+            window=fault.window, params=dict(fault.typed_params().model_dump()),
+        )
+        if fault.trigger is not None:
+            # Checked now so a bad target fails before the run, not at the first trigger.
+            resolve_target(fault.type, fault.target, instances, scenario.seed, index, 0)
+            planned.append(template)
+        elif fault.every is not None:
+            k = 0
+            while fault.count is None or k < fault.count:
+                at = fault.every * (k + 1)
+                if fault.count is None and at > duration:
+                    break
+                planned.append(occurrence(template, k, instances, scenario.seed, at))
+                k += 1
+        else:
+            planned.append(occurrence(template, 0, instances, scenario.seed, fault.at))
+    return sorted(planned, key=_order)
+
+
+def random_kills(
+    n: int, instances: Sequence[str], duration: float, seed: int
+) -> list[PlannedFault]:
+    """``--kill N``: N kill-task faults on random instances at random times in the middle
+    60% of the run."""
+    if not instances:
+        raise ScheduleError("no instances to kill")
+    rng = random.Random(f"kill/{seed}")
+    lo, hi = KILL_WINDOW
+    times = sorted(rng.uniform(lo * duration, hi * duration) for _ in range(n))
+    return [
+        PlannedFault(
+            index=i, occurrence=0, type="kill-task", target=rng.choice(list(instances)),
+            at=round(t, 6), seed=fault_seed(seed, i, 0),
+        )
+        for i, t in enumerate(times)
+    ]
+
+
+def _operator(instance: str) -> str:
+    return instance.partition("[")[0]
+
+
+def _order(p: PlannedFault) -> tuple[float, int, int]:
+    return (p.at if p.at is not None else float("inf"), p.index, p.occurrence)

@@ -1,0 +1,114 @@
+"""A FaultContext over throwaway local processes: `sleep` stands in for tasks and workers.
+
+Every process it starts is killed and reaped by ``close()``; tests use it through the
+``fake_ctx`` fixture, whose teardown calls ``close()`` whatever the test did.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+
+import psutil
+
+from chaos.context import ChannelFault, WorkerRef
+
+
+class FakeContext:
+    def __init__(self) -> None:
+        self.t0 = time.monotonic()
+        self.popens: list[subprocess.Popen[bytes]] = []
+        self.tasks: dict[str, int] = {}
+        self.order: list[str] = []
+        self.live_workers: dict[str, WorkerRef] = {}
+        self.executors: dict[str, int] = {}
+        self.killed: list[tuple[str, float]] = []
+        self.started: list[tuple[WorkerRef, float]] = []
+        self.channel_faults: dict[str, ChannelFault] = {}
+        self.cleared: list[str] = []
+        self.snapshot = False
+        self.recovering = False
+        self._lock = threading.Lock()
+        self._next_worker = 0
+
+    # ------------------------------------------------------------------ set-up helpers
+
+    def spawn(self, argv: list[str] | None = None) -> subprocess.Popen[bytes]:
+        popen = subprocess.Popen(argv or ["sleep", "60"])
+        self.popens.append(popen)
+        return popen
+
+    def add_task(self, instance: str, pid: int | None = None) -> int:
+        pid = pid if pid is not None else self.spawn().pid
+        self.tasks[instance] = pid
+        if instance not in self.order:
+            self.order.append(instance)
+        return pid
+
+    def add_instances(self, *instances: str) -> None:
+        """Instances known to the topology without a running task (planning only)."""
+        self.order.extend(i for i in instances if i not in self.order)
+
+    def add_worker(self, labels: Mapping[str, str]) -> WorkerRef:
+        with self._lock:
+            wid = f"worker-{self._next_worker}"
+            self._next_worker += 1
+        worker = WorkerRef(wid, self.spawn().pid, dict(labels))
+        self.live_workers[wid] = worker
+        return worker
+
+    def alive(self, pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    def close(self) -> None:
+        for popen in self.popens:
+            with contextlib.suppress(ProcessLookupError):
+                popen.kill()
+            popen.wait(timeout=5)
+
+    # ------------------------------------------------------------------ FaultContext
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def instances(self) -> list[str]:
+        return list(self.order)
+
+    def task_pid(self, instance: str) -> int | None:
+        return self.tasks.get(instance)
+
+    def executor_pids(self) -> dict[str, int]:
+        return dict(self.executors)
+
+    def workers(self) -> list[WorkerRef]:
+        return list(self.live_workers.values())
+
+    def kill_worker(self, worker_id: str) -> WorkerRef:
+        worker = self.live_workers.pop(worker_id)
+        self.killed.append((worker_id, self.now()))
+        psutil.Process(worker.pid).kill()
+        return worker
+
+    def start_worker(self, labels: Mapping[str, str]) -> WorkerRef:
+        worker = self.add_worker(labels)
+        self.started.append((worker, self.now()))
+        return worker
+
+    def channel_fault(self, spec: ChannelFault) -> None:
+        self.channel_faults[spec.id] = spec
+
+    def clear_channel_fault(self, fault_id: str) -> None:
+        self.cleared.append(fault_id)
+        self.channel_faults.pop(fault_id, None)
+
+    def snapshot_in_progress(self) -> bool:
+        return self.snapshot
+
+    def recovery_in_progress(self) -> bool:
+        return self.recovering
