@@ -1,0 +1,1 @@
+"""Metrics computed from a run's events and time series: recovery latency, plots."""

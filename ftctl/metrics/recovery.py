@@ -1,0 +1,311 @@
+"""Recovery latency per fault, from the event log and output time series. Pure functions.
+
+Inputs, all on one clock (the run's event-log ``t``):
+
+- fault windows: inject (and heal) times, e.g. ``fault_windows(store.read_events())``;
+- events: the coordinator's ``detected``, ``restart`` and (if logged) ``recovered`` events;
+- latency: ``[(t, seconds)]``, one point per output bucket (e.g. p50 of the records a sink
+  emitted in each 100 ms); a bucket without output has no point;
+- throughput: ``[(t, records/s)]``.
+
+Definitions (``RecoverySettings`` holds the numbers):
+
+- baseline latency: median latency over ``baseline_window`` seconds before the fault;
+  baseline throughput likewise. Fewer than ``min_baseline_points`` points: no baseline,
+  and the latency-based times are None.
+- "within" a threshold factor f: a point with latency <= f * baseline. One-sided on
+  purpose: output faster than before (an idle pipeline after catch-up) is not a failure.
+- disturbance: the first point after the fault that is above the threshold or that comes
+  after a gap of more than ``gap_factor`` buckets without output (the outage itself).
+  No disturbance: the fault did not show in the output; recovery time 0, ``impact`` False.
+- recovered: from the disturbance on, the first point that starts a run of ``hold``
+  consecutive points all within the threshold and with no gap between them (a one-bucket
+  dip below the threshold during catch-up is not recovery). Recovery time = that point's
+  t minus the fault's t. The run never settles: None.
+- recovery_s uses f = 1 + ``tolerance`` (10%, ftctl's definition); recovery_rl_s uses
+  f = ``relative_threshold`` (1.2, the relative-latency threshold of papers/004).
+- detection_s / restart_s / recovered_event_s: fault to the first such event at or after
+  it. Faults closer together than a detection share the event: read them with care.
+- first_output_s: fault to the first output point after the restart the fault caused
+  (after the fault if there was no restart): output that was already in flight downstream
+  of a killed task says nothing about the replacement.
+- throughput dip: lowest throughput from the fault until recovered (until the end if
+  never) relative to the baseline: ``throughput_min_ratio`` (0 = output stopped) and
+  ``throughput_dip`` = 1 - ratio.
+- available queries (papers/004): per sink, the relative latency of a time step is the
+  mean of latency / baseline over its points; the sink is available in that step when
+  it is <= ``relative_threshold``. A step without output is unavailable, so choose
+  ``step`` longer than the gap between a sink's outputs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+Series = Sequence[tuple[float, float]]
+
+DETECT_EVENTS = ("detected",)
+RESTART_EVENTS = ("restart", "restarted")
+RECOVERED_EVENTS = ("recovered",)
+
+
+@dataclass(frozen=True)
+class RecoverySettings:
+    baseline_window: float = 5.0  # seconds before the fault
+    min_baseline_points: int = 3
+    tolerance: float = 0.10  # "back within 10%"
+    relative_threshold: float = 1.2  # papers/004's Θ
+    hold: int = 3  # consecutive points that must stay within
+    bucket: float | None = None  # seconds per point; None: the median spacing of the series
+    gap_factor: float = 1.5  # a spacing above gap_factor * bucket is a gap in output
+    step: float = 1.0  # available-queries time step (papers/004's Δ_T)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FaultWindow:
+    t: float  # inject time
+    heal: float | None = None
+    fault: str = ""
+    target: str = ""
+
+
+@dataclass
+class FaultRecovery:
+    fault: str
+    target: str
+    t_fault: float
+    t_heal: float | None
+    detection_s: float | None
+    restart_s: float | None
+    recovered_event_s: float | None
+    first_output_s: float | None
+    baseline_latency_s: float | None
+    impact: bool | None
+    recovery_s: float | None
+    recovery_rl_s: float | None
+    baseline_throughput: float | None
+    min_throughput: float | None
+    throughput_min_ratio: float | None
+    throughput_dip: float | None
+
+    @property
+    def t_recovered(self) -> float | None:
+        return None if self.recovery_s is None else self.t_fault + self.recovery_s
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: _round(v) for k, v in asdict(self).items()}
+
+
+@dataclass
+class Availability:
+    """Number of available queries (sinks) per time step."""
+
+    t: list[float]
+    available: list[int]
+    total: int
+    per_sink: dict[str, list[bool]] = field(default_factory=dict)
+    baselines: dict[str, float | None] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"t": [_round(x) for x in self.t], "available": self.available,
+                "total": self.total, "per_sink": self.per_sink,
+                "baselines": {k: _round(v) for k, v in self.baselines.items()}}
+
+
+@dataclass
+class RecoveryReport:
+    faults: list[FaultRecovery]
+    availability: Availability | None
+    settings: RecoverySettings
+
+    def to_json(self) -> dict[str, Any]:
+        return {"faults": [f.to_json() for f in self.faults],
+                "availability": self.availability.to_json() if self.availability else None,
+                "settings": self.settings.to_json()}
+
+
+# ---------------------------------------------------------------------------- the report
+
+
+def recovery_report(
+    faults: Sequence[FaultWindow],
+    events: Iterable[Mapping[str, Any]],
+    latency: Series,
+    throughput: Series,
+    *,
+    latency_by_sink: Mapping[str, Series] | None = None,
+    settings: RecoverySettings | None = None,
+) -> RecoveryReport:
+    """Per-fault recovery numbers, plus available queries when there is more than one sink."""
+    s = settings or RecoverySettings()
+    evs = list(events)
+    lat = sorted(latency)
+    thr = sorted(throughput)
+    rows = [fault_recovery(f, evs, lat, thr, s) for f in sorted(faults, key=lambda f: f.t)]
+    availability = None
+    if latency_by_sink is not None and len(latency_by_sink) > 1 and faults:
+        availability = available_queries(latency_by_sink, min(f.t for f in faults), s)
+    return RecoveryReport(rows, availability, s)
+
+
+def fault_recovery(
+    fault: FaultWindow,
+    events: Sequence[Mapping[str, Any]],
+    latency: Series,
+    throughput: Series,
+    settings: RecoverySettings | None = None,
+) -> FaultRecovery:
+    s = settings or RecoverySettings()
+    t_f = fault.t
+    detected = first_event_after(events, DETECT_EVENTS, t_f)
+    restarted = first_event_after(events, RESTART_EVENTS, t_f)
+    recovered_ev = first_event_after(events, RECOVERED_EVENTS, t_f)
+    first_out = next((t for t, _ in latency if t > (restarted if restarted is not None else t_f)),
+                     None)
+    base = baseline(latency, t_f, s)
+    bucket = s.bucket or infer_bucket(latency)
+    rec = rec_rl = None
+    impact = None
+    if base is not None and bucket is not None:
+        rec, impact = time_to_recover(latency, t_f, base * (1 + s.tolerance), s.hold, bucket,
+                                      s.gap_factor)
+        rec_rl, _ = time_to_recover(latency, t_f, base * s.relative_threshold, s.hold, bucket,
+                                    s.gap_factor)
+    base_thr = baseline(throughput, t_f, s)
+    end = t_f + rec if rec is not None else float("inf")
+    if rec is not None and bucket is not None:
+        # At least `hold` buckets, so a fault without visible impact still gets a window.
+        end = max(end, t_f + s.hold * bucket)
+    during = [v for t, v in throughput if t_f <= t <= end]
+    min_thr = min(during) if during else None
+    ratio = min_thr / base_thr if min_thr is not None and base_thr else None
+    return FaultRecovery(
+        fault=fault.fault, target=fault.target, t_fault=t_f, t_heal=fault.heal,
+        detection_s=_since(detected, t_f), restart_s=_since(restarted, t_f),
+        recovered_event_s=_since(recovered_ev, t_f), first_output_s=_since(first_out, t_f),
+        baseline_latency_s=base, impact=impact, recovery_s=rec, recovery_rl_s=rec_rl,
+        baseline_throughput=base_thr, min_throughput=min_thr, throughput_min_ratio=ratio,
+        throughput_dip=None if ratio is None else 1.0 - ratio,
+    )
+
+
+# ---------------------------------------------------------------------------- building blocks
+
+
+def baseline(series: Series, t_fault: float, settings: RecoverySettings) -> float | None:
+    """Median over the window before the fault; None with too few points."""
+    lo = t_fault - settings.baseline_window
+    window = [v for t, v in series if lo <= t < t_fault]
+    if len(window) < settings.min_baseline_points:
+        return None
+    return float(statistics.median(window))
+
+
+def infer_bucket(series: Series) -> float | None:
+    """The series' usual spacing: the median gap between consecutive points."""
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(series) if b[0] > a[0]]
+    return float(statistics.median(gaps)) if gaps else None
+
+
+def time_to_recover(
+    series: Series, t_fault: float, limit: float, hold: int, bucket: float,
+    gap_factor: float = 1.5,
+) -> tuple[float | None, bool | None]:
+    """(seconds from the fault until latency is back under ``limit`` to stay, impact).
+
+    See the module doc for disturbance and hold. (None, None) when there is no point
+    after the fault to judge by; (None, True) when it never settles.
+    """
+    after = [(t, v) for t, v in series if t > t_fault]
+    if not after:
+        return None, None
+    gap = gap_factor * bucket
+    start = None
+    prev = t_fault
+    for i, (t, v) in enumerate(after):
+        if v > limit or t - prev > gap:
+            start = i
+            break
+        prev = t
+    if start is None:
+        return 0.0, False
+    for i in range(start, len(after) - hold + 1):
+        run = after[i : i + hold]
+        if all(v <= limit for _, v in run) and all(
+            b[0] - a[0] <= gap for a, b in itertools.pairwise(run)
+        ):
+            return run[0][0] - t_fault, True
+    return None, True
+
+
+def first_event_after(
+    events: Iterable[Mapping[str, Any]], kinds: Sequence[str], t: float
+) -> float | None:
+    """Time of the first event of one of ``kinds`` at or after ``t``.
+
+    Accepts both the event log's ``kind`` and the Spark host's ``event`` key.
+    """
+    times = [float(e["t"]) for e in events if event_kind(e) in kinds and float(e["t"]) >= t]
+    return min(times) if times else None
+
+
+def event_kind(event: Mapping[str, Any]) -> str:
+    return str(event.get("kind", event.get("event", "")))
+
+
+def fault_windows(events: Iterable[Mapping[str, Any]]) -> list[FaultWindow]:
+    """Fault windows from a run's event log (``fault-inject`` / ``fault-heal`` events)."""
+    evs = list(events)
+    heals = {
+        (e.get("index"), e.get("occurrence")): float(e["t"])
+        for e in evs if event_kind(e) == "fault-heal"
+    }
+    return [
+        FaultWindow(float(e["t"]), heals.get((e.get("index"), e.get("occurrence"))),
+                    str(e.get("fault", "")), str(e.get("resolved", e.get("target", ""))))
+        for e in evs if event_kind(e) == "fault-inject"
+    ]
+
+
+def available_queries(
+    latency_by_sink: Mapping[str, Series],
+    baseline_before: float,
+    settings: RecoverySettings | None = None,
+    *,
+    start: float | None = None,
+    end: float | None = None,
+) -> Availability:
+    """How many sinks are available in each time step (module doc). Baselines are taken
+    from the window before ``baseline_before`` (the first fault)."""
+    s = settings or RecoverySettings()
+    series = {k: sorted(v) for k, v in latency_by_sink.items()}
+    bases = {k: baseline(v, baseline_before, s) for k, v in series.items()}
+    points = [t for v in series.values() for t, _ in v]
+    lo = start if start is not None else (min(points) if points else 0.0)
+    hi = end if end is not None else (max(points) if points else 0.0)
+    steps = [lo + k * s.step for k in range(int((hi - lo) / s.step) + 1)] if hi >= lo else []
+    per_sink: dict[str, list[bool]] = {}
+    for sink, pts in series.items():
+        base = bases[sink]
+        flags = []
+        for t0 in steps:
+            rel = [v / base for t, v in pts if t0 <= t < t0 + s.step] if base else []
+            flags.append(bool(rel) and statistics.fmean(rel) <= s.relative_threshold)
+        per_sink[sink] = flags
+    available = [sum(per_sink[k][i] for k in per_sink) for i in range(len(steps))]
+    return Availability(steps, available, len(series), per_sink, bases)
+
+
+def _since(t: float | None, t0: float) -> float | None:
+    return None if t is None else t - t0
+
+
+def _round(v: Any) -> Any:
+    return round(v, 6) if isinstance(v, float) else v

@@ -1,0 +1,144 @@
+"""Recovery metrics on synthetic series whose answers are worked out by hand."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ftctl.metrics.recovery import (
+    FaultWindow,
+    RecoverySettings,
+    available_queries,
+    fault_recovery,
+    fault_windows,
+    recovery_report,
+    time_to_recover,
+)
+from ftctl.metrics.series import bucket_quantiles, throughput_from_counts
+
+T_FAULT = 10.0
+
+
+def steady(lo: float, hi: float, value: float, step: float = 0.1) -> list[tuple[float, float]]:
+    n = round((hi - lo) / step)
+    return [(round(lo + k * step, 6), value) for k in range(n)]
+
+
+# Latency: 50 ms steady before the fault; one in-flight output at 10.1; no output from
+# 10.1 to 11.0 (the outage); then catch-up that settles below 55 ms (10%) from 11.7 and
+# below 60 ms (1.2x) from 11.4.
+AFTER = [
+    (10.1, 0.05),
+    (11.0, 0.5), (11.1, 0.3), (11.2, 0.2), (11.3, 0.08),
+    (11.4, 0.058), (11.5, 0.054), (11.6, 0.059),
+    (11.7, 0.052), (11.8, 0.05), (11.9, 0.05),
+]
+LATENCY = steady(5.0, 10.0, 0.05) + AFTER + steady(12.0, 14.0, 0.05)
+THROUGHPUT = [
+    *steady(5.0, 10.0, 1000.0),
+    (10.1, 400.0),
+    *steady(10.2, 11.0, 100.0),
+    (11.0, 300.0),
+    (11.1, 600.0),
+    *steady(11.2, 14.0, 1000.0),
+]
+EVENTS = [
+    {"t": 2.0, "kind": "restart"},  # before the fault: not this fault's
+    {"t": 10.3, "kind": "detected", "instances": ["count[1]"]},
+    {"t": 10.35, "kind": "restart", "instance": "count[1]"},
+    {"t": 10.36, "event": "restart", "instance": "out[0]"},  # the host's own key name
+]
+
+
+def test_recovery_times_match_the_hand_computed_values() -> None:
+    rec = fault_recovery(FaultWindow(T_FAULT, None, "kill-task", "count[1]"), EVENTS,
+                         LATENCY, THROUGHPUT)
+    assert rec.baseline_latency_s == pytest.approx(0.05)
+    assert rec.detection_s == pytest.approx(0.3)
+    assert rec.restart_s == pytest.approx(0.35)
+    assert rec.recovered_event_s is None
+    assert rec.first_output_s == pytest.approx(1.0)  # the first point after the restart
+    assert rec.impact is True
+    assert rec.recovery_s == pytest.approx(1.7)  # 11.7: 52, 50, 50 ms all <= 55 ms
+    assert rec.recovery_rl_s == pytest.approx(1.4)  # 11.4: 58, 54, 59 ms all <= 60 ms
+    assert rec.t_recovered == pytest.approx(11.7)
+    assert rec.baseline_throughput == pytest.approx(1000.0)
+    assert rec.min_throughput == pytest.approx(100.0)
+    assert rec.throughput_min_ratio == pytest.approx(0.1)
+    assert rec.throughput_dip == pytest.approx(0.9)
+    json.dumps(rec.to_json())
+
+
+def test_hold_period_ignores_a_short_dip() -> None:
+    series = [(0.1 * k, 0.05) for k in range(30)] + [
+        (3.0, 0.2), (3.1, 0.05), (3.2, 0.2), (3.3, 0.05), (3.4, 0.05), (3.5, 0.05)]
+    got, impact = time_to_recover(series, 2.95, 0.055, hold=3, bucket=0.1)
+    assert impact is True and got == pytest.approx(0.35)  # 3.3, not the one-point dip at 3.1
+
+
+def test_a_fault_without_visible_impact_recovers_at_once() -> None:
+    series = steady(0.0, 20.0, 0.05)
+    rec = fault_recovery(FaultWindow(T_FAULT), [], series, steady(0.0, 20.0, 10.0))
+    assert rec.impact is False and rec.recovery_s == 0.0 and rec.recovery_rl_s == 0.0
+    assert rec.throughput_dip == pytest.approx(0.0)
+
+
+def test_never_settling_or_no_baseline_gives_none() -> None:
+    worse = steady(5.0, 10.0, 0.05) + steady(10.1, 15.0, 0.2)
+    rec = fault_recovery(FaultWindow(T_FAULT), [], worse, [])
+    assert rec.impact is True and rec.recovery_s is None and rec.recovery_rl_s is None
+    assert rec.throughput_dip is None
+    early = fault_recovery(FaultWindow(0.15), [], LATENCY, THROUGHPUT)
+    assert early.baseline_latency_s is None and early.recovery_s is None
+
+
+def test_events_and_fault_windows_from_the_log() -> None:
+    log = [
+        {"t": 4.0, "kind": "fault-inject", "fault": "pause", "target": "split[0]",
+         "resolved": "split[0]", "index": 0, "occurrence": 0},
+        {"t": 5.0, "kind": "fault-heal", "fault": "pause", "index": 0, "occurrence": 0},
+        {"t": 10.0, "kind": "fault-inject", "fault": "kill-task", "target": "count[1]",
+         "index": 1, "occurrence": 0},
+    ]
+    windows = fault_windows(log)
+    assert windows == [FaultWindow(4.0, 5.0, "pause", "split[0]"),
+                       FaultWindow(10.0, None, "kill-task", "count[1]")]
+    report = recovery_report(windows[1:], EVENTS + log, LATENCY, THROUGHPUT)
+    assert report.faults[0].recovery_s == pytest.approx(1.7)
+    assert report.availability is None  # one sink
+    json.dumps(report.to_json())
+
+
+def test_available_queries_over_time() -> None:
+    by_sink = {
+        "a": steady(5.0, 15.0, 0.05),
+        "b": steady(5.0, 10.0, 0.05) + steady(12.0, 15.0, 0.05),  # no output 10-12
+        "c": steady(5.0, 10.0, 0.05) + steady(10.0, 13.0, 0.1) + steady(13.0, 15.0, 0.055),
+    }
+    avail = available_queries(by_sink, T_FAULT, start=8.0, end=14.9)
+    assert avail.t == pytest.approx([8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0])
+    assert avail.available == [3, 3, 1, 1, 2, 3, 3]  # c at 1.1x counts as available
+    assert avail.total == 3
+    assert avail.per_sink["b"] == [True, True, False, False, True, True, True]
+    strict = available_queries(by_sink, T_FAULT, RecoverySettings(relative_threshold=1.05),
+                               start=8.0, end=14.9)
+    assert strict.available == [3, 3, 1, 1, 2, 2, 2]
+    report = recovery_report([FaultWindow(T_FAULT)], [], by_sink["a"], [],
+                             latency_by_sink=by_sink)
+    assert report.availability is not None and report.availability.total == 3
+
+
+def test_series_helpers() -> None:
+    samples = [(0.01, 1.0), (0.02, 3.0), (0.05, 2.0), (0.25, 5.0)]
+    q = bucket_quantiles(samples, bucket=0.1, qs=(50, 100))
+    assert q[50] == [(0.0, 2.0), (0.2, 5.0)]  # no point for the empty bucket at 0.1
+    assert q[100] == [(0.0, 3.0), (0.2, 5.0)]
+    rows = [
+        {"t": 0.0, "instance": "out[0]", "records_out": 0},
+        {"t": 0.0, "instance": "count[0]", "records_out": 999},
+        {"t": 0.5, "instance": "out[0]", "records_out": 100},
+        {"t": 1.0, "instance": "out[0]", "records_out": 5},  # restarted: counter reset
+        {"t": 1.5, "instance": "out[0]", "records_out": 105},
+    ]
+    assert throughput_from_counts(rows, ["out[0]"]) == [(0.5, 200.0), (1.0, 0.0), (1.5, 200.0)]
