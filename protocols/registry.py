@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from protocols.base import Guarantee, ProtocolInfo
+from protocols.causal import CausalCoordinator, CausalInstance
 from protocols.checkpoint import CheckpointCoordinator, CheckpointInstance
 from protocols.lineage import LineageCoordinator, LineageInstance
 from protocols.none import NoneCoordinator, NoneInstance
@@ -25,6 +26,12 @@ PROTOCOLS: dict[str, ProtocolInfo] = {
         "purge the failed instances' downstream, recompute it from the sources and full "
         "payload logs; sinks suppress already-visible records per key",
         "000 (baseline)", LineageInstance, LineageCoordinator),
+    "causal": ProtocolInfo(
+        "causal", Guarantee.EXACTLY_ONCE,
+        "tree-clock causal logging: only failed instances restart, from local snapshots, "
+        "replaying their children's observed order; per-channel seq de-duplication",
+        "000", CausalInstance, CausalCoordinator,
+        defaults={"depth": 2, "snapshot_every": 10}),
 }
 
 

@@ -1,0 +1,380 @@
+"""``causal``: causal logging with tree clocks (paper 000), extended to stateful instances.
+
+Normal operation (per instance, no coordination):
+
+- The message unit is a **batch**: one tree-clock diff per batch, not per record. An
+  instance's time counts the batches it has processed (a source's, the batches it made).
+- Processing a batch from parent P builds the diff ``self:time+1 -> P's piggybacked diff``
+  (``protocols/treeclock.py``), logs it in the **diff log** of that input channel and applies
+  it to the instance's clock. Every batch sent carries the last diff in ``Batch.meta``.
+- Diffs are truncated to ``depth + 1`` levels below the root (``depth``: how many
+  concurrent failures the clock is sized for), so the piggyback is constant-size.
+- Every batch sent is kept in the **payload log** of its output channel.
+- **Local snapshots.** Every ``snapshot_every`` processed batches an instance persists, in
+  its own store slot, its operator state, per-input positions, clock, diff log and payload
+  log (the payload log, because batches in flight when it crashes must be resent). No
+  instance waits for another. The paper recovers stateless nodes from T* alone; here the
+  per-channel batch numbering and round-robin counters are state even in a stateless
+  operator, so every instance takes these local snapshots (tiny for stateless ones).
+- **Garbage collection.** When an instance reports a snapshot, its parents drop payload
+  log entries up to the snapshot's input positions and its children drop diff-log entries
+  about it up to the snapshot's time: a replacement never needs older ones.
+
+Recovery of a failed instance B (nobody else stops, pauses or rolls back):
+
+1. B' restores B's newest local snapshot and holds all input. It reports ``ready`` with its
+   input positions; the coordinator asks each parent to resend from there (payload logs).
+2. The coordinator asks B's children (``query`` controls, ``answer`` reports) for their
+   position on the channel from B and the diffs in which B appears: B's time and the
+   parent batch (parent id, parent time) that caused it. ``t_min`` is the smallest B time
+   the children have seen, T* applies every B diff up to it to an all-zero clock.
+3. The plan tells B' where to resume to each child (1 + the child's position: regenerated
+   batches below it are filtered, i.e. sent duplicates are never sent) and the observed
+   events in B-time order. B' processes its parents' batches in exactly that order
+   (**execution replay**), so the batches it regenerates are the ones its children saw;
+   batches that no child observed are processed afterwards in arrival order.
+4. Children de-duplicate by per-channel ``seq`` in any case; sinks also persist, with each
+   output, how many records per key they made visible (``protocols/logged.py``).
+
+Batches a parent's FIFO channel delivers before an observed one are processed first even if
+unobserved. An unobserved batch processed after later observed ones cannot change what was
+observed when, as in every operator here, a record's effect reaches a child on the channel
+its key is routed to; operators that spread one key's effect over several output channels
+(or round-robin output from several inputs) would need the full determinant log.
+
+**Fallback (documented, still exactly-once).** If a failed instance is adjacent to another
+failed instance or to one still recovering (its replay not finished), the observations
+needed to pin B's order died with the neighbour. Then the whole graph is restarted from the
+sources in a new epoch (the lineage baseline applied to everything): stale snapshots are
+ignored, and sinks keep their per-key visible counts so the recomputation only adds what
+was never visible.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from ftctl.runtime.actions import Persist
+from ftctl.runtime.instance import InstanceCore
+from ftctl.runtime.messages import Batch, Message
+from protocols.base import Control, CoordinatorProtocol, Event, PlanStep, Start, Stop
+from protocols.logged import SLOT, LoggedInstance, eos_ok
+from protocols.treeclock import TreeClock, t_min_of, t_star
+
+ReplayEvent = tuple[int, str | None, int]  # (B time, parent id, parent time)
+
+
+class CausalInstance(LoggedInstance):
+    def __init__(self, core: InstanceCore, params: dict[str, Any], blob: Any, init: Any):
+        super().__init__(core, params, blob, init)
+        init = init or {}
+        self.depth = int(params["depth"]) + 1
+        self.every = int(params["snapshot_every"])
+        self.epoch = int(init.get("epoch", 0))
+        self.clock = TreeClock(core.id)
+        self.time = 0
+        self.last_diff: TreeClock | None = None
+        self.dlog: dict[int, list[tuple[int, TreeClock]]] = {ch: [] for ch in core.inputs}
+        self.pending: dict[int, deque[Batch]] = {ch: deque() for ch in core.inputs}
+        self.eos_wait: set[int] = set()
+        self.replay: deque[ReplayEvent] = deque()
+        self.tstar: TreeClock | None = None
+        self.awaiting = bool(init.get("recover"))
+        self.since = 0
+        self.snaps = 0
+        # The coordinator names each input channel's parent: a diff names instances.
+        self.chan_of: dict[str, int] = dict(init.get("parents", {}))
+        if blob is not None and blob["epoch"] == self.epoch:
+            self._restore(blob)
+        else:
+            if blob is not None:
+                self.emitted = dict(blob["emitted"])  # visible output outlives epochs
+            self._persist()  # a slot exists before any failure can need it
+        if self.awaiting:
+            self.report("ready", {ch: self.pos[ch] + 1 for ch in core.inputs})
+            if self.done:
+                self.report("eos")
+
+    # ------------------------------------------------------------ snapshots
+
+    def _blob(self) -> dict[str, Any]:
+        done = {ch: self.pos[ch] - len(q) for ch, q in self.pending.items()}
+        return {
+            "epoch": self.epoch, "n": self.snaps, "core": self.core.snapshot_state(),
+            "pos": done, "time": self.time, "clock": self.clock.copy(),
+            "last": self.last_diff,
+            "plog": {ch: list(v) for ch, v in self.plog.items()},
+            "dlog": {ch: list(v) for ch, v in self.dlog.items()},
+            "done": self.done, "seen": dict(self.seen), "emitted": dict(self.emitted),
+        }
+
+    def _restore(self, blob: dict[str, Any]) -> None:
+        self.core.restore_state(blob["core"])
+        self.pos = dict(blob["pos"])
+        self.time = blob["time"]
+        self.snaps = blob["n"]
+        self.clock = blob["clock"].copy()
+        self.last_diff = blob["last"]
+        self.plog = {ch: list(v) for ch, v in blob["plog"].items()}
+        self.dlog = {ch: list(v) for ch, v in blob["dlog"].items()}
+        self.done = blob["done"]
+        self.seen = dict(blob["seen"])
+        self.emitted = dict(blob["emitted"])
+
+    def _persist(self) -> None:
+        self.snaps += 1
+        self.since = 0
+        blob = self._blob()
+        self.core.actions.append(Persist(SLOT, self.core.id, blob))
+        if not self.core.is_sink or self.snaps % self.every == 0:
+            self.report("persisted", {"pos": blob["pos"], "time": self.time})
+
+    def sink_blob(self) -> dict[str, Any]:
+        self.snaps += 1
+        if self.snaps % self.every == 0:
+            self.report("persisted", {"pos": dict(self.pos), "time": self.time})
+        return self._blob()
+
+    # ------------------------------------------------------------ normal operation
+
+    def stamp(self, ch: int, batch: Batch) -> None:
+        batch.meta = self.last_diff
+
+    def on_step(self, now: float) -> bool:
+        if self.awaiting:
+            return True  # a recovering source waits for where to resume
+        self.time += 1
+        self.last_diff = TreeClock(self.core.id, self.time)
+        self.clock.time = self.time
+        more = super().on_step(now)
+        self._tick()
+        return more
+
+    def on_message(self, ch: int, msg: Message) -> None:
+        if not isinstance(msg, Batch) and msg.kind == "eos" and eos_ok(msg, self.pos[ch]):
+            if ch not in self.core.finished:
+                self.eos_wait.add(ch)
+                self._pump()
+            self.filter_sends()
+            return
+        super().on_message(ch, msg)
+
+    def process(self, ch: int, batch: Batch) -> None:
+        self.pending[ch].append(batch)
+        self._pump()
+
+    def _run(self, ch: int, batch: Batch, at: int | None = None) -> None:
+        self.time = at if at is not None and at > self.time else self.time + 1
+        diff = TreeClock.receive(self.core.id, self.time, batch.meta, self.depth)
+        self.clock.apply(diff)
+        self.last_diff = diff
+        self.dlog[ch].append((batch.seq, diff))
+        self.core.deliver(ch, batch)
+        self.after_deliver()
+        self._tick()
+
+    def _tick(self) -> None:
+        self.since += 1
+        if self.since >= self.every and not self.core.is_sink:
+            self._persist()
+
+    def _pump(self) -> None:
+        while not self.awaiting:
+            if self.replay:
+                t, parent, ptime = self.replay[0]
+                ch = self.chan_of.get(parent) if parent is not None else None
+                q = self.pending.get(ch) if ch is not None else None
+                if ch is None or q is None:
+                    self.replay.popleft()  # nothing to match (a source's own event)
+                    continue
+                if not q:
+                    return  # the batch to replay next has not been resent yet
+                b = q.popleft()
+                btime = b.meta.time if b.meta is not None else 0
+                if btime == ptime:
+                    self.replay.popleft()
+                    self._run(ch, b, t)
+                elif btime < ptime:
+                    self._run(ch, b)  # FIFO forces it before the observed one
+                else:  # the observed batch is already behind us: stop steering
+                    q.appendleft(b)
+                    self.replay.popleft()
+                continue
+            if self.tstar is not None:
+                self.clock.apply(self.tstar)
+                self.tstar = None
+                self.report("replayed")
+            ran = False
+            for ch, q in self.pending.items():
+                if q:
+                    self._run(ch, q.popleft())
+                    ran = True
+            if not ran:
+                break
+        if not self.awaiting and not self.replay:
+            for ch in sorted(self.eos_wait):
+                if not self.pending[ch]:
+                    self.eos_wait.discard(ch)
+                    self.on_eos(ch)
+
+    # ------------------------------------------------------------ controls
+
+    def on_control(self, payload: Any) -> None:
+        kind = payload.get("kind") if isinstance(payload, dict) else None
+        if kind == "query":
+            self._answer(payload)
+        elif kind == "plan":
+            self._plan(payload)
+        elif kind == "gcdiff":
+            ch, upto, src = payload["channel"], payload["upto"], payload["src"]
+            self.dlog[ch] = [e for e in self.dlog[ch] if _time_of(e[1], src) > upto]
+        else:
+            super().on_control(payload)
+        self.filter_sends()
+
+    def _answer(self, q: dict[str, Any]) -> None:
+        about = q["about"]
+        ch = self.chan_of[about]
+        events: list[ReplayEvent] = []
+        for _, diff in self.dlog[ch]:
+            node = diff.children.get(about)
+            if node is None:
+                continue
+            cause = next(iter(node.children.values()), None)
+            events.append((node.time, cause.id if cause else None, cause.time if cause else 0))
+        self.report("answer", {"rid": q["rid"], "about": about, "channel": ch,
+                               "pos": self.pos[ch], "clock": self.clock.copy(),
+                               "events": events})
+
+    def _plan(self, plan: dict[str, Any]) -> None:
+        self.awaiting = False
+        for ch, start in plan["resume"].items():
+            self.resend(ch, start)
+        self.replay = deque(e for e in plan["replay"] if e[0] > self.time)
+        self.tstar = plan["tstar"]
+        self._pump()
+
+
+def _time_of(diff: TreeClock, src: str) -> int:
+    node = diff.children.get(src)
+    return node.time if node is not None else 0
+
+
+# ---------------------------------------------------------------- coordinator
+
+@dataclass
+class _Recovery:
+    rid: int
+    waiting: set[str]
+    answers: list[dict[str, Any]] = field(default_factory=list)
+
+
+class CausalCoordinator(CoordinatorProtocol):
+    def __init__(self, graph: Any, params: dict[str, Any]):
+        super().__init__(graph, params)
+        self.epoch = 0
+        self.rid = 0
+        self.recovering: dict[str, _Recovery] = {}
+        self.replaying: set[str] = set()
+
+    def initial_plan(self) -> list[PlanStep]:
+        return [Start(i, init=self._init(i)) for i in self.graph.order]
+
+    def _init(self, iid: str, recover: bool = False) -> dict[str, Any]:
+        # One channel per (parent, child) pair in these graphs, so a parent's id (what a
+        # diff records) names the input channel.
+        chans = self.graph.channels
+        parents = {chans[c].src: c for c in self.graph.instances[iid].inputs}
+        return {"epoch": self.epoch, "recover": recover, "parents": parents}
+
+    # ------------------------------------------------------------ reports
+
+    def on_report(self, instance: str, kind: str, data: Any, now: float) -> list[PlanStep]:
+        chans = self.graph.channels
+        if kind == "ready":
+            return [Control(chans[ch].src, {"kind": "resend", "channel": ch, "from": s})
+                    for ch, s in data.items()]
+        if kind == "persisted":
+            steps: list[PlanStep] = [
+                Control(chans[ch].src, {"kind": "gc", "channel": ch, "upto": p})
+                for ch, p in data["pos"].items()]
+            steps += [Control(chans[ch].dst, {"kind": "gcdiff", "channel": ch,
+                                              "upto": data["time"], "src": instance})
+                      for ch in self.graph.out_channels(instance)]
+            return steps
+        if kind == "answer":
+            return self._on_answer(instance, data)
+        if kind == "replayed":
+            self.replaying.discard(instance)
+            return []
+        return super().on_report(instance, kind, data, now)
+
+    def _on_answer(self, child: str, data: dict[str, Any]) -> list[PlanStep]:
+        rec = self.recovering.get(data["about"])
+        if rec is None or rec.rid != data["rid"] or child not in rec.waiting:
+            return []
+        rec.waiting.discard(child)
+        rec.answers.append(data)
+        return self._plan_if_ready(data["about"], rec)
+
+    def _plan_if_ready(self, b: str, rec: _Recovery) -> list[PlanStep]:
+        if rec.waiting:
+            return []
+        del self.recovering[b]
+        self.replaying.add(b)
+        tmin = t_min_of(b, [a["clock"] for a in rec.answers])
+        observed: dict[int, tuple[str | None, int]] = {}
+        for a in rec.answers:
+            for t, parent, ptime in a["events"]:
+                observed[t] = (parent, ptime)
+        diffs = [TreeClock(b, t, {p: TreeClock(p, pt)} if p else {})
+                 for t, (p, pt) in observed.items()]
+        replay = [(t, p, pt) for t, (p, pt) in sorted(observed.items())]
+        resume = {a["channel"]: a["pos"] + 1 for a in rec.answers}
+        plan = {"kind": "plan", "replay": replay, "resume": resume,
+                "tstar": t_star(b, diffs, tmin)}
+        return [Control(b, plan),
+                Event("causal-replay", {"instance": b, "t_min": tmin, "replay": len(replay),
+                                        "resume": {str(k): v for k, v in resume.items()}})]
+
+    # ------------------------------------------------------------ failures
+
+    def on_failure(self, failed: set[str], now: float) -> list[PlanStep]:
+        if self.finished():
+            return [Event("ignored", {"failed": sorted(failed), "reason": "run finished"})]
+        busy = set(failed) | set(self.recovering) | self.replaying
+        if any(n in busy for f in failed
+               for n in (*self.graph.upstream(f), *self.graph.downstream(f))):
+            return self._fallback(failed)
+        steps: list[PlanStep] = [Stop(sorted(failed))]
+        for b in sorted(failed):
+            self.eos_sent.discard(b)
+            self.replaying.discard(b)
+            self.rid += 1
+            children = set(self.graph.downstream(b))
+            rec = _Recovery(self.rid, children)
+            self.recovering[b] = rec
+            steps.append(Event("causal-recover", {"instance": b, "children": sorted(children)}))
+            steps.append(Start(b, restore=SLOT, init=self._init(b, recover=True)))
+            steps += [Control(c, {"kind": "query", "about": b, "rid": self.rid})
+                      for c in sorted(children)]
+            steps += self._plan_if_ready(b, rec)
+        return steps
+
+    def _fallback(self, failed: set[str]) -> list[PlanStep]:
+        self.epoch += 1
+        self.recovering.clear()
+        self.replaying.clear()
+        self.eos_sent.clear()
+        order = list(self.graph.order)
+        steps: list[PlanStep] = [
+            Stop(order),
+            Event("causal-fallback", {"failed": sorted(failed), "epoch": self.epoch,
+                                      "reason": "adjacent failed or recovering instances"}),
+        ]
+        for iid in order:
+            sink = self.graph.instances[iid].is_sink
+            steps.append(Start(iid, restore=SLOT if sink else None, init=self._init(iid)))
+        return steps
