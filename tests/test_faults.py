@@ -6,6 +6,7 @@ import random
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import psutil
 import pytest
@@ -25,6 +26,7 @@ from chaos.faults import (
     RestoreCapacity,
     Slow,
 )
+from chaos.hostctx import HostFaultContext
 from chaos.nemesis import Nemesis
 from chaos.schedule import ScheduleError, plan, random_kills
 from ftctl.config.scenario import FAULT_TYPES, PARAMS, RestoreParams, Scenario
@@ -419,3 +421,59 @@ def test_run_store_event_is_the_event_callback(ctx: FakeContext, tmp_path: Path)
         e.get("step") for e in store.read_events() if e["kind"] == "fault-step"}
     replay = Nemesis.from_events(store.read_events(), ctx)
     assert [p.type for p in replay.schedule] == [p.type for p in nemesis.schedule]
+
+
+# ---------------------------------------------------------------------------- host adapter
+
+
+class _FakeCluster:
+    """LocalCluster's fault-facing methods over sleep processes."""
+
+    def __init__(self, ctx: FakeContext) -> None:
+        self.ctx = ctx
+        self.recorded: list[SimpleNamespace] = []
+
+    def add(self, labels: dict[str, str]) -> SimpleNamespace:
+        w = SimpleNamespace(name=f"w{len(self.recorded)}", pid=self.ctx.spawn().pid,
+                            labels=labels, killed=False)
+        self.recorded.append(w)
+        return w
+
+    def workers(self, include_killed: bool = False) -> list[SimpleNamespace]:
+        return [w for w in self.recorded if include_killed or not w.killed]
+
+    def worker_pids(self) -> dict[str, int]:
+        return {w.name: w.pid for w in self.workers() if self.ctx.alive(w.pid)}
+
+    def kill_worker(self, which: str | int, sig: int = 9) -> SimpleNamespace:
+        (w,) = [w for w in self.recorded if w.name == which]
+        psutil.Process(w.pid).kill()
+        w.killed = True
+        return w
+
+    def start_worker(self, labels: object = None, *, wait: bool = True) -> SimpleNamespace:
+        assert wait is False  # the nemesis must not block on a JVM start
+        return self.add(dict(labels) if isinstance(labels, dict) else {})
+
+
+def test_host_context_adapts_a_cluster_backend(ctx: FakeContext) -> None:
+    cluster = _FakeCluster(ctx)
+    a, _ = cluster.add({"rack": "a"}), cluster.add({"rack": "b"})
+    host = HostFaultContext(clock=ctx.now, instance_ids=INSTANCES,
+                            task_pids={"count[0]": 123}.get, cluster=cluster)
+    assert isinstance(host, FaultContext)
+    assert host.task_pid("count[0]") == 123 and host.task_pid("out[0]") is None
+    assert [w.id for w in host.workers()] == ["w0", "w1"]
+    ledger = Ledger()
+    KillGroup("rack=a", window=0.01, ledger=ledger).inject(host)
+    assert wait_for(lambda: not ctx.alive(a.pid))
+    assert [w.id for w in host.workers()] == ["w1"]
+    RestoreCapacity("rack=a", ledger=ledger).inject(host)
+    assert [(w.id, dict(w.labels)) for w in host.workers()] == [
+        ("w1", {"rack": "b"}), ("w2", {"rack": "a"})]
+    with pytest.raises(FaultError, match="not supported"):
+        Delay("count[0]", {"ms": 5}).inject(host)
+    no_tasks: dict[str, int] = {}
+    bare = HostFaultContext(clock=ctx.now, instance_ids=INSTANCES, task_pids=no_tasks.get)
+    with pytest.raises(FaultError, match="--master"):
+        KillWorker("rack=a").inject(bare)

@@ -1,0 +1,101 @@
+"""A FaultContext assembled from what a host already has, so wiring chaos in is short.
+
+The host supplies its run clock, its instances, a lookup of the live task pids, and the
+phase flags its coordinator knows (snapshot or recovery in progress); the cluster backend
+(``LocalCluster`` or anything with the same four methods) supplies the workers. Channel
+faults need the host's channel layer; until it passes ``apply_channel``/``clear_channel``
+they are refused with a FaultError, which the nemesis logs as ``fault-error``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from chaos import procs
+from chaos.context import ChannelFault, WorkerRef
+from chaos.faults import FaultError
+
+NO_CLUSTER = (
+    "this fault needs process access to the workers, which ftctl has only on a cluster it "
+    "started (run without --master)"
+)
+
+
+class ClusterBackend(Protocol):
+    """The part of ``ftctl.cluster.LocalCluster`` that faults use."""
+
+    def workers(self, include_killed: bool = False) -> Sequence[Any]: ...
+
+    def worker_pids(self) -> dict[str, int]: ...
+
+    def kill_worker(self, which: str | int, sig: int = ...) -> Any: ...
+
+    def start_worker(self, labels: Any = None, *, wait: bool = True) -> Any: ...
+
+
+def _never() -> bool:
+    return False
+
+
+@dataclass
+class HostFaultContext:
+    clock: Callable[[], float]
+    instance_ids: Sequence[str]
+    task_pids: Callable[[str], int | None]
+    cluster: ClusterBackend | None = None
+    snapshot: Callable[[], bool] = _never
+    recovery: Callable[[], bool] = _never
+    apply_channel: Callable[[ChannelFault], None] | None = None
+    clear_channel: Callable[[str], None] | None = None
+
+    def now(self) -> float:
+        return self.clock()
+
+    def instances(self) -> list[str]:
+        return list(self.instance_ids)
+
+    def task_pid(self, instance: str) -> int | None:
+        return self.task_pids(instance)
+
+    def executor_pids(self) -> dict[str, int]:
+        return procs.executor_pids_under(w.pid for w in self.workers())
+
+    def workers(self) -> list[WorkerRef]:
+        cluster = self._cluster()
+        live = set(cluster.worker_pids().values())
+        # Named by the ftctl worker name: known from launch on, unlike the master's id.
+        return [_ref(w) for w in cluster.workers() if w.pid in live]
+
+    def kill_worker(self, worker_id: str) -> WorkerRef:
+        return _ref(self._cluster().kill_worker(worker_id))
+
+    def start_worker(self, labels: Mapping[str, str]) -> WorkerRef:
+        # No waiting for ALIVE (~10 s): the arrival is the launch; the master's view and
+        # the coordinator's use of the new capacity are what the run then measures.
+        return _ref(self._cluster().start_worker(dict(labels), wait=False))
+
+    def channel_fault(self, spec: ChannelFault) -> None:
+        if self.apply_channel is None:
+            raise FaultError(f"{spec.kind} faults are not supported by this host yet")
+        self.apply_channel(spec)
+
+    def clear_channel_fault(self, fault_id: str) -> None:
+        if self.clear_channel is not None:
+            self.clear_channel(fault_id)
+
+    def snapshot_in_progress(self) -> bool:
+        return self.snapshot()
+
+    def recovery_in_progress(self) -> bool:
+        return self.recovery()
+
+    def _cluster(self) -> ClusterBackend:
+        if self.cluster is None:
+            raise FaultError(NO_CLUSTER)
+        return self.cluster
+
+
+def _ref(worker: Any) -> WorkerRef:
+    return WorkerRef(str(worker.name), int(worker.pid), dict(worker.labels))
