@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
+import time
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -32,6 +33,12 @@ class ControlServer:
         self.address: wire.Address = self.listener.address  # type: ignore[assignment]
         self.closed = threading.Event()
         self.conns: list[Connection] = []
+        # Liveness is judged where frames arrive, not where the host gets to them: a
+        # backlog in the host's queue must not make a healthy task look hung.
+        self.last_seen: dict[tuple[str, int], float] = {}
+        # Readers waiting for room in the host's queue: their peers are held up by us.
+        self.blocked: set[tuple[str, int]] = set()
+        self.counters: dict[tuple[str, int], tuple[int, int]] = {}
         threading.Thread(target=self._accept, name="ftctl-control", daemon=True).start()
 
     def _accept(self) -> None:
@@ -47,20 +54,42 @@ class ControlServer:
 
     def _read(self, conn: Connection) -> None:
         iid, inc = None, -1
-        put = self.events.put
+        put, put_nowait = self.events.put, self.events.put_nowait
         try:
             first = conn.recv()
+            if first[0] == wire.HBREG:
+                self._heartbeats(conn, first[2], first[1])
+                return
             if first[0] != wire.REG:
                 conn.close()
                 return
             _, inc, iid, pid, addr = first
+            key = (iid, inc)
+            self.last_seen[key] = time.monotonic()
             put((EV_REG, iid, inc, pid, addr, conn))
             while True:
-                put((EV_MSG, iid, conn.recv()))
+                frame = conn.recv()
+                self.last_seen[key] = time.monotonic()
+                try:
+                    put_nowait((EV_MSG, iid, frame))
+                except queue.Full:
+                    self.blocked.add(key)
+                    put((EV_MSG, iid, frame))
+                    self.blocked.discard(key)
+                    self.last_seen[key] = time.monotonic()
         except (EOFError, OSError):
             pass
         if iid is not None:
             put((EV_LOST, iid, inc))
+
+    def _heartbeats(self, conn: Connection, iid: str, inc: int) -> None:
+        """A task's heartbeat connection: noted here, never queued behind other frames."""
+        key = (iid, inc)
+        with contextlib.suppress(EOFError, OSError):
+            while True:
+                _, _, rin, rout = conn.recv()
+                self.last_seen[key] = time.monotonic()
+                self.counters[key] = (rin, rout)
 
     def close(self) -> None:
         self.closed.set()

@@ -48,11 +48,15 @@ from protocols.base import (
     Stop,
 )
 
-HEARTBEAT_TIMEOUT = 1.5  # 3 missed heartbeats of 0.5 s: the instance is hung
+# Missed heartbeats (0.5 s apart) before an instance counts as hung. 3 x 0.5 s gave false
+# detections on a loaded 2-core machine: the driver's heartbeat readers wait for the GIL
+# behind threads unpickling large sink frames (measured gaps up to 1.8 s at 600k lines).
+HEARTBEAT_TIMEOUT = 3.0
 DETECT_WINDOW = 0.05  # failures this close together are one detection (correlated faults)
 REGISTER_TIMEOUT = 90.0  # a started task that never registers counts as failed
 CANCEL_AFTER = 1.0  # a stopped task that has not exited by then has its job cancelled
 SAMPLE_EVERY = 0.5
+EVENT_QUEUE = 512
 
 
 @dataclass
@@ -104,7 +108,9 @@ class SparkHost:
         self.progress = progress
         self.timeout = timeout
         self.token = wire.new_token()
-        self.events_q: queue.Queue[tuple[Any, ...]] = queue.Queue()
+        # Bounded: when the driver falls behind the sinks' output, the control readers
+        # stop reading and TCP pushes back on the tasks.
+        self.events_q: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=EVENT_QUEUE)
         self.topology_data = graph.topology.model_dump(by_alias=True)
         self.store = DirectoryStore(store_dir)
         self.sinks = SinkStore()
@@ -125,6 +131,7 @@ class SparkHost:
         self.t0 = time.monotonic()
         self.finishing = False
         self.started_at = 0.0
+        self._loop_at = time.monotonic()
         self.server: ControlServer | None = None
         self.jobs: JobRunner | None = None
 
@@ -170,6 +177,7 @@ class SparkHost:
                     pass
                 now = self.now()
                 self._check_timeouts(now)
+                self._loop_at = time.monotonic()
                 if self.suspects and now - self.first_suspect >= DETECT_WINDOW:
                     self._detect()
                 if now - last_sample >= SAMPLE_EVERY:
@@ -177,6 +185,7 @@ class SparkHost:
                     self._sample(now)
                 if self.progress is not None and now - last_progress >= 0.25:
                     last_progress = now
+                    self._refresh_counts()
                     self.progress(dict(self.counts), now)
                 if now > self.timeout:
                     self.log("timeout", seconds=self.timeout)
@@ -215,7 +224,16 @@ class SparkHost:
             if ev[0] == EV_JOB_DONE and ev[3] and ev[2] == self.inc[ev[1]]:
                 self.counts[ev[1]] = (ev[3]["records_in"], ev[3]["records_out"])
 
+    def _refresh_counts(self) -> None:
+        """Counters from the heartbeat connections (newer than any seen on a frame)."""
+        if self.server is not None:
+            for iid, task in self.live.items():
+                got = self.server.counters.get((iid, task.inc))
+                if got is not None and got[0] + got[1] >= sum(self.counts[iid]):
+                    self.counts[iid] = got
+
     def _sample(self, now: float) -> None:
+        self._refresh_counts()
         for iid, (rin, rout) in self.counts.items():
             self.metrics.append({"t": round(now, 3), "instance": iid,
                                  "records_in": rin, "records_out": rout})
@@ -247,6 +265,7 @@ class SparkHost:
             return  # from an incarnation that has been stopped since
         kind = frame[0]
         if kind == wire.MULTI:
+            self.counts[iid] = (frame[3], frame[4])
             for item in frame[2]:
                 k = item[0]
                 if k == wire.EMIT:
@@ -317,9 +336,15 @@ class SparkHost:
 
     def _check_timeouts(self, now: float) -> None:
         mono = time.monotonic()
+        assert self.server is not None
+        seen, blocked = self.server.last_seen, self.server.blocked
         for iid, task in self.live.items():
-            if task.gone and mono - task.last_hb > HEARTBEAT_TIMEOUT:
-                self._suspect(iid, "missed heartbeats")
+            key = (iid, task.inc)
+            last = max(task.last_hb, seen.get(key, 0.0))
+            if task.gone and mono - last > HEARTBEAT_TIMEOUT and key not in blocked:
+                self._suspect(iid, f"missed heartbeats (silent {mono - last:.1f} s, "
+                                   f"hb {mono - seen.get(key, 0.0):.1f} s ago, "
+                                   f"loop {mono - self._loop_at:.2f} s)")
         for iid, (_inc, started) in self.pending.items():
             if now - started > REGISTER_TIMEOUT:
                 self._suspect(iid, "never registered")

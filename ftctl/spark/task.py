@@ -31,7 +31,7 @@ from protocols.registry import PROTOCOLS
 
 HEARTBEAT = 0.5  # seconds between heartbeats
 INBOX_FRAMES = 64  # bounded: a full inbox stops the readers, TCP then stops the senders
-DRAIN_FRAMES = 32  # frames processed before outputs are flushed (coalesces sends)
+DRAIN_FRAMES = 8  # frames processed before outputs are flushed (coalesces sends)
 SOURCE_FLUSH = 0.004  # seconds of source steps coalesced into one flush
 _WAKE = ("wake",)
 
@@ -158,11 +158,16 @@ class InstanceTask:
             self.inbox.put_nowait(_WAKE)
 
     def _heartbeat(self) -> None:
-        while not self.stopping.wait(HEARTBEAT):
-            try:
-                self._ctrl_send((wire.HB, self.inc, self.core.records_in, self.core.records_out))
-            except (OSError, ValueError):
-                return
+        # A connection of its own: heartbeats never wait behind the main thread's output
+        # (locks are not fair, and a sink flushes back to back).
+        try:
+            hb = wire.connect(self.p.coordinator, self.p.token)
+            hb.send((wire.HBREG, self.inc, self.iid))
+            while not self.stopping.wait(HEARTBEAT):
+                hb.send((wire.HB, self.inc, self.core.records_in, self.core.records_out))
+        except (OSError, ValueError):
+            return
+        wire.shutdown(hb)
 
     def _acceptor(self) -> None:
         assert self.listener is not None
@@ -286,7 +291,8 @@ class InstanceTask:
                 self.out[dst] = None
         if ctrl:
             try:
-                self._ctrl_send((wire.MULTI, self.inc, ctrl))
+                self._ctrl_send((wire.MULTI, self.inc, ctrl, self.core.records_in,
+                                 self.core.records_out))
             except (OSError, ValueError):
                 self.stopping.set()
 

@@ -21,7 +21,8 @@ Address = tuple[str, int]
 # Control frames, task -> driver: (kind, incarnation, ...)
 REG = "reg"  # (REG, inc, iid, pid, data_address)
 HB = "hb"  # (HB, inc, records_in, records_out)
-MULTI = "multi"  # (MULTI, inc, [(EMIT|PERSIST|REPORT, ...), ...]) in action order
+HBREG = "hbreg"  # (HBREG, inc, iid): opens a task's heartbeat-only connection
+MULTI = "multi"  # (MULTI, inc, [(EMIT|PERSIST|REPORT, ...), ...], records_in, records_out)
 EMIT = "emit"  # (EMIT, records)
 PERSIST = "persist"  # (PERSIST, snapshot, blob)
 REPORT = "report"  # (REPORT, kind, data)

@@ -1,0 +1,120 @@
+"""Throughput of wordcount on the Spark host, against a plain single-process Python loop.
+
+Prints records/s (source lines; each line is 8 words) for:
+  - the same pipeline as one Python loop (the ceiling: no processes, sockets or pickling),
+  - ``ftctl run --protocol none`` on a warm local cluster,
+  - ``ftctl run --protocol checkpoint --param interval=1.0`` on the same cluster,
+and the ratios; then the wall time of a cold ``ftctl run topologies/wordcount.yaml``
+(starting its own cluster) against the same run on a warm cluster (``--master``).
+
+    python benchmarks/spark_throughput.py [--records 400000] [--repeat 2]
+
+Spark throughput is measured from the moment every instance is running to the end of
+the run (the host's ``processing_s``); task start-up is in the wall times below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDCOUNT = ROOT / "topologies" / "wordcount.yaml"
+
+
+def plain_loop(records: int) -> float:
+    """records/s of lines -> split -> count -> sink in one process, batch by batch."""
+    from ftctl.config.load import load_topology
+    from ftctl.runtime.actions import Emit, Send
+    from ftctl.runtime.graph import ExecutionGraph
+    from ftctl.runtime.instance import InstanceCore
+
+    topology = load_topology(WORDCOUNT)
+    topology.input.records = records
+    graph = ExecutionGraph(topology)
+    cores = {i: InstanceCore(graph, i) for i in graph.order}
+    dst = {c.id: cores[c.dst] for c in graph.channels}
+    out: list[Any] = []
+
+    def drain(core: InstanceCore) -> None:
+        for a in core.take_actions():
+            if type(a) is Send:
+                d = dst[a.channel]
+                d.deliver(a.channel, a.msg)  # type: ignore[arg-type]
+                drain(d)
+            elif type(a) is Emit:
+                out.extend(a.records)
+
+    source = cores[graph.sources[0]]
+    t0 = time.perf_counter()
+    while source.source_next():
+        drain(source)
+    drain(source)
+    return records / (time.perf_counter() - t0)
+
+
+def ftctl(args: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str, float]:
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "ftctl.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, check=False)
+    return done.returncode, done.stdout, time.monotonic() - t0
+
+
+def spark_run(master: str, protocol: list[str], records: int, env: dict[str, str],
+              cwd: Path) -> dict[str, Any]:
+    code, out, wall = ftctl(["run", str(WORDCOUNT), "--master", master, "--records",
+                             str(records), "--json", *protocol], env, cwd)
+    if code != 0:
+        raise SystemExit(f"ftctl run {' '.join(protocol)} exited {code}")
+    summary = json.loads(out)
+    summary["wall_s"] = wall
+    return summary
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=400_000)
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="ftctl-bench-"))
+    env = dict(os.environ, FTCTL_STATE_DIR=str(work / "cluster"))
+
+    ceiling = max(plain_loop(args.records) for _ in range(args.repeat))
+    print(f"plain Python loop      {ceiling:12,.0f} records/s")
+
+    code, out, wall = ftctl(["cluster", "up", "--workers", "2", "--cores", "6", "--json"],
+                            env, work)
+    if code != 0:
+        raise SystemExit("ftctl cluster up failed")
+    print(f"warm cluster up        {wall:12.1f} s")
+    master = json.loads(out)["master_url"]
+    try:
+        best: dict[str, dict[str, Any]] = {}
+        for name, proto in (("none", ["--protocol", "none"]),
+                            ("checkpoint", ["--protocol", "checkpoint", "--param",
+                                            "interval=1.0"])):
+            runs = [spark_run(master, proto, args.records, env, work) for _ in range(args.repeat)]
+            best[name] = max(runs, key=lambda s: s["records_per_s"])
+            print(f"spark {name:<16} {best[name]['records_per_s']:12,.0f} records/s "
+                  f"(best of {args.repeat}; processing {best[name]['processing_s']:.2f} s)")
+        none, ckpt = best["none"]["records_per_s"], best["checkpoint"]["records_per_s"]
+        print(f"none / plain loop      {none / ceiling:12.1%}")
+        print(f"checkpoint overhead    {1 - ckpt / none:12.1%}")
+        warm = spark_run(master, [], 2000, env, work)
+        print(f"warm ftctl run         {warm['wall_s']:12.1f} s (default wordcount)")
+    finally:
+        ftctl(["cluster", "down"], env, work)
+    code, _, cold = ftctl(["run", str(WORDCOUNT), "--json"], env, work)
+    print(f"cold ftctl run         {cold:12.1f} s (exit {code}; starts and stops its cluster)")
+
+
+if __name__ == "__main__":
+    main()
