@@ -1,5 +1,7 @@
-"""Cluster backends for the Spark host. ``local``: standalone daemons as local processes."""
+"""Cluster backends for the Spark host. ``local``: standalone daemons as local processes;
+``docker``: the same daemons as containers (``ftctl.docker``). ``make_cluster`` picks one."""
 
+from ftctl.cluster.backends import BACKENDS, attach_cluster, detect_backend, make_cluster
 from ftctl.cluster.errors import (
     ClusterError,
     ClusterUsageError,
@@ -14,6 +16,7 @@ from ftctl.cluster.local import ClusterStatus, LocalCluster, WorkerStatus
 from ftctl.cluster.state import ClusterState, WorkerInfo
 
 __all__ = [
+    "BACKENDS",
     "ClusterError",
     "ClusterState",
     "ClusterStatus",
@@ -27,5 +30,8 @@ __all__ = [
     "PortInUseError",
     "WorkerInfo",
     "WorkerStatus",
+    "attach_cluster",
+    "detect_backend",
+    "make_cluster",
     "require_java",
 ]

@@ -1,4 +1,5 @@
-"""``ftctl cluster up/down/status``: keep a local Spark standalone cluster warm between runs."""
+"""``ftctl cluster up/down/status/prune``: keep a Spark standalone cluster warm between runs,
+as local processes or as Docker containers (``--backend``)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,16 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, NoReturn
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ftctl.cluster.errors import ClusterError, NoClusterError
+from ftctl.cluster.backends import attach_cluster, check_backend, detect_backend, make_cluster
+from ftctl.cluster.errors import ClusterError, ClusterUsageError, NoClusterError
 from ftctl.cluster.labels import expand_labels, format_labels
 from ftctl.cluster.local import (
     DEFAULT_CORES,
@@ -31,13 +35,14 @@ EXIT_INTERRUPTED = 130  # the shell convention for "ended by SIGINT"
 cluster_app = typer.Typer(
     name="cluster",
     help=(
-        "Start, inspect and stop a local Spark standalone cluster (master + workers as local "
-        "processes on 127.0.0.1). A cluster started with `up` keeps running after the command "
-        "so repeated runs skip the start-up cost; stop it with `down`.\n\n"
+        "Start, inspect and stop a Spark standalone cluster (master + workers on 127.0.0.1, "
+        "as local processes or, with --backend docker, as containers). A cluster started "
+        "with `up` keeps running after the command so repeated runs skip the start-up cost; "
+        "stop it with `down`.\n\n"
         f"State (pids, ports, labels, logs) lives in .ftctl/cluster/ under the current "
         f"directory, or in ${STATE_DIR_ENV} if set.\n\n"
-        "Exit codes: 0 ok, 2 usage or environment error (no Java 17+, port in use, bad "
-        "label), 3 the cluster would not start or is broken."
+        "Exit codes: 0 ok, 2 usage or environment error (no Java 17+, no Docker engine, port "
+        "in use, bad label), 3 the cluster would not start or is broken."
     ),
     no_args_is_help=True,
 )
@@ -56,7 +61,7 @@ def _fail(message: str, code: int) -> NoReturn:
 
 
 @contextmanager
-def _cli_errors() -> Iterator[None]:
+def cli_errors() -> Iterator[None]:
     """One line and the contract's exit code for every cluster error; never a traceback."""
     try:
         yield
@@ -65,6 +70,23 @@ def _cli_errors() -> Iterator[None]:
     except KeyboardInterrupt:
         err_console.print("interrupted: stopped every process this command had started")
         raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+# --------------------------------------------------------------------------- options
+
+BackendOption = Annotated[
+    str | None,
+    typer.Option(
+        "--backend",
+        "-b",
+        help="local (processes) or docker (containers). up: default local; down/status: "
+        "whichever backend the state dir records.",
+    ),
+]
+
+
+def _backend_for(backend: str | None) -> str:
+    return check_backend(backend) if backend else detect_backend()
 
 
 # --------------------------------------------------------------------------- up
@@ -77,10 +99,12 @@ def _cli_errors() -> Iterator[None]:
         "  ftctl cluster up\n\n"
         "  ftctl cluster up --workers 4 --cores 2 --memory 2g\n\n"
         "  ftctl cluster up -w 4 --label rack=a --label rack=b     (racks a, b, a, b)\n\n"
-        "  ftctl cluster up -w 2 --label rack=a,zone=1 --label rack=b,zone=1"
+        "  ftctl cluster up -w 2 --label rack=a,zone=1 --label rack=b,zone=1\n\n"
+        "  ftctl cluster up --backend docker -w 3 --label rack=a --cpus 1 --mem-limit 2g"
     ),
 )
 def up(
+    backend: BackendOption = None,
     workers: Annotated[
         int, typer.Option("--workers", "-w", min=1, help="Number of worker processes.")
     ] = DEFAULT_WORKERS,
@@ -108,24 +132,44 @@ def up(
     timeout: Annotated[
         float, typer.Option(min=1.0, help="Seconds to wait for every worker to be ALIVE.")
     ] = DEFAULT_START_TIMEOUT,
+    image: Annotated[
+        str | None, typer.Option(help="docker: image to run (default: build/find the one "
+                                 "for this code, as `ftctl image build`).")
+    ] = None,
+    cpus: Annotated[
+        float | None, typer.Option(min=0.01, help="docker: CPU limit per worker container "
+                                   "(default: min(cores, host CPUs)).")
+    ] = None,
+    mem_limit: Annotated[
+        str | None, typer.Option("--mem-limit", help="docker: memory limit per worker "
+                                 "container, e.g. 2g (default: --memory + 1536m).")
+    ] = None,
+    mount: Annotated[
+        list[Path] | None, typer.Option(help="docker: host directory bind-mounted at the "
+                                        "same path (repeatable), e.g. the results dir.")
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the recorded cluster state as JSON.")
     ] = False,
 ) -> None:
     """Start a master and WORKERS workers and wait until every worker is ALIVE."""
-    with _cli_errors():
+    with cli_errors():
+        chosen = check_backend(backend or "local")
         expand_labels(label, workers)  # a bad label fails before Java is even looked for
-        cluster = LocalCluster(
-            workers,
+        cluster = make_cluster(
+            chosen,
+            workers=workers,
             cores=cores,
             memory=memory,
             labels=label,
             master_port=port,
             ui_port=ui_port,
             start_timeout=timeout,
+            **_docker_options(chosen, image=image, cpus=cpus, mem_limit=mem_limit,
+                              mounts=mount or [Path("results")]),
         )
         started = time.monotonic()
-        with _spinner("starting the local Spark cluster", quiet=as_json) as say:
+        with spinner(f"starting the {chosen} Spark cluster", quiet=as_json) as say:
             state = cluster.up(progress=say)
         elapsed = time.monotonic() - started
     if as_json:
@@ -140,8 +184,19 @@ def up(
     console.print("stop it with: ftctl cluster down")
 
 
+def _docker_options(backend: str, **opts: Any) -> dict[str, Any]:
+    """Docker-only options; given to the local backend they are a usage error."""
+    if backend == "docker":
+        return opts
+    given = [name for name in ("image", "cpus", "mem_limit") if opts[name] is not None]
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        raise ClusterUsageError(f"{flag} applies to --backend docker only")
+    return {}
+
+
 @contextmanager
-def _spinner(title: str, quiet: bool) -> Iterator[Callable[[str], None]]:
+def spinner(title: str, quiet: bool) -> Iterator[Callable[[str], None]]:
     """A rich spinner whose text the cluster's progress messages update."""
     if quiet:
         yield lambda _msg: None
@@ -155,26 +210,29 @@ def _spinner(title: str, quiet: bool) -> Iterator[Callable[[str], None]]:
 
 @cluster_app.command("down", epilog="Example:\n\n  ftctl cluster down")
 def down(
+    backend: BackendOption = None,
     grace: Annotated[
         float,
         typer.Option(min=0.0, help="Seconds between SIGTERM and SIGKILL for each process."),
     ] = DEFAULT_GRACE,
 ) -> None:
     """Stop the cluster's master, workers and executors, and forget its state."""
-    with _cli_errors():
-        cluster = LocalCluster(workers=0)
-        had_state = _has_state(cluster)
-        with _spinner("stopping the local Spark cluster", quiet=False):
+    with cli_errors():
+        chosen = _backend_for(backend)
+        cluster = make_cluster(chosen, workers=0)
+        had_state = _has_state(cluster, chosen)
+        with spinner(f"stopping the {chosen} Spark cluster", quiet=False):
             pids = cluster.down(grace=grace)
     if not had_state and not pids:
-        console.print(f"no local cluster running (state dir {cluster.state_dir})")
+        console.print(f"no {chosen} cluster running (state dir {cluster.state_dir})")
         return
-    console.print(f"[green]cluster down[/green]: stopped {len(pids)} process(es)")
+    what = "container process(es)" if chosen == "docker" else "process(es)"
+    console.print(f"[green]cluster down[/green]: stopped {len(pids)} {what}")
 
 
-def _has_state(cluster: LocalCluster) -> bool:
+def _has_state(cluster: LocalCluster, backend: str) -> bool:
     try:
-        LocalCluster.attach(cluster.state_dir)
+        attach_cluster(cluster.state_dir, backend)
     except NoClusterError:
         return False
     return True
@@ -187,11 +245,12 @@ def _has_state(cluster: LocalCluster) -> bool:
     "status", epilog="Examples:\n\n  ftctl cluster status\n\n  ftctl cluster status --json"
 )
 def status(
+    backend: BackendOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Show the master and each worker as the master sees them now."""
-    with _cli_errors():
-        report = LocalCluster.attach().status()
+    with cli_errors():
+        report = attach_cluster(None, _backend_for(backend)).status()
     if as_json:
         console.print_json(json.dumps(report.to_json()))
     else:
@@ -228,3 +287,34 @@ def _print_status(report: ClusterStatus) -> None:
             str(worker.pid),
         )
     console.print(table)
+
+
+# --------------------------------------------------------------------------- prune
+
+
+@cluster_app.command(
+    "prune", epilog="Examples:\n\n  ftctl cluster prune\n\n  ftctl cluster prune --all"
+)
+def prune(
+    include_live: Annotated[
+        bool, typer.Option("--all", help="Also remove clusters someone still owns (`cluster up`).")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+) -> None:
+    """Remove ftctl containers left behind by crashed runs (found by their labels)."""
+    from ftctl.docker.cluster import DockerCluster
+
+    with cli_errors():
+        pruned = DockerCluster.prune(include_live=include_live)
+    if as_json:
+        console.print_json(json.dumps([asdict(p) for p in pruned]))
+        return
+    if not pruned:
+        console.print("nothing to prune: no abandoned ftctl containers")
+        return
+    for cluster in pruned:
+        console.print(
+            f"removed {len(cluster.containers)} container(s) of run {cluster.run_id} "
+            f"({cluster.state_dir}): {cluster.reason}",
+            highlight=False,
+        )

@@ -16,7 +16,8 @@ import typer
 from rich.live import Live
 from rich.table import Table
 
-from ftctl.cluster import ClusterError, LocalCluster
+from ftctl.cluster import ClusterError, LocalCluster, make_cluster
+from ftctl.cluster.backends import check_backend
 from ftctl.commands.common import protocol_and_params, user_errors
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
@@ -54,6 +55,9 @@ def run(
         "--master", help="spark://host:port of a running cluster (default: start one).")] = None,
     workers: Annotated[int, typer.Option("--workers", min=1,
                                          help="Workers of the local cluster.")] = 2,
+    backend: Annotated[str, typer.Option(
+        "--backend", help="Cluster to start when no --master: local (processes) or docker "
+        "(containers).")] = "local",
     records: Annotated[int | None, typer.Option("--records", min=1,
                                                 help="Override input.records.")] = None,
     rate: Annotated[float | None, typer.Option(
@@ -76,23 +80,25 @@ def run(
         topology.input.seed = seed
     if master is not None and not master.startswith("spark://"):
         raise ConfigError("--master", None, f"expected spark://host:port, got {master!r}")
+    if backend not in ("local", "docker"):
+        raise ConfigError("--backend", None, f"expected local or docker, got {backend!r}")
     info, given = protocol_and_params(protocol, param)
     params = resolve_params(info, given)
     code = execute(topology, info, params, master=master, workers=workers, results=results,
-                   timeout=timeout, as_json=as_json)
+                   timeout=timeout, as_json=as_json, backend=backend)
     raise typer.Exit(code)
 
 
 def execute(topology: Topology, info: ProtocolInfo, params: dict[str, Any], *,
             master: str | None, workers: int, results: Path, timeout: float,
-            as_json: bool) -> int:
+            as_json: bool, backend: str = "local") -> int:
     graph = ExecutionGraph(topology)
     n = len(graph.order)
     run_store = RunStore.create(results, topology=topology.name, protocol=info.name)
     run_store.write_config({
         "topology": topology.model_dump(by_alias=True), "protocol": info.name,
         "params": params, "master": master, "workers": None if master else workers,
-        "host": "spark",
+        "host": "spark", "backend": None if master else backend,
     })
     say = _sayer(as_json)
     say(f"run {run_store.run_id} -> {run_store.path}")
@@ -106,8 +112,13 @@ def execute(topology: Topology, info: ProtocolInfo, params: dict[str, Any], *,
     try:
         if master is None:
             cores = math.ceil(SLOTS_PER_INSTANCE * n / workers)
-            cluster = LocalCluster(workers=workers, cores=cores, state_dir=state_dir)
-            run_store.event("cluster-starting", workers=workers, cores=cores)
+            # Docker: the results dir is bind-mounted so tasks in containers write snapshots
+            # where the driver reads them; the cluster is owned by this process, so
+            # `cluster prune` can clean up after a crash.
+            cluster = make_cluster(check_backend(backend), workers=workers, cores=cores,
+                                   state_dir=state_dir, mounts=[results],
+                                   run_id=run_store.run_id, owned=True)
+            run_store.event("cluster-starting", workers=workers, cores=cores, backend=backend)
             cluster.up(progress=say)
             master = cluster.master_url
             timings["cluster_s"] = round(time.monotonic() - t_start, 2)

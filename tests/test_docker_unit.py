@@ -1,0 +1,107 @@
+"""The docker backend without an engine: messages, backend choice, the image's inputs."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ftctl.cli import app
+from ftctl.cluster import LocalCluster, attach_cluster, detect_backend, make_cluster
+from ftctl.cluster.errors import ClusterUsageError
+from ftctl.docker import wheels
+from ftctl.docker.cluster import DockerCluster, driver_python_paths, memory_mb
+from ftctl.docker.engine import NoDockerEngineError, connect
+from ftctl.docker.meta import DockerMeta, cluster_key, save_meta
+
+runner = CliRunner()
+NOWHERE = "unix:///nonexistent/docker.sock"
+NO_ENGINE = f"no Docker engine reachable (DOCKER_HOST={NOWHERE}): start dockerd or set DOCKER_HOST"
+
+
+def test_connect_without_engine_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKER_HOST", NOWHERE)
+    with pytest.raises(NoDockerEngineError) as err:
+        connect(timeout=2)
+    assert str(err.value) == NO_ENGINE
+    assert err.value.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["image", "build"],
+        ["cluster", "up", "--backend", "docker"],
+        ["cluster", "prune"],
+    ],
+)
+def test_cli_without_engine_says_so_in_one_line(args: list[str], tmp_path: Path) -> None:
+    env = {"DOCKER_HOST": NOWHERE, "FTCTL_STATE_DIR": str(tmp_path / "state")}
+    result = runner.invoke(app, args, env=env)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert lines == [f"error: {NO_ENGINE}"]
+
+
+def test_docker_only_options_are_refused_for_local(tmp_path: Path) -> None:
+    env = {"FTCTL_STATE_DIR": str(tmp_path / "state")}
+    result = runner.invoke(app, ["cluster", "up", "--cpus", "1"], env=env)
+    assert result.exit_code == 2
+    assert "--cpus applies to --backend docker only" in result.output
+
+
+def test_make_cluster_picks_the_backend(tmp_path: Path) -> None:
+    local = make_cluster("local", workers=1, state_dir=tmp_path, mounts=[tmp_path], owned=True)
+    assert type(local) is LocalCluster
+    docker = make_cluster("docker", workers=1, state_dir=tmp_path, mounts=[tmp_path])
+    assert isinstance(docker, DockerCluster) and docker.mounts == [str(tmp_path.resolve())]
+    with pytest.raises(ClusterUsageError, match="unknown backend 'k8s'"):
+        make_cluster("k8s")
+
+
+def test_backend_is_detected_from_the_state_dir(tmp_path: Path) -> None:
+    assert detect_backend(tmp_path) == "local"
+    save_meta(tmp_path, DockerMeta(image="ftctl:x", cluster_key=cluster_key(tmp_path), run_id="r"))
+    assert detect_backend(tmp_path) == "docker"
+    with pytest.raises(ClusterUsageError, match="no docker cluster is running"):
+        attach_cluster(tmp_path)  # docker.json alone, no cluster.json
+
+
+def test_memory_sizes() -> None:
+    assert memory_mb("512m") == 512 and memory_mb("2g") == 2048
+    with pytest.raises(ClusterUsageError):
+        memory_mb("1024")
+
+
+def test_cluster_key_is_per_state_dir(tmp_path: Path) -> None:
+    assert cluster_key(tmp_path / "a") != cluster_key(tmp_path / "a2")
+    assert cluster_key(tmp_path / "a") == cluster_key(tmp_path / "a")
+
+
+def test_driver_python_paths_cover_the_interpreter() -> None:
+    import sys
+
+    paths = driver_python_paths()
+    assert sys.executable in paths
+    assert all(Path(p).name.startswith("python") for p in paths)
+
+
+def test_project_wheel_is_reproducible(tmp_path: Path) -> None:
+    first = wheels.project_wheel(tmp_path / "a", "0.1.0")
+    second = wheels.project_wheel(tmp_path / "b", "0.1.0")
+    assert first.read_bytes() == second.read_bytes()
+    names = zipfile.ZipFile(first).namelist()
+    assert "ftctl/spark/task.py" in names and "protocols/registry.py" in names
+    assert "ftctl-0.1.0.dist-info/RECORD" in names
+    assert not any("__pycache__" in n for n in names)
+
+
+def test_runtime_pins_are_the_installed_versions() -> None:
+    import pyspark
+
+    pins = wheels.runtime_pins()
+    assert f"pyspark=={pyspark.__version__}" in pins
+    assert any(p.startswith("py4j==") for p in pins)  # pulled in as pyspark's dependency
+    assert not any(p.startswith(("matplotlib==", "pyarrow==")) for p in pins)
