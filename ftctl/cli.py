@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 
 from ftctl.cluster.errors import ClusterError
-from ftctl.commands import cluster_cmds, config_cmds, image_cmd, run_cmd, sim_cmd
+from ftctl.commands import cluster_cmds, config_cmds, gate_cmd, image_cmd, run_cmd, sim_cmd
 from ftctl.config.errors import ConfigError
 from ftctl.console import EXIT_USAGE, err_console
 
@@ -24,6 +24,7 @@ sim_cmd.register(app)
 cluster_cmds.register(app)
 image_cmd.register(app)
 run_cmd.register(app)
+gate_cmd.register(app)
 
 
 def main() -> None:

@@ -66,10 +66,26 @@ class SimSummary:
     violations: Counter[str] = field(default_factory=Counter)
     failing_seeds: list[int] = field(default_factory=list)
     first_failure: ScheduleOutcome | None = None
+    # Per schedule, against the fault-free run: simulated seconds the failures added to the
+    # run, and records sent again. Deterministic for given seeds, so fit for a regression gate.
+    delays: list[float] = field(default_factory=list)
+    resent: list[int] = field(default_factory=list)
+
+    def medians(self) -> dict[str, float]:
+        return {"recovery_delay_ms": round(_median(self.delays) * 1000, 3),
+                "resent_records": _median([float(r) for r in self.resent])}
 
     @property
     def passed(self) -> bool:
         return not self.failing_seeds
+
+
+def _median(values: list[float]) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 class Simulator:
@@ -86,7 +102,10 @@ class Simulator:
         self.golden_index = {s: index_by_key(out) for s, out in self.golden.items()}
         self.max_failures = max_failures
         self.max_burst = max_burst
-        self.horizon = SimHost(self.graph, protocol, self.params, 0).run().stats.events
+        fault_free = SimHost(self.graph, protocol, self.params, 0).run()
+        self.horizon = fault_free.stats.events
+        self.fault_free_end = fault_free.end_time
+        self.fault_free_records = fault_free.stats.records_sent
 
     def run_one(self, seed: int, trace: bool = False) -> ScheduleOutcome:
         rng = random.Random(seed)
@@ -104,7 +123,10 @@ class Simulator:
         for i in range(n):
             outcome = self.run_one(seed + i)
             summary.schedules += 1
-            summary.failures += outcome.result.stats.failures
+            stats = outcome.result.stats
+            summary.failures += stats.failures
+            summary.delays.append(max(0.0, outcome.result.end_time - self.fault_free_end))
+            summary.resent.append(max(0, stats.records_sent - self.fault_free_records))
             if not outcome.verdict.passed:
                 summary.failing_seeds.append(outcome.seed)
                 summary.violations.update(outcome.verdict.totals())
