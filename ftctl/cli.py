@@ -8,7 +8,15 @@ import typer
 from rich.markup import escape
 
 from ftctl.cluster.errors import ClusterError
-from ftctl.commands import cluster_cmds, config_cmds, gate_cmd, image_cmd, run_cmd, sim_cmd
+from ftctl.commands import (
+    cluster_cmds,
+    config_cmds,
+    gate_cmd,
+    image_cmd,
+    run_cmd,
+    sim_cmd,
+    stored_cmds,
+)
 from ftctl.config.errors import ConfigError
 from ftctl.console import EXIT_USAGE, err_console
 
@@ -25,6 +33,7 @@ cluster_cmds.register(app)
 image_cmd.register(app)
 run_cmd.register(app)
 gate_cmd.register(app)
+stored_cmds.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+"""Reports: self-contained HTML pages of runs and comparisons."""
