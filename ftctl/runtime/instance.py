@@ -48,6 +48,8 @@ class InstanceCore:
         self.hold_output = False
         self.pending_output: list[tuple[Any, Any]] = []
         self.on_send: SendHook | None = None
+        # Sinks: sees each batch of output with event times (hosts measure latency with it).
+        self.on_sink_output: Callable[[list[Record]], None] | None = None
         self.records_in = 0
         self.records_out = 0
 
@@ -103,6 +105,8 @@ class InstanceCore:
     def _output(self, out: list[Record]) -> None:
         self.records_out += len(out)
         if self.is_sink:
+            if out and self.on_sink_output is not None:
+                self.on_sink_output(out)
             if out:
                 visible = [(k, v) for k, v, _ in out]
                 if self.hold_output:

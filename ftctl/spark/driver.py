@@ -30,7 +30,7 @@ class ControlServer:
     def __init__(self, token: bytes, events: queue.Queue[tuple[Any, ...]]):
         self.events = events
         self.listener = wire.listen(token)
-        self.address: wire.Address = self.listener.address  # type: ignore[assignment]
+        self.address: wire.Address = self.listener.address
         self.closed = threading.Event()
         self.conns: list[Connection] = []
         # Liveness is judged where frames arrive, not where the host gets to them: a
@@ -39,6 +39,12 @@ class ControlServer:
         # Readers waiting for room in the host's queue: their peers are held up by us.
         self.blocked: set[tuple[str, int]] = set()
         self.counters: dict[tuple[str, int], tuple[int, int]] = {}
+        # Heartbeats: the sender's monotonic stamp of the newest one, its connection (to
+        # look for unread bytes), and what it carried beyond the counters.
+        self.stamps: dict[tuple[str, int], float] = {}
+        self.hb_conns: dict[tuple[str, int], Connection] = {}
+        self.extras: dict[tuple[str, int], dict[str, Any]] = {}
+        self.latency: list[tuple[str, float, float]] = []  # (sink instance, t, seconds)
         threading.Thread(target=self._accept, name="ftctl-control", daemon=True).start()
 
     def _accept(self) -> None:
@@ -85,11 +91,32 @@ class ControlServer:
     def _heartbeats(self, conn: Connection, iid: str, inc: int) -> None:
         """A task's heartbeat connection: noted here, never queued behind other frames."""
         key = (iid, inc)
+        self.hb_conns[key] = conn
         with contextlib.suppress(EOFError, OSError):
             while True:
-                _, _, rin, rout = conn.recv()
+                _, _, rin, rout, stamp, extra = conn.recv()
                 self.last_seen[key] = time.monotonic()
+                self.stamps[key] = stamp
                 self.counters[key] = (rin, rout)
+                samples = extra.pop("latency", None)
+                if samples:
+                    self.latency.extend((iid, t, v) for t, v in samples)
+                self.extras[key] = extra
+        self.hb_conns.pop(key, None)
+
+    def heartbeat_pending(self, key: tuple[str, int]) -> bool:
+        """Whether bytes of the task's heartbeat connection wait unread.
+
+        A paused task sends nothing; a reader thread starved of the GIL just has not read
+        yet. (A closed connection reads as pending too: its loss is reported separately.)
+        """
+        conn = self.hb_conns.get(key)
+        if conn is None:
+            return False
+        try:
+            return bool(conn.poll(0))
+        except (OSError, ValueError, EOFError):
+            return False
 
     def close(self) -> None:
         self.closed.set()

@@ -22,9 +22,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from chaos.context import ChannelFault
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.host import commit_epochs
-from ftctl.spark import wire
+from ftctl.spark import links, wire
 from ftctl.spark.driver import (
     EV_JOB_DONE,
     EV_JOB_FAILED,
@@ -48,15 +49,19 @@ from protocols.base import (
     Stop,
 )
 
-# Missed heartbeats (0.5 s apart) before an instance counts as hung. 3 x 0.5 s gave false
-# detections on a loaded 2-core machine: the driver's heartbeat readers wait for the GIL
-# behind threads unpickling large sink frames (measured gaps up to 1.8 s at 600k lines).
-HEARTBEAT_TIMEOUT = 3.0
+# Silence (heartbeats are 0.5 s apart) before an instance counts as hung. Judged by the
+# sender's stamp of the newest heartbeat read, and only when no heartbeat bytes wait
+# unread: on a loaded 2-core machine the driver's heartbeat readers wait for the GIL behind
+# threads unpickling large sink frames (gaps up to 1.8 s at 600k lines), which must not
+# look like a paused task. A paused (SIGSTOPped) task is then found within 1.0-1.5 s.
+HEARTBEAT_TIMEOUT = 1.5
 DETECT_WINDOW = 0.05  # failures this close together are one detection (correlated faults)
 REGISTER_TIMEOUT = 90.0  # a started task that never registers counts as failed
 CANCEL_AFTER = 1.0  # a stopped task that has not exited by then has its job cancelled
 SAMPLE_EVERY = 0.5
 EVENT_QUEUE = 512
+SNAPSHOT_STALE = 2.0  # a snapshot with no persist for this long is no longer "in progress"
+EV_CHAOS = "chaos"  # (EV_CHAOS, "apply" | "clear", ChannelFault | fault id): from the nemesis
 
 
 @dataclass
@@ -87,6 +92,8 @@ class HostResult:
     detections: int = 0
     snapshot_bytes: int = 0
     stats: dict[str, Any] = field(default_factory=dict)
+    # Sink output latency samples (sink instance, host time, seconds); empty without a rate.
+    latency: list[tuple[str, float, float]] = field(default_factory=list)
 
 
 EventSink = Callable[[dict[str, Any]], None]
@@ -97,7 +104,8 @@ class SparkHost:
     def __init__(self, sc: Any, graph: ExecutionGraph, protocol: ProtocolInfo,
                  params: dict[str, Any], run_id: str, store_dir: Path,
                  rate: float | None = None, on_event: EventSink | None = None,
-                 progress: Progress | None = None, timeout: float = 3600.0):
+                 progress: Progress | None = None, timeout: float = 3600.0,
+                 on_start: Callable[[], None] | None = None):
         self.sc = sc
         self.graph = graph
         self.info = protocol
@@ -107,6 +115,7 @@ class SparkHost:
         self.on_event = on_event
         self.progress = progress
         self.timeout = timeout
+        self.on_start = on_start
         self.token = wire.new_token()
         # Bounded: when the driver falls behind the sinks' output, the control readers
         # stop reading and TCP pushes back on the tasks.
@@ -125,6 +134,8 @@ class SparkHost:
         self.events: list[dict[str, Any]] = []
         self.metrics: list[dict[str, Any]] = []
         self.counts: dict[str, tuple[int, int]] = {i: (0, 0) for i in graph.order}
+        # Counts of the incarnations that are gone, so series over the run never go back.
+        self.done_counts: dict[str, tuple[int, int]] = {i: (0, 0) for i in graph.order}
         self.pids: dict[str, int] = {}
         self.restarts = 0
         self.detections = 0
@@ -134,6 +145,35 @@ class SparkHost:
         self._loop_at = time.monotonic()
         self.server: ControlServer | None = None
         self.jobs: JobRunner | None = None
+        self.anchor: float | None = None  # monotonic time the sources' schedule starts at
+        # Phases the chaos triggers watch: snapshot ids persisted by some instances but not
+        # all yet; a detection whose replacements are not all running yet.
+        self.snap_open: dict[int, set[str]] = {}
+        self.snap_last = 0.0
+        self.recovering = False
+        self.detected_at = 0.0
+        # Channel faults in force: id -> [(instance, set-payload)], re-sent to replacements.
+        self.link_faults: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        self.offsets: dict[str, int] = {}  # sources: the furthest offset a heartbeat showed
+        self.drops_seen: dict[tuple[str, int], dict[str, int]] = {}
+
+    # ------------------------------------------------------------------ for chaos (any thread)
+
+    def task_pid(self, iid: str) -> int | None:
+        task = self.live.get(iid)
+        return task.pid if task is not None else None
+
+    def snapshot_in_progress(self) -> bool:
+        return bool(self.snap_open) and self.now() - self.snap_last < SNAPSHOT_STALE
+
+    def recovery_in_progress(self) -> bool:
+        return self.recovering
+
+    def apply_channel(self, spec: ChannelFault) -> None:
+        self.events_q.put((EV_CHAOS, "apply", spec))
+
+    def clear_channel(self, fault_id: str) -> None:
+        self.events_q.put((EV_CHAOS, "clear", fault_id))
 
     # ------------------------------------------------------------------ helpers
 
@@ -203,7 +243,12 @@ class SparkHost:
             records_in={i: c[0] for i, c in self.counts.items()},
             records_out={i: c[1] for i, c in self.counts.items()},
             started_at=self.started_at, restarts=self.restarts, detections=self.detections,
-            snapshot_bytes=self.store.bytes_written())
+            snapshot_bytes=self.store.bytes_written(), latency=self._latency())
+
+    def _latency(self) -> list[tuple[str, float, float]]:
+        if self.server is None:
+            return []
+        return [(iid, round(t - self.t0, 4), v) for iid, t, v in list(self.server.latency)]
 
     def _shutdown(self) -> None:
         """Tell every task to exit, give their jobs a moment, cancel what is left."""
@@ -235,8 +280,10 @@ class SparkHost:
     def _sample(self, now: float) -> None:
         self._refresh_counts()
         for iid, (rin, rout) in self.counts.items():
+            din, dout = self.done_counts[iid]
             self.metrics.append({"t": round(now, 3), "instance": iid,
-                                 "records_in": rin, "records_out": rout})
+                                 "records_in": rin, "records_out": rout,
+                                 "total_in": din + rin, "total_out": dout + rout})
 
     # ------------------------------------------------------------------ events
 
@@ -258,6 +305,11 @@ class SparkHost:
             _, iid, inc, _result = ev
             if inc == self.inc[iid] and not self.finishing:
                 self._suspect(iid, "task ended unexpectedly")
+        elif kind == EV_CHAOS:
+            if ev[1] == "apply":
+                self._link_fault(ev[2])
+            else:
+                self._link_clear(ev[2])
 
     def _on_msg(self, iid: str, frame: tuple[Any, ...]) -> None:
         task = self.live.get(iid)
@@ -272,6 +324,7 @@ class SparkHost:
                     self.sinks.append(iid, item[1])
                 elif k == wire.PERSIST:
                     self.store.put(item[1], iid, item[2])
+                    self._persisted(item[1], iid)
                 elif k == wire.REPORT:
                     self._apply(self.coordinator.on_report(iid, item[1], item[2], self.now()))
                     if self.inc[iid] != frame[1]:
@@ -301,8 +354,10 @@ class SparkHost:
             if any(i not in self.live for i in members):
                 continue
             self.groups.remove(group)
-            if not self.started_at:
+            first = not self.started_at
+            if first:
                 self.started_at = self.now()
+                self.anchor = time.monotonic()
             self.log("running", instances=sorted(members))
             for iid in members:
                 self._go(iid)
@@ -314,6 +369,11 @@ class SparkHost:
                 for payload_inc, payload in self.held_controls.pop(iid, []):
                     if payload_inc == task.inc:
                         self._tell(iid, (wire.CONTROL, payload))
+            if first and self.on_start is not None:
+                self.on_start()
+        if self.recovering and not self.groups and not self.pending:
+            self.recovering = False
+            self.log("recovered", seconds=round(self.now() - self.detected_at, 4))
 
     def _go(self, iid: str) -> None:
         wiring = {}
@@ -323,7 +383,11 @@ class SparkHost:
                 wiring[d] = (t.address, t.inc)
         incs = {u: self.inc[u] for u in self.graph.upstream(iid)}
         self.live[iid].gone = True
-        self._tell(iid, (wire.GO, wiring, incs))
+        self._tell(iid, (wire.GO, wiring, incs, self.anchor))
+        for targets in self.link_faults.values():
+            for who, payload in targets:
+                if who == iid:
+                    self._tell(iid, (wire.CONTROL, payload))
 
     # ------------------------------------------------------------------ failures
 
@@ -336,15 +400,20 @@ class SparkHost:
 
     def _check_timeouts(self, now: float) -> None:
         mono = time.monotonic()
-        assert self.server is not None
-        seen, blocked = self.server.last_seen, self.server.blocked
-        for iid, task in self.live.items():
+        server = self.server
+        assert server is not None
+        seen, blocked, stamps = server.last_seen, server.blocked, server.stamps
+        for iid, task in list(self.live.items()):
             key = (iid, task.inc)
-            last = max(task.last_hb, seen.get(key, 0.0))
-            if task.gone and mono - last > HEARTBEAT_TIMEOUT and key not in blocked:
+            # The newest sign of life: a frame's arrival, or a heartbeat's send stamp.
+            last = max(task.last_hb, seen.get(key, 0.0), stamps.get(key, 0.0))
+            if (task.gone and mono - last > HEARTBEAT_TIMEOUT and key not in blocked
+                    and not server.heartbeat_pending(key)):
                 self._suspect(iid, f"missed heartbeats (silent {mono - last:.1f} s, "
-                                   f"hb {mono - seen.get(key, 0.0):.1f} s ago, "
                                    f"loop {mono - self._loop_at:.2f} s)")
+            extra = server.extras.get(key)
+            if extra:
+                self._check_extra(iid, key, extra)
         for iid, (_inc, started) in self.pending.items():
             if now - started > REGISTER_TIMEOUT:
                 self._suspect(iid, "never registered")
@@ -353,7 +422,11 @@ class SparkHost:
         failed = dict(self.suspects)
         self.suspects.clear()
         self.detections += 1
-        self.log("detected", instances=sorted(failed), reasons=failed)
+        self.log("detected", instances=sorted(failed), reasons=failed,
+                 pids={i: self.live[i].pid for i in failed if i in self.live})
+        if not self.recovering:
+            self.detected_at = self.now()
+        self.recovering = True
         for iid in failed:
             self._kill(iid)
         self._apply(self.coordinator.on_failure(set(failed), self.now()))
@@ -362,6 +435,10 @@ class SparkHost:
         """Fence an instance: a new incarnation number, its task told to go, peers told."""
         old = self.inc[iid]
         self.inc[iid] = old + 1
+        self._refresh_counts()
+        (din, dout), (rin, rout) = self.done_counts[iid], self.counts[iid]
+        self.done_counts[iid] = (din + rin, dout + rout)
+        self.counts[iid] = (0, 0)
         self.pending.pop(iid, None)
         self.suspects.pop(iid, None)
         if iid in self.live:
@@ -390,8 +467,11 @@ class SparkHost:
             elif isinstance(step, Commit):
                 for sink in self.graph.sinks:
                     commit_epochs(self.store, self.sinks, sink, step.snapshot)
+                for sid in [s for s in self.snap_open if s <= step.snapshot]:
+                    del self.snap_open[sid]
             elif isinstance(step, Discard):
                 self.store.discard_after(step.after)
+                self.snap_open.clear()
             elif isinstance(step, Control):
                 self._control(step.instance, step.payload)
             elif isinstance(step, Event):
@@ -414,7 +494,74 @@ class SparkHost:
         if inc > 0:
             self.restarts += 1
             self.log("restart", instance=iid, incarnation=inc, restore=step.restore)
+            if iid in self.graph.sources:
+                self._log_replay(iid, blob, step.init)
         return inc
+
+    def _log_replay(self, iid: str, blob: Any, init: Any) -> None:
+        """The source range a restarted source reads again: [resume offset, furthest seen)."""
+        lo, _hi = self.graph.source_range(iid)
+        start = lo
+        if isinstance(blob, dict) and isinstance(blob.get("core"), dict):
+            start = int(blob["core"].get("offset", lo))
+        elif isinstance(init, dict) and "offset" in init:
+            start = int(init["offset"])
+        reached = max(self.offsets.get(iid, lo), start)
+        self.log("replay", instance=iid, **{"from": start, "to": reached,
+                                            "records": reached - start})
+
+    def _persisted(self, sid: Any, iid: str) -> None:
+        if not isinstance(sid, int):
+            return
+        got = self.snap_open.setdefault(sid, set())
+        got.add(iid)
+        self.snap_last = self.now()
+        if len(got) >= len(self.graph.order):
+            del self.snap_open[sid]
+
+    def _check_extra(self, iid: str, key: tuple[str, int], extra: dict[str, Any]) -> None:
+        """What a heartbeat carried: a source's offset, frames a channel fault dropped."""
+        if "offset" in extra:
+            self.offsets[iid] = max(self.offsets.get(iid, 0), int(extra["offset"]))
+        dropped = extra.get("dropped")
+        if not dropped:
+            return
+        seen = self.drops_seen.setdefault(key, {})
+        for dst, n in dropped.items():
+            if n > seen.get(dst, 0):
+                seen[dst] = n
+                # Frames lost between live instances: the receiver's input is incomplete,
+                # which the failure model only allows for a crashed receiver.
+                if dst in self.live:
+                    self._suspect(dst, f"{n} frame(s) from {iid} lost to a channel fault")
+
+    # ------------------------------------------------------------------ channel faults
+
+    def _link_fault(self, spec: ChannelFault) -> None:
+        """Tell the sending side of every affected link to drop, delay or cut it."""
+        neighbours = set(self.graph.upstream(spec.src)) | set(self.graph.downstream(spec.src))
+        peers = set(spec.dst) if spec.dst else neighbours
+        params = dict(spec.params)
+        targets = [(spec.src, links.set_payload(spec.id, spec.kind, spec.dst or None, params,
+                                                spec.seed))]
+        if spec.both_ways:
+            targets += [(p, links.set_payload(spec.id, spec.kind, [spec.src], params,
+                                              spec.seed + k + 1))
+                        for k, p in enumerate(sorted(peers)) if p in self.inc]
+        self.link_faults[spec.id] = targets
+        for iid, payload in targets:
+            if iid in self.live and self.live[iid].gone:
+                self._tell(iid, (wire.CONTROL, payload))
+        self.log("channel-fault", id=spec.id, channel=spec.kind, src=spec.src,
+                 peers=sorted(peers), params=params)
+
+    def _link_clear(self, fault_id: str) -> None:
+        targets = self.link_faults.pop(fault_id, [])
+        for iid, _payload in targets:
+            if iid in self.live and self.live[iid].gone:
+                self._tell(iid, (wire.CONTROL, links.clear_payload(fault_id)))
+        if targets:
+            self.log("channel-fault-cleared", id=fault_id)
 
     def _control(self, iid: str, payload: Any) -> None:
         task = self.live.get(iid)

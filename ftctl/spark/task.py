@@ -27,6 +27,8 @@ from ftctl.runtime.actions import Action, Emit, Persist, Report, Send
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
 from ftctl.spark import wire
+from ftctl.spark.latency import LatencyProbe
+from ftctl.spark.links import LinkFaults, is_link_payload
 from protocols.registry import PROTOCOLS
 
 HEARTBEAT = 0.5  # seconds between heartbeats
@@ -81,6 +83,12 @@ class InstanceTask:
         self.go_msg: tuple[Any, ...] | None = None
         self.ctrl_lock = threading.Lock()
         self.readers: list[Connection] = []
+        # Chaos and measurement: channel faults on outgoing links, sink output latency.
+        self.links = LinkFaults(self.stopping)
+        self.probe = LatencyProbe(graph, p.rate) if self.core.is_sink else None
+        if self.probe is not None:
+            self.core.on_sink_output = self.probe.observe
+        self.anchor: float | None = None
         self.listener = wire.listen(p.token) if self.core.inputs else None
         self.ctrl = wire.connect(p.coordinator, p.token)
 
@@ -124,7 +132,11 @@ class InstanceTask:
             if self.stopping.is_set():
                 return False
         assert self.go_msg is not None
-        _, wiring, incs = self.go_msg
+        wiring, incs = self.go_msg[1], self.go_msg[2]
+        # The run's schedule anchor (driver monotonic time) when the run is rate-paced.
+        self.anchor = self.go_msg[3] if len(self.go_msg) > 3 else None
+        if self.probe is not None:
+            self.probe.anchor = self.anchor
         self.min_inc.update(incs)
         for dst, (addr, inc) in wiring.items():
             self._connect(dst, addr, inc)
@@ -164,10 +176,26 @@ class InstanceTask:
             hb = wire.connect(self.p.coordinator, self.p.token)
             hb.send((wire.HBREG, self.inc, self.iid))
             while not self.stopping.wait(HEARTBEAT):
-                hb.send((wire.HB, self.inc, self.core.records_in, self.core.records_out))
+                # Stamped with the sender's monotonic clock (system-wide on Linux): the
+                # driver judges liveness by when a heartbeat was sent, not when it got
+                # around to reading it.
+                hb.send((wire.HB, self.inc, self.core.records_in, self.core.records_out,
+                         time.monotonic(), self._hb_extra()))
         except (OSError, ValueError):
             return
         wire.shutdown(hb)
+
+    def _hb_extra(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        if self.core.is_source:
+            extra["offset"] = self.core.offset
+        if self.links.dropped:
+            extra["dropped"] = dict(self.links.dropped)
+        if self.probe is not None:
+            samples = self.probe.drain()
+            if samples:
+                extra["latency"] = samples
+        return extra
 
     def _acceptor(self) -> None:
         assert self.listener is not None
@@ -199,6 +227,8 @@ class InstanceTask:
                 self._connect(msg[1], msg[2], msg[3])
             elif kind == wire.FENCE:
                 self.min_inc[msg[1]] = max(self.min_inc.get(msg[1], 0), msg[2])
+            elif kind == wire.CONTROL and is_link_payload(msg[1]):
+                self.links.control(msg[1])
             elif kind == wire.CONTROL:
                 self.proto.on_control(msg[1])
                 self._flush(self.core.take_actions())
@@ -246,6 +276,10 @@ class InstanceTask:
         rate = self.p.rate
         step_dt = self.core.batch_size / rate if rate else 0.0
         next_at = time.monotonic()
+        if rate and self.anchor is not None:
+            # Paced on the run's schedule, like a topic being written at `rate`: a source
+            # restarted behind it reads its backlog at full speed, then keeps the pace.
+            next_at = self.anchor + (self.core.offset - self.core.lo) / rate
         more = True
         while more and not self.stopping.is_set():
             if self.ctl:
@@ -284,6 +318,8 @@ class InstanceTask:
             conn = self.out.get(dst)
             if conn is None:
                 continue  # lost, as a message to a dead instance is
+            if self.links.active and self.links.intercept(dst, conn, (self.iid, self.inc, items)):
+                continue  # dropped or held by a channel fault
             try:
                 conn.send((self.iid, self.inc, items))
             except (OSError, ValueError):
