@@ -26,7 +26,8 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except ConfigError as exc:
-            err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False,
+                              soft_wrap=True)
             raise typer.Exit(EXIT_USAGE) from None
 
     return wrapper

@@ -1,0 +1,298 @@
+"""The run machinery ``ftctl run`` and ``ftctl chaos`` share: cluster, session, host, verdict.
+
+``execute`` starts (or uses) a cluster, runs the topology on the Spark host, verifies the
+output and writes the run directory. A ``RunExtension`` hooks into it: ``ftctl chaos``
+attaches its nemesis once the host exists, stops it when the host is done, and adds the
+recovery report to the summary. Teardown is always this module's: no process outlives it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import shutil
+import signal
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.live import Live
+from rich.table import Table
+
+from ftctl.cluster import ClusterError, LocalCluster, make_cluster
+from ftctl.cluster.backends import check_backend
+from ftctl.config.topology import Topology
+from ftctl.console import EXIT_FAILED, EXIT_INFRA, EXIT_OK, console, err_console
+from ftctl.results import RunStore
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.sim.runner import sink_modes
+from ftctl.spark.host import HostResult, SparkHost
+from ftctl.spark.session import start_session, stop_session
+from ftctl.verify.checker import Verdict, verify
+from ftctl.verify.golden import golden_for
+from ftctl.verify.oracle import OracleResult, oracle_check
+from protocols.base import ProtocolInfo
+
+EXIT_INTERRUPTED = 130
+# Task slots asked of a local cluster per instance: room for a replacement to be
+# scheduled while the task it replaces is still being cancelled.
+SLOTS_PER_INSTANCE = 2
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class RunRequest:
+    topology: Topology
+    info: ProtocolInfo
+    params: dict[str, Any]
+    master: str | None
+    workers: int
+    results: Path
+    timeout: float
+    as_json: bool
+    backend: str = "local"
+    labels: list[str] | None = None  # per worker, cycled (``--label``)
+    cores: int | None = None  # per worker; None: SLOTS_PER_INSTANCE * instances / workers
+    kind: str = "run"
+    config: dict[str, Any] = field(default_factory=dict)  # extra keys for config.json
+
+
+@dataclass
+class RunContext:
+    """What an extension gets to work with once the host exists."""
+
+    request: RunRequest
+    store: RunStore
+    graph: ExecutionGraph
+    host: SparkHost
+    cluster: LocalCluster | None
+    say: Say
+
+
+class RunExtension:
+    """Hooks into ``execute``; every method is optional."""
+
+    def attach(self, ctx: RunContext) -> None:
+        """The host is built (not running yet)."""
+
+    def host_done(self, ctx: RunContext, result: HostResult) -> None:
+        """The host has finished; verification comes next."""
+
+    def summarize(self, ctx: RunContext, result: HostResult, summary: dict[str, Any]) -> None:
+        """Add to the summary (and write files into the run directory)."""
+
+    def print(self, summary: dict[str, Any]) -> None:
+        """Print after the verdict table."""
+
+    def close(self) -> None:
+        """Always called, before the cluster goes down (heal what is still injected)."""
+
+
+def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
+    ext = ext or RunExtension()
+    topology, info = req.topology, req.info
+    graph = ExecutionGraph(topology)
+    n = len(graph.order)
+    master = req.master
+    run_store = RunStore.create(req.results, topology=topology.name, protocol=info.name,
+                                kind=req.kind)
+    run_store.write_config({
+        "topology": topology.model_dump(by_alias=True), "protocol": info.name,
+        "params": req.params, "master": master, "workers": None if master else req.workers,
+        "host": "spark", "backend": None if master else req.backend,
+        "labels": req.labels, **req.config,
+    })
+    say = _sayer(req.as_json)
+    say(f"run {run_store.run_id} -> {run_store.path}")
+    golden = golden_for(topology)
+    timings: dict[str, float] = {}
+    cluster: LocalCluster | None = None
+    spark: Any = None
+    state_dir = (Path(".ftctl") / "runs" / run_store.run_id).resolve()
+    keep_state = False
+    t_start = time.monotonic()
+    try:
+        if master is None:
+            cores = req.cores or math.ceil(SLOTS_PER_INSTANCE * n / req.workers)
+            # Docker: the results dir is bind-mounted so tasks in containers write snapshots
+            # where the driver reads them; the cluster is owned by this process, so
+            # `cluster prune` can clean up after a crash.
+            cluster = make_cluster(check_backend(req.backend), workers=req.workers,
+                                   cores=cores, labels=req.labels, state_dir=state_dir,
+                                   mounts=[req.results], run_id=run_store.run_id, owned=True)
+            run_store.event("cluster-starting", workers=req.workers, cores=cores,
+                            backend=req.backend)
+            cluster.up(progress=say)
+            master = cluster.master_url
+            timings["cluster_s"] = round(time.monotonic() - t_start, 2)
+        say(f"starting Spark session on {master}")
+        t = time.monotonic()
+        spark = start_session(master, f"ftctl-{run_store.run_id}", slots=n)
+        timings["session_s"] = round(time.monotonic() - t, 2)
+        run_store.event("session-started", master=master, seconds=timings["session_s"])
+
+        def on_event(ev: dict[str, Any]) -> None:
+            data = {k: v for k, v in ev.items() if k not in ("t", "event", "kind", "wall")}
+            run_store.event(ev["event"], **data)
+
+        host = SparkHost(spark.sparkContext, graph, info, req.params, run_store.run_id,
+                         run_store.path / "snapshots", rate=topology.input.rate,
+                         on_event=on_event, timeout=req.timeout)
+        ctx = RunContext(req, run_store, graph, host, cluster, say)
+        ext.attach(ctx)
+        with _progress(host, info.name, quiet=req.as_json):
+            result = host.run()
+        ext.host_done(ctx, result)
+        timings["run_s"] = round(result.seconds, 2)
+        verdict = verify(sink_modes(topology), golden, result.outputs, info.guarantee,
+                         complete=result.complete)
+        oracle = oracle_check(spark, topology, result.outputs) if result.complete else None
+        run_store.write_outputs(result.outputs)
+        run_store.write_metrics(result.metrics)
+        passed = verdict.passed and (oracle is None or oracle.passed)
+        doc = verdict.to_json()
+        doc["oracle"] = oracle.to_json() if oracle is not None else None
+        doc["passed"] = passed
+        run_store.write_verdict(doc)
+        timings["total_s"] = round(time.monotonic() - t_start, 2)
+        code = EXIT_OK if passed else EXIT_FAILED
+        summary = _summary(run_store, topology, info, result, verdict, oracle, timings, code)
+        ext.summarize(ctx, result, summary)
+        run_store.mark("complete" if result.complete else "incomplete",
+                       None if result.complete else "the run did not finish")
+        if req.as_json:
+            console.print_json(json.dumps(summary, default=repr))
+        else:
+            _print_summary(summary, verdict, oracle)
+            ext.print(summary)
+        return code
+    except KeyboardInterrupt:
+        run_store.mark("incomplete", "interrupted")
+        run_store.event("interrupted")
+        err_console.print("[yellow]interrupted[/yellow]: tearing down; run marked incomplete")
+        return EXIT_INTERRUPTED
+    except ClusterError as exc:
+        keep_state = True  # its logs explain the failure
+        run_store.mark("failed", str(exc))
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        return exc.exit_code
+    except Exception as exc:
+        keep_state = True
+        run_store.mark("failed", f"{type(exc).__name__}: {exc}")
+        err_console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", highlight=False,
+                          soft_wrap=True)
+        return EXIT_INFRA
+    finally:
+        with _no_interrupts():
+            ext.close()
+            if spark is not None:
+                stop_session(spark)
+            if cluster is not None:
+                cluster.down()
+                if not keep_state:
+                    shutil.rmtree(state_dir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------- display
+
+
+def _sayer(quiet: bool) -> Say:
+    def say(msg: str) -> None:
+        if not quiet:
+            err_console.print(f"[dim]{msg}[/dim]", highlight=False)
+
+    return say
+
+
+@contextlib.contextmanager
+def _no_interrupts() -> Iterator[None]:
+    """Teardown must finish: a second Ctrl-C would leave JVMs behind."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def _progress(host: SparkHost, protocol: str, quiet: bool) -> Iterator[None]:
+    if quiet or not err_console.is_terminal:
+        yield
+        return
+    with Live(_table({}, 0.0, protocol), console=err_console, refresh_per_second=4,
+              transient=True) as live:
+        host.progress = lambda counts, t: live.update(_table(counts, t, protocol))
+        yield
+
+
+def _table(counts: dict[str, tuple[int, int]], elapsed: float, protocol: str) -> Table:
+    per_op: dict[str, list[int]] = {}
+    for iid, (rin, rout) in counts.items():
+        agg = per_op.setdefault(iid.split("[", 1)[0], [0, 0, 0])
+        agg[0] += 1
+        agg[1] += rin
+        agg[2] += rout
+    table = Table(title=f"{protocol} - {elapsed:.1f} s")
+    for col in ("operator", "instances", "records in", "records out"):
+        table.add_column(col, justify="left" if col == "operator" else "right")
+    for op, (k, rin, rout) in per_op.items():
+        table.add_row(op, str(k), f"{rin:,}", f"{rout:,}")
+    return table
+
+
+def _summary(run_store: RunStore, topology: Topology, info: ProtocolInfo, result: HostResult,
+             verdict: Verdict, oracle: OracleResult | None, timings: dict[str, float],
+             code: int) -> dict[str, Any]:
+    n_sources = sum(1 for op in topology.operators if op.type.startswith("source."))
+    total = topology.input.records * n_sources
+    busy = max(result.seconds - result.started_at, 1e-9)
+    return {
+        "run_id": run_store.run_id, "path": str(run_store.path), "topology": topology.name,
+        "protocol": info.name, "guarantee": info.guarantee.value, "exit_code": code,
+        "passed": code == EXIT_OK, "complete": result.complete,
+        "records": total, "records_per_s": round(total / busy, 1),
+        "processing_s": round(busy, 3), "timings": timings,
+        "detections": result.detections, "restarts": result.restarts,
+        "anomalies": verdict.totals(),
+        "oracle": None if oracle is None else {"passed": oracle.passed,
+                                               "mismatches": oracle.total_mismatches},
+        "records_in": result.records_in, "records_out": result.records_out,
+    }
+
+
+def _print_summary(summary: dict[str, Any], verdict: Verdict, oracle: OracleResult | None) -> None:
+    table = Table(title=f"{summary['topology']} under {summary['protocol']} "
+                        f"({summary['guarantee']})")
+    for col in ("sink", "mode", "golden", "output", "lost", "duplicated", "unexpected", "ok"):
+        table.add_column(col, justify="left" if col in ("sink", "mode") else "right")
+    guarantee = verdict.guarantee
+    for s in verdict.sinks:
+        table.add_row(s.sink, s.mode, f"{s.golden_records:,}", f"{s.output_records:,}",
+                      str(s.lost), str(s.duplicated), str(s.unexpected),
+                      "[green]yes[/green]" if s.holds(guarantee) else "[red]no[/red]")
+    console.print(table)
+    for s in verdict.sinks:
+        for d in s.divergences[:3]:
+            console.print(f"  {s.sink}: first divergence {d.describe()}", highlight=False)
+    if oracle is not None:
+        console.print(("[green]" if oracle.passed else "[red]") + oracle.describe() + "[/]",
+                      highlight=False)
+    t = summary["timings"]
+    console.print(
+        f"{summary['records']:,} records in {summary['processing_s']:.2f} s "
+        f"({summary['records_per_s']:,.0f} records/s); detections {summary['detections']}, "
+        f"restarts {summary['restarts']}; total {t.get('total_s', 0):.1f} s "
+        f"(cluster {t.get('cluster_s', 0):.1f} s, session {t.get('session_s', 0):.1f} s)",
+        highlight=False)
+    verdict_text = "[green]PASSED[/green]" if summary["passed"] else "[red]FAILED[/red]"
+    if not summary["complete"]:
+        verdict_text = "[red]INCOMPLETE[/red]"
+    console.print(f"{verdict_text}  results: {summary['path']}", highlight=False)
