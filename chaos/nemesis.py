@@ -203,6 +203,18 @@ class Nemesis:
             t.join(timeout)
         return not any(t.is_alive() for t in threads)
 
+    def busy(self) -> bool:
+        """Timed faults still to strike, or strikes still at work (a group kill spreading
+        over its window, restores waiting for arrivals, faults until their duration ends).
+        Faults held until ``stop`` and trigger templates do not count."""
+        with self._lock:
+            fired = {(s.planned.index, s.planned.occurrence) for s in self._strikes}
+            working = [s for s in self._strikes if s.thread is not None and s.thread.is_alive()
+                       and not (s.healable and s.planned.duration is None)]
+        if self._thread is None or self._stop.is_set():
+            return False
+        return bool(working) or any((p.index, p.occurrence) not in fired for p in self._timed)
+
     def recorded(self) -> dict[str, Any]:
         """The schedule as data: fired occurrences with what they hit, then anything that
         never fired (timed faults past the end, trigger templates)."""

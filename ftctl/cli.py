@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from ftctl.cluster.errors import ClusterError
 from ftctl.commands import (
+    chaos_cmd,
     cluster_cmds,
     config_cmds,
     gate_cmd,
@@ -32,6 +33,7 @@ sim_cmd.register(app)
 cluster_cmds.register(app)
 image_cmd.register(app)
 run_cmd.register(app)
+chaos_cmd.register(app)
 gate_cmd.register(app)
 stored_cmds.register(app)
 

@@ -183,6 +183,10 @@ class RunStore:
     def __repr__(self) -> str:
         return f"RunStore({str(self.path)!r})"
 
+    def clock(self) -> float:
+        """Seconds since the run started: the clock of the events' ``t``."""
+        return time.monotonic() - self._t0
+
     # -------------------------------------------------------------- writers
 
     def write_config(self, cfg: dict[str, Any]) -> None:

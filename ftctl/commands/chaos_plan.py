@@ -1,0 +1,122 @@
+"""The fault schedule of ``ftctl chaos``: from ``--kill``, ``--scenario`` or ``--replay``,
+checked against the topology and the cluster before anything starts."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from chaos.nemesis import Nemesis
+from chaos.schedule import PlannedFault, ScheduleError, fault_seed, plan, random_kills
+from ftctl.config.errors import ConfigError
+from ftctl.config.load import load_scenario
+from ftctl.config.scenario import FAULT_TYPES, parse_target
+from ftctl.results import RunStore
+
+TARGET_FAULTS = {"task": "kill-task", "executor": "kill-executor", "worker": "kill-worker"}
+RESTORE_AFTER = 3.0  # --kill N --target worker: the lost worker comes back this much later
+# Faults that need process access to the workers (a cluster ftctl started).
+CLUSTER_FAULTS = ("kill-executor", "kill-worker", "kill-group", "restore-capacity")
+
+
+@dataclasses.dataclass
+class Schedule:
+    faults: list[PlannedFault]
+    name: str
+    seed: int
+    source: str  # what it came from, for config.json
+
+    def nemesis(self, ctx: Any, on_event: Any) -> Nemesis:
+        return Nemesis(self.faults, ctx, on_event, seed=self.seed, name=self.name)
+
+
+def from_kills(n: int, target: str, instances: Sequence[str], duration: float,
+               seed: int) -> Schedule:
+    if target not in TARGET_FAULTS:
+        raise ConfigError("--target", None, f"expected task, executor or worker, got {target!r}")
+    kills = [dataclasses.replace(p, type=TARGET_FAULTS[target])
+             for p in random_kills(n, instances, duration, seed)]
+    faults = list(kills)
+    if target == "worker":
+        # Each lost node comes back, or a two-worker cluster would end with none.
+        faults += [PlannedFault(index=n + i, occurrence=0, type="restore-capacity",
+                                target="random", at=round((k.at or 0.0) + RESTORE_AFTER, 6),
+                                seed=fault_seed(seed, n + i, 0))
+                   for i, k in enumerate(kills)]
+    return Schedule(faults, f"kill-{n}-{target}", seed, f"--kill {n} --target {target}")
+
+
+def from_scenario(path: Path, instances: Sequence[str], duration: float,
+                  seed: int | None) -> Schedule:
+    scenario = load_scenario(path)
+    if seed is not None:
+        scenario.seed = seed
+    try:
+        faults = plan(scenario, instances, duration)
+    except ScheduleError as exc:
+        raise ConfigError(str(path), "faults", str(exc)) from None
+    return Schedule(faults, scenario.name, scenario.seed, str(path))
+
+
+def from_replay(run_id: str, root: Path, instances: Sequence[str]) -> tuple[Schedule, RunStore]:
+    """The schedule a stored run recorded (schedule.json, else its fault events)."""
+    try:
+        store = RunStore.open(run_id, root)
+    except (FileNotFoundError, ValueError, LookupError) as exc:
+        raise ConfigError("--replay", None, str(exc)) from None
+    path = store.path / "schedule.json"
+    record: Mapping[str, Any]
+    if path.exists():
+        record = json.loads(path.read_text())
+        nemesis_faults = Nemesis.from_record(record, _NO_CONTEXT).schedule
+    else:
+        nemesis_faults = Nemesis.from_events(store.read_events(), _NO_CONTEXT).schedule
+        record = {}
+    if not nemesis_faults:
+        raise ConfigError("--replay", None, f"run {store.run_id} recorded no fault to replay")
+    for p in nemesis_faults:
+        if parse_target(p.target).kind == "instance" and p.target not in instances:
+            raise ConfigError("--replay", None,
+                              f"{p.type} targets {p.target}, which this topology does not have")
+    schedule = Schedule(nemesis_faults, str(record.get("name", f"replay-{store.run_id}")),
+                        int(record.get("seed", 0)), f"replay of {store.run_id}")
+    return schedule, store
+
+
+def check_cluster(schedule: Schedule, master: str | None,
+                  worker_labels: Sequence[Mapping[str, str]]) -> None:
+    """Refuse, before anything starts, faults the cluster cannot take."""
+    for p in schedule.faults:
+        if p.type not in FAULT_TYPES:
+            raise ConfigError(schedule.source, "type", f"unknown fault type {p.type!r}")
+        parsed = parse_target(p.target)
+        needs_cluster = p.type in CLUSTER_FAULTS or parsed.kind == "selector"
+        if needs_cluster and master is not None:
+            raise ConfigError(schedule.source, "faults",
+                              f"{p.type} on {p.target} needs process access to the workers; "
+                              "run without --master so ftctl starts the cluster")
+        if parsed.kind == "selector":
+            wanted = dict(parsed.labels)
+            if not any(all(w.get(k) == v for k, v in wanted.items()) for w in worker_labels):
+                raise ConfigError(schedule.source, "target",
+                                  f"{p.type}: no worker has labels {p.target} "
+                                  "(give them with --label)")
+        if p.type == "kill-group" and parsed.kind == "random" and not any(worker_labels):
+            raise ConfigError(schedule.source, "target",
+                              "kill-group random needs labelled workers (--label)")
+
+
+class _NoContext:
+    """Enough of a FaultContext to build a schedule from a record; never struck."""
+
+    def instances(self) -> list[str]:
+        return []
+
+    def now(self) -> float:
+        return 0.0
+
+
+_NO_CONTEXT: Any = _NoContext()
