@@ -260,21 +260,36 @@ class KillGroup(ChaosFault):
         self.rng.shuffle(members)  # which worker dies first is seeded too
         record = self._record(ctx, self.target, [], kills=[], window=window)
         start = record.t
-        for worker, offset in zip(members, offsets, strict=True):
+        lock = threading.Lock()
+
+        def strike(worker: WorkerRef, offset: float) -> None:
             if not self._wait_until(ctx, start + offset):
                 record.details["cancelled"] = True
-                break
+                return
             t = ctx.now()
             try:
                 ctx.kill_worker(worker.id)
             except Exception as exc:  # one worker already gone must not spare the rest
                 self.on_step("kill-failed", {"worker": worker.id, "error": str(exc)})
-                continue
+                return
             self.ledger.add(worker)
             kill = {"worker": worker.id, "pid": worker.pid, "offset": round(offset, 6), "t": t}
-            record.pids.append(worker.pid)
-            record.details["kills"].append(kill)
+            with lock:
+                record.pids.append(worker.pid)
+                record.details["kills"].append(kill)
             self.on_step("worker-killed", kill)
+
+        # One thread per member: killing a worker's process tree takes a second or two, which
+        # must not push the next kill past its offset (and out of the window).
+        threads = [threading.Thread(target=strike, args=(w, o), daemon=True,
+                                    name=f"ftctl-kill-{w.id}")
+                   for w, o in zip(members, offsets, strict=True)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        record.details["kills"].sort(key=lambda k: k["offset"])
+        record.pids = [k["pid"] for k in record.details["kills"]]
         return record
 
 

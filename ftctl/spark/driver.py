@@ -62,7 +62,7 @@ class ControlServer:
         iid, inc = None, -1
         put, put_nowait = self.events.put, self.events.put_nowait
         try:
-            first = conn.recv()
+            first = wire.recv(conn)
             if first[0] == wire.HBREG:
                 self._heartbeats(conn, first[2], first[1])
                 return
@@ -74,7 +74,7 @@ class ControlServer:
             self.last_seen[key] = time.monotonic()
             put((EV_REG, iid, inc, pid, addr, conn))
             while True:
-                frame = conn.recv()
+                frame = wire.recv(conn)
                 self.last_seen[key] = time.monotonic()
                 try:
                     put_nowait((EV_MSG, iid, frame))

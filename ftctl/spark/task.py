@@ -147,7 +147,7 @@ class InstanceTask:
     def _control_reader(self) -> None:
         try:
             while True:
-                msg = self.ctrl.recv()
+                msg = wire.recv(self.ctrl)
                 if msg[0] == wire.EXIT:
                     break
                 if msg[0] == wire.GO:
@@ -210,10 +210,10 @@ class InstanceTask:
             threading.Thread(target=self._reader, args=(conn,), daemon=True).start()
 
     def _reader(self, conn: Connection) -> None:
-        put = self.inbox.put
+        put, recv, decode = self.inbox.put, conn.recv_bytes, wire.decode_data
         try:
             while not self.stopping.is_set():
-                put(conn.recv())
+                put(decode(recv()))
         except (EOFError, OSError):
             pass
 
@@ -321,7 +321,7 @@ class InstanceTask:
             if self.links.active and self.links.intercept(dst, conn, (self.iid, self.inc, items)):
                 continue  # dropped or held by a channel fault
             try:
-                conn.send((self.iid, self.inc, items))
+                conn.send_bytes(wire.encode_data(self.iid, self.inc, items))
             except (OSError, ValueError):
                 wire.shutdown(conn)
                 self.out[dst] = None
@@ -333,5 +333,6 @@ class InstanceTask:
                 self.stopping.set()
 
     def _ctrl_send(self, frame: tuple[Any, ...]) -> None:
+        data = wire.encode(frame)  # outside the lock: the heavy part
         with self.ctrl_lock:
-            self.ctrl.send(frame)
+            self.ctrl.send_bytes(data)
