@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import pickle
+import secrets
+import shutil
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -46,37 +48,79 @@ class MemoryStore:
 class DirectoryStore:
     """Snapshots as files ``<dir>/<snapshot>/<instance>.pkl``, written atomically.
 
-    Only ftctl's own processes write here, so pickle is safe to read back.
+    Only ftctl's own processes write here, so pickle is safe to read back. Instances that
+    see the same directory (tasks on the driver's machine, containers with it
+    bind-mounted at the same path) write their blobs themselves with ``write_pending``,
+    and the coordinator ``adopt``s them once the writer's report is current: a blob never
+    travels to the coordinator, and a stopped incarnation's late write is never adopted.
     """
+
+    KEY_FILE = ".store-key"
 
     def __init__(self, root: Path):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._bytes = 0
+        self._key: str | None = None
 
     def _path(self, snapshot: int, instance: str) -> Path:
         return self.root / f"{snapshot:08d}" / f"{instance}.pkl"
 
-    def put(self, snapshot: int, instance: str, blob: Any) -> None:
-        path = self._path(snapshot, instance)
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def key(self) -> str:
+        """A random key kept in the directory: a writer that reads it back shares it."""
+        if self._key is None:
+            self._key = secrets.token_hex(16)
+            (self.root / self.KEY_FILE).write_text(self._key)
+        return self._key
+
+    @classmethod
+    def shared(cls, root: str, key: str) -> DirectoryStore | None:
+        """The store at ``root`` if this process sees the same directory as its owner."""
+        try:
+            if (Path(root) / cls.KEY_FILE).read_text() != key:
+                return None
+        except OSError:
+            return None
+        store = cls.__new__(cls)
+        store.root, store._bytes, store._key = Path(root), 0, key
+        return store
+
+    def _write(self, directory: Path, prefix: str, blob: Any) -> tuple[Path, int]:
         data = pickle.dumps(blob, protocol=pickle.HIGHEST_PROTOCOL)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=prefix)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        return Path(tmp), len(data)
+
+    def put(self, snapshot: int, instance: str, blob: Any) -> None:
+        path = self._path(snapshot, instance)
+        tmp, n = self._write(path.parent, ".tmp-", blob)
         os.replace(tmp, path)
-        self._bytes += len(data)
+        self._bytes += n
+
+    def write_pending(self, snapshot: int, instance: str, blob: Any) -> tuple[str, int]:
+        """Write a blob under a temporary name; returns (name, bytes) for ``adopt``."""
+        tmp, n = self._write(self._path(snapshot, instance).parent, ".pending-", blob)
+        return tmp.name, n
+
+    def adopt(self, snapshot: int, instance: str, name: str, size: int) -> None:
+        """Make a blob written by ``write_pending`` the instance's part of ``snapshot``."""
+        if os.sep in name or not name.startswith(".pending-"):
+            raise ValueError(f"not a pending snapshot file: {name!r}")
+        path = self._path(snapshot, instance)
+        os.replace(path.parent / name, path)
+        self._bytes += size
 
     def get(self, snapshot: int, instance: str) -> Any:
         with open(self._path(snapshot, instance), "rb") as f:
             return pickle.load(f)
 
     def discard_after(self, snapshot: int) -> None:
+        # Stopped writers may still be adding files: remove what is there, ignore races.
         for d in self.root.iterdir():
             if d.is_dir() and d.name.isdigit() and int(d.name) > snapshot:
-                for f in d.iterdir():
-                    f.unlink()
-                d.rmdir()
+                shutil.rmtree(d, ignore_errors=True)
 
     def snapshots_of(self, instance: str) -> list[int]:
         name = f"{instance}.pkl"

@@ -325,6 +325,13 @@ class SparkHost:
                 elif k == wire.PERSIST:
                     self.store.put(item[1], iid, item[2])
                     self._persisted(item[1], iid)
+                elif k == wire.PERSISTED:  # written by the task; ours once it is current
+                    try:
+                        self.store.adopt(item[1], iid, item[2], item[3])
+                    except (OSError, ValueError) as exc:
+                        self._suspect(iid, f"snapshot {item[1]} not adoptable: {exc}")
+                        return
+                    self._persisted(item[1], iid)
                 elif k == wire.REPORT:
                     self._apply(self.coordinator.on_report(iid, item[1], item[2], self.now()))
                     if self.inc[iid] != frame[1]:
@@ -487,7 +494,8 @@ class SparkHost:
             run_id=self.run_id, instance=iid, inc=inc, protocol=self.info.name,
             params=self.params, topology=self.topology_data, blob=blob, init=step.init,
             coordinator=self.server.address if self.server else ("127.0.0.1", 0),
-            token=self.token, rate=self.rate)
+            token=self.token, rate=self.rate, store_dir=str(self.store.root),
+            store_key=self.store.key())
         self.pending[iid] = (inc, self.now())
         assert self.jobs is not None
         self.jobs.submit(payload)

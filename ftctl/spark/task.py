@@ -29,6 +29,7 @@ from ftctl.runtime.instance import InstanceCore
 from ftctl.spark import wire
 from ftctl.spark.latency import LatencyProbe
 from ftctl.spark.links import LinkFaults, is_link_payload
+from ftctl.store import DirectoryStore
 from protocols.registry import PROTOCOLS
 
 HEARTBEAT = 0.5  # seconds between heartbeats
@@ -53,6 +54,10 @@ class TaskPayload:
     coordinator: wire.Address
     token: bytes
     rate: float | None = None
+    # The coordinator's snapshot directory and its key (``DirectoryStore.key``): a task
+    # that sees the same directory writes its snapshots there itself.
+    store_dir: str | None = None
+    store_key: str | None = None
 
 
 def run_partition(payloads: Iterable[TaskPayload]) -> Iterator[dict[str, Any]]:
@@ -89,6 +94,10 @@ class InstanceTask:
         if self.probe is not None:
             self.core.on_sink_output = self.probe.observe
         self.anchor: float | None = None
+        # Snapshots go straight to the coordinator's store when this task shares its disk:
+        # a sink's held output then never crosses the control connection.
+        self.store = (DirectoryStore.shared(p.store_dir, p.store_key)
+                      if p.store_dir and p.store_key else None)
         self.listener = wire.listen(p.token) if self.core.inputs else None
         self.ctrl = wire.connect(p.coordinator, p.token)
 
@@ -311,7 +320,7 @@ class InstanceTask:
             elif t is Emit:
                 ctrl.append((wire.EMIT, a.records))  # type: ignore[union-attr]
             elif t is Persist:
-                ctrl.append((wire.PERSIST, a.snapshot, a.blob))  # type: ignore[union-attr]
+                ctrl.append(self._persist(a))  # type: ignore[arg-type]
             elif t is Report:
                 ctrl.append((wire.REPORT, a.kind, a.data))  # type: ignore[union-attr]
         for dst, items in sends.items():
@@ -331,6 +340,18 @@ class InstanceTask:
                                  self.core.records_out))
             except (OSError, ValueError):
                 self.stopping.set()
+
+    def _persist(self, a: Persist) -> tuple[Any, ...]:
+        if self.store is None:
+            return (wire.PERSIST, a.snapshot, a.blob)
+        try:
+            name, size = self.store.write_pending(a.snapshot, self.iid, a.blob)
+        except OSError:
+            # A snapshot that cannot be written must not be reported: fail this task, the
+            # protocol recovers it as any other failure.
+            self.stopping.set()
+            raise
+        return (wire.PERSISTED, a.snapshot, name, size)
 
     def _ctrl_send(self, frame: tuple[Any, ...]) -> None:
         data = wire.encode(frame)  # outside the lock: the heavy part

@@ -37,6 +37,7 @@ HBREG = "hbreg"  # (HBREG, inc, iid): opens a task's heartbeat-only connection
 MULTI = "multi"  # (MULTI, inc, [(EMIT|PERSIST|REPORT, ...), ...], records_in, records_out)
 EMIT = "emit"  # (EMIT, records)
 PERSIST = "persist"  # (PERSIST, snapshot, blob)
+PERSISTED = "persisted"  # (PERSISTED, snapshot, file name, bytes): the task wrote the blob
 REPORT = "report"  # (REPORT, kind, data)
 
 # Control frames, driver -> task.
