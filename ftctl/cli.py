@@ -11,6 +11,7 @@ from ftctl.cluster.errors import ClusterError
 from ftctl.commands import (
     chaos_cmd,
     cluster_cmds,
+    compare_cmd,
     config_cmds,
     gate_cmd,
     image_cmd,
@@ -35,6 +36,7 @@ image_cmd.register(app)
 run_cmd.register(app)
 chaos_cmd.register(app)
 gate_cmd.register(app)
+compare_cmd.register(app)
 stored_cmds.register(app)
 
 

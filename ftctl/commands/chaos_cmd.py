@@ -99,7 +99,7 @@ def chaos(
     if replay is not None:
         schedule, replayed = from_replay(replay, results, ExecutionGraph(topology).order)
         _inherit_input(topology, replayed.read_config(), records, rate)
-    _size_input(topology, records, rate)
+    size_input(topology, records, rate)
     graph = ExecutionGraph(topology)
     duration = expected_seconds(graph)
     if kill is not None:
@@ -124,7 +124,7 @@ def expected_seconds(graph: ExecutionGraph) -> float:
     return max(spans, default=0) / rate
 
 
-def _size_input(topology: Topology, records: int | None, rate: float | None) -> None:
+def size_input(topology: Topology, records: int | None, rate: float | None) -> None:
     if records is not None:
         topology.input.records = records
     elif topology.input.rate is None:

@@ -59,6 +59,7 @@ class RunRequest:
     cores: int | None = None  # per worker; None: SLOTS_PER_INSTANCE * instances / workers
     kind: str = "run"
     config: dict[str, Any] = field(default_factory=dict)  # extra keys for config.json
+    quiet: bool = False  # print nothing (a caller such as compare reports for itself)
 
 
 @dataclass
@@ -106,7 +107,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         "host": "spark", "backend": None if master else req.backend,
         "labels": req.labels, **req.config,
     })
-    say = _sayer(req.as_json)
+    say = _sayer(req.as_json or req.quiet)
     say(f"run {run_store.run_id} -> {run_store.path}")
     golden = golden_for(topology)
     timings: dict[str, float] = {}
@@ -144,7 +145,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
                          on_event=on_event, timeout=req.timeout)
         ctx = RunContext(req, run_store, graph, host, cluster, say)
         ext.attach(ctx)
-        with _progress(host, info.name, quiet=req.as_json):
+        with _progress(host, info.name, quiet=req.as_json or req.quiet):
             result = host.run()
         ext.host_done(ctx, result)
         timings["run_s"] = round(result.seconds, 2)
@@ -164,7 +165,9 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         ext.summarize(ctx, result, summary)
         run_store.mark("complete" if result.complete else "incomplete",
                        None if result.complete else "the run did not finish")
-        if req.as_json:
+        if req.quiet:
+            pass
+        elif req.as_json:
             console.print_json(json.dumps(summary, default=repr))
         else:
             _print_summary(summary, verdict, oracle)

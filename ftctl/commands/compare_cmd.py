@@ -1,0 +1,173 @@
+"""``ftctl compare protocols``: every protocol on one recorded fault schedule."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from ftctl.cluster.labels import LabelSyntaxError, expand_labels
+from ftctl.commands.chaos_cmd import expected_seconds, size_input
+from ftctl.commands.chaos_plan import check_cluster, from_kills, from_scenario
+from ftctl.commands.common import parse_params, user_errors
+from ftctl.compare.report import COST, OUTCOME, render, row
+from ftctl.compare.runner import CompareRequest, needs_own_cluster, run_comparison
+from ftctl.config.errors import ConfigError
+from ftctl.config.load import load_topology
+from ftctl.console import EXIT_FAILED, EXIT_OK, console, err_console
+from ftctl.results import DEFAULT_ROOT, RunStore, atomic_write_bytes, atomic_write_json
+from ftctl.runtime.graph import ExecutionGraph
+from protocols.base import ProtocolInfo
+from protocols.registry import PROTOCOLS, get_protocol, resolve_params
+
+compare_app = typer.Typer(help="Compare protocols side by side.", no_args_is_help=True)
+
+
+@compare_app.command("protocols")
+@user_errors
+def protocols_cmd(
+    topology_file: Annotated[Path, typer.Argument(help="Topology YAML file.")],
+    scenario: Annotated[Path | None, typer.Option(help="Chaos-scenario YAML.")] = None,
+    kill: Annotated[int | None, typer.Option(min=1, help="Or: N random task kills.")] = None,
+    protocols: Annotated[str | None, typer.Option(
+        help="Comma-separated protocols (default: all).")] = None,
+    repeat: Annotated[int, typer.Option(min=1, help="Runs per protocol.")] = 1,
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", help="protocol.key=value, e.g. checkpoint.interval=0.5 (repeatable).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the fault schedule.")] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Workers of the local cluster.")] = 2,
+    label: Annotated[list[str] | None, typer.Option(
+        help="Worker labels, one --label per worker, cycled (rack=a).")] = None,
+    records: Annotated[int | None, typer.Option(min=1, help="Input records.")] = None,
+    rate: Annotated[float | None, typer.Option(min=0.001, help="Records/s per source.")] = None,
+    backend: Annotated[str, typer.Option(help="local or docker.")] = "local",
+    results: Annotated[Path, typer.Option(help="Where runs are written.")] = DEFAULT_ROOT,
+    timeout: Annotated[float, typer.Option(min=1, help="Per-run limit, seconds.")] = 600.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+) -> None:
+    """Record a fault schedule once and replay it for each protocol, K times each.
+
+    Prints the guarantee each protocol held, lost/duplicated records, detection /
+    restart / recovery times (median and spread), throughput and latency overhead
+    against `none` outside fault windows, records processed, and snapshot storage;
+    writes comparison.json, report.html and plots into a results folder.
+
+    Examples:
+
+      ftctl compare protocols topologies/wordcount.yaml --scenario chaos/single-kill.yaml
+
+      ftctl compare protocols topologies/sharder.yaml --kill 1 --protocols causal,lineage
+
+      ftctl compare protocols topologies/wordcount.yaml --scenario chaos/rack-failure.yaml \\
+          --workers 4 --label rack=a --label rack=a --label rack=b --label rack=b
+    """
+    if (scenario is None) == (kill is None):
+        raise ConfigError("ftctl compare protocols", None, "give exactly one of --scenario, --kill")
+    infos = _protocols(protocols)
+    params = _params(param, infos)
+    try:
+        worker_labels = expand_labels(label, workers)
+    except LabelSyntaxError as exc:
+        raise ConfigError("--label", None, str(exc)) from None
+    topology = load_topology(topology_file)
+    size_input(topology, records, rate)
+    graph = ExecutionGraph(topology)
+    duration = expected_seconds(graph)
+    if kill is not None:
+        schedule = from_kills(kill, "task", graph.order, duration, seed if seed is not None else 1)
+    else:
+        assert scenario is not None
+        schedule = from_scenario(scenario, graph.order, duration, seed)
+    check_cluster(schedule, None, worker_labels)
+
+    store = RunStore.create(results, topology=topology.name, protocol="compare", kind="compare")
+    store.write_config({"topology": topology.model_dump(by_alias=True),
+                        "protocols": [i.name for i in infos], "params": params,
+                        "repeat": repeat, "schedule": schedule.source,
+                        "shared_cluster": not needs_own_cluster(schedule)})
+    say = (lambda msg: None) if as_json else (lambda msg: err_console.print(msg, highlight=False))
+    req = CompareRequest(topology, schedule, infos, params, repeat, workers, label, results,
+                         timeout, state_dir=(Path(".ftctl") / "runs" / store.run_id).resolve(),
+                         backend=backend)
+    try:
+        comp = run_comparison(req, say)
+    except KeyboardInterrupt:
+        store.mark("incomplete", "interrupted")
+        raise
+    doc = {"comparison_id": store.run_id, "path": str(store.path), **comp.to_json()}
+    atomic_write_json(store.path / "comparison.json", doc)
+    atomic_write_bytes(store.path / "report.html", render(comp, store.path).encode())
+    passed = not comp.failed_runs and all(
+        p.guarantee_held for p in comp.protocols if p.protocol != "none")
+    store.write_verdict({"passed": passed, "protocols": {p.protocol: p.guarantee_held
+                                                         for p in comp.protocols}})
+    store.mark("complete" if not comp.failed_runs else "incomplete")
+    if as_json:
+        print(json.dumps(doc, default=repr))
+    else:
+        _show(comp, store)
+    raise typer.Exit(EXIT_OK if passed else EXIT_FAILED)
+
+
+def _protocols(names: str | None) -> list[ProtocolInfo]:
+    if names is None:
+        return list(PROTOCOLS.values())
+    out = []
+    for name in (n.strip() for n in names.split(",") if n.strip()):
+        try:
+            out.append(get_protocol(name))
+        except KeyError as exc:
+            raise ConfigError("--protocols", None, str(exc.args[0])) from None
+    if not out:
+        raise ConfigError("--protocols", None, "no protocol named")
+    return out
+
+
+def _params(items: list[str] | None, infos: list[ProtocolInfo]) -> dict[str, dict[str, Any]]:
+    """``checkpoint.interval=0.5`` -> {"checkpoint": {"interval": "0.5"}}, checked."""
+    per: dict[str, dict[str, Any]] = {}
+    for key, value in parse_params(items).items():
+        proto, dot, name = key.partition(".")
+        if not dot or proto not in {i.name for i in infos}:
+            raise ConfigError("--param", None,
+                              f"expected protocol.key=value for a compared protocol, got {key!r}")
+        per.setdefault(proto, {})[name] = value
+    for info in infos:
+        try:
+            resolve_params(info, per.get(info.name, {}))
+        except ValueError as exc:
+            raise ConfigError("--param", None, str(exc)) from None
+    return per
+
+
+def _show(comp: Any, store: RunStore) -> None:
+    title = f"{comp.topology} under {comp.schedule} ({comp.repeat} run(s) each)"
+    for columns, what in ((OUTCOME, "outcome"), (COST, "cost, before the first fault")):
+        table = Table(title=f"{title}: {what}")
+        for name, _ in columns:
+            table.add_column(name, justify="left" if name in ("protocol", "guarantee")
+                             else "right")
+        for p in comp.protocols:
+            table.add_row(*(_cell(v) for v in row(p, columns)))
+        console.print(table)
+    if comp.failed_runs:
+        console.print(f"[red]runs that did not finish:[/red] {', '.join(comp.failed_runs)}")
+    console.print(f"report: {store.path / 'report.html'}")
+
+
+def _cell(v: object) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "[red]no[/red]"
+    if isinstance(v, float):
+        return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+    return str(v)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(compare_app, name="compare")

@@ -1,0 +1,1 @@
+"""Protocols side by side on one recorded fault schedule."""

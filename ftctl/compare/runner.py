@@ -1,0 +1,188 @@
+"""Runs every protocol on one recorded fault schedule, K times each, on one cluster.
+
+The first run executes the scenario (or ``--kill N``) and records its schedule; every run
+after it, the first protocol's repeats included, replays that record, so all protocols
+face the same faults at the same offsets into the run. Task-level faults share one
+cluster for all runs; faults that kill workers get a fresh cluster per run, since a run
+would leave the next one fewer workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ftctl.cluster import LocalCluster, make_cluster
+from ftctl.commands.chaos_cmd import ChaosExtension, expected_seconds
+from ftctl.commands.chaos_plan import CLUSTER_FAULTS, Schedule, from_replay
+from ftctl.commands.runner import (
+    SLOTS_PER_INSTANCE,
+    RunContext,
+    RunExtension,
+    RunRequest,
+    execute,
+)
+from ftctl.compare.figures import (
+    ProtocolFigures,
+    RunFigures,
+    add_overheads,
+    steady_latency,
+    steady_throughput,
+    steady_window,
+    summarize,
+)
+from ftctl.config.scenario import parse_target
+from ftctl.config.topology import Topology
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.spark.host import HostResult
+from protocols.base import ProtocolInfo
+from protocols.registry import resolve_params
+
+
+class CaptureExtension(RunExtension):
+    """Runs the chaos extension and keeps what compare needs from the run."""
+
+    def __init__(self, inner: ChaosExtension):
+        self.inner = inner
+        self.figures: RunFigures | None = None
+        self.latency: list[tuple[float, float]] = []
+
+    def attach(self, ctx: RunContext) -> None:
+        self.inner.attach(ctx)
+
+    def host_done(self, ctx: RunContext, result: HostResult) -> None:
+        self.inner.host_done(ctx, result)
+
+    def summarize(self, ctx: RunContext, result: HostResult, summary: dict[str, Any]) -> None:
+        self.inner.summarize(ctx, result, summary)
+        shift = self.inner.shift  # host clock -> the run store's clock (events, faults)
+        recs = summary.get("recovery") or []
+        self.latency = [(t + shift, lat) for _, t, lat in result.latency]
+        series = _sink_series(result, ctx.graph, shift)
+        first_output = series[0][0] if series else 0.0
+        window = steady_window(first_output, [float(f["t_fault"]) for f in recs])
+        anomalies = summary.get("anomalies") or {}
+        self.figures = RunFigures(
+            run_id=ctx.store.run_id, protocol=ctx.request.info.name,
+            passed=bool(summary.get("passed")),
+            lost=int(anomalies.get("lost", 0)), duplicated=int(anomalies.get("duplicated", 0)),
+            detection_s=_median_of(recs, "detection_s"), restart_s=_median_of(recs, "restart_s"),
+            recovery_s=_median_of(recs, "recovery_s"),
+            throughput_rps=steady_throughput(series, window),
+            latency_p50_s=steady_latency(self.latency, window),
+            records_processed=sum(result.records_in.values()),
+            snapshot_bytes=result.snapshot_bytes, restarts=result.restarts,
+            seconds=round(result.seconds, 3))
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _median_of(recs: list[dict[str, Any]], key: str) -> float | None:
+    xs = sorted(float(r[key]) for r in recs if r.get(key) is not None)
+    if not xs:
+        return None
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def _sink_series(result: HostResult, graph: ExecutionGraph,
+                 shift: float) -> list[tuple[float, int]]:
+    """Cumulative records the sinks received, over time."""
+    sinks = set(graph.sinks)
+    latest: dict[str, int] = {}
+    series: list[tuple[float, int]] = []
+    for row in sorted(result.metrics, key=lambda r: r["t"]):
+        if row["instance"] in sinks:
+            latest[row["instance"]] = int(row["records_in"])
+            series.append((float(row["t"]) + shift, sum(latest.values())))
+    return series
+
+
+@dataclass
+class Comparison:
+    topology: str
+    schedule: str
+    repeat: int
+    protocols: list[ProtocolFigures] = field(default_factory=list)
+    runs: list[RunFigures] = field(default_factory=list)
+    latency: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    recorded_from: str = ""
+    failed_runs: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"topology": self.topology, "schedule": self.schedule, "repeat": self.repeat,
+                "recorded_from": self.recorded_from, "failed_runs": self.failed_runs,
+                "protocols": [p.to_json() for p in self.protocols],
+                "runs": [r.to_json() for r in self.runs]}
+
+
+@dataclass
+class CompareRequest:
+    topology: Topology
+    schedule: Schedule
+    protocols: list[ProtocolInfo]
+    params: dict[str, dict[str, Any]]
+    repeat: int
+    workers: int
+    labels: list[str] | None
+    results: Path
+    timeout: float
+    state_dir: Path
+    backend: str = "local"
+
+
+def needs_own_cluster(schedule: Schedule) -> bool:
+    return any(p.type in CLUSTER_FAULTS or parse_target(p.target).kind == "selector"
+               for p in schedule.faults)
+
+
+def run_comparison(req: CompareRequest, say: Callable[[str], None]) -> Comparison:
+    graph = ExecutionGraph(req.topology)
+    duration = expected_seconds(graph)
+    cores = SLOTS_PER_INSTANCE * len(graph.order)
+    comp = Comparison(req.topology.name, req.schedule.name, req.repeat)
+    shared: LocalCluster | None = None
+    try:
+        if not needs_own_cluster(req.schedule):
+            # Its own state dir: a cluster the user keeps warm with `cluster up` is not ours.
+            shared = make_cluster(req.backend, workers=req.workers, cores=cores,
+                                  labels=req.labels, state_dir=req.state_dir, owned=True)
+            say("starting one cluster for every run")
+            shared.up(progress=say)
+        schedule = req.schedule
+        total = len(req.protocols) * req.repeat
+        done = 0
+        for info in req.protocols:
+            runs: list[RunFigures] = []
+            for k in range(req.repeat):
+                done += 1
+                say(f"run {done}/{total}: {info.name} (repeat {k + 1}/{req.repeat})")
+                capture = CaptureExtension(ChaosExtension(schedule, duration))
+                request = RunRequest(
+                    req.topology, info, resolve_params(info, req.params.get(info.name, {})),
+                    master=shared.master_url if shared else None, workers=req.workers,
+                    results=req.results, timeout=req.timeout, as_json=False,
+                    backend=req.backend, labels=req.labels, cores=cores, kind="compare",
+                    quiet=True,
+                    config={"chaos": {"schedule": schedule.source, "name": schedule.name,
+                                      "seed": schedule.seed}})
+                execute(request, capture)
+                if capture.figures is None:
+                    comp.failed_runs.append(f"{info.name}#{k + 1}")
+                    continue
+                runs.append(capture.figures)
+                comp.latency.setdefault(info.name, capture.latency)
+                if not comp.recorded_from:
+                    # Everyone after the first run replays exactly what it recorded.
+                    comp.recorded_from = capture.figures.run_id
+                    schedule, _ = from_replay(comp.recorded_from, req.results, graph.order)
+            comp.runs += runs
+            comp.protocols.append(summarize(info.name, info.guarantee.value, runs))
+        add_overheads(comp.protocols)
+        return comp
+    finally:
+        if shared is not None:
+            shared.down()

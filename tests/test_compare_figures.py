@@ -1,0 +1,49 @@
+"""The figures of ftctl compare, on hand-made series."""
+
+from __future__ import annotations
+
+import pytest
+
+from ftctl.compare.figures import (
+    RunFigures,
+    add_overheads,
+    steady_latency,
+    steady_throughput,
+    steady_window,
+    summarize,
+)
+
+
+def _run(proto: str, recovery: float | None, thr: float, lat: float, ok: bool = True,
+         lost: int = 0) -> RunFigures:
+    return RunFigures(f"{proto}-{recovery}", proto, ok, lost, 0, 0.1, 0.2, recovery, thr, lat,
+                      1000, 0, 1, 10.0)
+
+
+def test_steady_window_ends_at_the_first_fault() -> None:
+    assert steady_window(2.0, [9.0, 5.0]) == (3.0, 5.0)
+    assert steady_window(2.0, []) == (3.0, float("inf"))
+
+
+def test_steady_figures_ignore_what_follows_a_fault() -> None:
+    window = (1.0, 5.0)
+    # 100 records/s before the fault, then a replay burst that must not count.
+    series = [(t, 100 * t) for t in range(0, 6)] + [(6, 2000), (7, 4000)]
+    assert steady_throughput(series, window) == pytest.approx(100.0)
+    samples = [(1.5, 0.01), (2.5, 0.03), (3.5, 0.02), (6.0, 9.0)]
+    assert steady_latency(samples, window) == pytest.approx(0.02)
+    assert steady_throughput([(1.0, 5)], window) is None
+
+
+def test_summary_medians_spread_and_overheads() -> None:
+    none = summarize("none", "at-most-once", [_run("none", 1.0, 1000, 0.010, lost=3)])
+    ckpt = summarize("checkpoint", "exactly-once",
+                     [_run("checkpoint", 2.0, 900, 0.012), _run("checkpoint", 4.0, 900, 0.012),
+                      _run("checkpoint", 3.0, 900, 0.012)])
+    add_overheads([none, ckpt])
+    assert ckpt.recovery_s == 3.0 and ckpt.recovery_spread_s == 2.0
+    assert ckpt.throughput_overhead == pytest.approx(0.1)
+    assert ckpt.latency_overhead == pytest.approx(0.2)
+    assert none.lost == 3 and none.throughput_overhead == 0.0
+    bad = summarize("x", "exactly-once", [_run("x", None, 1, 1), _run("x", None, 1, 1, ok=False)])
+    assert not bad.guarantee_held and bad.recovery_s is None

@@ -1,0 +1,87 @@
+"""ftctl compare protocols on a local Spark cluster: one schedule, every protocol."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.spark
+PROTOCOLS = ["none", "checkpoint", "causal", "lineage"]
+
+
+class _ProtocolRows(HTMLParser):
+    """Rows of the table with id=protocols."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inside = False
+        self.rows: list[list[str]] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self.inside = dict(attrs).get("id") == "protocols"
+        elif self.inside and tag == "tr":
+            self.rows.append([])
+        elif self.inside and tag == "td":
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table":
+            self.inside = False
+        elif tag == "td" and self._cell is not None and self.rows:
+            self.rows[-1].append("".join(self._cell))
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="needs Java 17+ for Spark")
+def test_compare_protocols_under_single_kill(tmp_path: Path) -> None:
+    before = {p.pid for p in psutil.process_iter()}
+    proc = subprocess.run(
+        [sys.executable, "-m", "ftctl.cli", "compare", "protocols",
+         str(ROOT / "topologies/wordcount.yaml"), "--scenario", str(ROOT / "chaos/single-kill.yaml"),
+         "--protocols", ",".join(PROTOCOLS), "--records", "4000", "--rate", "500",
+         "--results", str(tmp_path), "--json"],
+        capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    by_proto = {p["protocol"]: p for p in doc["protocols"]}
+    assert list(by_proto) == PROTOCOLS
+    for name in ("checkpoint", "causal", "lineage"):
+        fig = by_proto[name]
+        assert fig["guarantee_held"], fig
+        assert fig["lost"] == 0 and fig["duplicated"] == 0
+        assert fig["detection_s"] is not None and fig["detection_s"] < 5
+    assert by_proto["checkpoint"]["snapshot_bytes"] > 0
+    # Every run after the first replayed the first one's recorded schedule.
+    recorded = doc["recorded_from"]
+    for run_id in [r["run_id"] for r in doc["runs"]][1:]:
+        cfg = json.loads((tmp_path / run_id / "config.json").read_text())
+        assert recorded in cfg["chaos"]["schedule"]
+    html = (Path(doc["path"]) / "report.html").read_text()
+    parser = _ProtocolRows()
+    parser.feed(html)
+    rows = {r[0]: r for r in parser.rows if r}
+    assert set(rows) == set(PROTOCOLS)
+    detect_col = 5  # protocol, guarantee, held, lost, dup, detect s
+    for name in PROTOCOLS:
+        assert float(rows[name][detect_col]) == pytest.approx(by_proto[name]["detection_s"],
+                                                              rel=0.01)
+    assert "data:image/png;base64," in html
+    leftover = [p for p in psutil.process_iter(["pid", "cmdline"])
+                if p.info["pid"] not in before and "spark" in " ".join(p.info["cmdline"] or [])
+                and "ftctl" in " ".join(p.info["cmdline"] or [])]
+    assert not leftover, leftover
