@@ -86,12 +86,16 @@ class DirectoryStore:
         return store
 
     def _write(self, directory: Path, prefix: str, blob: Any) -> tuple[Path, int]:
-        data = pickle.dumps(blob, protocol=pickle.HIGHEST_PROTOCOL)
         directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=prefix)
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        return Path(tmp), len(data)
+            # Pickled straight into the file: the pickler writes frame by frame and each
+            # write lets other threads take the GIL (a task's heartbeat thread must not
+            # starve while a sink pickles a second of held output), and no copy of the
+            # whole blob is made in memory.
+            pickle.dump(blob, f, protocol=pickle.HIGHEST_PROTOCOL)
+            size = f.tell()
+        return Path(tmp), size
 
     def put(self, snapshot: int, instance: str, blob: Any) -> None:
         path = self._path(snapshot, instance)
