@@ -132,6 +132,9 @@ def main() -> None:
             for name, proto in protocols:
                 s = spark_run(master, proto, args.records, env, work, topology)
                 runs[name].append(s["records_per_s"])
+                if s["detections"]:  # a (false) failure detection makes a run slow: say so
+                    print(f"  {name} run {len(runs[name])}: {s['detections']} detection(s), "
+                          f"{s['restarts']} restart(s), {s['records_per_s']:,.0f} records/s")
         for name, _ in protocols:
             median[name] = statistics.median(runs[name])
             print(f"spark {name:<16} {median[name]:12,.0f} records/s (median; "
