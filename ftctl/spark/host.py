@@ -22,6 +22,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from chaos.context import ChannelFault
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.host import commit_epochs
@@ -55,6 +57,11 @@ from protocols.base import (
 # threads unpickling large sink frames (gaps up to 1.8 s at 600k lines), which must not
 # look like a paused task. A paused (SIGSTOPped) task is then found within 1.0-1.5 s.
 HEARTBEAT_TIMEOUT = 1.5
+# The task's own heartbeat thread can starve too (its process holding the GIL in a long
+# unpickle, or short of CPU on a loaded machine: 1.5 s gaps measured at 600k lines). So a
+# silent task is declared hung at HEARTBEAT_TIMEOUT only when the OS shows its process
+# stopped; a running one gets until HANG_TIMEOUT.
+HANG_TIMEOUT = 4.5
 DETECT_WINDOW = 0.05  # failures this close together are one detection (correlated faults)
 REGISTER_TIMEOUT = 90.0  # a started task that never registers counts as failed
 CANCEL_AFTER = 1.0  # a stopped task that has not exited by then has its job cancelled
@@ -414,9 +421,11 @@ class SparkHost:
             key = (iid, task.inc)
             # The newest sign of life: a frame's arrival, or a heartbeat's send stamp.
             last = max(task.last_hb, seen.get(key, 0.0), stamps.get(key, 0.0))
-            if (task.gone and mono - last > HEARTBEAT_TIMEOUT and key not in blocked
-                    and not server.heartbeat_pending(key)):
-                self._suspect(iid, f"missed heartbeats (silent {mono - last:.1f} s, "
+            silent = mono - last
+            if (task.gone and silent > HEARTBEAT_TIMEOUT and key not in blocked
+                    and not server.heartbeat_pending(key)
+                    and (silent > HANG_TIMEOUT or _stopped(task.pid))):
+                self._suspect(iid, f"missed heartbeats (silent {silent:.1f} s, "
                                    f"loop {mono - self._loop_at:.2f} s)")
             extra = server.extras.get(key)
             if extra:
@@ -579,3 +588,16 @@ class SparkHost:
             # Not running yet: deliver once its plan is released (on_control is idempotent
             # for the payloads protocols send, e.g. end-of-stream of a channel).
             self.held_controls.setdefault(iid, []).append((self.inc[iid], payload))
+
+
+def _stopped(pid: int) -> bool:
+    """Whether the OS shows the task's process stopped (SIGSTOP) or gone.
+
+    Tasks run on this machine (or in containers sharing its pid namespace); a pid this
+    machine does not know (a remote cluster) gives no verdict, only HANG_TIMEOUT does.
+    """
+    try:
+        return psutil.Process(pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE,
+                                                 psutil.STATUS_DEAD, psutil.STATUS_TRACING_STOP)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
