@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from ftctl.config.load import load_topology
 from ftctl.gate.baseline import regressions
@@ -65,15 +66,21 @@ def _chaos_command(case: GateCase) -> list[str]:
     return cmd
 
 
+def _median_fault_metric(run: dict[str, Any], key: str) -> float | None:
+    values = [float(v) for f in run.get("recovery") or []
+              if isinstance(v := f.get(key), int | float)]
+    return statistics.median(values) if values else None
+
+
 def run_spark_case(case: GateCase, repeat: int) -> CaseResult:
     """Runs ``ftctl chaos --json`` ``repeat`` times; metrics are medians over the runs."""
-    runs: list[dict[str, object]] = []
+    runs: list[dict[str, Any]] = []
     failures: list[str] = []
     for _ in range(repeat):
         proc = subprocess.run(_chaos_command(case), capture_output=True, text=True)
         try:
-            runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-        except (json.JSONDecodeError, IndexError):
+            runs.append(json.loads(proc.stdout))
+        except json.JSONDecodeError:
             tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             failures.append(f"chaos exited {proc.returncode}: {tail}")
     if failures and not runs:
@@ -81,14 +88,15 @@ def run_spark_case(case: GateCase, repeat: int) -> CaseResult:
     held = all(bool(r.get("passed")) for r in runs) and not failures
     violations: dict[str, int] = {}
     for r in runs:
-        for k, v in dict(r.get("violations") or {}).items():  # type: ignore[call-overload]
+        for k, v in (r.get("anomalies") or {}).items():
             violations[k] = violations.get(k, 0) + int(v)
     metrics: dict[str, float] = {}
-    for metric in ("recovery_s", "detection_s"):
-        values = [float(v) for r in runs if isinstance(v := r.get(metric), int | float)]
-        if values:
-            metrics[metric] = round(statistics.median(values), 3)
-    return CaseResult(case.name, held, metrics, violations, details="\n".join(failures))
+    for metric in ("detection_s", "restart_s", "recovery_s"):
+        per_run = [m for r in runs if (m := _median_fault_metric(r, metric)) is not None]
+        if per_run:
+            metrics[metric] = round(statistics.median(per_run), 3)
+    details = "\n".join(failures + [f"run {r.get('run_id')}" for r in runs])
+    return CaseResult(case.name, held, metrics, violations, details=details)
 
 
 def run_case(case: GateCase, suite: GateSuite, baseline: dict[str, float] | None) -> CaseResult:
@@ -102,5 +110,6 @@ def run_case(case: GateCase, suite: GateSuite, baseline: dict[str, float] | None
         kinds = ", ".join(f"{k}={v}" for k, v in sorted(result.violations.items())) or "failed"
         result.reasons.append(f"guarantee broken: {kinds}")
     if baseline:
-        result.reasons += regressions(result.metrics, baseline, suite.tolerance, suite.slack)
+        tolerance = case.tolerance if case.tolerance is not None else suite.tolerance
+        result.reasons += regressions(result.metrics, baseline, tolerance, suite.slack)
     return result

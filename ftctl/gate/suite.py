@@ -31,6 +31,7 @@ class GateCase(BaseModel):
     rate: float | None = Field(None, gt=0)
     workers: int | None = Field(None, ge=1)
     repeat: int | None = Field(None, ge=1, description="Overrides the suite's repeat.")
+    tolerance: float | None = Field(None, ge=0, description="Overrides the suite's tolerance.")
 
     @model_validator(mode="after")
     def _spark_needs_faults(self) -> GateCase:
@@ -47,7 +48,7 @@ class GateSuite(BaseModel):
     tolerance: float = Field(0.5, ge=0, description="Allowed relative regression (0.5 = +50%).")
     slack: dict[str, float] = Field(
         default_factory=lambda: {"recovery_delay_ms": 2.0, "resent_records": 200.0,
-                                 "recovery_s": 1.0, "detection_s": 0.5},
+                                 "recovery_s": 2.0, "restart_s": 2.0, "detection_s": 0.5},
         description="Absolute slack per metric, added to the tolerance (noise floor).")
     repeat: int = Field(1, ge=1, description="Runs per Spark case; the median is judged.")
     cases: list[GateCase] = Field(min_length=1)
