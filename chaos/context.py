@@ -14,7 +14,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ftctl.config.scenario import WORKER_KEY
+
 ChannelKind = Literal["partition", "delay", "drop"]
+# What a container fault asks of a worker's container (docker backend only).
+ContainerAction = Literal["kill", "stop", "start", "pause", "unpause", "restart"]
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,16 @@ class FaultContext(Protocol):
         """Start a replacement worker with these labels; may return before it is ALIVE."""
         ...
 
+    def container(
+        self, worker_id: str, action: ContainerAction, timeout: float | None = None
+    ) -> WorkerRef:
+        """Act on a worker's container (``timeout``: grace before SIGKILL of stop/restart).
+
+        Raises FaultError when the workers are not containers (local processes, or a
+        cluster ftctl did not start) or the container is not in a state for ``action``.
+        """
+        ...
+
     def channel_fault(self, spec: ChannelFault) -> None:
         """Ask the runtime to apply a channel fault until cleared."""
         ...
@@ -147,7 +161,7 @@ class Ledger:
         """Remove and return the lost workers whose labels include ``selector``."""
         with self._lock:
             wanted = dict(selector or {})
-            taken = [w for w in self.lost if matches(w.labels, wanted)]
+            taken = [w for w in self.lost if selects(w, wanted)]
             self.lost = [w for w in self.lost if w not in taken]
             return taken
 
@@ -155,3 +169,8 @@ class Ledger:
 def matches(labels: Mapping[str, str], selector: Mapping[str, str]) -> bool:
     """Whether ``labels`` contain every pair of ``selector``."""
     return all(labels.get(k) == v for k, v in selector.items())
+
+
+def selects(worker: WorkerRef, selector: Mapping[str, str]) -> bool:
+    """Whether a selector picks this worker: its labels, plus its name as ``worker``."""
+    return matches({**worker.labels, WORKER_KEY: worker.id}, selector)

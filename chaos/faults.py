@@ -34,7 +34,7 @@ from chaos.context import (
     InjectRecord,
     Ledger,
     WorkerRef,
-    matches,
+    selects,
 )
 from ftctl.config.scenario import (
     FAULT_TYPES,
@@ -48,7 +48,8 @@ from ftctl.config.scenario import (
 
 StepCallback = Callable[[str, dict[str, Any]], None]
 # What the scheduler resolves `random`/operator targets to before the run (see nemesis).
-Scope = Literal["instance", "group", "capacity"]
+# "worker": container faults, whose `random` is a live worker drawn when they strike.
+Scope = Literal["instance", "group", "capacity", "worker"]
 
 SLOW_PERIOD = 0.1  # seconds per stop/continue cycle of `slow`; short enough to look smooth
 
@@ -180,7 +181,7 @@ class ChaosFault(ABC):
 
 def _matching(ctx: FaultContext, target: Target) -> list[WorkerRef]:
     selector = dict(target.labels)
-    return [w for w in ctx.workers() if matches(w.labels, selector)]
+    return [w for w in ctx.workers() if selects(w, selector)]
 
 
 # ---------------------------------------------------------------------------- kills
@@ -248,7 +249,7 @@ class KillGroup(ChaosFault):
             selector = dict([self.rng.choice(pairs)])
         else:
             raise FaultError(f"kill-group needs a label selector, not {self.target}")
-        members = [w for w in live if matches(w.labels, selector)]
+        members = [w for w in live if selects(w, selector)]
         if not members:
             raise FaultError(f"no live worker matches {self.target}")
         return members
@@ -463,11 +464,8 @@ class RestoreCapacity(ChaosFault):
         return record
 
 
-FAULTS: dict[str, type[ChaosFault]] = {
-    cls.name: cls
-    for cls in (
-        KillTask, KillExecutor, KillWorker, KillGroup, Pause,
-        Partition, Delay, Drop, Slow, RestoreCapacity,
-    )
-}
-assert set(FAULTS) == set(FAULT_TYPES), "every fault type needs a class"
+# The process-level fault types; chaos.registry adds the container ones (chaos.containers).
+FAULT_CLASSES: tuple[type[ChaosFault], ...] = (
+    KillTask, KillExecutor, KillWorker, KillGroup, Pause,
+    Partition, Delay, Drop, Slow, RestoreCapacity,
+)  # fmt: skip

@@ -2,20 +2,23 @@
 
 The host supplies its run clock, its instances, a lookup of the live task pids, and the
 phase flags its coordinator knows (snapshot or recovery in progress); the cluster backend
-(``LocalCluster`` or anything with the same four methods) supplies the workers. Channel
-faults need the host's channel layer; until it passes ``apply_channel``/``clear_channel``
-they are refused with a FaultError, which the nemesis logs as ``fault-error``.
+(``LocalCluster`` or anything with the same four methods) supplies the workers. Container
+faults need a backend whose workers are containers (``DockerCluster``: it has the
+``ContainerBackend`` methods too); on any other they are a FaultError. Channel faults need
+the host's channel layer; until it passes ``apply_channel``/``clear_channel`` they are
+refused with a FaultError, which the nemesis logs as ``fault-error``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from chaos import procs
-from chaos.context import ChannelFault, WorkerRef
+from chaos.context import ChannelFault, ContainerAction, WorkerRef
 from chaos.faults import FaultError
+from ftctl.cluster.errors import ClusterError
 
 NO_CLUSTER = (
     "this fault needs process access to the workers, which ftctl has only on a cluster it "
@@ -33,6 +36,48 @@ class ClusterBackend(Protocol):
     def kill_worker(self, which: str | int, sig: int = ...) -> Any: ...
 
     def start_worker(self, labels: Any = None, *, wait: bool = True) -> Any: ...
+
+
+@runtime_checkable
+class ContainerBackend(Protocol):
+    """What ``ftctl.docker.DockerCluster`` adds: its workers' containers as fault targets.
+    (``kill_worker`` of that backend already kills the container.)"""
+
+    def kill_worker(self, which: str | int, sig: int = ...) -> Any: ...
+
+    def stop_worker(self, which: str | int, timeout: float | None = None) -> Any: ...
+
+    def restart_container(self, which: str | int, wait: bool = False) -> Any: ...
+
+    def restart_worker(self, which: str | int, timeout: float | None = None,
+                       wait: bool = False) -> Any: ...
+
+    def pause_worker(self, which: str | int) -> Any: ...
+
+    def unpause_worker(self, which: str | int) -> Any: ...
+
+
+NOT_CONTAINERS = (
+    "container faults need the docker backend (--backend docker); this cluster's workers "
+    "are processes: use kill-worker or pause"
+)
+
+
+def _container_call(cluster: ContainerBackend, worker: str, action: ContainerAction,
+                    timeout: float | None) -> Any:
+    # No waiting for a (re)started worker to be ALIVE: as with restore-capacity, the
+    # launch is the event; the run measures when the capacity is used.
+    if action == "kill":
+        return cluster.kill_worker(worker)
+    if action == "stop":
+        return cluster.stop_worker(worker, timeout=timeout)
+    if action == "start":
+        return cluster.restart_container(worker, wait=False)
+    if action == "pause":
+        return cluster.pause_worker(worker)
+    if action == "unpause":
+        return cluster.unpause_worker(worker)
+    return cluster.restart_worker(worker, timeout=timeout, wait=False)
 
 
 def _never() -> bool:
@@ -75,6 +120,17 @@ class HostFaultContext:
         # No waiting for ALIVE (~10 s): the arrival is the launch; the master's view and
         # the coordinator's use of the new capacity are what the run then measures.
         return _ref(self._cluster().start_worker(dict(labels), wait=False))
+
+    def container(
+        self, worker_id: str, action: ContainerAction, timeout: float | None = None
+    ) -> WorkerRef:
+        cluster = self._cluster()
+        if not isinstance(cluster, ContainerBackend):
+            raise FaultError(NOT_CONTAINERS)
+        try:
+            return _ref(_container_call(cluster, worker_id, action, timeout))
+        except ClusterError as exc:  # not running, already paused, an engine error
+            raise FaultError(f"{action} {worker_id}: {exc}") from exc
 
     def channel_fault(self, spec: ChannelFault) -> None:
         if self.apply_channel is None:

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from chaos.context import FaultContext, InjectRecord, Ledger
-from chaos.faults import FAULTS, ChaosFault, FaultError
+from chaos.faults import ChaosFault, FaultError
+from chaos.registry import FAULTS
 from chaos.schedule import PlannedFault, occurrence, plan, random_kills
 from ftctl.config.scenario import FAULT_TYPES, Scenario
 

@@ -6,11 +6,13 @@ resolved target and its own seed. Everything random is drawn from RNGs keyed by
 the 3rd repetition of fault 2 does not change when fault 1 gains a repetition, and a
 trigger occurrence resolved at fire time gets the same target in every run.
 
-Resolution: for fault types that act on one instance (everything but kill-group and
-restore-capacity), ``random`` and operator targets become an instance here; instances
-and label selectors stay as written (which worker carries a label is only known when the
-fault strikes). kill-group and restore-capacity keep their selector (``random`` = a random
-failure domain / every lost worker).
+Resolution: for fault types that act on one instance (everything but kill-group,
+restore-capacity and the container faults), ``random`` and operator targets become an
+instance here; instances and label selectors stay as written (which worker carries a label
+is only known when the fault strikes). kill-group and restore-capacity keep their selector
+(``random`` = a random failure domain / every lost worker); container faults resolve an
+operator to an instance (the worker running it is struck) and keep ``random`` (a live
+worker drawn when they strike).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from chaos.faults import FAULTS
+from chaos.registry import FAULTS
 from ftctl.config.scenario import Scenario, parse_target
 
 # Where `--kill N` puts its kills: the middle 60% of the run, away from start-up and the
@@ -78,8 +80,11 @@ def resolve_target(
         if target not in instances:
             raise ScheduleError(f"fault {index} ({fault_type}): no instance {target!r}")
         return target
-    if parsed.kind == "selector" or FAULTS[fault_type].scope == "capacity":
+    scope = FAULTS[fault_type].scope
+    if parsed.kind == "selector" or scope == "capacity":
         return target
+    if scope == "worker" and parsed.kind == "random":
+        return target  # which workers are live is known only when the fault strikes
     pool = [i for i in instances if parsed.kind == "random" or _operator(i) == parsed.operator]
     if not pool:
         raise ScheduleError(f"fault {index} ({fault_type}): no operator {target!r}")

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import psutil
 
-from chaos.context import ChannelFault, WorkerRef
+from chaos.context import ChannelFault, ContainerAction, WorkerRef
 
 
 class FakeContext:
@@ -28,6 +28,8 @@ class FakeContext:
         self.killed: list[tuple[str, float]] = []
         self.started: list[tuple[WorkerRef, float]] = []
         self.channel_faults: dict[str, ChannelFault] = {}
+        self.container_calls: list[tuple[str, ContainerAction, float | None]] = []
+        self.down: dict[str, WorkerRef] = {}  # stopped containers, by worker id
         self.cleared: list[str] = []
         self.snapshot = False
         self.recovering = False
@@ -98,6 +100,34 @@ class FakeContext:
     def start_worker(self, labels: Mapping[str, str]) -> WorkerRef:
         worker = self.add_worker(labels)
         self.started.append((worker, self.now()))
+        return worker
+
+    def container(
+        self, worker_id: str, action: ContainerAction, timeout: float | None = None
+    ) -> WorkerRef:
+        """Containers played by the worker's stand-in process: SIGSTOP for a pause, a new
+        process for a start or restart."""
+        self.container_calls.append((worker_id, action, timeout))
+        if action == "start":
+            old = self.down.pop(worker_id)
+            worker = WorkerRef(worker_id, self.spawn().pid, dict(old.labels))
+            self.live_workers[worker_id] = worker
+            return worker
+        worker = self.live_workers[worker_id]
+        proc = psutil.Process(worker.pid)
+        if action == "pause":
+            proc.suspend()
+        elif action == "unpause":
+            proc.resume()
+        elif action in ("kill", "stop"):
+            proc.kill()
+            del self.live_workers[worker_id]
+            if action == "stop":
+                self.down[worker_id] = worker
+        else:  # restart
+            proc.kill()
+            worker = WorkerRef(worker_id, self.spawn().pid, dict(worker.labels))
+            self.live_workers[worker_id] = worker
         return worker
 
     def channel_fault(self, spec: ChannelFault) -> None:

@@ -14,7 +14,6 @@ import pytest
 from chaos.arrivals import PAPER_MAX_S, PAPER_MIN_S, arrival_offsets
 from chaos.context import FaultContext, Ledger, WorkerRef
 from chaos.faults import (
-    FAULTS,
     Delay,
     FaultError,
     KillExecutor,
@@ -28,6 +27,7 @@ from chaos.faults import (
 )
 from chaos.hostctx import HostFaultContext
 from chaos.nemesis import Nemesis
+from chaos.registry import FAULTS
 from chaos.schedule import ScheduleError, plan, random_kills
 from ftctl.config.scenario import FAULT_TYPES, PARAMS, RestoreParams, Scenario
 from tests.fakectx import FakeContext

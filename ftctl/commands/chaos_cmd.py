@@ -51,8 +51,8 @@ def chaos(
     topology_file: Annotated[Path, typer.Argument(help="Topology YAML file.")],
     kill: Annotated[int | None, typer.Option("--kill", min=1, help="Kill N random operator "
                                              "tasks at random times mid-run.")] = None,
-    target: Annotated[str, typer.Option("--target", help="What --kill kills: task, executor "
-                                        "or worker.")] = "task",
+    target: Annotated[str, typer.Option("--target", help="What --kill kills: task, executor, "
+                                        "worker or container (docker).")] = "task",
     scenario: Annotated[Path | None, typer.Option("--scenario", help="Chaos-scenario YAML.")]
     = None,
     replay: Annotated[str | None, typer.Option("--replay", help="Apply the fault schedule "
@@ -106,7 +106,7 @@ def chaos(
         schedule = from_kills(kill, target, graph.order, duration, seed if seed is not None else 1)
     elif scenario is not None:
         schedule = from_scenario(scenario, graph.order, duration, seed)
-    check_cluster(schedule, master, worker_labels)
+    check_cluster(schedule, master, worker_labels, backend)
     request = RunRequest(
         topology, info, params, master=master, workers=workers, results=results,
         timeout=timeout, as_json=as_json, backend=backend, labels=label,

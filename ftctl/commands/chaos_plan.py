@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,13 +14,17 @@ from chaos.nemesis import Nemesis
 from chaos.schedule import PlannedFault, ScheduleError, fault_seed, plan, random_kills
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_scenario
-from ftctl.config.scenario import FAULT_TYPES, parse_target
+from ftctl.config.scenario import CONTAINER_FAULTS, FAULT_TYPES, WORKER_KEY, parse_target
 from ftctl.results import RunStore
 
-TARGET_FAULTS = {"task": "kill-task", "executor": "kill-executor", "worker": "kill-worker"}
-RESTORE_AFTER = 3.0  # --kill N --target worker: the lost worker comes back this much later
+TARGET_FAULTS = {"task": "kill-task", "executor": "kill-executor", "worker": "kill-worker",
+                 "container": "container-kill"}
+# --kill N --target worker|container: the lost worker comes back this much later.
+RESTORE_AFTER = 3.0
 # Faults that need process access to the workers (a cluster ftctl started).
-CLUSTER_FAULTS = ("kill-executor", "kill-worker", "kill-group", "restore-capacity")
+CLUSTER_FAULTS = ("kill-executor", "kill-worker", "kill-group", "restore-capacity",
+                  *CONTAINER_FAULTS)
+_WORKER_NAME = re.compile(r"^w[0-9]+$")
 
 
 @dataclasses.dataclass
@@ -36,11 +41,12 @@ class Schedule:
 def from_kills(n: int, target: str, instances: Sequence[str], duration: float,
                seed: int) -> Schedule:
     if target not in TARGET_FAULTS:
-        raise ConfigError("--target", None, f"expected task, executor or worker, got {target!r}")
+        raise ConfigError("--target", None,
+                          f"expected task, executor, worker or container, got {target!r}")
     kills = [dataclasses.replace(p, type=TARGET_FAULTS[target])
              for p in random_kills(n, instances, duration, seed)]
     faults = list(kills)
-    if target == "worker":
+    if target in ("worker", "container"):
         # Each lost node comes back, or a two-worker cluster would end with none.
         faults += [PlannedFault(index=n + i, occurrence=0, type="restore-capacity",
                                 target="random", at=round((k.at or 0.0) + RESTORE_AFTER, 6),
@@ -87,7 +93,7 @@ def from_replay(run_id: str, root: Path, instances: Sequence[str]) -> tuple[Sche
 
 
 def check_cluster(schedule: Schedule, master: str | None,
-                  worker_labels: Sequence[Mapping[str, str]]) -> None:
+                  worker_labels: Sequence[Mapping[str, str]], backend: str = "local") -> None:
     """Refuse, before anything starts, faults the cluster cannot take."""
     for p in schedule.faults:
         if p.type not in FAULT_TYPES:
@@ -98,15 +104,32 @@ def check_cluster(schedule: Schedule, master: str | None,
             raise ConfigError(schedule.source, "faults",
                               f"{p.type} on {p.target} needs process access to the workers; "
                               "run without --master so ftctl starts the cluster")
+        if p.type in CONTAINER_FAULTS and backend != "docker":
+            raise ConfigError(schedule.source, "type",
+                              f"{p.type} needs the docker backend (--backend docker); on "
+                              f"the {backend} backend workers are processes: use kill-worker "
+                              "or pause")
         if parsed.kind == "selector":
-            wanted = dict(parsed.labels)
-            if not any(all(w.get(k) == v for k, v in wanted.items()) for w in worker_labels):
-                raise ConfigError(schedule.source, "target",
-                                  f"{p.type}: no worker has labels {p.target} "
-                                  "(give them with --label)")
+            _check_selector(schedule, p.type, dict(parsed.labels), p.target, worker_labels)
         if p.type == "kill-group" and parsed.kind == "random" and not any(worker_labels):
             raise ConfigError(schedule.source, "target",
                               "kill-group random needs labelled workers (--label)")
+
+
+def _check_selector(schedule: Schedule, fault: str, wanted: dict[str, str], target: str,
+                    worker_labels: Sequence[Mapping[str, str]]) -> None:
+    """Some worker must carry the selector's labels; ``worker=`` names one (``w0``...,
+    or a later one a restore-capacity starts)."""
+    name = wanted.pop(WORKER_KEY, None)
+    if name is not None and not _WORKER_NAME.match(name):
+        raise ConfigError(schedule.source, "target",
+                          f"{fault}: {target}: workers are named w0, w1, ...")
+    named = [i for i in range(len(worker_labels)) if name in (None, f"w{i}")]
+    if name is not None and not named:
+        return  # a worker started during the run: checked when the fault strikes
+    if not any(all(worker_labels[i].get(k) == v for k, v in wanted.items()) for i in named):
+        raise ConfigError(schedule.source, "target",
+                          f"{fault}: no worker has labels {target} (give them with --label)")
 
 
 class _NoContext:

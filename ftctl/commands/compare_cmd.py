@@ -82,7 +82,7 @@ def protocols_cmd(
     else:
         assert scenario is not None
         schedule = from_scenario(scenario, graph.order, duration, seed)
-    check_cluster(schedule, None, worker_labels)
+    check_cluster(schedule, None, worker_labels, backend)
 
     store = RunStore.create(results, topology=topology.name, protocol="compare", kind="compare")
     store.write_config({"topology": topology.model_dump(by_alias=True),

@@ -32,6 +32,10 @@ FaultType = Literal[
     "drop",
     "slow",
     "restore-capacity",
+    "container-kill",
+    "container-stop",
+    "container-pause",
+    "container-restart",
 ]
 Trigger = Literal["during-checkpoint", "during-recovery"]
 
@@ -95,6 +99,15 @@ class RestoreParams(_Strict):
         return self
 
 
+class StopParams(_Strict):
+    timeout: int = Field(
+        default=2,
+        ge=0,
+        description="Whole seconds between SIGTERM and SIGKILL of the container "
+        "(docker stop -t).",
+    )
+
+
 @dataclass(frozen=True)
 class FaultKind:
     """What a fault type does and which optional fields it accepts."""
@@ -108,7 +121,10 @@ class FaultKind:
 FAULT_TYPES: dict[str, FaultKind] = {
     "kill-task": FaultKind("SIGKILL an operator task's Python worker", NoParams),
     "kill-executor": FaultKind("SIGKILL the executor running the target", NoParams),
-    "kill-worker": FaultKind("kill a worker (node loss): its executors and tasks die", NoParams),
+    "kill-worker": FaultKind(
+        "kill a worker (node loss): its executors and tasks die (docker: its container)",
+        NoParams,
+    ),
     "kill-group": FaultKind(
         "correlated failure: kill every matching worker within `window` seconds",
         NoParams,
@@ -143,7 +159,31 @@ FAULT_TYPES: dict[str, FaultKind] = {
         "bring lost workers back, all at once or progressively (`mode`, `distribution`)",
         RestoreParams,
     ),
+    # Docker backend only (a worker is a container there); refused before the run otherwise.
+    "container-kill": FaultKind(
+        "docker: SIGKILL the worker's container (node crash); `restore-capacity` replaces it",
+        NoParams,
+    ),
+    "container-stop": FaultKind(
+        "docker: stop the worker's container (SIGTERM, SIGKILL after `timeout`), start it "
+        "again after `duration` (none: it stays down, restore-capacity replaces it)",
+        StopParams,
+        takes_duration=True,
+    ),
+    "container-pause": FaultKind(
+        "docker: freeze the worker's container (cgroup freezer), unpause after `duration`",
+        NoParams,
+        takes_duration=True,
+    ),
+    "container-restart": FaultKind(
+        "docker: restart the worker's container (stop within `timeout`, start at once)",
+        StopParams,
+    ),
 }
+# Fault types that act on a worker's container: only the docker backend has them.
+CONTAINER_FAULTS: tuple[str, ...] = tuple(t for t in FAULT_TYPES if t.startswith("container-"))
+# A selector key every worker carries: its ftctl name (`worker=w1` targets worker w1).
+WORKER_KEY = "worker"
 assert set(FAULT_TYPES) == set(get_args(FaultType)), "FAULT_TYPES and FaultType disagree"
 
 PARAMS: dict[str, type[BaseModel]] = {name: kind.params for name, kind in FAULT_TYPES.items()}
@@ -195,7 +235,7 @@ class Fault(_Strict):
     target: str = Field(
         pattern=TARGET_PATTERN,
         description="An instance (`count[1]`), an operator (`count`), a worker label "
-        "selector (`rack=a`) or `random`.",
+        "selector (`rack=a`; `worker=w1` names a worker) or `random`.",
     )
     window: float | None = Field(
         default=None,
@@ -203,7 +243,10 @@ class Fault(_Strict):
         description="kill-group: the matching workers die within this many seconds.",
     )
     duration: float | None = Field(
-        default=None, gt=0, description="pause/partition/delay/drop/slow: seconds until healed."
+        default=None,
+        gt=0,
+        description="pause/partition/delay/drop/slow/container-stop/container-pause: seconds "
+        "until healed.",
     )
     params: dict[str, Any] = Field(
         default_factory=dict, description="Type-specific parameters, see `ftctl list faults`."
