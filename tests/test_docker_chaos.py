@@ -1,0 +1,128 @@
+"""``ftctl chaos`` on the docker backend: container faults and a rack failure, exactly-once.
+
+Each test is one ``ftctl chaos`` process (its own cluster of containers, ~75-100 s on this
+2-core machine, most of it cluster and session start); the runs are kept short with
+``--records``/``--rate``. Skipped as a whole only when no Docker engine answers. Every test
+removes, in ``finally``, any container its runs left (found by the state dir label, under
+the test's tmp dir) and asserts there was none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ftctl.docker.engine import docker_host, engine_reachable
+
+if not engine_reachable():
+    pytest.skip(
+        f"no Docker engine reachable (DOCKER_HOST={docker_host()})", allow_module_level=True
+    )
+
+import docker
+
+from ftctl.docker.image import build_image
+from ftctl.docker.meta import LABEL_CLUSTER, LABEL_STATE_DIR
+
+pytestmark = pytest.mark.docker
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDCOUNT = ROOT / "topologies" / "wordcount.yaml"
+CONTAINER_FAULTS = ROOT / "chaos" / "container-faults.yaml"
+RACK = ROOT / "chaos" / "rack-failure.yaml"
+SHORT = ["--records", "16000", "--rate", "1000"]  # a 16 s run
+FOUR_WORKERS = ["--workers", "4", "--label", "rack=a", "--label", "rack=a",
+                "--label", "rack=b", "--label", "rack=b"]  # fmt: skip
+
+
+def _containers_under(directory: Path) -> list[Any]:
+    """ftctl containers whose state dir is under ``directory`` (this test's runs only:
+    other runs on the same engine are not this test's business)."""
+    client = docker.from_env()
+    try:
+        found = client.containers.list(all=True, filters={"label": LABEL_CLUSTER})
+        return [c for c in found
+                if c.labels.get(LABEL_STATE_DIR, "").startswith(str(directory))]
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def image() -> None:
+    build_image()  # cached: seconds; built here so no run's timing includes a build
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Iterator[Path]:
+    """The runs' cwd (their state dirs go under it); no container of theirs may outlive
+    the test, whatever happened."""
+    left: list[Any] = []
+    try:
+        yield tmp_path
+    finally:
+        left = _containers_under(tmp_path)
+        for container in left:
+            container.remove(force=True)
+    assert left == [], f"containers left behind: {[c.name for c in left]}"
+
+
+def _chaos(args: list[str], cwd: Path, timeout: float = 300) -> dict[str, Any]:
+    env = {**os.environ, "COLUMNS": "200"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "ftctl.cli", "chaos", str(WORDCOUNT), "--backend", "docker",
+         "--protocol", "checkpoint", *SHORT, "--json", "--results", str(cwd / "results"),
+         *args],
+        cwd=cwd, text=True, capture_output=True, timeout=timeout, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary: dict[str, Any] = json.loads(proc.stdout)
+    assert summary["passed"] and summary["complete"]
+    assert not any(summary["anomalies"].values()), summary["anomalies"]
+    assert summary["oracle"] == {"passed": True, "mismatches": 0}
+    return summary
+
+
+def _events(summary: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    lines = (Path(summary["path"]) / "events.jsonl").read_text().splitlines()
+    return [e for e in map(json.loads, lines) if e["kind"] == kind]
+
+
+def test_container_pause_and_kill_under_checkpoint_are_exactly_once(workdir: Path) -> None:
+    summary = _chaos(["--scenario", str(CONTAINER_FAULTS)], workdir)
+    injected = {e["fault"]: e for e in _events(summary, "fault-inject")}
+    assert set(injected) == {"container-pause", "container-kill", "restore-capacity"}
+    assert injected["container-pause"]["resolved"] == "w1"
+    assert injected["container-kill"]["resolved"] == "w0"
+    (heal,) = _events(summary, "fault-heal")
+    assert heal["fault"] == "container-pause"
+    assert 2.5 <= heal["at"] - injected["container-pause"]["at"] <= 5.0
+    started = [e for e in _events(summary, "fault-step") if e["step"] == "worker-started"]
+    assert [(e["worker"], e["replaces"]) for e in started] == [("w2", "w0")]
+    assert _events(summary, "fault-error") == []
+    assert summary["restarts"] > 0  # the kill was recovered, not missed
+
+
+def test_kill_target_container_is_exactly_once(workdir: Path) -> None:
+    summary = _chaos(["--kill", "1", "--target", "container", "--records", "12000"], workdir)
+    assert [f["fault"] for f in summary["faults"]] == ["container-kill", "restore-capacity"]
+    assert all(f["error"] is None for f in summary["faults"]), summary["faults"]
+    assert summary["detections"] >= 1 and summary["restarts"] > 0
+
+
+def test_rack_failure_on_containers_is_exactly_once(workdir: Path) -> None:
+    summary = _chaos(["--scenario", str(RACK), *FOUR_WORKERS], workdir)
+    steps = _events(summary, "fault-step")
+    kills = [e for e in steps if e["step"] == "worker-killed"]
+    # --label cycles over workers in start order: w0 and w1 are rack a.
+    assert sorted(e["worker"] for e in kills) == ["w0", "w1"]
+    assert max(e["at"] for e in kills) - min(e["at"] for e in kills) <= 2.0
+    started = [e for e in steps if e["step"] == "worker-started"]
+    assert len(started) == 2 and all(e["labels"] == {"rack": "a"} for e in started)
+    assert min(e["at"] for e in started) > max(e["at"] for e in kills)
