@@ -142,8 +142,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 def test_kill_under_none_loses_records(cluster: LocalCluster, tmp_path: Path) -> None:
     """SIGKILL of the count instance's Python worker: `none` loses records, exit 1."""
     results = tmp_path / "results"
-    proc = _ftctl(["run", str(WORDCOUNT), "--master", cluster.master_url, "--records", "20000",
-                   "--rate", "5000", "--json", "--results", str(results)], cwd=tmp_path)
+    proc = _ftctl(["run", str(WORDCOUNT), "-p", "none", "--master", cluster.master_url,
+                   "--records", "20000", "--rate", "5000", "--json", "--results", str(results)],
+                  cwd=tmp_path)
     try:
         reg = _wait_event(results, "registered", VICTIM, timeout=90, proc=proc)
         _wait_event(results, "running", None, timeout=60, proc=proc)

@@ -58,7 +58,7 @@ def chaos(
     replay: Annotated[str | None, typer.Option("--replay", help="Apply the fault schedule "
                                                "of this stored run.")] = None,
     protocol: Annotated[str, typer.Option("--protocol", "-p",
-                                          help="Fault-tolerance protocol.")] = "none",
+                                          help="Fault-tolerance protocol.")] = "checkpoint",
     param: Annotated[list[str] | None, typer.Option(
         "--param", help="Protocol parameter key=value (repeatable).")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the fault schedule.")]

@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
 def run(
     topology_file: Annotated[Path, typer.Argument(help="Topology YAML file.")],
     protocol: Annotated[str, typer.Option("--protocol", "-p",
-                                          help="Fault-tolerance protocol.")] = "none",
+                                          help="Fault-tolerance protocol.")] = "checkpoint",
     param: Annotated[list[str] | None, typer.Option(
         "--param", help="Protocol parameter key=value (repeatable).")] = None,
     master: Annotated[str | None, typer.Option(
