@@ -72,7 +72,7 @@ class CaptureExtension(RunExtension):
             recovery_s=_median_of(recs, "recovery_s"),
             throughput_rps=steady_throughput(series, window),
             latency_p50_s=steady_latency(self.latency, window),
-            records_processed=sum(result.records_in.values()),
+            records_processed=_records_processed(result),
             snapshot_bytes=result.snapshot_bytes, restarts=result.restarts,
             seconds=round(result.seconds, 3))
 
@@ -86,6 +86,14 @@ def _median_of(recs: list[dict[str, Any]], key: str) -> float | None:
         return None
     mid = len(xs) // 2
     return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def _records_processed(result: HostResult) -> int:
+    """Records every instance received, over all its incarnations (replays included)."""
+    last: dict[str, int] = {}
+    for row in result.metrics:
+        last[row["instance"]] = int(row.get("total_in", row["records_in"]))
+    return sum(last.values()) if last else sum(result.records_in.values())
 
 
 def _sink_series(result: HostResult, graph: ExecutionGraph,
