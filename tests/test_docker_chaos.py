@@ -1,7 +1,8 @@
 """``ftctl chaos`` on the docker backend: container faults and a rack failure, exactly-once.
 
-Each test is one ``ftctl chaos`` process (its own cluster of containers, ~75-100 s on this
-2-core machine, most of it cluster and session start); the runs are kept short with
+The first test drives the four container faults on a bare cluster (~18 s); each other
+test is one ``ftctl chaos`` process (its own cluster of containers, ~75-100 s on this
+2-core machine, most of it cluster and session start), kept short with
 ``--records``/``--rate``. Skipped as a whole only when no Docker engine answers. Every test
 removes, in ``finally``, any container its runs left (found by the state dir label, under
 the test's tmp dir) and asserts there was none.
@@ -13,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,9 @@ if not engine_reachable():
 
 import docker
 
+from chaos.containers import ContainerKill, ContainerPause, ContainerRestart, ContainerStop
+from chaos.hostctx import HostFaultContext
+from ftctl.docker.cluster import DockerCluster
 from ftctl.docker.image import build_image
 from ftctl.docker.meta import LABEL_CLUSTER, LABEL_STATE_DIR
 
@@ -55,8 +60,8 @@ def _containers_under(directory: Path) -> list[Any]:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def image() -> None:
-    build_image()  # cached: seconds; built here so no run's timing includes a build
+def image() -> str:
+    return build_image().tag  # cached: seconds; here so no run's timing includes a build
 
 
 @pytest.fixture
@@ -92,6 +97,42 @@ def _chaos(args: list[str], cwd: Path, timeout: float = 300) -> dict[str, Any]:
 def _events(summary: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     lines = (Path(summary["path"]) / "events.jsonl").read_text().splitlines()
     return [e for e in map(json.loads, lines) if e["kind"] == kind]
+
+
+def test_every_container_fault_on_a_real_engine(image: str, workdir: Path) -> None:
+    """The four container faults through the same context ``ftctl chaos`` builds, on a
+    cluster without a Spark session (the runs below cover them under load)."""
+    cluster = DockerCluster(workers=2, cores=1, memory="512m", labels=["rack=a", "rack=b"],
+                            state_dir=workdir / "state", image=image)  # fmt: skip
+    try:
+        cluster.up()
+        ctx = HostFaultContext(clock=time.monotonic, instance_ids=[],
+                               task_pids=lambda _i: None, cluster=cluster)  # fmt: skip
+
+        def status(worker: str) -> str:
+            return {c.worker: c.status for c in cluster.containers()}[worker]
+
+        pause = ContainerPause("worker=w0", duration=1.0)
+        pause.inject(ctx)
+        assert status("w0") == "paused"
+        pause.heal(ctx)
+        assert status("w0") == "running"
+
+        stop = ContainerStop("rack=b", {"timeout": 1}, duration=1.0)
+        stop.inject(ctx)
+        assert status("w1") == "exited" and "w1" not in {w.id for w in ctx.workers()}
+        stop.heal(ctx)  # docker start: the Worker registers again
+        cluster.wait_alive("w1", timeout=90)
+
+        before = cluster.worker("w0").pid
+        ContainerRestart("worker=w0", {"timeout": 0}).inject(ctx)
+        cluster.wait_alive("w0", timeout=90)
+        assert cluster.worker("w0").pid != before
+
+        ContainerKill("rack=a").inject(ctx)
+        assert status("w0") == "exited" and [w.id for w in ctx.workers()] == ["w1"]
+    finally:
+        cluster.down()
 
 
 def test_container_pause_and_kill_under_checkpoint_are_exactly_once(workdir: Path) -> None:
