@@ -313,7 +313,7 @@ class InstanceTask:
         sends: dict[str, list[tuple[int, Any]]] = {}
         ctrl: list[tuple[Any, ...]] = []
         dst_of = self.dst_of
-        for a in acts:
+        for a in _latest_persists(acts):
             t = type(a)
             if t is Send:
                 sends.setdefault(dst_of[a.channel], []).append((a.channel, a.msg))  # type: ignore[union-attr]
@@ -357,3 +357,30 @@ class InstanceTask:
         data = wire.encode(frame)  # outside the lock: the heavy part
         with self.ctrl_lock:
             self.ctrl.send_bytes(data)
+
+
+def _latest_persists(acts: list[Action]) -> list[Action]:
+    """``acts`` without the Persists a later Persist of the same snapshot part overwrites.
+
+    A log-based sink persists its de-duplication state with every batch it outputs; one
+    file write per batch capped the sharder topology at a few thousand records/s. All of
+    a flush reaches the coordinator in one frame, so only the newest blob of a part is
+    needed, unless a Report lies between: the coordinator may act on it (read the store,
+    stop this instance) before the rest of the frame, so a Persist before one is kept.
+    """
+    if sum(1 for a in acts if type(a) is Persist) < 2:
+        return acts
+    later: set[tuple[int, str]] = set()
+    keep: list[Action] = []
+    for a in reversed(acts):
+        t = type(a)
+        if t is Report:
+            later.clear()
+        elif t is Persist:
+            key = (a.snapshot, a.instance)  # type: ignore[union-attr]
+            if key in later:
+                continue
+            later.add(key)
+        keep.append(a)
+    keep.reverse()
+    return keep
