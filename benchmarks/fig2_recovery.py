@@ -5,7 +5,7 @@ local Spark cluster, rate-paced, and kills ``sharder[0]``'s task once ``N`` vote
 been aggregated (the kill is scheduled at ``N / rate`` s after the topology runs), then
 ``tail`` more seconds of input follow. Each point is one ``ftctl chaos --json`` run:
 
-    python benchmarks/fig2_recovery.py [--sizes 20000,100000,300000] [--rate 10000]
+    python benchmarks/fig2_recovery.py [--sizes 10000,50000] [--rate 2000]
                                        [--protocols causal,lineage] [--out fig2.png]
 
 Reported per run (all from ftctl's recovery report, on the run's event clock):
@@ -85,10 +85,12 @@ def plot(rows: list[dict[str, Any]], out: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="20000,100000,300000")
+    ap.add_argument("--sizes", default="10000,50000")
     ap.add_argument("--protocols", default="causal,lineage")
-    ap.add_argument("--rate", type=float, default=10_000.0, help="votes/s (paced)")
-    ap.add_argument("--tail", type=float, default=12.0, help="seconds of input after the kill")
+    ap.add_argument("--rate", type=float, default=2_000.0, help="votes/s (paced)")
+    # Lineage restarts 22 instances (10-15 s on a loaded 2-core machine): a shorter tail
+    # ends the input before its output flows again, and no recovery can be measured.
+    ap.add_argument("--tail", type=float, default=25.0, help="seconds of input after the kill")
     ap.add_argument("--timeout", type=float, default=900.0)
     ap.add_argument("--out", type=Path, default=Path("fig2_recovery.png"))
     args = ap.parse_args()
