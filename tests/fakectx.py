@@ -117,8 +117,10 @@ class FakeContext:
         proc = psutil.Process(worker.pid)
         if action == "pause":
             proc.suspend()
+            _settle(proc, stopped=True)
         elif action == "unpause":
             proc.resume()
+            _settle(proc, stopped=False)
         elif action in ("kill", "stop"):
             proc.kill()
             del self.live_workers[worker_id]
@@ -142,3 +144,13 @@ class FakeContext:
 
     def recovery_in_progress(self) -> bool:
         return self.recovering
+
+
+def _settle(proc: psutil.Process, *, stopped: bool, within: float = 5.0) -> None:
+    """Wait until the kernel shows the signal taken: the engine's pause returns once the
+    cgroup is frozen, while SIGSTOP is delivered asynchronously."""
+    deadline = time.monotonic() + within
+    while (proc.status() == psutil.STATUS_STOPPED) != stopped:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"process {proc.pid} not {'stopped' if stopped else 'running'}")
+        time.sleep(0.01)
