@@ -58,7 +58,9 @@ class DirectoryStore:
     KEY_FILE = ".store-key"
 
     def __init__(self, root: Path):
-        self.root = Path(root)
+        # Absolute: tasks find the store by this path, and their working directory is
+        # the executor's, not the driver's.
+        self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self._bytes = 0
         self._key: str | None = None
