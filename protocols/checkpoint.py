@@ -69,8 +69,8 @@ class CheckpointInstance(InstanceProtocol):
             self.next_token = blob["id"] + 1
             # Channel state first: tuples that were in flight when the snapshot was cut.
             for ch, batches in sorted(blob["channels"].items()):
-                for b in batches:
-                    core.deliver(ch, b)
+                for records, seq, watermark in batches:
+                    core.deliver(ch, Batch(records, seq, watermark))
 
     # ------------------------------------------------------------ sources
 
@@ -177,7 +177,9 @@ class CheckpointInstance(InstanceProtocol):
         blob = {
             "id": sid,
             "core": snap.state,
-            "channels": snap.channel_state,
+            # Plain tuples, not Batch objects: the blob stays marshal-able (``ftctl.codec``).
+            "channels": {ch: [(b.records, b.seq, b.watermark) for b in batches]
+                         for ch, batches in snap.channel_state.items()},
             "output": snap.output,
         }
         from ftctl.runtime.actions import Persist

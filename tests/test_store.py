@@ -6,7 +6,17 @@ from pathlib import Path
 
 import pytest
 
+from ftctl import codec
+from ftctl.codec import MARSHAL_TAG
+from ftctl.config.load import load_topology
+from ftctl.runtime.actions import Persist
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.runtime.instance import InstanceCore
+from ftctl.runtime.messages import Batch, Marker
 from ftctl.store import DirectoryStore
+from protocols.checkpoint import SNAPSHOT, CheckpointInstance
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_a_store_made_from_a_relative_path_is_found_from_another_directory(
@@ -32,3 +42,42 @@ def test_a_store_with_another_key_is_not_shared(tmp_path: Path) -> None:
     store.key()
     assert DirectoryStore.shared(str(store.root), "not-the-key") is None
     assert DirectoryStore.shared(str(tmp_path / "missing"), store.key()) is None
+
+
+class Opaque:
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Opaque) and other.n == self.n
+
+
+def test_plain_blobs_are_marshalled_and_others_pickled(tmp_path: Path) -> None:
+    store = DirectoryStore(tmp_path)
+    plain = {"output": [("a", 1)] * 3, "finished": {1, 2}, "wm": (-1, -1)}
+    store.put(1, "out[0]", plain)
+    store.put(2, "out[0]", {"state": Opaque(7)})
+    assert (tmp_path / "00000001" / "out[0].pkl").read_bytes()[:1] == MARSHAL_TAG
+    assert (tmp_path / "00000002" / "out[0].pkl").read_bytes()[:1] != MARSHAL_TAG
+    assert store.get(1, "out[0]") == plain
+    assert store.get(2, "out[0]") == {"state": Opaque(7)}
+
+
+def test_a_checkpoint_blob_with_channel_state_is_plain_and_restores() -> None:
+    # Channel state travels as tuples, so a sink's blob (held output included) is
+    # marshalled; restoring it replays the recorded batches.
+    topology = load_topology(ROOT / "topologies" / "wordcount.yaml")
+    graph = ExecutionGraph(topology)
+    core = InstanceCore(graph, "out[0]")
+    proto = CheckpointInstance(core, {"interval": 1.0}, None, None)
+    first, second = core.inputs
+    proto.on_message(first, Batch([("a", 1, 5)], 1))
+    proto.on_message(first, Marker(SNAPSHOT, 1))
+    proto.on_message(second, Batch([("b", 2, 6)], 1))  # in flight: channel state
+    proto.on_message(second, Marker(SNAPSHOT, 1))
+    blob = next(a for a in core.take_actions() if isinstance(a, Persist)).blob
+    assert codec.encode(blob)[:1] == MARSHAL_TAG
+    assert blob["output"] == [("a", 1)]
+    again = InstanceCore(graph, "out[0]")
+    CheckpointInstance(again, {"interval": 1.0}, codec.decode(codec.encode(blob)), None)
+    assert again.pending_output == [("b", 2)] and again.records_in == 1

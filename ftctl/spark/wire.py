@@ -5,14 +5,10 @@ Every connection is a ``multiprocessing.connection`` socket opened with the run'
 decoded from a peer that does not know the token. The runtime already batches records,
 so one frame carries hundreds of them.
 
-Frames are encoded here, not by ``Connection.send``: a frame made of plain values (str,
-int, float, tuples, lists, dicts, ...; what records and control tuples are) goes as
-``marshal`` behind a one-byte tag, which costs about 40% less than pickle both ways and
-can only ever build plain values on the receiving side. Data frames carry batches and
-markers as plain tuples for the same reason. Anything marshal refuses (a protocol's
-piggybacked object, a record value of a user class) falls back to pickle, whose frames
-start with pickle's PROTO opcode (0x80) and so never clash with the tag; frames sent
-with ``Connection.send`` (pickle) are understood too.
+Frames are encoded by ``ftctl.codec``, not by ``Connection.send``: marshal for plain
+values, pickle for anything else; frames sent with ``Connection.send`` (pickle) are
+understood too. Data frames carry batches and markers as plain tuples so that they
+stay marshal-able.
 """
 
 from __future__ import annotations
@@ -25,6 +21,7 @@ import socket
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
+from ftctl.codec import MARSHAL_TAG, decode, encode
 from ftctl.runtime.messages import Batch, Marker, Message
 
 HOST = "127.0.0.1"
@@ -103,25 +100,7 @@ def _dup(conn: Connection) -> int:
     return os.dup(conn.fileno())
 
 
-_MARSHAL = b"M"
-_PICKLE_PROTO = 0x80  # first byte of every pickle of protocol 2 or later
 DataItems = list[tuple[int, Message]]
-
-
-def encode(frame: Any) -> bytes:
-    """``frame`` as bytes: marshal when it is made of plain values, pickle otherwise."""
-    try:
-        return _MARSHAL + marshal.dumps(frame)
-    except ValueError:  # "unmarshallable object": marshal only takes exact builtin types
-        return pickle.dumps(frame, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def decode(buf: bytes) -> Any:
-    if buf[:1] == _MARSHAL:
-        return marshal.loads(memoryview(buf)[1:])
-    if buf[:1] and buf[0] == _PICKLE_PROTO:
-        return pickle.loads(buf)
-    raise ValueError(f"unknown frame encoding {buf[:1]!r}")
 
 
 def send(conn: Connection, frame: Any) -> None:
@@ -146,13 +125,13 @@ def encode_data(src: str, inc: int, items: DataItems) -> bytes:
             m: Marker = msg  # type: ignore[assignment]
             flat.append((ch, m.kind, m.id, m.meta))
     try:
-        return _MARSHAL + marshal.dumps((src, inc, flat))
+        return MARSHAL_TAG + marshal.dumps((src, inc, flat))
     except ValueError:
         return pickle.dumps((src, inc, items), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def decode_data(buf: bytes) -> tuple[str, int, DataItems]:
-    if buf[:1] != _MARSHAL:
+    if buf[:1] != MARSHAL_TAG:
         return decode(buf)
     src, inc, flat = marshal.loads(memoryview(buf)[1:])
     items: DataItems = [
