@@ -40,12 +40,15 @@ class Start:
     """Start a new incarnation of an instance.
 
     ``restore`` names a snapshot id whose blob the host loads from stable storage and
-    hands to the instance; ``init`` is protocol data passed as is.
+    hands to the instance; ``init`` is protocol data passed as is. ``also`` names further
+    snapshot ids of the instance: the instance then gets ``(blob, {id: blob or None})``,
+    None where nothing was stored under that id.
     """
 
     instance: str
     restore: int | None = None
     init: Any = None
+    also: tuple[int, ...] = ()
 
 
 @dataclass(slots=True)

@@ -10,10 +10,15 @@ Normal operation (per instance, no coordination):
 - Diffs are truncated to ``depth + 1`` levels below the root (``depth``: how many
   concurrent failures the clock is sized for), so the piggyback is constant-size.
 - Every batch sent is kept in the **payload log** of its output channel.
-- **Local snapshots.** Every ``snapshot_every`` processed batches an instance persists, in
+- **Local snapshots.** Every ``snapshot_every`` processed batches per input channel
+  (``snapshot_every`` times the number of inputs) an instance persists, in
   its own store slot, its operator state, per-input positions, clock, diff log and payload
   log (the payload log, because batches in flight when it crashes must be resent). No
-  instance waits for another. The paper recovers stateless nodes from T* alone; here the
+  instance waits for another. A sink also persists, with every output it makes visible
+  and in the same step, the visible count of each key output since its last local
+  snapshot (a second slot, ``SINK_SLOT``): a few plain entries per output instead of a
+  whole snapshot. A replacement sink takes the larger count per key of the two slots.
+  The paper recovers stateless nodes from T* alone; here the
   per-channel batch numbering and round-robin counters are state even in a stateless
   operator, so every instance takes these local snapshots (tiny for stateless ones).
 - **Garbage collection.** When an instance reports a snapshot, its parents drop payload
@@ -61,9 +66,10 @@ from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Message
 from protocols.base import Control, CoordinatorProtocol, Event, PlanStep, Start, Stop
 from protocols.logged import SLOT, LoggedInstance, eos_ok
-from protocols.treeclock import TreeClock, t_min_of, t_star
+from protocols.treeclock import Plain, TreeClock, t_min_of, t_star
 
 ReplayEvent = tuple[int, str | None, int]  # (B time, parent id, parent time)
+SINK_SLOT = 2  # a sink's visible counts per key since its last local snapshot
 
 
 class CausalInstance(LoggedInstance):
@@ -71,10 +77,11 @@ class CausalInstance(LoggedInstance):
         super().__init__(core, params, blob, init)
         init = init or {}
         self.depth = int(params["depth"]) + 1
-        self.every = int(params["snapshot_every"])
+        # Per input channel: a merging instance (a sink behind 20 shards) gets many small
+        # batches, each a slice of one upstream batch.
+        self.every = int(params["snapshot_every"]) * max(1, len(core.inputs))
         self.epoch = int(init.get("epoch", 0))
         self.clock = TreeClock(core.id)
-        self.clock_saved: TreeClock | None = None
         self.time = 0
         self.last_diff: TreeClock | None = None
         self.dlog: dict[int, list[tuple[int, TreeClock]]] = {ch: [] for ch in core.inputs}
@@ -85,13 +92,22 @@ class CausalInstance(LoggedInstance):
         self.awaiting = bool(init.get("recover"))
         self.since = 0
         self.snaps = 0
+        self.touched: dict[Any, int] = {}  # sinks: visible counts since the last snapshot
         # The coordinator names each input channel's parent: a diff names instances.
         self.chan_of: dict[str, int] = dict(init.get("parents", {}))
+        blob, visible = _split(blob)
         if blob is not None and blob["epoch"] == self.epoch:
             self._restore(blob)
         else:
             if blob is not None:
                 self.emitted = dict(blob["emitted"])  # visible output outlives epochs
+        for k, n in visible.items():
+            if n > self.emitted.get(k, 0):
+                self.emitted[k] = n
+        # Until the next local snapshot, SINK_SLOT must keep what the last incarnation
+        # made visible, or this incarnation's first output would overwrite it.
+        self.touched = dict(visible)
+        if blob is None or blob["epoch"] != self.epoch:
             self._persist()  # a slot exists before any failure can need it
         if self.awaiting:
             self.report("ready", {ch: self.pos[ch] + 1 for ch in core.inputs})
@@ -104,30 +120,27 @@ class CausalInstance(LoggedInstance):
         done = {ch: self.pos[ch] - len(q) for ch, q in self.pending.items()}
         return {
             "epoch": self.epoch, "n": self.snaps, "core": self.core.snapshot_state(),
-            "pos": done, "time": self.time, "clock": self._clock_copy(),
-            "last": self.last_diff,
-            "plog": {ch: list(v) for ch, v in self.plog.items()},
-            "dlog": {ch: list(v) for ch, v in self.dlog.items()},
+            # Clocks and batches as plain tuples: the blob is marshalled, several times
+            # cheaper than pickling thousands of small objects (``ftctl.codec``).
+            "pos": done, "time": self.time, "clock": self.clock.to_plain(),
+            "last": _plain(self.last_diff),
+            "plog": {ch: [(b.records, b.seq, b.watermark, _plain(b.meta)) for b in v]
+                     for ch, v in self.plog.items()},
+            "dlog": {ch: [(seq, d.to_plain()) for seq, d in v] for ch, v in self.dlog.items()},
             "done": self.done, "seen": dict(self.seen), "emitted": dict(self.emitted),
         }
-
-    def _clock_copy(self) -> TreeClock:
-        # A sink persists with every output; its clock only feeds t_min, so copying it on
-        # every other snapshot is enough (an older clock is a lower bound, which is safe).
-        if self.core.is_sink and self.snaps % self.every and self.clock_saved is not None:
-            return self.clock_saved
-        self.clock_saved = self.clock.copy()
-        return self.clock_saved
 
     def _restore(self, blob: dict[str, Any]) -> None:
         self.core.restore_state(blob["core"])
         self.pos = dict(blob["pos"])
         self.time = blob["time"]
         self.snaps = blob["n"]
-        self.clock = blob["clock"].copy()
-        self.last_diff = blob["last"]
-        self.plog = {ch: list(v) for ch, v in blob["plog"].items()}
-        self.dlog = {ch: list(v) for ch, v in blob["dlog"].items()}
+        self.clock = TreeClock.from_plain(blob["clock"])
+        self.last_diff = _clock(blob["last"])
+        self.plog = {ch: [Batch(r, seq, wm, _clock(m)) for r, seq, wm, m in v]
+                     for ch, v in blob["plog"].items()}
+        self.dlog = {ch: [(seq, TreeClock.from_plain(d)) for seq, d in v]
+                     for ch, v in blob["dlog"].items()}
         self.done = blob["done"]
         self.seen = dict(blob["seen"])
         self.emitted = dict(blob["emitted"])
@@ -136,15 +149,17 @@ class CausalInstance(LoggedInstance):
         self.snaps += 1
         self.since = 0
         blob = self._blob()
+        self.touched = {}  # the snapshot holds every visible count
         self.core.actions.append(Persist(SLOT, self.core.id, blob))
-        if not self.core.is_sink or self.snaps % self.every == 0:
-            self.report("persisted", {"pos": blob["pos"], "time": self.time})
+        self.report("persisted", {"pos": blob["pos"], "time": self.time})
 
-    def sink_blob(self) -> dict[str, Any]:
-        self.snaps += 1
-        if self.snaps % self.every == 0:
-            self.report("persisted", {"pos": dict(self.pos), "time": self.time})
-        return self._blob()
+    def persist_sink(self, out: list[tuple[Any, Any]]) -> None:
+        # Only what this output changed since the last local snapshot: plain values, so
+        # cheap to store with every output (``SINK_SLOT``).
+        touched, emitted = self.touched, self.emitted
+        for k, _ in out:
+            touched[k] = emitted[k]
+        self.core.actions.append(Persist(SINK_SLOT, self.core.id, dict(touched)))
 
     # ------------------------------------------------------------ normal operation
 
@@ -186,7 +201,7 @@ class CausalInstance(LoggedInstance):
 
     def _tick(self) -> None:
         self.since += 1
-        if self.since >= self.every and not self.core.is_sink:
+        if self.since >= self.every:
             self._persist()
 
     def _pump(self) -> None:
@@ -264,6 +279,22 @@ class CausalInstance(LoggedInstance):
         self.replay = deque(e for e in plan["replay"] if e[0] > self.time)
         self.tstar = plan["tstar"]
         self._pump()
+
+
+def _plain(clock: TreeClock | None) -> Plain | None:
+    return clock.to_plain() if clock is not None else None
+
+
+def _clock(plain: Plain | None) -> TreeClock | None:
+    return TreeClock.from_plain(plain) if plain is not None else None
+
+
+def _split(blob: Any) -> tuple[dict[str, Any] | None, dict[Any, int]]:
+    """A sink's start blob is (local snapshot, {SINK_SLOT: visible counts})."""
+    if isinstance(blob, tuple):
+        main, also = blob
+        return main, also.get(SINK_SLOT) or {}
+    return blob, {}
 
 
 def _time_of(diff: TreeClock, src: str) -> int:
@@ -366,7 +397,8 @@ class CausalCoordinator(CoordinatorProtocol):
             rec = _Recovery(self.rid, children)
             self.recovering[b] = rec
             steps.append(Event("causal-recover", {"instance": b, "children": sorted(children)}))
-            steps.append(Start(b, restore=SLOT, init=self._init(b, recover=True)))
+            steps.append(Start(b, restore=SLOT, init=self._init(b, recover=True),
+                               also=self._sink_slot(b)))
             steps += [Control(c, {"kind": "query", "about": b, "rid": self.rid})
                       for c in sorted(children)]
             steps += self._plan_if_ready(b, rec)
@@ -385,5 +417,9 @@ class CausalCoordinator(CoordinatorProtocol):
         ]
         for iid in order:
             sink = self.graph.instances[iid].is_sink
-            steps.append(Start(iid, restore=SLOT if sink else None, init=self._init(iid)))
+            steps.append(Start(iid, restore=SLOT if sink else None, init=self._init(iid),
+                               also=self._sink_slot(iid)))
         return steps
+
+    def _sink_slot(self, iid: str) -> tuple[int, ...]:
+        return (SINK_SLOT,) if self.graph.instances[iid].is_sink else ()

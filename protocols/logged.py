@@ -89,9 +89,10 @@ class LoggedInstance(InstanceProtocol):
         if out:
             # Output and its de-duplication state reach the outside world in one step.
             self.core.actions.append(Emit(self.core.id, out))
-            self.persist_sink()
+            self.persist_sink(out)
 
-    def persist_sink(self) -> None:
+    def persist_sink(self, out: list[tuple[Any, Any]]) -> None:
+        """Persist the de-duplication state after ``out`` was made visible."""
         self.core.actions.append(Persist(SLOT, self.core.id, self.sink_blob()))
 
     # ------------------------------------------------------------ output

@@ -21,6 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
+
+Plain = tuple[str, int, tuple[Any, ...]]
 
 
 @dataclass(slots=True)
@@ -42,6 +45,15 @@ class TreeClock:
         if sender_diff is not None:
             diff.children[sender_diff.id] = sender_diff.truncated(depth - 1)
         return diff
+
+    def to_plain(self) -> Plain:
+        """``(id, time, (child, ...))``: marshal-able, for snapshots (``ftctl.codec``)."""
+        return (self.id, self.time, tuple(c.to_plain() for c in self.children.values()))
+
+    @classmethod
+    def from_plain(cls, plain: Plain) -> TreeClock:
+        iid, time, kids = plain
+        return cls(iid, time, {k[0]: cls.from_plain(k) for k in kids})
 
     def truncated(self, depth: int) -> TreeClock:
         """A copy keeping ``depth`` levels below the root (0: the root alone)."""

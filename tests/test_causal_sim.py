@@ -18,7 +18,7 @@ from tests.conftest import load
 
 pytestmark = pytest.mark.sim
 
-# Causal on sharder is the slowest pair (20 shards, a sink persisting with every output).
+# Causal on sharder is the slowest pair (20 shards, each snapshot copying payload logs).
 SCHEDULES = {("causal", "sharder"): 30}
 
 
@@ -29,6 +29,17 @@ def test_no_violations(protocol: str, topology: str) -> None:
     summary = sim.run_many(SCHEDULES.get((protocol, topology), 60), seed=2000)
     assert summary.failures > 0
     assert summary.failing_seeds == [], summary.violations
+
+
+def test_a_restarted_sink_keeps_its_predecessors_visible_counts() -> None:
+    # Schedules where out[0] restarts more than once: a later sink must still know what
+    # an earlier one made visible since its last local snapshot, or it outputs those
+    # records again (both seeds fail when a replacement starts with no visible counts).
+    for topology, seed in (("diamond", 133), ("wordcount", 30)):
+        sim = Simulator(load(topology), PROTOCOLS["causal"], {})
+        summary = sim.run_many(1, seed=seed)
+        assert summary.failures > 0
+        assert summary.failing_seeds == [], (topology, summary.violations)
 
 
 class ResumeLate(CausalCoordinator):

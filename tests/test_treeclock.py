@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import marshal
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -99,3 +101,9 @@ def test_truncated_is_below_original(a: TreeClock, depth: int) -> None:
     t = a.truncated(depth)
     assert t.depth() <= depth + 1
     assert t.leq(a)
+
+
+@given(_trees("N", 3))
+def test_plain_form_round_trips_and_is_marshallable(a: TreeClock) -> None:
+    plain = a.to_plain()
+    assert TreeClock.from_plain(marshal.loads(marshal.dumps(plain))) == a

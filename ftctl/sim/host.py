@@ -22,7 +22,7 @@ from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Message
 from ftctl.sim.faults import FailureSchedule
-from ftctl.store import MemoryStore, SinkStore, SnapshotStore
+from ftctl.store import MemoryStore, SinkStore, SnapshotStore, start_blob
 from protocols.base import (
     Commit,
     Control,
@@ -190,7 +190,7 @@ class SimHost:
         iid = step.instance
         if self.inc[iid] != inc or iid in self.live:
             return None  # superseded by a later stop
-        blob = self.store.get(step.restore, iid) if step.restore is not None else None
+        blob = start_blob(self.store, iid, step.restore, step.also)
         core = InstanceCore(self.graph, iid)
         proto = self.info.instance(core, self.params, blob, step.init)
         live = _Live(core, proto, inc)

@@ -38,7 +38,7 @@ from ftctl.spark.driver import (
     JobRunner,
 )
 from ftctl.spark.task import TaskPayload
-from ftctl.store import DirectoryStore, SinkStore
+from ftctl.store import DirectoryStore, SinkStore, start_blob
 from protocols.base import (
     Commit,
     Control,
@@ -498,7 +498,7 @@ class SparkHost:
     def _start(self, step: Start) -> int:
         iid = step.instance
         inc = self.inc[iid]
-        blob = self.store.get(step.restore, iid) if step.restore is not None else None
+        blob = start_blob(self.store, iid, step.restore, step.also)
         payload = TaskPayload(
             run_id=self.run_id, instance=iid, inc=inc, protocol=self.info.name,
             params=self.params, topology=self.topology_data, blob=blob, init=step.init,
