@@ -96,18 +96,18 @@ class CausalInstance(LoggedInstance):
         # The coordinator names each input channel's parent: a diff names instances.
         self.chan_of: dict[str, int] = dict(init.get("parents", {}))
         blob, visible = _split(blob)
-        if blob is not None and blob["epoch"] == self.epoch:
+        current = blob is not None and blob["epoch"] == self.epoch
+        if current:
             self._restore(blob)
-        else:
-            if blob is not None:
-                self.emitted = dict(blob["emitted"])  # visible output outlives epochs
+        elif blob is not None:
+            self.emitted = dict(blob["emitted"])  # visible output outlives epochs
         for k, n in visible.items():
             if n > self.emitted.get(k, 0):
                 self.emitted[k] = n
         # Until the next local snapshot, SINK_SLOT must keep what the last incarnation
         # made visible, or this incarnation's first output would overwrite it.
         self.touched = dict(visible)
-        if blob is None or blob["epoch"] != self.epoch:
+        if not current:
             self._persist()  # a slot exists before any failure can need it
         if self.awaiting:
             self.report("ready", {ch: self.pos[ch] + 1 for ch in core.inputs})
