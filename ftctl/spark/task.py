@@ -27,6 +27,7 @@ from ftctl.runtime.actions import Action, Emit, Persist, Report, Send
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
 from ftctl.spark import wire
+from ftctl.spark.gcpolicy import ManualGC
 from ftctl.spark.latency import LatencyProbe
 from ftctl.spark.links import LinkFaults, is_link_payload
 from ftctl.store import DirectoryStore
@@ -36,6 +37,7 @@ HEARTBEAT = 0.5  # seconds between heartbeats
 INBOX_FRAMES = 64  # bounded: a full inbox stops the readers, TCP then stops the senders
 DRAIN_FRAMES = 8  # frames processed before outputs are flushed (coalesces sends)
 SOURCE_FLUSH = 0.004  # seconds of source steps coalesced into one flush
+GC_EVERY = 10.0  # seconds between garbage collections (``ftctl.spark.gcpolicy``)
 _WAKE = ("wake",)
 
 
@@ -94,6 +96,7 @@ class InstanceTask:
         if self.probe is not None:
             self.core.on_sink_output = self.probe.observe
         self.anchor: float | None = None
+        self.gc = ManualGC(GC_EVERY)
         # Snapshots go straight to the coordinator's store when this task shares its disk:
         # a sink's held output then never crosses the control connection.
         self.store = (DirectoryStore.shared(p.store_dir, p.store_key)
@@ -105,6 +108,10 @@ class InstanceTask:
 
     def run(self) -> dict[str, Any]:
         started = time.monotonic()
+        with self.gc:
+            return self._run(started)
+
+    def _run(self, started: float) -> dict[str, Any]:
         try:
             addr = self.listener.address if self.listener is not None else None
             self._ctrl_send((wire.REG, self.inc, self.iid, os.getpid(), addr))
@@ -185,6 +192,7 @@ class InstanceTask:
             hb = wire.connect(self.p.coordinator, self.p.token)
             hb.send((wire.HBREG, self.inc, self.iid))
             while not self.stopping.wait(HEARTBEAT):
+                self.gc.tick(time.monotonic())
                 # Stamped with the sender's monotonic clock (system-wide on Linux): the
                 # driver judges liveness by when a heartbeat was sent, not when it got
                 # around to reading it.
