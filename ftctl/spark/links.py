@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ftctl.spark import wire
+
 LINK_KIND = "ftctl-link"  # Control payloads {"kind": LINK_KIND, "op": "set"|"clear", ...}
 
 
@@ -98,7 +100,7 @@ class _DelayLine:
                 held = heapq.heappop(self.heap)
             # A receiver that went away loses the frame, as a message to a dead instance is.
             with contextlib.suppress(OSError, ValueError):
-                held.conn.send(held.frame)
+                held.conn.send_bytes(wire.encode_data(*held.frame))
 
 
 class LinkFaults:

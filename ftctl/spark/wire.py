@@ -6,22 +6,20 @@ decoded from a peer that does not know the token. The runtime already batches re
 so one frame carries hundreds of them.
 
 Frames are encoded by ``ftctl.codec``, not by ``Connection.send``: marshal for plain
-values, pickle for anything else; frames sent with ``Connection.send`` (pickle) are
-understood too. Data frames carry batches and markers as plain tuples so that they
-stay marshal-able.
+values, pickle for anything else (so control frames sent with ``Connection.send``
+decode too). Data frames carry batches and markers as plain tuples
+so that they stay marshal-able.
 """
 
 from __future__ import annotations
 
 import contextlib
-import marshal
-import pickle
 import secrets
 import socket
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
-from ftctl.codec import MARSHAL_TAG, decode, encode
+from ftctl.codec import decode, encode
 from ftctl.runtime.messages import Batch, Marker, Message
 
 HOST = "127.0.0.1"
@@ -115,7 +113,8 @@ def encode_data(src: str, inc: int, items: DataItems) -> bytes:
     """A data frame: ``(src, inc, [(channel, message), ...])``.
 
     Batches travel as ``(ch, records, seq, watermark, meta)`` and markers as
-    ``(ch, kind, id, meta)`` so that the whole frame is marshal-able when the records are.
+    ``(ch, kind, id, meta)`` so that the whole frame is marshal-able when the records and
+    the protocol's piggyback are (``ftctl.codec`` pickles it otherwise).
     """
     flat: list[tuple[Any, ...]] = []
     for ch, msg in items:
@@ -124,16 +123,11 @@ def encode_data(src: str, inc: int, items: DataItems) -> bytes:
         else:
             m: Marker = msg  # type: ignore[assignment]
             flat.append((ch, m.kind, m.id, m.meta))
-    try:
-        return MARSHAL_TAG + marshal.dumps((src, inc, flat))
-    except ValueError:
-        return pickle.dumps((src, inc, items), protocol=pickle.HIGHEST_PROTOCOL)
+    return encode((src, inc, flat))
 
 
 def decode_data(buf: bytes) -> tuple[str, int, DataItems]:
-    if buf[:1] != MARSHAL_TAG:
-        return decode(buf)
-    src, inc, flat = marshal.loads(memoryview(buf)[1:])
+    src, inc, flat = decode(buf)
     items: DataItems = [
         (t[0], Batch(t[1], t[2], t[3], t[4]) if len(t) == 5 else Marker(t[1], t[2], t[3]))
         for t in flat
