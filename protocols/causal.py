@@ -66,7 +66,7 @@ from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Message
 from protocols.base import Control, CoordinatorProtocol, Event, PlanStep, Start, Stop
 from protocols.logged import SLOT, LoggedInstance, eos_ok
-from protocols.treeclock import Plain, TreeClock, t_min_of, t_star
+from protocols.treeclock import Plain, TreeClock, plain_child, t_min_of, t_star
 
 ReplayEvent = tuple[int, str | None, int]  # (B time, parent id, parent time)
 SINK_SLOT = 2  # a sink's visible counts per key since its last local snapshot
@@ -83,8 +83,10 @@ class CausalInstance(LoggedInstance):
         self.epoch = int(init.get("epoch", 0))
         self.clock = TreeClock(core.id)
         self.time = 0
-        self.last_diff: TreeClock | None = None
-        self.dlog: dict[int, list[tuple[int, TreeClock]]] = {ch: [] for ch in core.inputs}
+        # Diffs in plain form (``TreeClock.receive_plain``): shared by the batches that
+        # carry them, the diff log and snapshots, and marshal-able on the wire.
+        self.last_diff: Plain | None = None
+        self.dlog: dict[int, list[tuple[int, Plain]]] = {ch: [] for ch in core.inputs}
         self.pending: dict[int, deque[Batch]] = {ch: deque() for ch in core.inputs}
         self.eos_wait: set[int] = set()
         self.replay: deque[ReplayEvent] = deque()
@@ -123,10 +125,10 @@ class CausalInstance(LoggedInstance):
             # Clocks and batches as plain tuples: the blob is marshalled, several times
             # cheaper than pickling thousands of small objects (``ftctl.codec``).
             "pos": done, "time": self.time, "clock": self.clock.to_plain(),
-            "last": _plain(self.last_diff),
-            "plog": {ch: [(b.records, b.seq, b.watermark, _plain(b.meta)) for b in v]
+            "last": self.last_diff,
+            "plog": {ch: [(b.records, b.seq, b.watermark, b.meta) for b in v]
                      for ch, v in self.plog.items()},
-            "dlog": {ch: [(seq, d.to_plain()) for seq, d in v] for ch, v in self.dlog.items()},
+            "dlog": {ch: list(v) for ch, v in self.dlog.items()},
             "done": self.done, "seen": dict(self.seen), "emitted": dict(self.emitted),
         }
 
@@ -136,11 +138,10 @@ class CausalInstance(LoggedInstance):
         self.time = blob["time"]
         self.snaps = blob["n"]
         self.clock = TreeClock.from_plain(blob["clock"])
-        self.last_diff = _clock(blob["last"])
-        self.plog = {ch: [Batch(r, seq, wm, _clock(m)) for r, seq, wm, m in v]
+        self.last_diff = blob["last"]
+        self.plog = {ch: [Batch(r, seq, wm, m) for r, seq, wm, m in v]
                      for ch, v in blob["plog"].items()}
-        self.dlog = {ch: [(seq, TreeClock.from_plain(d)) for seq, d in v]
-                     for ch, v in blob["dlog"].items()}
+        self.dlog = {ch: [(seq, d) for seq, d in v] for ch, v in blob["dlog"].items()}
         self.done = blob["done"]
         self.seen = dict(blob["seen"])
         self.emitted = dict(blob["emitted"])
@@ -170,7 +171,7 @@ class CausalInstance(LoggedInstance):
         if self.awaiting:
             return True  # a recovering source waits for where to resume
         self.time += 1
-        self.last_diff = TreeClock(self.core.id, self.time)
+        self.last_diff = (self.core.id, self.time, ())
         self.clock.time = self.time
         more = super().on_step(now)
         self._tick()
@@ -191,8 +192,8 @@ class CausalInstance(LoggedInstance):
 
     def _run(self, ch: int, batch: Batch, at: int | None = None) -> None:
         self.time = at if at is not None and at > self.time else self.time + 1
-        diff = TreeClock.receive(self.core.id, self.time, batch.meta, self.depth)
-        self.clock.apply(diff)
+        diff = TreeClock.receive_plain(self.core.id, self.time, batch.meta, self.depth)
+        self.clock.apply_plain(diff)
         self.last_diff = diff
         self.dlog[ch].append((batch.seq, diff))
         self.core.deliver(ch, batch)
@@ -216,7 +217,7 @@ class CausalInstance(LoggedInstance):
                 if not q:
                     return  # the batch to replay next has not been resent yet
                 b = q.popleft()
-                btime = b.meta.time if b.meta is not None else 0
+                btime = b.meta[1] if b.meta is not None else 0
                 if btime == ptime:
                     self.replay.popleft()
                     self._run(ch, b, t)
@@ -263,11 +264,11 @@ class CausalInstance(LoggedInstance):
         ch = self.chan_of[about]
         events: list[ReplayEvent] = []
         for _, diff in self.dlog[ch]:
-            node = diff.children.get(about)
+            node = plain_child(diff, about)
             if node is None:
                 continue
-            cause = next(iter(node.children.values()), None)
-            events.append((node.time, cause.id if cause else None, cause.time if cause else 0))
+            cause = node[2][0] if node[2] else None
+            events.append((node[1], cause[0] if cause else None, cause[1] if cause else 0))
         self.report("answer", {"rid": q["rid"], "about": about, "channel": ch,
                                "pos": self.pos[ch], "clock": self.clock.copy(),
                                "events": events})
@@ -281,14 +282,6 @@ class CausalInstance(LoggedInstance):
         self._pump()
 
 
-def _plain(clock: TreeClock | None) -> Plain | None:
-    return clock.to_plain() if clock is not None else None
-
-
-def _clock(plain: Plain | None) -> TreeClock | None:
-    return TreeClock.from_plain(plain) if plain is not None else None
-
-
 def _split(blob: Any) -> tuple[dict[str, Any] | None, dict[Any, int]]:
     """A sink's start blob is (local snapshot, {SINK_SLOT: visible counts})."""
     if isinstance(blob, tuple):
@@ -297,9 +290,9 @@ def _split(blob: Any) -> tuple[dict[str, Any] | None, dict[Any, int]]:
     return blob, {}
 
 
-def _time_of(diff: TreeClock, src: str) -> int:
-    node = diff.children.get(src)
-    return node.time if node is not None else 0
+def _time_of(diff: Plain, src: str) -> int:
+    node = plain_child(diff, src)
+    return node[1] if node is not None else 0
 
 
 # ---------------------------------------------------------------- coordinator

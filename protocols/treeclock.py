@@ -55,6 +55,17 @@ class TreeClock:
         iid, time, kids = plain
         return cls(iid, time, {k[0]: cls.from_plain(k) for k in kids})
 
+    @staticmethod
+    def receive_plain(owner: str, time: int, sender_diff: Plain | None, depth: int) -> Plain:
+        """``receive`` on plain forms: what the ``causal`` protocol logs and piggybacks.
+
+        Plain diffs are immutable tuples, so a batch, a diff log and a snapshot can all
+        share one without copying, and a data frame carrying them stays marshal-able.
+        """
+        if sender_diff is None:
+            return (owner, time, ())
+        return (owner, time, (truncate_plain(sender_diff, depth - 1),))
+
     def truncated(self, depth: int) -> TreeClock:
         """A copy keeping ``depth`` levels below the root (0: the root alone)."""
         if depth <= 0:
@@ -76,6 +87,20 @@ class TreeClock:
                 self.children[k] = child.copy()
             else:
                 mine.apply(child)
+
+    def apply_plain(self, diff: Plain) -> None:
+        """``apply`` of a diff in plain form, without building it as a tree first."""
+        iid, time, kids = diff
+        if iid != self.id:
+            raise ValueError(f"cannot apply a diff rooted at {iid} to a clock of {self.id}")
+        if time > self.time:
+            self.time = time
+        children = self.children
+        for kid in kids:
+            mine = children.get(kid[0])
+            if mine is None:
+                mine = children[kid[0]] = TreeClock(kid[0])
+            mine.apply_plain(kid)
 
     def merged(self, other: TreeClock) -> TreeClock:
         out = self.copy()
@@ -111,6 +136,24 @@ class TreeClock:
 
     def size(self) -> int:
         return sum(1 for _ in self.walk())
+
+
+def truncate_plain(plain: Plain, depth: int) -> Plain:
+    """``truncated`` on the plain form."""
+    iid, time, kids = plain
+    if not kids:
+        return plain
+    if depth <= 0:
+        return (iid, time, ())
+    return (iid, time, tuple(truncate_plain(k, depth - 1) for k in kids))
+
+
+def plain_child(plain: Plain, node: str) -> Plain | None:
+    """The child ``node`` of a plain clock's root, if it has one."""
+    for kid in plain[2]:
+        if kid[0] == node:
+            return kid
+    return None
 
 
 def t_star(root: str, diffs: Iterable[TreeClock], t_min: int) -> TreeClock:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import marshal
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocols.treeclock import TreeClock, t_min_of, t_star
+from protocols.treeclock import TreeClock, plain_child, t_min_of, t_star, truncate_plain
 
 
 def _tc(id_: str, time: int, *children: TreeClock) -> TreeClock:
@@ -107,3 +108,27 @@ def test_truncated_is_below_original(a: TreeClock, depth: int) -> None:
 def test_plain_form_round_trips_and_is_marshallable(a: TreeClock) -> None:
     plain = a.to_plain()
     assert TreeClock.from_plain(marshal.loads(marshal.dumps(plain))) == a
+
+
+@given(_trees("S", 3), st.integers(1, 4), st.integers(0, 50))
+def test_plain_receive_and_truncate_match_the_tree_forms(sender: TreeClock, depth: int,
+                                                         time: int) -> None:
+    assert (TreeClock.receive_plain("N", time, sender.to_plain(), depth)
+            == TreeClock.receive("N", time, sender, depth).to_plain())
+    assert TreeClock.receive_plain("N", time, None, depth) == ("N", time, ())
+    assert truncate_plain(sender.to_plain(), depth) == sender.truncated(depth).to_plain()
+
+
+@given(_trees("N", 2), _trees("N", 2))
+def test_apply_plain_matches_apply(a: TreeClock, b: TreeClock) -> None:
+    expected = a.merged(b)
+    a.apply_plain(b.to_plain())
+    assert a == expected
+    with pytest.raises(ValueError):
+        a.apply_plain(("M", 1, ()))
+
+
+def test_plain_child_finds_a_root_child() -> None:
+    diff = _tc("H", 3, _tc("C", 2, _tc("A", 1))).to_plain()
+    assert plain_child(diff, "C") == ("C", 2, (("A", 1, ()),))
+    assert plain_child(diff, "A") is None
