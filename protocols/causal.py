@@ -47,6 +47,11 @@ observed when, as in every operator here, a record's effect reaches a child on t
 its key is routed to; operators that spread one key's effect over several output channels
 (or round-robin output from several inputs) would need the full determinant log.
 
+**Without clocks** (``clocks: off``, for measuring what the clocks cost, paper 000's
+Fig. 3): batches carry no diff and no diff log is kept; local snapshots, payload logs and
+sink de-duplication stay. With no record of the order children observed, every failure
+takes the fallback below.
+
 **Fallback (documented, still exactly-once).** If a failed instance is adjacent to another
 failed instance or to one still recovering (its replay not finished), the observations
 needed to pin B's order died with the neighbour. Then the whole graph is restarted from the
@@ -77,6 +82,9 @@ class CausalInstance(LoggedInstance):
         super().__init__(core, params, blob, init)
         init = init or {}
         self.depth = int(params["depth"]) + 1
+        # ``clocks: off`` measures what the clocks cost (paper 000, Fig. 3): no diff is
+        # piggybacked or logged, so a failure can only be recovered by the fallback.
+        self.clocks = params.get("clocks", "on") == "on"
         # Per input channel: a merging instance (a sink behind 20 shards) gets many small
         # batches, each a slice of one upstream batch.
         self.every = int(params["snapshot_every"]) * max(1, len(core.inputs))
@@ -165,7 +173,7 @@ class CausalInstance(LoggedInstance):
     # ------------------------------------------------------------ normal operation
 
     def stamp(self, ch: int, batch: Batch) -> None:
-        batch.meta = self.last_diff
+        batch.meta = self.last_diff if self.clocks else None
 
     def on_step(self, now: float) -> bool:
         if self.awaiting:
@@ -192,10 +200,11 @@ class CausalInstance(LoggedInstance):
 
     def _run(self, ch: int, batch: Batch, at: int | None = None) -> None:
         self.time = at if at is not None and at > self.time else self.time + 1
-        diff = TreeClock.receive_plain(self.core.id, self.time, batch.meta, self.depth)
-        self.clock.apply_plain(diff)
-        self.last_diff = diff
-        self.dlog[ch].append((batch.seq, diff))
+        if self.clocks:
+            diff = TreeClock.receive_plain(self.core.id, self.time, batch.meta, self.depth)
+            self.clock.apply_plain(diff)
+            self.last_diff = diff
+            self.dlog[ch].append((batch.seq, diff))
         self.core.deliver(ch, batch)
         self.after_deliver()
         self._tick()
@@ -377,10 +386,12 @@ class CausalCoordinator(CoordinatorProtocol):
     def on_failure(self, failed: set[str], now: float) -> list[PlanStep]:
         if self.finished():
             return [Event("ignored", {"failed": sorted(failed), "reason": "run finished"})]
+        if self.params.get("clocks", "on") == "off":
+            return self._fallback(failed, "no clocks to pin the failed instances' order")
         busy = set(failed) | set(self.recovering) | self.replaying
         if any(n in busy for f in failed
                for n in (*self.graph.upstream(f), *self.graph.downstream(f))):
-            return self._fallback(failed)
+            return self._fallback(failed, "adjacent failed or recovering instances")
         steps: list[PlanStep] = [Stop(sorted(failed))]
         for b in sorted(failed):
             self.eos_sent.discard(b)
@@ -397,7 +408,7 @@ class CausalCoordinator(CoordinatorProtocol):
             steps += self._plan_if_ready(b, rec)
         return steps
 
-    def _fallback(self, failed: set[str]) -> list[PlanStep]:
+    def _fallback(self, failed: set[str], reason: str) -> list[PlanStep]:
         self.epoch += 1
         self.recovering.clear()
         self.replaying.clear()
@@ -406,7 +417,7 @@ class CausalCoordinator(CoordinatorProtocol):
         steps: list[PlanStep] = [
             Stop(order),
             Event("causal-fallback", {"failed": sorted(failed), "epoch": self.epoch,
-                                      "reason": "adjacent failed or recovering instances"}),
+                                      "reason": reason}),
         ]
         for iid in order:
             sink = self.graph.instances[iid].is_sink

@@ -31,7 +31,8 @@ PROTOCOLS: dict[str, ProtocolInfo] = {
         "tree-clock causal logging: only failed instances restart, from local snapshots, "
         "replaying their children's observed order; per-channel seq de-duplication",
         "000", CausalInstance, CausalCoordinator,
-        defaults={"depth": 2, "snapshot_every": 10}),
+        defaults={"depth": 2, "snapshot_every": 10, "clocks": "on"},
+        choices={"clocks": ("on", "off")}),
 }
 
 

@@ -64,9 +64,10 @@ def test_planted_resume_late_is_caught() -> None:
     assert summary.first_failure.verdict.totals()
 
 
-def _run(protocol: str, schedule: FailureSchedule, seed: int = 4) -> tuple[Any, bool]:
+def _run(protocol: str, schedule: FailureSchedule, seed: int = 4,
+         given: dict[str, Any] | None = None) -> tuple[Any, bool]:
     graph = ExecutionGraph(load("sharder"))
-    params = sim_params(graph, PROTOCOLS[protocol], {})
+    params = sim_params(graph, PROTOCOLS[protocol], given or {})
     result = SimHost(graph, PROTOCOLS[protocol], params, seed, schedule).run()
     ok = verify(sink_modes(graph.topology), golden_output(graph), result.outputs,
                 Guarantee.EXACTLY_ONCE, complete=result.complete).passed
@@ -91,3 +92,19 @@ def test_lineage_sharder_failure_purges_the_downstream() -> None:
     assert "sharder[0]" in restarted and "out[0]" in restarted
     assert len([i for i in restarted if i.startswith("shard[")]) == 20
     assert "votes[0]" not in restarted
+
+
+def test_without_clocks_a_failure_restarts_everything_and_stays_exactly_once() -> None:
+    # ``clocks: off`` (the Fig. 3 baseline) logs no diffs: nothing can pin the order a
+    # replacement must follow, so every failure takes the whole-graph fallback.
+    result, ok = _run("causal", FailureSchedule([Strike(400, 1, ("sharder[0]",))]),
+                      given={"clocks": "off"})
+    assert ok and result.complete
+    fallbacks = [e for e in result.events if e["event"] == "causal-fallback"]
+    assert fallbacks and fallbacks[0]["reason"].startswith("no clocks")
+    restarted = {e["instance"] for e in result.events if e["event"] == "restarted"}
+    assert "votes[0]" in restarted and "out[0]" in restarted
+    sim = Simulator(load("diamond"), PROTOCOLS["causal"], {"clocks": "off"})
+    summary = sim.run_many(40, seed=2000)
+    assert summary.failures > 0
+    assert summary.failing_seeds == [], summary.violations
