@@ -135,7 +135,13 @@ class LoggedInstance(InstanceProtocol):
             self.gc(payload["channel"], payload["upto"])
 
     def resend(self, ch: int, start: int) -> None:
-        self.resume[ch] = start
+        # A child that needs everything (a purged one, under lineage) leaves nothing to
+        # filter; recording it would make every later step rescan its queued sends, and
+        # a replacement replaying a whole history in one frame would do so per batch.
+        if start > 1:
+            self.resume[ch] = start
+        else:
+            self.resume.pop(ch, None)
         for b in self.plog.get(ch, []):
             if b.seq >= start:
                 self.core.actions.append(Send(ch, b))
