@@ -37,15 +37,6 @@ class TreeClock:
     def copy(self) -> TreeClock:
         return TreeClock(self.id, self.time, {k: c.copy() for k, c in self.children.items()})
 
-    @classmethod
-    def receive(cls, owner: str, time: int, sender_diff: TreeClock | None,
-                depth: int) -> TreeClock:
-        """The diff ``owner`` logs when it processes a message carrying ``sender_diff``."""
-        diff = cls(owner, time)
-        if sender_diff is not None:
-            diff.children[sender_diff.id] = sender_diff.truncated(depth - 1)
-        return diff
-
     def to_plain(self) -> Plain:
         """``(id, time, (child, ...))``: marshal-able, for snapshots (``ftctl.codec``)."""
         return (self.id, self.time, tuple(c.to_plain() for c in self.children.values()))
@@ -57,21 +48,16 @@ class TreeClock:
 
     @staticmethod
     def receive_plain(owner: str, time: int, sender_diff: Plain | None, depth: int) -> Plain:
-        """``receive`` on plain forms: what the ``causal`` protocol logs and piggybacks.
+        """The diff ``owner`` logs when it processes a message carrying ``sender_diff``.
 
-        Plain diffs are immutable tuples, so a batch, a diff log and a snapshot can all
-        share one without copying, and a data frame carrying them stays marshal-able.
+        Root ``owner`` at ``time`` with the sender's diff, truncated to ``depth - 1``
+        levels below it, as its only child. Plain diffs are immutable tuples, so a batch,
+        a diff log and a snapshot can all share one without copying, and a data frame
+        carrying them stays marshal-able.
         """
         if sender_diff is None:
             return (owner, time, ())
         return (owner, time, (truncate_plain(sender_diff, depth - 1),))
-
-    def truncated(self, depth: int) -> TreeClock:
-        """A copy keeping ``depth`` levels below the root (0: the root alone)."""
-        if depth <= 0:
-            return TreeClock(self.id, self.time)
-        return TreeClock(self.id, self.time,
-                         {k: c.truncated(depth - 1) for k, c in self.children.items()})
 
     # ------------------------------------------------------------ combining
 
@@ -139,7 +125,7 @@ class TreeClock:
 
 
 def truncate_plain(plain: Plain, depth: int) -> Plain:
-    """``truncated`` on the plain form."""
+    """A copy of a plain clock keeping ``depth`` levels below the root (0: the root alone)."""
     iid, time, kids = plain
     if not kids:
         return plain

@@ -19,9 +19,9 @@ def test_figure1_h_receives_from_c() -> None:
     # H sits below C and G; C below A and B. C's last diff: C processed A's 4th message.
     h_clock = _tc("H", 6, _tc("C", 2, _tc("A", 1), _tc("B", 3)), _tc("G", 4, _tc("F", 2)))
     c_diff = _tc("C", 3, _tc("A", 4))
-    diff = TreeClock.receive("H", h_clock.time + 1, c_diff, depth=3)
-    assert diff == _tc("H", 7, _tc("C", 3, _tc("A", 4)))
-    h_clock.apply(diff)
+    diff = TreeClock.receive_plain("H", h_clock.time + 1, c_diff.to_plain(), depth=3)
+    assert TreeClock.from_plain(diff) == _tc("H", 7, _tc("C", 3, _tc("A", 4)))
+    h_clock.apply_plain(diff)
     assert h_clock == _tc("H", 7, _tc("C", 3, _tc("A", 4), _tc("B", 3)),
                           _tc("G", 4, _tc("F", 2)))
 
@@ -45,11 +45,11 @@ def test_apply_rejects_other_root() -> None:
 
 def test_truncation_bounds_depth() -> None:
     chain = _tc("E", 1, _tc("D", 2, _tc("C", 3, _tc("B", 4, _tc("A", 5)))))
-    assert chain.truncated(2) == _tc("E", 1, _tc("D", 2, _tc("C", 3)))
-    assert chain.truncated(0) == _tc("E", 1)
+    assert truncate_plain(chain.to_plain(), 2) == _tc("E", 1, _tc("D", 2, _tc("C", 3))).to_plain()
+    assert truncate_plain(chain.to_plain(), 0) == ("E", 1, ())
     # receive keeps depth levels below the new root, however deep the sender's diff is
-    diff = TreeClock.receive("F", 1, chain, depth=2)
-    assert diff.depth() == 3
+    diff = TreeClock.receive_plain("F", 1, chain.to_plain(), depth=2)
+    assert TreeClock.from_plain(diff).depth() == 3
 
 
 def test_t_star_from_child_clocks() -> None:
@@ -99,7 +99,7 @@ def test_apply_is_idempotent_and_commutative(a: TreeClock, b: TreeClock) -> None
 
 @given(_trees("N", 3), st.integers(0, 3))
 def test_truncated_is_below_original(a: TreeClock, depth: int) -> None:
-    t = a.truncated(depth)
+    t = TreeClock.from_plain(truncate_plain(a.to_plain(), depth))
     assert t.depth() <= depth + 1
     assert t.leq(a)
 
@@ -111,12 +111,14 @@ def test_plain_form_round_trips_and_is_marshallable(a: TreeClock) -> None:
 
 
 @given(_trees("S", 3), st.integers(1, 4), st.integers(0, 50))
-def test_plain_receive_and_truncate_match_the_tree_forms(sender: TreeClock, depth: int,
-                                                         time: int) -> None:
-    assert (TreeClock.receive_plain("N", time, sender.to_plain(), depth)
-            == TreeClock.receive("N", time, sender, depth).to_plain())
+def test_receive_roots_the_truncated_sender_diff_below_the_receiver(
+        sender: TreeClock, depth: int, time: int) -> None:
+    diff = TreeClock.from_plain(TreeClock.receive_plain("N", time, sender.to_plain(), depth))
+    assert (diff.id, diff.time, list(diff.children)) == ("N", time, ["S"])
+    assert diff.depth() <= depth + 1
+    assert diff.children["S"].leq(sender)
+    assert diff.children["S"].depth() == min(sender.depth(), depth)
     assert TreeClock.receive_plain("N", time, None, depth) == ("N", time, ())
-    assert truncate_plain(sender.to_plain(), depth) == sender.truncated(depth).to_plain()
 
 
 @given(_trees("N", 2), _trees("N", 2))
