@@ -84,7 +84,7 @@ class CausalInstance(LoggedInstance):
         self.depth = int(params["depth"]) + 1
         # ``clocks: off`` measures what the clocks cost (paper 000, Fig. 3): no diff is
         # piggybacked or logged, so a failure can only be recovered by the fallback.
-        self.clocks = params.get("clocks", "on") == "on"
+        self.clocks = params["clocks"] == "on"
         # Per input channel: a merging instance (a sink behind 20 shards) gets many small
         # batches, each a slice of one upstream batch.
         self.every = int(params["snapshot_every"]) * max(1, len(core.inputs))
@@ -149,7 +149,7 @@ class CausalInstance(LoggedInstance):
         self.last_diff = blob["last"]
         self.plog = {ch: [Batch(r, seq, wm, m) for r, seq, wm, m in v]
                      for ch, v in blob["plog"].items()}
-        self.dlog = {ch: [(seq, d) for seq, d in v] for ch, v in blob["dlog"].items()}
+        self.dlog = {ch: list(v) for ch, v in blob["dlog"].items()}
         self.done = blob["done"]
         self.seen = dict(blob["seen"])
         self.emitted = dict(blob["emitted"])
@@ -386,7 +386,7 @@ class CausalCoordinator(CoordinatorProtocol):
     def on_failure(self, failed: set[str], now: float) -> list[PlanStep]:
         if self.finished():
             return [Event("ignored", {"failed": sorted(failed), "reason": "run finished"})]
-        if self.params.get("clocks", "on") == "off":
+        if self.params["clocks"] == "off":
             return self._fallback(failed, "no clocks to pin the failed instances' order")
         busy = set(failed) | set(self.recovering) | self.replaying
         if any(n in busy for f in failed

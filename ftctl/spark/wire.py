@@ -6,9 +6,9 @@ decoded from a peer that does not know the token. The runtime already batches re
 so one frame carries hundreds of them.
 
 Frames are encoded by ``ftctl.codec``, not by ``Connection.send``: marshal for plain
-values, pickle for anything else (so control frames sent with ``Connection.send``
-decode too). Data frames carry batches and markers as plain tuples
-so that they stay marshal-able.
+values, pickle for anything else (so control frames sent with ``Connection.send`` decode
+too). Data frames carry batches and markers as plain tuples so that they stay
+marshal-able.
 """
 
 from __future__ import annotations
