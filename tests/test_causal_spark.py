@@ -43,13 +43,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         c.down()
 
 
-def _kill_sharder(protocol: str, master: str, tmp_path: Path) -> tuple[dict[str, Any],
-                                                                        list[dict[str, Any]]]:
+def _kill_sharder(protocol: str, master: str, tmp_path: Path,
+                  *extra: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     results = tmp_path / "results"
     env = {**os.environ, "COLUMNS": "200"}
     proc = subprocess.run(
         [sys.executable, "-m", "ftctl.cli", "chaos", str(SHARDER), "--scenario", str(SCENARIO),
-         "-p", protocol, "--master", master, *INPUT, "--json", "--results", str(results)],
+         "-p", protocol, "--master", master, *INPUT, *extra, "--json", "--results", str(results)],
         cwd=tmp_path, text=True, capture_output=True, timeout=150, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout)
@@ -82,6 +82,18 @@ def test_sharder_kill_under_causal_restarts_only_the_sharder(cluster: LocalClust
     assert summary["restarts"] == 1
     assert _touched(events) == {VICTIM}
     assert any(e["kind"] == "causal-replay" and e["instance"] == VICTIM for e in events)
+    (restart,) = [e for e in events if e["kind"] == "restart"]
+    assert restart["spare"] is False
+
+
+def test_a_spare_task_takes_over_the_sharder(cluster: LocalCluster, tmp_path: Path) -> None:
+    summary, events = _kill_sharder("causal", cluster.master_url, tmp_path, "--spares", "1")
+    assert summary["passed"], summary["anomalies"]
+    (restart,) = [e for e in events if e["kind"] == "restart"]
+    assert restart["spare"] is True
+    pids = [e["pid"] for e in events if e["kind"] == "registered" and e["instance"] == VICTIM]
+    assert len(pids) == 2 and pids[0] != pids[1]
+    assert _touched(events) == {VICTIM}
 
 
 def test_sharder_kill_under_lineage_restarts_its_downstream(cluster: LocalCluster,
@@ -91,3 +103,4 @@ def test_sharder_kill_under_lineage_restarts_its_downstream(cluster: LocalCluste
     restarted = {e["instance"] for e in events if e["kind"] == "restart"}
     assert restarted == {VICTIM} | DOWNSTREAM
     assert "votes[0]" not in _touched(events)
+    assert not any(e.get("spare") for e in events if e["kind"] == "restart")

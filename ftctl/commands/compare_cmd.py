@@ -47,6 +47,9 @@ def protocols_cmd(
     backend: Annotated[str, typer.Option(help="local or docker.")] = "local",
     results: Annotated[Path, typer.Option(help="Where runs are written.")] = DEFAULT_ROOT,
     timeout: Annotated[float, typer.Option(min=1, help="Per-run limit, seconds.")] = 600.0,
+    spares: Annotated[int, typer.Option(
+        "--spares", min=0, max=64, help="Idle tasks kept ready: a restarted instance takes "
+        "one over instead of waiting for its own Spark job (about 1 s).")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
     """Record a fault schedule once and replay it for each protocol, K times each.
@@ -92,7 +95,7 @@ def protocols_cmd(
     say = (lambda msg: None) if as_json else (lambda msg: err_console.print(msg, highlight=False))
     req = CompareRequest(topology, schedule, infos, params, repeat, workers, label, results,
                          timeout, state_dir=(Path(".ftctl") / "runs" / store.run_id).resolve(),
-                         backend=backend)
+                         backend=backend, spares=spares)
     try:
         comp = run_comparison(req, say)
     except KeyboardInterrupt:

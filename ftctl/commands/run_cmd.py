@@ -42,6 +42,9 @@ def run(
     = DEFAULT_ROOT,
     timeout: Annotated[float, typer.Option("--timeout", min=1,
                                            help="Give up after this many seconds.")] = 3600.0,
+    spares: Annotated[int, typer.Option(
+        "--spares", min=0, max=64, help="Idle tasks kept ready: a restarted instance takes "
+        "one over instead of waiting for its own Spark job (about 1 s).")] = 0,
     as_json: Annotated[bool, typer.Option("--json",
                                           help="Print a machine-readable summary.")] = False,
 ) -> None:
@@ -61,5 +64,5 @@ def run(
     params = resolve_params(info, given)
     code = execute(RunRequest(topology, info, params, master=master, workers=workers,
                               results=results, timeout=timeout, as_json=as_json,
-                              backend=backend))
+                              backend=backend, spares=spares))
     raise typer.Exit(code)

@@ -60,6 +60,7 @@ class RunRequest:
     kind: str = "run"
     config: dict[str, Any] = field(default_factory=dict)  # extra keys for config.json
     quiet: bool = False  # print nothing (a caller such as compare reports for itself)
+    spares: int = 0  # idle tasks kept ready to take over a restarted instance
 
 
 @dataclass
@@ -105,7 +106,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         "topology": topology.model_dump(by_alias=True), "protocol": info.name,
         "params": req.params, "master": master, "workers": None if master else req.workers,
         "host": "spark", "backend": None if master else req.backend,
-        "labels": req.labels, **req.config,
+        "labels": req.labels, "spares": req.spares, **req.config,
     })
     say = _sayer(req.as_json or req.quiet)
     say(f"run {run_store.run_id} -> {run_store.path}")
@@ -132,7 +133,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
             timings["cluster_s"] = round(time.monotonic() - t_start, 2)
         say(f"starting Spark session on {master}")
         t = time.monotonic()
-        spark = start_session(master, f"ftctl-{run_store.run_id}", slots=n)
+        spark = start_session(master, f"ftctl-{run_store.run_id}", slots=n + req.spares)
         timings["session_s"] = round(time.monotonic() - t, 2)
         run_store.event("session-started", master=master, seconds=timings["session_s"])
 
@@ -142,7 +143,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
 
         host = SparkHost(spark.sparkContext, graph, info, req.params, run_store.run_id,
                          run_store.path / "snapshots", rate=topology.input.rate,
-                         on_event=on_event, timeout=req.timeout)
+                         on_event=on_event, timeout=req.timeout, spares=req.spares)
         ctx = RunContext(req, run_store, graph, host, cluster, say)
         ext.attach(ctx)
         with _progress(host, info.name, quiet=req.as_json or req.quiet):

@@ -140,6 +140,7 @@ class CompareRequest:
     timeout: float
     state_dir: Path
     backend: str = "local"
+    spares: int = 0
 
 
 def needs_own_cluster(schedule: Schedule) -> bool:
@@ -174,7 +175,7 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None]) -> Compariso
                     master=shared.master_url if shared else None, workers=req.workers,
                     results=req.results, timeout=req.timeout, as_json=False,
                     backend=req.backend, labels=req.labels, cores=cores, kind="compare",
-                    quiet=True,
+                    quiet=True, spares=req.spares,
                     config={"chaos": {"schedule": schedule.source, "name": schedule.name,
                                       "seed": schedule.seed}})
                 execute(request, capture)

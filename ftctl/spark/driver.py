@@ -10,11 +10,12 @@ import contextlib
 import queue
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
 from ftctl.spark import wire
-from ftctl.spark.task import TaskPayload, run_partition
+from ftctl.spark.task import SparePayload, TaskPayload, run_partition
 
 # Events put on the queue (all tuples, first element the kind).
 EV_REG = "reg"  # (EV_REG, iid, inc, pid, data_address, conn)
@@ -45,6 +46,7 @@ class ControlServer:
         self.hb_conns: dict[tuple[str, int], Connection] = {}
         self.extras: dict[tuple[str, int], dict[str, Any]] = {}
         self.latency: list[tuple[str, float, float]] = []  # (sink instance, t, seconds)
+        self.on_spare: Callable[[int, Connection], None] | None = None
         threading.Thread(target=self._accept, name="ftctl-control", daemon=True).start()
 
     def _accept(self) -> None:
@@ -65,6 +67,13 @@ class ControlServer:
             first = wire.recv(conn)
             if first[0] == wire.HBREG:
                 self._heartbeats(conn, first[2], first[1])
+                return
+            if first[0] == wire.SPARE:
+                # Nothing more is read from a spare: the job runner writes its assignment.
+                if self.on_spare is None:
+                    conn.close()
+                else:
+                    self.on_spare(first[1], conn)
                 return
             if first[0] != wire.REG:
                 conn.close()
@@ -127,46 +136,139 @@ class ControlServer:
 
 
 class JobRunner:
-    """Submits one single-task Spark job per instance incarnation, each in its job group."""
+    """Submits one single-task Spark job per instance incarnation, each in its job group.
 
-    def __init__(self, sc: Any, run_id: str, events: queue.Queue[tuple[Any, ...]]):
+    With ``spares``, that many extra jobs run spare tasks (``SparePayload``): a restarted
+    instance is handed to an idle spare instead of waiting for a job of its own, and a new
+    spare is submitted in its place. Instances of the first plan always get their own jobs.
+    """
+
+    def __init__(self, sc: Any, run_id: str, events: queue.Queue[tuple[Any, ...]],
+                 spares: int = 0):
         self.sc = sc
         self.run_id = run_id
         self.events = events
-        self.running: dict[tuple[str, int], threading.Thread] = {}
+        self.spares = spares
+        self.threads: dict[str, threading.Thread] = {}  # job group -> the thread running it
+        self.group_of: dict[tuple[str, int], str] = {}  # (instance, incarnation) -> group
         self.lock = threading.Lock()
+        self.idle: dict[int, Connection] = {}  # spare id -> its waiting connection
+        self.assigned: dict[int, tuple[str, int]] = {}  # spare id -> instance it runs
+        self.next_spare = 0
+        self.spare_template: SparePayload | None = None
+        self.closing = False
 
     def group(self, iid: str, inc: int) -> str:
         return f"ftctl-{self.run_id}-{iid}-{inc}"
 
-    def submit(self, payload: TaskPayload) -> None:
+    def submit(self, payload: TaskPayload) -> bool:
+        """Start ``payload``'s instance; True when an idle spare took it."""
         key = (payload.instance, payload.inc)
-        t = threading.Thread(target=self._job, args=(payload,), daemon=True,
-                             name=f"ftctl-job-{payload.instance}-{payload.inc}")
+        while True:
+            with self.lock:
+                if not self.idle:
+                    break
+                sid, conn = self.idle.popitem()
+                self.assigned[sid] = key
+                self.group_of[key] = self._spare_group(sid)
+            try:
+                wire.send(conn, (wire.ASSIGN, payload))
+            except (OSError, ValueError):
+                with self.lock:  # that spare is gone (its job reports nothing): next one
+                    self.assigned.pop(sid, None)
+                    self.group_of.pop(key, None)
+                continue
+            finally:
+                conn.close()
+            self._submit_spare()
+            return True
+        group = self.group(*key)
+        self._launch(group, self._job, payload)
         with self.lock:
-            self.running[key] = t
+            self.group_of[key] = group
+        return False
+
+    def start_spares(self, coordinator: wire.Address, token: bytes) -> None:
+        self.spare_template = SparePayload(self.run_id, -1, coordinator, token)
+        for _ in range(self.spares):
+            self._submit_spare()
+
+    def spare_ready(self, sid: int, conn: Connection) -> None:
+        """A spare registered (called on the control server's thread)."""
+        with self.lock:
+            if not self.closing and self._spare_group(sid) in self.threads:
+                self.idle[sid] = conn
+                return
+        conn.close()
+
+    def _spare_group(self, sid: int) -> str:
+        return f"ftctl-{self.run_id}-spare-{sid}"
+
+    def _submit_spare(self) -> None:
+        if self.spare_template is None:
+            return
+        with self.lock:
+            if self.closing:
+                return
+            sid = self.next_spare
+            self.next_spare += 1
+        payload = SparePayload(self.spare_template.run_id, sid,
+                               self.spare_template.coordinator, self.spare_template.token)
+        self._launch(self._spare_group(sid), self._spare_job, payload)
+
+    def _launch(self, group: str, target: Callable[[str, Any], None], payload: Any) -> None:
+        t = threading.Thread(target=target, args=(group, payload), daemon=True,
+                             name=f"ftctl-job-{group}")
+        with self.lock:
+            self.threads[group] = t
         t.start()
 
-    def _job(self, payload: TaskPayload) -> None:
+    def _collect(self, group: str, payload: Any, what: str) -> Any:
+        # Job groups are per thread (pyspark's pinned threads): this one's jobs only.
+        self.sc.setJobGroup(group, what, interruptOnCancel=True)
+        result = self.sc.parallelize([payload], 1).mapPartitions(run_partition).collect()
+        return result[0] if result else None
+
+    def _job(self, group: str, payload: TaskPayload) -> None:
         iid, inc = payload.instance, payload.inc
         try:
-            # Job groups are per thread (pyspark's pinned threads): this one's jobs only.
-            self.sc.setJobGroup(self.group(iid, inc), f"ftctl {iid} #{inc}",
-                                interruptOnCancel=True)
-            result = self.sc.parallelize([payload], 1).mapPartitions(run_partition).collect()
-            self.events.put((EV_JOB_DONE, iid, inc, result[0] if result else None))
+            result = self._collect(group, payload, f"ftctl {iid} #{inc}")
+            self.events.put((EV_JOB_DONE, iid, inc, result))
         except Exception as exc:
             self.events.put((EV_JOB_FAILED, iid, inc, _reason(exc)))
         finally:
             with self.lock:
-                self.running.pop((iid, inc), None)
+                self.threads.pop(group, None)
+
+    def _spare_job(self, group: str, payload: SparePayload) -> None:
+        sid = payload.spare
+        try:
+            result = self._collect(group, payload, f"ftctl spare {sid}")
+            failed = None
+        except Exception as exc:
+            result, failed = None, _reason(exc)
+        with self.lock:
+            self.threads.pop(group, None)
+            key = self.assigned.pop(sid, None)
+            conn = self.idle.pop(sid, None)
+        if key is None:
+            # Lost while idle (its executor went): nobody depended on it; replace it.
+            if conn is not None:
+                conn.close()
+            if failed is not None:
+                self._submit_spare()
+        elif failed is None:
+            self.events.put((EV_JOB_DONE, *key, result))
+        else:
+            self.events.put((EV_JOB_FAILED, *key, failed))
 
     def cancel(self, iid: str, inc: int) -> None:
         with self.lock:
-            if (iid, inc) not in self.running:
+            group = self.group_of.get((iid, inc))
+            if group is None or group not in self.threads:
                 return
         with contextlib.suppress(Exception):
-            self.sc.cancelJobGroup(self.group(iid, inc))
+            self.sc.cancelJobGroup(group)
 
     def cancel_later(self, iid: str, inc: int, delay: float) -> None:
         """Cancel the job if the task has not exited by itself within ``delay``."""
@@ -174,19 +276,29 @@ class JobRunner:
         timer.daemon = True
         timer.start()
 
+    def release_spares(self) -> None:
+        """No more spares: idle ones end their jobs (they see their connection close)."""
+        with self.lock:
+            self.closing = True
+            idle = list(self.idle.values())
+            self.idle.clear()
+        for conn in idle:
+            wire.shutdown(conn)
+
     def wait_all(self, timeout: float) -> bool:
         with self.lock:
-            threads = list(self.running.values())
+            threads = list(self.threads.values())
         for t in threads:
             t.join(timeout)
         with self.lock:
-            return not self.running
+            return not self.threads
 
     def cancel_all(self) -> None:
         with self.lock:
-            keys = list(self.running)
-        for iid, inc in keys:
-            self.cancel(iid, inc)
+            groups = list(self.threads)
+        for group in groups:
+            with contextlib.suppress(Exception):
+                self.sc.cancelJobGroup(group)
 
 
 def _reason(exc: BaseException) -> str:

@@ -112,8 +112,9 @@ class SparkHost:
                  params: dict[str, Any], run_id: str, store_dir: Path,
                  rate: float | None = None, on_event: EventSink | None = None,
                  progress: Progress | None = None, timeout: float = 3600.0,
-                 on_start: Callable[[], None] | None = None):
+                 on_start: Callable[[], None] | None = None, spares: int = 0):
         self.sc = sc
+        self.spares = spares
         self.graph = graph
         self.info = protocol
         self.params = params
@@ -207,10 +208,12 @@ class SparkHost:
     def run(self) -> HostResult:
         self.t0 = time.monotonic()
         self.server = ControlServer(self.token, self.events_q)
-        self.jobs = JobRunner(self.sc, self.run_id, self.events_q)
+        self.jobs = JobRunner(self.sc, self.run_id, self.events_q, self.spares)
+        self.server.on_spare = self.jobs.spare_ready
         complete = False
         try:
             self._apply(self.coordinator.initial_plan())
+            self.jobs.start_spares(self.server.address, self.token)
             last_sample = last_progress = 0.0
             while not self.coordinator.finished():
                 try:
@@ -263,6 +266,7 @@ class SparkHost:
         for iid in list(self.live):
             self._tell(iid, (wire.EXIT,))
         assert self.jobs is not None and self.server is not None
+        self.jobs.release_spares()
         if not self.jobs.wait_all(3.0):
             self.jobs.cancel_all()
             self.jobs.wait_all(5.0)
@@ -507,10 +511,11 @@ class SparkHost:
             store_key=self.store.key())
         self.pending[iid] = (inc, self.now())
         assert self.jobs is not None
-        self.jobs.submit(payload)
+        spare = self.jobs.submit(payload)
         if inc > 0:
             self.restarts += 1
-            self.log("restart", instance=iid, incarnation=inc, restore=step.restore)
+            self.log("restart", instance=iid, incarnation=inc, restore=step.restore,
+                     spare=spare)
             if iid in self.graph.sources:
                 self._log_replay(iid, blob, step.init)
         return inc

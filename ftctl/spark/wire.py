@@ -29,6 +29,7 @@ Address = tuple[str, int]
 REG = "reg"  # (REG, inc, iid, pid, data_address)
 HB = "hb"  # (HB, inc, records_in, records_out)
 HBREG = "hbreg"  # (HBREG, inc, iid): opens a task's heartbeat-only connection
+SPARE = "spare"  # (SPARE, spare id, pid): an idle task, waiting to be given an instance
 MULTI = "multi"  # (MULTI, inc, [(EMIT|PERSIST|REPORT, ...), ...], records_in, records_out)
 EMIT = "emit"  # (EMIT, records)
 PERSIST = "persist"  # (PERSIST, snapshot, blob)
@@ -41,6 +42,7 @@ CONNECT = "connect"  # (CONNECT, downstream iid, address | None, inc)
 FENCE = "fence"  # (FENCE, upstream iid, inc): drop its frames from older incarnations
 CONTROL = "control"  # (CONTROL, payload) for the instance protocol
 EXIT = "exit"  # (EXIT,)
+ASSIGN = "assign"  # (ASSIGN, TaskPayload): a spare becomes that instance
 
 
 def new_token() -> bytes:
