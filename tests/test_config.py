@@ -275,6 +275,10 @@ def _replace(old: str, new: str) -> str:
             ":3: input.records: must be >= 1, got 0",
         ),
         (
+            _replace("batch: 10}", "batch: 10, rate_change: {at: 100, rate: 5}}"),
+            ":3: input.rate_change: needs input.rate (the pace before the change)",
+        ),
+        (
             _replace("partition: hash}", "partition: hashed}"),
             ":11: edges[1].partition: expected 'forward', 'hash', 'broadcast' or "
             "'round-robin', got 'hashed'",
@@ -292,6 +296,7 @@ def _replace(old: str, new: str) -> str:
         "no-sink",
         "port-on-single-input",
         "below-minimum",
+        "rate-change-without-rate",
         "bad-literal",
     ],
 )

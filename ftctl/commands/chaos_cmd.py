@@ -34,6 +34,7 @@ from ftctl.console import console
 from ftctl.metrics.runreport import analyze, build_series
 from ftctl.results import DEFAULT_ROOT, atomic_write_json
 from ftctl.runtime.graph import ExecutionGraph
+from ftctl.runtime.pace import Pace
 from ftctl.spark.host import HostResult
 from protocols.registry import resolve_params
 
@@ -122,9 +123,9 @@ def chaos(
 
 
 def expected_seconds(graph: ExecutionGraph) -> float:
-    rate = graph.topology.input.rate or 1.0
+    pace = Pace.of(graph.topology.input) or Pace(1.0)
     spans = [hi - lo for lo, hi in (graph.source_range(s) for s in graph.sources)]
-    return max(spans, default=0) / rate
+    return pace.due(max(spans, default=0))
 
 
 def size_input(topology: Topology, records: int | None, rate: float | None) -> None:

@@ -78,6 +78,7 @@ def find_problems(topology: Topology) -> Iterator[Problem]:
     """Every problem, most basic first; later checks skip what earlier ones reported."""
     checks: list[Callable[[Topology], Iterator[Problem]]] = [
         _duplicate_names,
+        _input_fields,
         _operator_fields,
         _edge_ends,
         _has_sink,
@@ -103,6 +104,11 @@ def _duplicate_names(topo: Topology) -> Iterator[Problem]:
             )
         else:
             first[op.name] = i
+
+
+def _input_fields(topo: Topology) -> Iterator[Problem]:
+    if topo.input.rate_change is not None and topo.input.rate is None:
+        yield Problem(("input", "rate_change"), "needs input.rate (the pace before the change)")
 
 
 def _operator_fields(topo: Topology) -> Iterator[Problem]:

@@ -18,6 +18,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+class RateChange(_Strict):
+    """From a source's record ``at`` on, it is paced at ``rate`` instead of ``input.rate``."""
+
+    at: int = Field(ge=1, description="Records of each source emitted at input.rate first.")
+    rate: float = Field(gt=0, description="Records per second per source after that.")
+
+
 class InputSpec(_Strict):
     """How much input the sources generate and how fast."""
 
@@ -26,6 +33,11 @@ class InputSpec(_Strict):
         default=None,
         gt=0,
         description="Records per second per source; omitted = as fast as possible.",
+    )
+    rate_change: RateChange | None = Field(
+        default=None,
+        description="One change of pace (needs rate), e.g. build up state at a high rate, "
+        "then run at a light load. The simulation host paces by rate alone.",
     )
     seed: int = Field(default=1, description="Seed of the replayable sources.")
     batch: int = Field(default=100, ge=1, le=100_000, description="Records per batch on the wire.")

@@ -1,7 +1,8 @@
 """Output latency of sink records, measured in the sink task against the source schedule.
 
 With ``--rate`` every source instance emits the batch starting at offset ``o`` at
-``anchor + (o - lo) / rate`` (``anchor``: when the driver released the initial plan, a
+``anchor + due(o - lo)`` (``ftctl.runtime.pace``: ``(o - lo) / rate`` unless the input
+changes pace once; ``anchor``: when the driver released the initial plan, a
 ``time.monotonic()`` value; CLOCK_MONOTONIC is system-wide on Linux and every task runs on
 this machine). A record's ``ts`` is ``index * ms_per_record``, so the sink can work out
 when the record was *due* from its ``ts`` alone, and its latency is ``now - due``. Records
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ftctl.runtime.graph import ExecutionGraph
+from ftctl.runtime.pace import Pace
 
 STRIDE = 16
 MAX_PENDING = 4000  # samples held between two heartbeats before the stride doubles
@@ -33,6 +35,7 @@ MAX_PENDING = 4000  # samples held between two heartbeats before the stride doub
 class LatencyProbe:
     def __init__(self, graph: ExecutionGraph, rate: float | None):
         self.rate = rate
+        self.pace = Pace.of(graph.topology.input) if rate else None
         self.anchor: float | None = None
         self.batch = graph.topology.input.batch
         first = graph.sources[0] if graph.sources else None
@@ -51,14 +54,14 @@ class LatencyProbe:
 
     @property
     def enabled(self) -> bool:
-        return self.anchor is not None and bool(self.rate) and bool(self.los)
+        return self.anchor is not None and self.pace is not None and bool(self.los)
 
     def due(self, ts: float) -> float:
-        assert self.anchor is not None and self.rate
+        assert self.anchor is not None and self.pace is not None
         i = int(ts / self.ms)
         lo = self.los[max(0, bisect.bisect_right(self.los, i) - 1)]
         first = lo + (i - lo) // self.batch * self.batch  # the batch the record left in
-        return self.anchor + (first - lo) / self.rate
+        return self.anchor + self.pace.due(first - lo)
 
     def observe(self, records: Sequence[tuple[Any, Any, Any]]) -> None:
         """Sample the latency of records a sink outputs now."""

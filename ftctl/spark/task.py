@@ -26,6 +26,7 @@ from ftctl.config.topology import Topology
 from ftctl.runtime.actions import Action, Emit, Persist, Report, Send
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
+from ftctl.runtime.pace import Pace
 from ftctl.spark import wire
 from ftctl.spark.gcpolicy import ManualGC
 from ftctl.spark.latency import LatencyProbe
@@ -123,6 +124,7 @@ class InstanceTask:
         self.readers: list[Connection] = []
         # Chaos and measurement: channel faults on outgoing links, sink output latency.
         self.links = LinkFaults(self.stopping)
+        self.pace = Pace.of(topology.input) if p.rate else None
         self.probe = LatencyProbe(graph, p.rate) if self.core.is_sink else None
         if self.probe is not None:
             self.core.on_sink_output = self.probe.observe
@@ -321,26 +323,24 @@ class InstanceTask:
                 self._flush(self.core.take_actions())
 
     def _source_loop(self) -> None:
-        rate = self.p.rate
-        step_dt = self.core.batch_size / rate if rate else 0.0
-        next_at = time.monotonic()
-        if rate and self.anchor is not None:
-            # Paced on the run's schedule, like a topic being written at `rate`: a source
-            # restarted behind it reads its backlog at full speed, then keeps the pace.
-            next_at = self.anchor + (self.core.offset - self.core.lo) / rate
+        pace, lo = self.pace, self.core.lo
+        # Paced on the run's schedule, like a topic being written at `rate`: a source
+        # restarted behind it reads its backlog at full speed, then keeps the pace.
+        base = self.anchor
+        if base is None:
+            base = time.monotonic() - (pace.due(self.core.offset - lo) if pace else 0.0)
         more = True
         while more and not self.stopping.is_set():
             if self.ctl:
                 self._handle_ctl()
             flush_at = time.monotonic() + SOURCE_FLUSH
             while more:
-                if step_dt:
-                    delay = next_at - time.monotonic()
+                if pace is not None:
+                    delay = base + pace.due(self.core.offset - lo) - time.monotonic()
                     if delay > 0:
                         time.sleep(delay)
-                    next_at += step_dt
                 more = self.proto.on_step(time.monotonic())
-                if step_dt or time.monotonic() >= flush_at:
+                if pace is not None or time.monotonic() >= flush_at:
                     break
             self._flush(self.core.take_actions())
 
