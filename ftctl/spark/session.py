@@ -11,6 +11,7 @@ from typing import Any
 from ftctl.cluster.errors import InfraError
 
 SLOT_WAIT = 90.0
+DRIVER_CLASS = "org.apache.spark.deploy.SparkSubmit"  # on the command line of a driver JVM
 
 
 def spark_conf(master: str, app_name: str) -> dict[str, str]:
@@ -50,7 +51,12 @@ def start_session(master: str, app_name: str, slots: int) -> Any:
         builder = builder.config(key, value)
     try:
         spark = builder.getOrCreate()
-    except Exception as exc:
+    except BaseException as exc:
+        # Interrupted or failed half-way, the driver JVM may already run, and with no
+        # session there is nothing stop_session could stop: it would outlive us.
+        _kill_driver_jvms()
+        if not isinstance(exc, Exception):
+            raise
         reason = _first_line(exc)
         raise InfraError(f"could not start a Spark session on {master}: {reason}") from exc
     spark.sparkContext.setLogLevel("ERROR")
@@ -102,6 +108,20 @@ def stop_session(spark: Any) -> None:
             proc.wait(10)
         with contextlib.suppress(Exception):
             proc.kill()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+
+
+def _kill_driver_jvms() -> None:
+    """Kill the Spark driver JVMs this process started (a session start that failed)."""
+    import psutil
+    from pyspark import SparkContext
+
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if DRIVER_CLASS in child.cmdline():
+                child.kill()
+                child.wait(10)
     SparkContext._gateway = None
     SparkContext._jvm = None
 

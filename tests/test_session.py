@@ -1,0 +1,42 @@
+"""Starting the Spark session: nothing may outlive a start that fails or is interrupted."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from ftctl.cluster.errors import InfraError
+from ftctl.spark.session import DRIVER_CLASS, start_session
+
+
+def _fake_start(raised: BaseException, started: list[subprocess.Popen[bytes]]) -> Any:
+    def get_or_create(self: Any) -> Any:
+        # What pyspark does first: launch the driver JVM; then the start fails.
+        started.append(subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(120)", DRIVER_CLASS]))
+        raise raised
+
+    return get_or_create
+
+
+@pytest.mark.parametrize("raised", [KeyboardInterrupt(), RuntimeError("Java gateway exited")])
+def test_a_failed_session_start_kills_the_driver_it_launched(
+        raised: BaseException, monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[subprocess.Popen[bytes]] = []
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", _fake_start(raised, started))
+    try:
+        expected = type(raised) if isinstance(raised, KeyboardInterrupt) else InfraError
+        with pytest.raises(expected):
+            start_session("spark://127.0.0.1:1", "ftctl-test", slots=1)
+        (driver,) = started
+        assert driver.wait(10) is not None  # gone, not left running
+        assert bystander.poll() is None  # other children are not ours to kill
+    finally:
+        for p in (*started, bystander):
+            p.kill()
+            p.wait()
