@@ -17,7 +17,13 @@ from typing import Any
 import pytest
 
 from ftctl.spark import wire
-from ftctl.spark.driver import EV_JOB_DONE, EV_JOB_FAILED, ControlServer, JobRunner
+from ftctl.spark.driver import (
+    EV_JOB_DONE,
+    EV_JOB_FAILED,
+    MAX_SPARE_FAILURES,
+    ControlServer,
+    JobRunner,
+)
 from ftctl.spark.task import SparePayload, TaskPayload, wait_for_assignment
 
 
@@ -32,7 +38,7 @@ class _Job:
         p = self.payload
         group = self.sc.local.group
         if isinstance(p, SparePayload):
-            if group in self.sc.doomed:
+            if group in self.sc.doomed or self.sc.doom_all:
                 raise RuntimeError("Python worker exited unexpectedly (crashed)")
             got = wait_for_assignment(p)
             if got is None:
@@ -49,6 +55,7 @@ class FakeSC:
         self.local = threading.local()
         self.ran: list[tuple[str, str, int]] = []
         self.doomed: set[str] = set()
+        self.doom_all = False
         self.crash_when_assigned: set[str] = set()
         self.cancelled: list[str] = []
 
@@ -118,6 +125,16 @@ def test_a_spare_lost_while_idle_is_replaced_silently(pool: Any) -> None:
     jobs.start_spares(server.address, token)
     _until(lambda: 1 in jobs.idle)
     assert events.empty()  # no instance depended on it: nothing for the host to judge
+
+
+def test_spares_that_never_come_up_are_not_resubmitted_forever(pool: Any) -> None:
+    sc, jobs, server, token, events = pool
+    sc.doom_all = True
+    jobs.start_spares(server.address, token)
+    _until(lambda: jobs.next_spare == 1 + MAX_SPARE_FAILURES and not jobs.threads)
+    time.sleep(0.2)
+    assert jobs.next_spare == 1 + MAX_SPARE_FAILURES and not jobs.threads
+    assert events.empty()
 
 
 def test_a_spare_that_fails_once_assigned_is_that_instance_failing(pool: Any) -> None:

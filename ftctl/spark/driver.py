@@ -24,6 +24,8 @@ EV_LOST = "lost"  # (EV_LOST, iid, inc): the control connection dropped
 EV_JOB_DONE = "job-done"  # (EV_JOB_DONE, iid, inc, result)
 EV_JOB_FAILED = "job-failed"  # (EV_JOB_FAILED, iid, inc, reason)
 
+MAX_SPARE_FAILURES = 3  # spare jobs failing in a row before no more are submitted
+
 
 class ControlServer:
     """Accepts tasks' control connections; each gets a reader thread feeding ``events``."""
@@ -157,6 +159,7 @@ class JobRunner:
         self.next_spare = 0
         self.spare_template: SparePayload | None = None
         self.closing = False
+        self.spare_failures = 0  # spares lost in a row without one registering
 
     def group(self, iid: str, inc: int) -> str:
         return f"ftctl-{self.run_id}-{iid}-{inc}"
@@ -174,10 +177,13 @@ class JobRunner:
             try:
                 wire.send(conn, (wire.ASSIGN, payload))
             except (OSError, ValueError):
-                with self.lock:  # that spare is gone (its job reports nothing): next one
-                    self.assigned.pop(sid, None)
-                    self.group_of.pop(key, None)
-                continue
+                with self.lock:
+                    reported = self.assigned.pop(sid, None) is None
+                    if not reported:
+                        self.group_of.pop(key, None)
+                if reported:  # its job ended meanwhile and reported this instance failed
+                    return True
+                continue  # that spare is gone (its job will report nothing): next one
             finally:
                 conn.close()
             self._submit_spare()
@@ -198,6 +204,7 @@ class JobRunner:
         with self.lock:
             if not self.closing and self._spare_group(sid) in self.threads:
                 self.idle[sid] = conn
+                self.spare_failures = 0
                 return
         conn.close()
 
@@ -252,11 +259,16 @@ class JobRunner:
             key = self.assigned.pop(sid, None)
             conn = self.idle.pop(sid, None)
         if key is None:
-            # Lost while idle (its executor went): nobody depended on it; replace it.
+            # Lost while idle (its executor went): nobody depended on it; replace it,
+            # unless spares keep failing before they ever register.
             if conn is not None:
                 conn.close()
             if failed is not None:
-                self._submit_spare()
+                with self.lock:
+                    self.spare_failures += 1
+                    retry = self.spare_failures <= MAX_SPARE_FAILURES
+                if retry:
+                    self._submit_spare()
         elif failed is None:
             self.events.put((EV_JOB_DONE, *key, result))
         else:
