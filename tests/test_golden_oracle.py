@@ -11,9 +11,14 @@ import pytest
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.sim import host
+from ftctl.sim.host import SimHost
+from ftctl.sim.runner import golden_output
 from ftctl.verify import golden
 from ftctl.verify.golden import golden_for, topology_hash
 from ftctl.verify.oracle import final_per_key, oracle_check, oracle_expected, oracle_for
+from protocols.registry import PROTOCOLS
 
 TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
 
@@ -58,6 +63,17 @@ def test_corrupt_cache_is_recomputed(tmp_path: Path) -> None:
     cache.write_bytes(b"\x80\x05 truncated")
     assert golden_for(topo, tmp_path) == good
     assert golden_for(topo, tmp_path) == good  # and the rewritten file reads back
+
+
+def test_golden_output_is_never_cut_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The sharder outputs one count per vote; a run capped by the simulator's event limit
+    # (kept for fault schedules that could livelock) stops part-way.
+    topo = _topology("sharder", 3000)
+    graph = ExecutionGraph(topo)
+    capped = SimHost(graph, PROTOCOLS["none"], {}, seed=0, max_events=300).run()
+    assert not capped.complete and len(capped.outputs["out"]) < 3000
+    monkeypatch.setattr(host, "MAX_EVENTS", 300)
+    assert len(golden_output(graph)["out"]) == 3000
 
 
 def test_unknown_oracle_is_a_config_error() -> None:

@@ -14,7 +14,7 @@ import heapq
 import random
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ftctl.config.topology import Topology
 from ftctl.runtime.actions import Emit, Persist, Report, Send
@@ -39,7 +39,7 @@ from protocols.base import (
 # Simulated-time constants (seconds). Small, so runs are short; their ratios are what matter.
 NET_DELAY = 0.0004
 STEP = 0.001  # between source batches when the topology runs as fast as possible
-MAX_EVENTS = 2_000_000
+MAX_EVENTS = 2_000_000  # a schedule that livelocks ends here (the golden run has no cap)
 
 
 @dataclass
@@ -76,8 +76,11 @@ class _Live:
 class SimHost:
     def __init__(self, graph: ExecutionGraph, protocol: ProtocolInfo, params: dict[str, Any],
                  seed: int, schedule: FailureSchedule | None = None, trace: bool = False,
-                 hash_trace: bool = False):
+                 hash_trace: bool = False,
+                 max_events: int | Literal["default"] | None = "default"):
         self.graph = graph
+        # None: no cap (a fault-free run always ends); read late so tests can lower it.
+        self.max_events = MAX_EVENTS if max_events == "default" else max_events
         self.info = protocol
         self.params = params
         self.rng = random.Random(seed)
@@ -133,7 +136,7 @@ class SimHost:
             getattr(self, "_on_" + kind)(data)
             while strikes and self.stats.events >= strikes[0].at_event:
                 self._strike(strikes.popleft())
-            if self.stats.events > MAX_EVENTS:
+            if self.max_events is not None and self.stats.events > self.max_events:
                 break
         complete = self.coordinator.finished()
         return SimResult(self.sinks.by_operator(), complete, self.stats,

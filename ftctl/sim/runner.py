@@ -47,8 +47,14 @@ def sim_params(graph: ExecutionGraph, protocol: ProtocolInfo,
 
 
 def golden_output(graph: ExecutionGraph) -> dict[str, list[tuple[Any, Any]]]:
-    """The fault-free output: same topology, input and seed, no failures."""
-    result = SimHost(graph, PROTOCOLS["none"], {}, seed=0).run()
+    """The fault-free output: same topology, input and seed, no failures.
+
+    No cap on the number of events: without failures the run always ends, and a golden
+    output cut short would make every complete run look like it produced extra records.
+    """
+    result = SimHost(graph, PROTOCOLS["none"], {}, seed=0, max_events=None).run()
+    if not result.complete:
+        raise RuntimeError(f"the fault-free run of {graph.topology.name} did not finish")
     return result.outputs
 
 
