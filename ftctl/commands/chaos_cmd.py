@@ -25,8 +25,15 @@ from ftctl.commands.chaos_plan import (
     from_replay,
     from_scenario,
 )
-from ftctl.commands.common import protocol_and_params, user_errors
-from ftctl.commands.runner import SLOTS_PER_INSTANCE, RunContext, RunExtension, RunRequest, execute
+from ftctl.commands.common import Spares, protocol_and_params, user_errors
+from ftctl.commands.runner import (
+    DEFAULT_SPARES,
+    SLOTS_PER_INSTANCE,
+    RunContext,
+    RunExtension,
+    RunRequest,
+    execute,
+)
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
@@ -79,9 +86,7 @@ def chaos(
     = DEFAULT_ROOT,
     timeout: Annotated[float, typer.Option("--timeout", min=1,
                                            help="Give up after this many seconds.")] = 600.0,
-    spares: Annotated[int, typer.Option(
-        "--spares", min=0, max=64, help="Idle tasks kept ready: a restarted instance takes "
-        "one over instead of waiting for its own Spark job (about 1 s).")] = 0,
+    spares: Spares = DEFAULT_SPARES,
     as_json: Annotated[bool, typer.Option("--json",
                                           help="Print a machine-readable summary.")] = False,
 ) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.markup import escape
@@ -13,6 +13,10 @@ from ftctl.config.errors import ConfigError
 from ftctl.console import EXIT_USAGE, err_console
 from protocols.base import ProtocolInfo
 from protocols.registry import get_protocol, resolve_params
+
+Spares = Annotated[int, typer.Option(
+    "--spares", min=0, max=64, help="Idle Spark tasks kept ready: a restarted instance takes one "
+    "over instead of waiting about a second for a Spark job of its own (0: none).")]
 
 P = ParamSpec("P")
 R = TypeVar("R")

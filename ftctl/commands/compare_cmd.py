@@ -12,7 +12,8 @@ from rich.table import Table
 from ftctl.cluster.labels import LabelSyntaxError, expand_labels
 from ftctl.commands.chaos_cmd import expected_seconds, size_input
 from ftctl.commands.chaos_plan import check_cluster, from_kills, from_scenario
-from ftctl.commands.common import parse_params, user_errors
+from ftctl.commands.common import Spares, parse_params, user_errors
+from ftctl.commands.runner import DEFAULT_SPARES
 from ftctl.compare.report import COST, OUTCOME, render, row
 from ftctl.compare.runner import CompareRequest, needs_own_cluster, run_comparison
 from ftctl.config.errors import ConfigError
@@ -47,9 +48,7 @@ def protocols_cmd(
     backend: Annotated[str, typer.Option(help="local or docker.")] = "local",
     results: Annotated[Path, typer.Option(help="Where runs are written.")] = DEFAULT_ROOT,
     timeout: Annotated[float, typer.Option(min=1, help="Per-run limit, seconds.")] = 600.0,
-    spares: Annotated[int, typer.Option(
-        "--spares", min=0, max=64, help="Idle tasks kept ready: a restarted instance takes "
-        "one over instead of waiting for its own Spark job (about 1 s).")] = 0,
+    spares: Spares = DEFAULT_SPARES,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
     """Record a fault schedule once and replay it for each protocol, K times each.

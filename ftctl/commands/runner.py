@@ -40,6 +40,8 @@ EXIT_INTERRUPTED = 130
 # Task slots asked of a local cluster per instance: room for a replacement to be
 # scheduled while the task it replaces is still being cancelled.
 SLOTS_PER_INSTANCE = 2
+# Spare tasks (``JobRunner``): one takes the Spark job start out of a single restart.
+DEFAULT_SPARES = 1
 
 Say = Callable[[str], None]
 
@@ -60,7 +62,7 @@ class RunRequest:
     kind: str = "run"
     config: dict[str, Any] = field(default_factory=dict)  # extra keys for config.json
     quiet: bool = False  # print nothing (a caller such as compare reports for itself)
-    spares: int = 0  # idle tasks kept ready to take over a restarted instance
+    spares: int = DEFAULT_SPARES  # idle tasks kept ready to take over a restarted instance
 
 
 @dataclass

@@ -18,6 +18,7 @@ from ftctl.cluster import LocalCluster, make_cluster
 from ftctl.commands.chaos_cmd import ChaosExtension, expected_seconds
 from ftctl.commands.chaos_plan import CLUSTER_FAULTS, Schedule, from_replay
 from ftctl.commands.runner import (
+    DEFAULT_SPARES,
     SLOTS_PER_INSTANCE,
     RunContext,
     RunExtension,
@@ -140,7 +141,7 @@ class CompareRequest:
     timeout: float
     state_dir: Path
     backend: str = "local"
-    spares: int = 0
+    spares: int = DEFAULT_SPARES
 
 
 def needs_own_cluster(schedule: Schedule) -> bool:

@@ -87,7 +87,7 @@ def wait_for_slots(sc: Any, slots: int, timeout: float = SLOT_WAIT) -> None:
         time.sleep(0.2)
     raise InfraError(
         f"the cluster offers {have} task slot(s) after {timeout:.0f} s; this run needs {slots} "
-        "(one per operator instance, plus room for replacements)"
+        "(one per operator instance and spare task (--spares), plus room for replacements)"
     )
 
 
