@@ -1,13 +1,21 @@
 """Paper 000, Figure 2 shape: recovery time after losing the sharder vs aggregated state.
 
 Runs ``topologies/sharder.yaml`` (votes -> sharder -> 20 count shards -> sink) on one warm
-local Spark cluster, rate-paced, and kills ``sharder[0]``'s task once ``N`` votes have
-been aggregated (the kill is scheduled at ``N / rate`` s after the topology runs), then
-``tail`` more seconds of input follow. Each point is one ``ftctl chaos --json`` run:
+local Spark cluster, rate-paced: the first ``N`` votes at ``--build-rate`` (default: the
+same as ``--rate``), the rest at ``--rate`` (``input.rate_change``). ``settle`` seconds
+after vote N was due, ``sharder[0]``'s task is killed; ``tail`` more seconds of input
+follow. Building state fast and measuring at a light load keeps the two apart: what the
+kill costs, not how close the pipeline already ran to its limit. Each point is one
+``ftctl chaos --json`` run:
 
     python benchmarks/fig2_recovery.py [--sizes 10000,50000] [--rate 2000]
-                                       [--protocols causal,lineage] [--out fig2.png]
+                                       [--build-rate 16000] [--protocols causal,lineage]
+                                       [--out fig2.png] [--spares 1]
                                        [--rows earlier-output.txt]
+
+Both protocols get the same ``--spares`` (idle Spark tasks ready to take over a restarted
+instance, ``ftctl chaos --spares``): with one, causal's single restart skips Spark's job
+start, and lineage's first of 22 restarts does.
 
 Reported per run (all from ftctl's recovery report, on the run's event clock):
   - detect s: kill to the coordinator's verdict (reported separately, not in recovery);
@@ -40,13 +48,29 @@ def scenario(work: Path, at: float) -> Path:
     return path
 
 
-def point(master: str, protocol: str, n: int, rate: float, tail: float, work: Path,
-          timeout: float) -> dict[str, Any]:
-    records = n + int(rate * tail)
-    args = [sys.executable, "-m", "ftctl.cli", "chaos", str(SHARDER), "--scenario",
-            str(scenario(work, round(n / rate, 3))), "-p", protocol, "--master", master,
-            "--records", str(records), "--rate", str(rate), "--results", str(work / "results"),
-            "--timeout", str(timeout), "--json"]
+SETTLE = 6.0  # s at --rate before the kill: the recovery baseline is the 5 s before it
+
+
+def topology(work: Path, n: int, build_rate: float, rate: float) -> Path:
+    import yaml
+
+    doc = yaml.safe_load(SHARDER.read_text())
+    if build_rate != rate:
+        doc["input"].update(rate=build_rate, rate_change={"at": n, "rate": rate})
+    path = work / f"sharder-{n}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def point(master: str, protocol: str, n: int, build_rate: float, rate: float, tail: float,
+          work: Path, timeout: float, spares: int) -> dict[str, Any]:
+    records = n + int(rate * (SETTLE + tail))
+    kill_at = round(n / build_rate + SETTLE, 3)
+    args = [sys.executable, "-m", "ftctl.cli", "chaos", str(topology(work, n, build_rate, rate)),
+            "--scenario", str(scenario(work, kill_at)), "-p", protocol, "--master", master,
+            "--records", str(records), "--rate", str(build_rate),
+            "--results", str(work / "results"), "--timeout", str(timeout),
+            "--spares", str(spares), "--json"]
     done = subprocess.run(args, cwd=work, capture_output=True, text=True, check=False)
     try:
         summary = json.loads(done.stdout)
@@ -57,7 +81,8 @@ def point(master: str, protocol: str, n: int, rate: float, tail: float, work: Pa
     detect = rec.get("detection_s")
     total = rec.get("recovery_s")
     return {"protocol": protocol, "n": n, "passed": summary["passed"],
-            "restarts": summary["restarts"], "detect_s": detect,
+            "restarts": summary["restarts"], "spares": spares, "rate": rate,
+            "build_rate": build_rate, "detect_s": detect,
             "first_out_s": rec.get("first_output_s"),
             "recovery_s": None if total is None or detect is None else total - detect,
             "run": summary["run_id"]}
@@ -93,11 +118,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,50000")
     ap.add_argument("--protocols", default="causal,lineage")
-    ap.add_argument("--rate", type=float, default=2_000.0, help="votes/s (paced)")
+    ap.add_argument("--rate", type=float, default=2_000.0,
+                    help="votes/s (paced) from vote N on, through the kill")
+    ap.add_argument("--build-rate", type=float, default=None,
+                    help="votes/s while the first N votes are aggregated (default: --rate)")
     # Lineage restarts 22 instances (10-15 s on a loaded 2-core machine): a shorter tail
     # ends the input before its output flows again, and no recovery can be measured.
     ap.add_argument("--tail", type=float, default=25.0, help="seconds of input after the kill")
     ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--spares", type=int, default=1, help="ftctl chaos --spares, both protocols")
     ap.add_argument("--out", type=Path, default=Path("fig2_recovery.png"))
     ap.add_argument("--rows", type=Path, default=None,
                     help="re-report and re-plot the JSON rows an earlier run printed")
@@ -116,8 +145,8 @@ def main() -> None:
         cluster.up()
         for n in (int(s) for s in args.sizes.split(",")):
             for proto in args.protocols.split(","):
-                row = point(cluster.master_url, proto, n, args.rate, args.tail, work,
-                            args.timeout)
+                row = point(cluster.master_url, proto, n, args.build_rate or args.rate,
+                            args.rate, args.tail, work, args.timeout, args.spares)
                 row["load"] = round(os.getloadavg()[0], 1)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
