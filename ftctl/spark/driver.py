@@ -7,6 +7,7 @@ coordinator protocol only ever runs on that one thread.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import queue
 import threading
 import time
@@ -157,7 +158,7 @@ class JobRunner:
         self.idle: dict[int, Connection] = {}  # spare id -> its waiting connection
         self.assigned: dict[int, tuple[str, int]] = {}  # spare id -> instance it runs
         self.next_spare = 0
-        self.spare_template: SparePayload | None = None
+        self.spare_base: SparePayload | None = None  # what every spare's payload shares
         self.closing = False
         self.spare_failures = 0  # spares lost in a row without one registering
 
@@ -195,7 +196,7 @@ class JobRunner:
         return False
 
     def start_spares(self, coordinator: wire.Address, token: bytes) -> None:
-        self.spare_template = SparePayload(self.run_id, -1, coordinator, token)
+        self.spare_base = SparePayload(self.run_id, -1, coordinator, token)
         for _ in range(self.spares):
             self._submit_spare()
 
@@ -212,16 +213,15 @@ class JobRunner:
         return f"ftctl-{self.run_id}-spare-{sid}"
 
     def _submit_spare(self) -> None:
-        if self.spare_template is None:
+        if self.spare_base is None:
             return
         with self.lock:
             if self.closing:
                 return
             sid = self.next_spare
             self.next_spare += 1
-        payload = SparePayload(self.spare_template.run_id, sid,
-                               self.spare_template.coordinator, self.spare_template.token)
-        self._launch(self._spare_group(sid), self._spare_job, payload)
+        self._launch(self._spare_group(sid), self._spare_job,
+                     dataclasses.replace(self.spare_base, spare=sid))
 
     def _launch(self, group: str, target: Callable[[str, Any], None], payload: Any) -> None:
         t = threading.Thread(target=target, args=(group, payload), daemon=True,

@@ -34,7 +34,6 @@ MAX_PENDING = 4000  # samples held between two heartbeats before the stride doub
 
 class LatencyProbe:
     def __init__(self, graph: ExecutionGraph, rate: float | None):
-        self.rate = rate
         self.pace = Pace.of(graph.topology.input) if rate else None
         self.anchor: float | None = None
         self.batch = graph.topology.input.batch
