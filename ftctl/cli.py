@@ -13,6 +13,7 @@ from ftctl.commands import (
     cluster_cmds,
     compare_cmd,
     config_cmds,
+    figure_cmd,
     gate_cmd,
     image_cmd,
     run_cmd,
@@ -37,6 +38,7 @@ run_cmd.register(app)
 chaos_cmd.register(app)
 gate_cmd.register(app)
 compare_cmd.register(app)
+figure_cmd.register(app)
 stored_cmds.register(app)
 
 

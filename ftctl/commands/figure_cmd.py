@@ -1,0 +1,88 @@
+"""``ftctl figure``: list and reproduce the seed papers' figures and tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ftctl.commands.common import parse_params, user_errors
+from ftctl.config.errors import ConfigError
+from ftctl.console import EXIT_OK, console
+from ftctl.figures import FigureOptions, FigureResult, figures
+
+
+@user_errors
+def figure(
+    name: Annotated[
+        str | None, typer.Argument(help="Figure to reproduce, e.g. 001-fig7; omit to list them.")
+    ] = None,
+    host: Annotated[str, typer.Option(help="Where to run it: sim or spark.")] = "sim",
+    out: Annotated[
+        Path, typer.Option(help="Folder for the PNG and data files.")
+    ] = Path("results/figures"),
+    quick: Annotated[bool, typer.Option(help="A smaller run, for a first look.")] = False,
+    opt: Annotated[
+        list[str] | None, typer.Option("--opt", help="Figure option key=value (repeatable).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Reproduce a figure or table of a seed paper: print its table, write its plot.
+
+    Examples:
+
+      ftctl figure                       # list the figures
+
+      ftctl figure 001-fig7              # Falkirk Wheel's Figure 7 frontiers
+
+      ftctl figure 000-fig2 --host spark --quick
+    """
+    known = figures()
+    if name is None:
+        _list(known, as_json)
+        raise typer.Exit(EXIT_OK)
+    fig = known.get(name)
+    if fig is None:
+        raise ConfigError("figure", None, f"unknown figure {name!r} (known: {', '.join(known)})")
+    if host not in fig.hosts:
+        raise ConfigError("--host", None, f"{name} runs on {', '.join(fig.hosts)}, not {host!r}")
+    options = FigureOptions(out=out / name, host=host, quick=quick, options=parse_params(opt))
+    options.out.mkdir(parents=True, exist_ok=True)
+    result = fig.run(options)
+    _show(result, as_json)
+
+
+def _list(known: dict, as_json: bool) -> None:
+    if as_json:
+        console.print_json(json.dumps([
+            {"name": f.name, "paper": f.paper, "title": f.title, "hosts": list(f.hosts)}
+            for f in known.values()]))
+        return
+    table = Table("figure", "paper", "hosts", "what", title="seed figures")
+    for f in known.values():
+        table.add_row(f.name, f.paper, ",".join(f.hosts), f.title)
+    console.print(table)
+
+
+def _show(result: FigureResult, as_json: bool) -> None:
+    if as_json:
+        console.print_json(json.dumps({
+            "title": result.title, "header": list(result.header),
+            "rows": [list(r) for r in result.rows], "files": [str(p) for p in result.files],
+            "summary": dict(result.summary), "notes": list(result.notes)}, default=str))
+        return
+    table = Table(*result.header, title=result.title)
+    for row in result.rows:
+        table.add_row(*(str(v) for v in row))
+    console.print(table)
+    for note in result.notes:
+        console.print(note)
+    for path in result.files:
+        console.print(f"wrote {path}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("figure")(figure)
