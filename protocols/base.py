@@ -12,19 +12,14 @@ The host carries plans out. Time only enters as the ``now`` argument.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker, Message
+from protocols.contract.spec import Guarantee
 
-
-class Guarantee(StrEnum):
-    AT_MOST_ONCE = "at-most-once"
-    AT_LEAST_ONCE = "at-least-once"
-    EXACTLY_ONCE = "exactly-once"
-
+__all__ = ["Guarantee"]  # re-exported: the contract owns it
 
 # ---------------------------------------------------------------- plan steps
 

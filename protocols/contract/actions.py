@@ -1,0 +1,233 @@
+"""Actions a protocol returns: what the kernel should make happen.
+
+The kernel applies the actions of one ``handle`` call in order. A ``Report`` or ``Emit``
+after a ``Persist`` or ``StageOutput`` takes effect only once those writes are durable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ftctl.runtime.messages import Batch, Marker
+from protocols.contract.messages import Msg
+from protocols.contract.names import (
+    KV,
+    Blob,
+    ChannelId,
+    InstanceId,
+    LogicalTime,
+    SnapshotRef,
+    UnitId,
+)
+
+# ---------------------------------------------------------------- instance side
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Put a batch or marker on an output channel. The kernel routes it to the unit that
+    currently hosts the channel's destination slot. Batches carry their ``seq`` already."""
+
+    channel: ChannelId
+    msg: Batch | Marker
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """Make sink records visible now (at-most/at-least-once sinks, or deduplicated ones).
+
+    ``uids``, when given, names each record: the sink store ignores a second emit of the
+    same ``(slot, uid)`` (an idempotent upsert in the outside world).
+    """
+
+    slot: InstanceId
+    records: Sequence[KV]
+    event_times: Sequence[int] = ()
+    uids: Sequence[Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StageOutput:
+    """Stage sink records under ``epoch``; they become visible with ``CommitOutput``."""
+
+    slot: InstanceId
+    epoch: LogicalTime
+    records: Sequence[KV]
+    event_times: Sequence[int] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Persist:
+    """Write ``blob`` to stable storage as ``slot``'s ``ref`` (replacing what was there)."""
+
+    slot: InstanceId
+    ref: SnapshotRef
+    blob: Blob
+
+
+@dataclass(frozen=True, slots=True)
+class SendPeer:
+    """A message to another slot, not along an edge (ring pings, acks against the edge).
+    FIFO per pair of units; lost when either end is dead or the link is cut."""
+
+    to: InstanceId
+    msg: Msg
+    sender: InstanceId | None = None  # the sending slot when a unit hosts several
+
+
+@dataclass(frozen=True, slots=True)
+class SetTimer:
+    """Fire ``TimerFired(key)`` after ``after`` seconds; replaces a pending timer of ``key``.
+    Timers die with the incarnation that set them."""
+
+    key: str
+    after: float
+
+
+@dataclass(frozen=True, slots=True)
+class CancelTimer:
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """Tell the coordinator (``ReportIn``), in order, after earlier writes are durable."""
+
+    msg: Msg
+    slot: InstanceId | None = None  # the reporting slot when a unit hosts several
+
+
+@dataclass(frozen=True, slots=True)
+class Suspect:
+    """Protocol-level failure detection: the coordinator gets ``Suspected``."""
+
+    instance: InstanceId
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Deliver ``slot``'s input (data, peer messages, controls) to unit ``to`` from now on.
+    ``to`` equal to the slot's own name reinstates the slot's own unit."""
+
+    slot: InstanceId
+    to: UnitId
+
+
+@dataclass(frozen=True, slots=True)
+class AdoptSlot:
+    """Host another slot in this unit: the kernel builds its core, restores ``restore``
+    (None: empty) and delivers ``Started(reason="adopt")`` for it."""
+
+    slot: InstanceId
+    restore: SnapshotRef | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseSlot:
+    """Stop hosting an adopted slot (its core is dropped)."""
+
+    slot: InstanceId
+
+
+@dataclass(frozen=True, slots=True)
+class DeclarePhase:
+    """Enter (``on``) or leave a phase such as ``snapshotting``; fault triggers
+    (``during: snapshotting``) ask the kernel's phase set. ``key`` tells overlapping
+    occurrences apart (a snapshot id). Only phases listed in ``ProtocolSpec.phases``."""
+
+    phase: str
+    on: bool
+    key: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A protocol event for the run history, as ``protocol`` with ``name=kind``."""
+
+    kind: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+InstanceAction = (Send | Emit | StageOutput | Persist | SendPeer | SetTimer | CancelTimer
+                  | Report | Suspect | Route | AdoptSlot | ReleaseSlot | DeclarePhase | Note)
+
+# ---------------------------------------------------------------- coordinator side
+
+
+@dataclass(frozen=True, slots=True)
+class Control:
+    """Deliver ``msg`` to ``instance`` (``ControlIn``). Held for an incarnation that is
+    not running yet, dropped with an incarnation that is stopped."""
+
+    instance: InstanceId
+    msg: Msg
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """Fence and kill: the incarnations become stale, their in-flight messages are lost."""
+
+    instances: tuple[InstanceId, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Restart:
+    """Start a new incarnation of ``instance`` (stopping a running one first).
+
+    ``restore``/``extra`` name stored refs of the instance whose blobs ``Started`` gets.
+    ``priority``: higher starts first when capacity is short. ``release``: starts with the
+    same gate are released together once all registered (``"plan"``: the plan that asked
+    for them, today's behaviour); ``None`` releases this start alone. A second Restart of
+    a pending start only updates its priority.
+    """
+
+    instance: InstanceId
+    restore: SnapshotRef | None = None
+    extra: tuple[SnapshotRef, ...] = ()
+    init: Msg | None = None
+    priority: float = 0.0
+    release: str | None = "plan"
+
+
+@dataclass(frozen=True, slots=True)
+class RollBack:
+    """Roll a live instance back to ``to`` without killing it (``RollBackTo``); the kernel
+    fences its channels first."""
+
+    instance: InstanceId
+    to: LogicalTime
+    restore: SnapshotRef | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CommitOutput:
+    """Make ``sink``'s staged epochs ``<= upto`` visible. Monotone per sink; idempotent
+    per ``(sink, epoch)``."""
+
+    sink: InstanceId
+    upto: LogicalTime
+
+
+@dataclass(frozen=True, slots=True)
+class DiscardSnapshots:
+    """Drop ``instance``'s stored refs ``> after`` (incomplete ones of a dead incarnation)
+    and, with ``below``, those ``< below`` (garbage collection under a low watermark)."""
+
+    instance: InstanceId
+    after: SnapshotRef | None = None
+    below: SnapshotRef | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DiscardStaged:
+    """Drop ``sink``'s staged, uncommitted epochs ``> after`` (they will be recomputed)."""
+
+    sink: InstanceId
+    after: LogicalTime
+
+
+CoordinatorAction = (Control | Stop | Restart | RollBack | CommitOutput | DiscardSnapshots
+                     | DiscardStaged | Route | SetTimer | CancelTimer | Note)

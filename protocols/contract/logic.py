@@ -1,0 +1,223 @@
+"""Where protocol logic runs: ``InstanceLogic`` in a unit, ``CoordinatorLogic`` in the driver.
+
+Both are pure: events in, actions out, time only as ``now``. Subclasses override the
+``on_*`` hooks they care about; ``handle`` dispatches by event type. The defaults give an
+at-most-once protocol: process batches in arrival order, pass end of stream on, restart
+a failed instance empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Generic
+
+from ftctl.runtime.actions import Emit as CoreEmit
+from ftctl.runtime.actions import Send as CoreSend
+from ftctl.runtime.instance import InstanceCore
+from ftctl.runtime.messages import Marker
+from protocols.contract.actions import (
+    Control,
+    CoordinatorAction,
+    Emit,
+    InstanceAction,
+    Report,
+    Restart,
+    Send,
+    Stop,
+)
+from protocols.contract.events import (
+    BatchIn,
+    CapacityChanged,
+    ControlIn,
+    CoordinatorEvent,
+    FailureDetected,
+    InstanceEvent,
+    InstanceRunning,
+    MarkerIn,
+    PeerIn,
+    ReportIn,
+    RollBackTo,
+    RunStarted,
+    SourceReady,
+    Started,
+    Suspected,
+    TimerFired,
+)
+from protocols.contract.messages import Ended, InputEnded, Offset
+from protocols.contract.names import InstanceId
+from protocols.contract.params import P
+from protocols.contract.view import ClusterView, GraphView, InstanceView
+
+EOS = "eos"
+
+
+def core_actions(core: InstanceCore) -> list[InstanceAction]:
+    """What the core produced since the last call, as contract actions."""
+    out: list[InstanceAction] = []
+    for a in core.take_actions():
+        if type(a) is CoreSend:
+            out.append(Send(a.channel, a.msg))
+        elif type(a) is CoreEmit:
+            out.append(Emit(InstanceId(a.instance), a.records))
+        else:  # pragma: no cover - a core only ever sends and emits
+            raise TypeError(f"unexpected core action {a!r}")
+    return out
+
+
+class InstanceLogic(Generic[P]):
+    """One protocol instance in a unit. ``cores`` is kernel-owned and live: ``AdoptSlot``
+    adds the adopted slot's core before ``Started(reason="adopt")`` arrives."""
+
+    def __init__(self, me: InstanceView, cores: Mapping[InstanceId, InstanceCore], params: P):
+        self.me = me
+        self.cores = cores
+        self.params = params
+        self._dispatch: dict[type, Callable[[Any, float], list[InstanceAction]]] = {
+            Started: self.on_started, BatchIn: self.on_batch, MarkerIn: self.on_marker,
+            SourceReady: self.on_source, PeerIn: self.on_peer, ControlIn: self.on_control,
+            TimerFired: self.on_timer, RollBackTo: self.on_rollback,
+        }
+
+    @property
+    def core(self) -> InstanceCore:
+        """The core of this instance's own slot."""
+        return self.cores[self.me.id]
+
+    def handle(self, ev: InstanceEvent, now: float) -> list[InstanceAction]:
+        return self._dispatch[type(ev)](ev, now)
+
+    def more_to_produce(self, slot: InstanceId) -> bool:
+        """Sources: whether the host should offer another ``SourceReady`` after this one."""
+        return not self.cores[slot].exhausted
+
+    # ------------------------------------------------------------ hooks
+
+    def on_started(self, ev: Started, now: float) -> list[InstanceAction]:
+        """Default: the restored blob, if any, is a core state (``snapshot_state``)."""
+        if ev.restored is not None:
+            self.cores[ev.slot].restore_state(ev.restored)
+        return []
+
+    def on_batch(self, ev: BatchIn, now: float) -> list[InstanceAction]:
+        core = self.cores[ev.slot]
+        core.deliver(ev.channel, ev.batch)
+        return core_actions(core)
+
+    def on_marker(self, ev: MarkerIn, now: float) -> list[InstanceAction]:
+        if ev.marker.kind == EOS:
+            return self.end_input(ev.slot, ev.channel)
+        return []
+
+    def on_source(self, ev: SourceReady, now: float) -> list[InstanceAction]:
+        core = self.cores[ev.slot]
+        more = core.source_next()
+        acts = [*core_actions(core), Report(Offset(core.offset))]
+        if not more:
+            acts += self.finish(ev.slot)
+        return acts
+
+    def on_peer(self, ev: PeerIn, now: float) -> list[InstanceAction]:
+        return []
+
+    def on_control(self, ev: ControlIn, now: float) -> list[InstanceAction]:
+        if isinstance(ev.msg, InputEnded):
+            return self.end_input(ev.slot or self.me.id, ev.msg.channel)
+        return []
+
+    def on_timer(self, ev: TimerFired, now: float) -> list[InstanceAction]:
+        return []
+
+    def on_rollback(self, ev: RollBackTo, now: float) -> list[InstanceAction]:
+        raise NotImplementedError(f"{type(self).__name__} cannot roll back a live instance")
+
+    # ------------------------------------------------------------ helpers
+
+    def end_input(self, slot: InstanceId, channel: int) -> list[InstanceAction]:
+        """End of stream on ``channel``: once every input ended, flush and finish."""
+        core = self.cores[slot]
+        if channel in core.finished:
+            return []
+        if not core.end_of_stream(channel):
+            return []
+        return [*core_actions(core), *self.finish(slot)]
+
+    def finish(self, slot: InstanceId) -> list[InstanceAction]:
+        """Every input ended (or a source ran dry): pass end of stream on and report it."""
+        core = self.cores[slot]
+        return [*(Send(ch, Marker(EOS)) for ch in core.out_channels), Report(Ended())]
+
+
+class CoordinatorLogic(Generic[P]):
+    """The protocol's driver side. Default: start everything, restart a failed instance
+    empty, and tell a replacement which inputs ended before it started."""
+
+    def __init__(self, graph: GraphView, params: P):
+        self.graph = graph
+        self.params = params
+        self.ended: set[InstanceId] = set()  # instances that passed end of stream
+        self._dispatch: dict[type, Callable[[Any, ClusterView], list[CoordinatorAction]]] = {
+            RunStarted: self.on_run_started, InstanceRunning: self.on_running,
+            ReportIn: self.on_report, FailureDetected: self.on_failure,
+            Suspected: self.on_suspect, CapacityChanged: self.on_capacity,
+            TimerFired: self.on_timer,
+        }
+
+    def initial(self, view: ClusterView) -> list[CoordinatorAction]:
+        return [Restart(i) for i in self.graph.order]
+
+    def handle(self, ev: CoordinatorEvent, view: ClusterView) -> list[CoordinatorAction]:
+        return self._dispatch[type(ev)](ev, view)
+
+    def finished(self, view: ClusterView) -> bool:
+        """True once the output is final (every sink ended; protocols add their commit)."""
+        return all(s in self.ended for s in self.graph.sinks)
+
+    # ------------------------------------------------------------ hooks
+
+    def on_run_started(self, ev: RunStarted, view: ClusterView) -> list[CoordinatorAction]:
+        return []
+
+    def on_running(self, ev: InstanceRunning, view: ClusterView) -> list[CoordinatorAction]:
+        return []
+
+    def on_report(self, ev: ReportIn, view: ClusterView) -> list[CoordinatorAction]:
+        if isinstance(ev.msg, Ended):
+            self.ended.add(ev.instance)
+            return self.input_ended_controls(ev.instance, view)
+        return []
+
+    def on_failure(self, ev: FailureDetected, view: ClusterView) -> list[CoordinatorAction]:
+        failed = sorted(ev.instances)
+        self.ended.difference_update(failed)
+        acts: list[CoordinatorAction] = [Stop(tuple(failed))]
+        for i in failed:
+            acts.append(Restart(i))
+            acts += [Control(i, InputEnded(ch)) for ch in self.ended_inputs(i)]
+        return acts
+
+    def on_suspect(self, ev: Suspected, view: ClusterView) -> list[CoordinatorAction]:
+        return []
+
+    def on_capacity(self, ev: CapacityChanged, view: ClusterView) -> list[CoordinatorAction]:
+        return []
+
+    def on_timer(self, ev: TimerFired, view: ClusterView) -> list[CoordinatorAction]:
+        return []
+
+    # ------------------------------------------------------------ helpers
+
+    def ended_inputs(self, instance: str) -> list[int]:
+        """Input channels of ``instance`` whose senders already passed end of stream."""
+        chans = self.graph.channels
+        return [c for c in self.graph.inputs(instance) if chans[c].src in self.ended]
+
+    def input_ended_controls(self, upstream: InstanceId,
+                             view: ClusterView) -> list[CoordinatorAction]:
+        # An end-of-stream marker in flight to an instance that then failed is lost with
+        # it; a replacement would wait forever. The coordinator knows who already ended.
+        acts: list[CoordinatorAction] = []
+        for ch in self.graph.out_channels(upstream):
+            dst = self.graph.channels[ch].dst
+            if view.incarnation(InstanceId(dst)) > 0:
+                acts.append(Control(InstanceId(dst), InputEnded(ch)))
+        return acts

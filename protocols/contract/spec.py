@@ -1,0 +1,85 @@
+"""``ProtocolSpec``: everything ftctl knows about one protocol, registered by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Generic, Literal
+
+from protocols.contract.messages import Msg
+from protocols.contract.params import P
+
+if TYPE_CHECKING:
+    from protocols.contract.logic import CoordinatorLogic, InstanceLogic
+
+
+class Guarantee(StrEnum):
+    """What a protocol promises about the visible output under the faults it tolerates."""
+
+    AT_MOST_ONCE = "at-most-once"
+    AT_LEAST_ONCE = "at-least-once"
+    EXACTLY_ONCE = "exactly-once"
+
+
+Need = Literal["peers", "timers", "routing", "capacity", "parallel"]
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """A named parameter set worth testing on its own (``aligned`` checkpointing)."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Mutant:
+    """A planted bug: the protocol with one class (usually one method) replaced.
+
+    The conformance kit runs it through the same schedules as the protocol; some schedule
+    must violate the guarantee within ``budget`` seeds, or the tests are too weak.
+    """
+
+    name: str
+    description: str
+    instance: type | None = None  # replaces the spec's instance logic
+    coordinator: type | None = None  # replaces the spec's coordinator logic
+    params: Mapping[str, Any] = field(default_factory=dict)  # the variant it lives in
+    budget: int = 200
+
+
+@dataclass(frozen=True)
+class ProtocolSpec(Generic[P]):
+    """A protocol as the registry, the kernel, the CLI and the conformance kit see it.
+
+    ``guarantee`` is a function of the params (replica-ring's ``semantics`` param chooses
+    it). ``phases`` lists what ``DeclarePhase`` may name, so fault triggers can be refused
+    when the protocol never enters a phase. ``needs`` tells the kit which topologies and
+    hosts can run it. ``gate`` maps a topology stem to the schedules the registry gate runs.
+    """
+
+    name: str
+    paper: str
+    description: str
+    params: type[P]
+    instance: type[InstanceLogic[P]]
+    coordinator: type[CoordinatorLogic[P]]
+    guarantee: Callable[[P], Guarantee]
+    messages: tuple[type[Msg], ...] = ()
+    phases: tuple[str, ...] = ()
+    needs: frozenset[Need] = frozenset()
+    variants: tuple[Variant, ...] = (Variant("default"),)
+    mutants: tuple[Mutant, ...] = ()
+    gate: Mapping[str, int] = field(default_factory=dict)
+
+    def guarantee_of(self, params: P) -> Guarantee:
+        return self.guarantee(params)
+
+    def default_params(self) -> P:
+        return self.params()
+
+
+def fixed(g: Guarantee) -> Callable[[Any], Guarantee]:
+    """A guarantee that does not depend on the params."""
+    return lambda _params: g
