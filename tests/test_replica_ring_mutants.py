@@ -1,10 +1,14 @@
-"""Every planted replica-ring bug fails one of the exact checks."""
+"""Every planted replica-ring bug fails one of the exact checks: those of the step model,
+and those of the message-driven units on the small network."""
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
-from protocols.replica_ring.mutants import MUTANTS, names
+from protocols.replica_ring.mutants import MODEL_ONLY, MUTANTS, names
+from tests import test_replica_ring_net as net
 from tests.test_replica_ring_model import check_all
 
 
@@ -20,3 +24,24 @@ def test_the_unmutated_protocol_passes():
 def test_mutant_is_caught(mutant):
     with pytest.raises(AssertionError):
         check_all({mutant})
+
+
+def _net_checks() -> list:
+    return [f for name, f in inspect.getmembers(net, inspect.isfunction)
+            if name.startswith("test_") and not inspect.signature(f).parameters]
+
+
+@pytest.mark.parametrize("mutant", [m for m in names() if m not in MODEL_ONLY])
+def test_mutant_is_caught_by_the_units(mutant, monkeypatch):
+    monkeypatch.setattr(net, "PLANTED", frozenset({mutant}))
+    for check in _net_checks():
+        try:
+            check()
+        except AssertionError:
+            return  # caught
+    pytest.fail(f"{mutant} survives every network check")
+
+
+def test_unmutated_units_pass_every_network_check():
+    for check in _net_checks():
+        check()

@@ -43,5 +43,9 @@ MUTANTS: tuple[Mutant, ...] = (
 )
 
 
+# planted only in the step model: the units take output ids from the operator
+MODEL_ONLY = frozenset({"fresh-uid"})
+
+
 def names() -> tuple[str, ...]:
     return tuple(m.name for m in MUTANTS)

@@ -1,0 +1,86 @@
+"""The coordinator's part of ``replica-ring``: fencing suspects, reinstatement (§4.3).
+
+Detection and takeover belong to the replicas (§4.1). The coordinator only
+
+- in the fixed variant, answers a suspicion by fencing the suspect's unit (so a paused
+  replica cannot send after its slot moved, flaw F8) and asking, for every slot that unit
+  hosted (T4), the first live unit after it round the ring to take it over (F6);
+- restarts a dead replica ``reinstate_after`` seconds after its failure is known (the
+  paper does not say who restarts a replica, A9); the new replica puts itself back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from protocols.replica_ring.messages import Slot, Takeover, slot_of, split_slot
+from protocols.replica_ring.params import ReplicaRingParams
+from protocols.replica_ring.ring import choose_taker
+from protocols.replica_ring.unit import Arm, Tell
+
+REINSTATE = "ring-reinstate:"
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """Stop a unit; the host drops whatever it sends afterwards."""
+
+    unit: Slot
+
+
+@dataclass(frozen=True, slots=True)
+class Restart:
+    """Start a new replica for a slot; it asks to be reinstated."""
+
+    slot: Slot
+
+
+CoordinatorEffect = Fence | Restart | Tell | Arm
+
+
+class RingCoordinator:
+    def __init__(self, params: ReplicaRingParams, sizes: Mapping[str, int],
+                 mutants: frozenset[str] = frozenset()):
+        self.params = params
+        self.p = params.policy(mutants)
+        self.sizes = dict(sizes)  # ring operator -> replicas
+        self.fenced: set[Slot] = set()
+        self.booked: set[Slot] = set()
+
+    def on_accuse(self, slot: Slot, unit_of: Callable[[Slot], Slot],
+                  live: Callable[[Slot], bool]) -> list[CoordinatorEffect]:
+        """A replica suspects ``slot``: fence its unit, hand its slots to live colleagues."""
+        op, _ = split_slot(slot)
+        size = self.sizes[op]
+        unit = unit_of(slot)
+        if unit in self.fenced:
+            return []
+        self.fenced.add(unit)
+        out: list[CoordinatorEffect] = [Fence(unit)]
+        hosted = [i for i in range(size) if unit_of(slot_of(op, i)) == unit]
+
+        def alive(i: int) -> bool:
+            u = unit_of(slot_of(op, i))
+            return u != unit and live(u)
+
+        for d in hosted if self.p.ring_walk else [split_slot(slot)[1]]:
+            t = choose_taker(d, size, alive, self.p.ring_walk)
+            if t is not None:
+                out.append(Tell(slot_of(op, t), Takeover(slot_of(op, d))))
+        return out + self.on_failure(unit)
+
+    def on_failure(self, unit: Slot) -> list[CoordinatorEffect]:
+        """A unit is known dead (host detection or fencing): book its reinstatement."""
+        if self.params.reinstate_after is None or unit in self.booked:
+            return []
+        self.booked.add(unit)
+        return [Arm(REINSTATE + unit, self.params.reinstate_after)]
+
+    def on_timer(self, key: str) -> list[CoordinatorEffect]:
+        if not key.startswith(REINSTATE):
+            return []
+        unit = key[len(REINSTATE):]
+        self.booked.discard(unit)
+        self.fenced.discard(unit)
+        return [Restart(unit)]

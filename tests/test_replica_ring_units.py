@@ -1,0 +1,209 @@
+"""One replica driven by hand: literal events in, the exact effects out."""
+
+from __future__ import annotations
+
+from protocols.replica_ring.coordinator import Fence, Restart, RingCoordinator
+from protocols.replica_ring.messages import (
+    Ack,
+    Data,
+    Delete,
+    Fetch,
+    Ping,
+    Pong,
+    Purge,
+    RecordMsg,
+    RecordOk,
+    Refetch,
+    Reinstate,
+    Table,
+    Takeover,
+)
+from protocols.replica_ring.params import ReplicaRingParams
+from protocols.replica_ring.unit import (
+    PING,
+    RETRY,
+    Accuse,
+    Arm,
+    Host,
+    Output,
+    ReplicaUnit,
+    Reply,
+    Reroute,
+    SinkUnit,
+    SourceUnit,
+    Tell,
+)
+
+
+def to_sink(slot, uid, payload):
+    return [("out[0]", uid, payload)]
+
+
+def unit(index=1, size=3, **params) -> ReplicaUnit:
+    return ReplicaUnit("B", index, size, ReplicaRingParams(**params), to_sink,
+                       sources=frozenset({"src"}))
+
+
+D1 = Data(1, "x", "A[1]")
+
+
+def test_faithful_acks_before_the_record_sync_fixed_after():
+    u = unit(variant="faithful")
+    assert u.on_data("B[1]", D1) == [
+        Reply("A[1]", Ack(1)),
+        Tell("B[0]", RecordMsg(1, "A[1]", 1)), Tell("B[2]", RecordMsg(1, "A[1]", 1))]
+    assert u.on_message("B[0]", RecordOk(1, "B[0]")) == []
+    assert u.on_message("B[2]", RecordOk(1, "B[2]")) == [Tell("out[0]", Data(1, "x", "B[1]"))]
+    f = unit()
+    assert f.on_data("B[1]", D1) == [
+        Tell("B[0]", RecordMsg(1, "A[1]", 1)), Tell("B[2]", RecordMsg(1, "A[1]", 1))]
+    f.on_message("B[0]", RecordOk(1, "B[0]"))
+    assert f.on_message("B[2]", RecordOk(1, "B[2]")) == [
+        Reply("A[1]", Ack(1)), Tell("out[0]", Data(1, "x", "B[1]"))]
+
+
+def test_step8_on_ack_faithful_on_delete_fixed():
+    u = unit(variant="faithful")
+    u.on_data("B[1]", D1)
+    u.on_message("B[0]", RecordOk(1, "B[0]"))
+    u.on_message("B[2]", RecordOk(1, "B[2]"))
+    purge = [Tell("B[0]", Purge(1, "A[1]")), Tell("B[2]", Purge(1, "A[1]")),
+             Tell("A[1]", Delete(1))]
+    assert u.on_message("out[0]", Ack(1)) == purge
+    f = unit()
+    f.on_data("B[1]", D1)
+    f.on_message("B[0]", RecordOk(1, "B[0]"))
+    f.on_message("B[2]", RecordOk(1, "B[2]"))
+    assert f.on_message("out[0]", Ack(1)) == []
+    assert f.delivery.holds(1)  # the copy stays until the next hop's delete (F5)
+    assert f.on_message("out[0]", Delete(1)) == purge
+    assert not f.delivery.holds(1) and not f.records.pending_of(1)
+
+
+def test_exactly_once_drops_a_known_uid_at_least_once_processes_it():
+    eo = unit()
+    eo.on_message("B[0]", RecordMsg(1, "A[1]", 0))  # a colleague's record, any state
+    assert eo.on_data("B[1]", D1) == [Reply("A[1]", Ack(1))]
+    alo = unit(semantics="at-least-once")
+    alo.on_message("B[0]", RecordMsg(1, "A[1]", 0))
+    assert alo.on_data("B[1]", D1)[0] == Tell("B[0]", RecordMsg(1, "A[1]", 1))
+
+
+def test_at_most_once_processes_and_forgets():
+    u = unit(semantics="at-most-once")
+    assert u.on_data("B[1]", D1) == [Tell("out[0]", Data(1, "x", "B[1]"))]
+    assert len(u.records) == 0 and len(u.delivery) == 0 and not u.unacked
+    assert u.start() == [Arm(PING, 0.05)]  # no retry timer
+
+
+def test_ping_timeout_suspects_faithful_asks_the_successor_fixed_accuses():
+    u = unit(index=0, variant="faithful")
+    assert u.on_timer(PING, 0.0) == [Tell("B[1]", Ping("B[1]")), Arm(PING, 0.05)]
+    assert u.on_message("B[1]", Ping("B[0]")) == [Reply("B[1]", Pong("B[0]"))]
+    assert u.on_timer(PING, 0.05) == [Arm(PING, 0.05)]  # outstanding since 0.0
+    assert u.on_timer(PING, 0.15) == [Tell("B[2]", Takeover("B[1]")), Arm(PING, 0.05)]
+    f = unit(index=0)
+    f.on_timer(PING, 0.0)
+    f.on_message("B[1]", Pong("B[1]"))
+    assert f.on_timer(PING, 0.05) == [Tell("B[1]", Ping("B[1]")), Arm(PING, 0.05)]
+    assert f.on_timer(PING, 0.2) == [Accuse("B[1]"), Arm(PING, 0.05)]
+
+
+def test_takeover_reroutes_and_fetches_the_dead_replicas_pending_records():
+    u = unit(index=2)
+    u.on_message("B[1]", RecordMsg(1, "A[1]", 1))
+    u.on_message("B[1]", RecordMsg(4, "A[1]", 1))
+    u.on_message("B[1]", Purge(4, "A[1]"))
+    assert u.on_message("coordinator", Takeover("B[1]")) == [
+        Host("B[1]"), Reroute("B[1]", "B[2]"), Tell("A[1]", Fetch(1))]
+    assert u.ring.represents == [2, 1] and u.ring.ping_targets() == [0]
+    assert u.on_message("coordinator", Takeover("B[1]")) == []  # repeated: nothing
+    # the origin answers; the replay runs steps 6-8 for slot 1 without the dedup check
+    assert u.on_message("A[1]", Refetch(1, "x")) == [Tell("out[0]", Data(1, "x", "B[2]"))]
+    assert u.on_message("out[0]", Delete(1)) == [
+        Tell("B[0]", Purge(1, "A[1]")), Tell("A[1]", Delete(1))]
+
+
+def test_unanswered_sends_and_fetches_are_retried_from_the_next_tick():
+    u = unit(index=2)
+    u.on_message("B[1]", RecordMsg(1, "A[1]", 1))
+    u.on_message("coordinator", Takeover("B[1]"))
+    assert u.on_timer(RETRY, 0.05) == [Arm(RETRY, 0.05)]  # fresh: not yet
+    assert u.on_timer(RETRY, 0.10) == [Tell("A[1]", Fetch(1)), Arm(RETRY, 0.05)]
+    u.on_message("A[1]", Refetch(1, "x"))
+    u.on_timer(RETRY, 0.15)
+    assert u.on_timer(RETRY, 0.20) == [
+        Tell("out[0]", Data(1, "x", "B[2]")), Arm(RETRY, 0.05)]
+
+
+def test_origin_answers_a_fetch_from_its_delivery_table_or_says_gone():
+    a = ReplicaUnit("A", 1, 3, ReplicaRingParams(variant="faithful"),
+                    lambda s, uid, p: [("B[1]", uid, p)], sources=frozenset({"src"}))
+    a.on_data("A[1]", Data(1, "x", "src[0]"))
+    a.on_message("A[0]", RecordOk(1, "A[0]"))
+    a.on_message("A[2]", RecordOk(1, "A[2]"))
+    assert a.on_message("B[2]", Fetch(1)) == [Reply("B[2]", Refetch(1, "x"))]
+    # on ack the origin purges (faithful); the delete frees its copy
+    assert a.on_message("B[1]", Ack(1)) == [
+        Tell("A[0]", Purge(1, "src[0]")), Tell("A[2]", Purge(1, "src[0]"))]  # no delete to src
+    a.on_message("B[1]", Delete(1))
+    assert a.on_message("B[2]", Fetch(1)) == [Reply("B[2]", Refetch(1, None, found=False))]
+
+
+def test_reinstatement_fixed_waits_for_the_table_faithful_does_not():
+    stand_in = unit(index=2)
+    stand_in.on_message("B[1]", RecordMsg(1, "A[1]", 1))
+    stand_in.on_message("coordinator", Takeover("B[1]"))
+    new = unit(index=1)
+    assert new.start(reinstating=True) == [
+        Arm(PING, 0.05), Arm(RETRY, 0.05), Tell("B[1]", Reinstate("B[1]")),
+        Reroute("B[1]", "B[1]")]
+    assert new.on_data("B[1]", D1) == []  # held until the table is in
+    assert stand_in.on_message("B[1]", Reinstate("B[1]")) == [
+        Reply("B[1]", Table("B[1]", ((1, "A[1]", 2, False),)))]
+    assert stand_in.ring.represents == [2]
+    # with the table installed, the held tuple is a known uid: acked and dropped
+    assert new.on_message("B[2]", Table("B[1]", ((1, "A[1]", 2, False),))) == [
+        Reply("A[1]", Ack(1))]
+    faithful = unit(index=1, variant="faithful")
+    faithful.start(reinstating=True)
+    assert faithful.on_data("B[1]", D1)[0] == Reply("A[1]", Ack(1))  # empty table (F4)
+
+
+def test_sink_acks_emits_and_in_the_fixed_variant_dedups_and_deletes():
+    s = SinkUnit("out[0]", ReplicaRingParams())
+    d = Data(1, "x", "B[1]")
+    assert s.on_message("B[1]", d) == [
+        Reply("B[1]", Ack(1)), Output(1, "x"), Tell("B[1]", Delete(1))]
+    assert s.on_message("B[2]", Data(1, "x", "B[2]")) == [
+        Reply("B[2]", Ack(1)), Tell("B[2]", Delete(1))]  # emitted once (F3)
+    f = SinkUnit("out[0]", ReplicaRingParams(variant="faithful"))
+    assert f.on_message("B[1]", d) == [Reply("B[1]", Ack(1)), Output(1, "x")]
+    assert f.on_message("B[1]", d) == [Reply("B[1]", Ack(1)), Output(1, "x")]
+    amo = SinkUnit("out[0]", ReplicaRingParams(semantics="at-most-once"))
+    assert amo.on_message("B[1]", d) == [Output(1, "x")]
+
+
+def test_source_regenerates_and_retries_until_acked():
+    src = SourceUnit("src[0]", ReplicaRingParams(), lambda uid: (f"A[{uid % 3}]", uid * 10))
+    assert src.emit(4) == [Tell("A[1]", Data(4, 40, "src[0]"))]
+    assert src.on_timer(RETRY, 0.05) == [Arm(RETRY, 0.05)]
+    assert src.on_timer(RETRY, 0.10) == [Tell("A[1]", Data(4, 40, "src[0]")), Arm(RETRY, 0.05)]
+    assert src.on_message("A[2]", Fetch(4)) == [Reply("A[2]", Refetch(4, 40))]
+    src.on_message("A[1]", Ack(4))
+    src.on_timer(RETRY, 0.15)
+    assert src.on_timer(RETRY, 0.20) == [Arm(RETRY, 0.05)]
+
+
+def test_coordinator_fences_walks_the_ring_and_reinstates():
+    c = RingCoordinator(ReplicaRingParams(reinstate_after=1.0), {"B": 3})
+    route = {"B[0]": "B[0]", "B[1]": "B[2]", "B[2]": "B[2]"}  # B[2] stands in for slot 1
+    live = {"B[0]"}
+    assert c.on_accuse("B[2]", route.__getitem__, live.__contains__) == [
+        Fence("B[2]"), Tell("B[0]", Takeover("B[1]")), Tell("B[0]", Takeover("B[2]")),
+        Arm("ring-reinstate:B[2]", 1.0)]
+    assert c.on_accuse("B[1]", route.__getitem__, live.__contains__) == []  # fenced once
+    assert c.on_timer("ring-reinstate:B[2]") == [Restart("B[2]")]
+    faithful = RingCoordinator(ReplicaRingParams(variant="faithful", reinstate_after=None),
+                               {"B": 3})
+    assert faithful.on_failure("B[1]") == []
