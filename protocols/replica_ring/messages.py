@@ -11,6 +11,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
+from protocols.contract.messages import Msg
+
 Slot = str  # an instance id, "op[i]"
 
 
@@ -24,7 +26,7 @@ def split_slot(slot: Slot) -> tuple[str, int]:
 
 
 @dataclass(frozen=True, slots=True)
-class Data:
+class Data(Msg):
     """A tuple along an edge; ``origin`` is the sending unit's own slot (where its copy is)."""
 
     uid: Hashable
@@ -33,56 +35,56 @@ class Data:
 
 
 @dataclass(frozen=True, slots=True)
-class Ack:
+class Ack(Msg):
     uid: Hashable
 
 
 @dataclass(frozen=True, slots=True)
-class RecordMsg:
+class RecordMsg(Msg):
     uid: Hashable
     origin: Slot
     emitter: int
 
 
 @dataclass(frozen=True, slots=True)
-class RecordOk:
+class RecordOk(Msg):
     uid: Hashable
     slot: Slot  # the colleague slot that confirms (a taker confirms for two)
 
 
 @dataclass(frozen=True, slots=True)
-class Purge:
+class Purge(Msg):
     uid: Hashable
     origin: Slot
 
 
 @dataclass(frozen=True, slots=True)
-class Delete:
+class Delete(Msg):
     uid: Hashable
 
 
 @dataclass(frozen=True, slots=True)
-class Ping:
+class Ping(Msg):
     slot: Slot
 
 
 @dataclass(frozen=True, slots=True)
-class Pong:
+class Pong(Msg):
     slot: Slot
 
 
 @dataclass(frozen=True, slots=True)
-class Takeover:
+class Takeover(Msg):
     slot: Slot
 
 
 @dataclass(frozen=True, slots=True)
-class Fetch:
+class Fetch(Msg):
     uid: Hashable
 
 
 @dataclass(frozen=True, slots=True)
-class Refetch:
+class Refetch(Msg):
     """The origin's answer to ``Fetch``; ``found`` False: it holds no copy (lost)."""
 
     uid: Hashable
@@ -91,20 +93,36 @@ class Refetch:
 
 
 @dataclass(frozen=True, slots=True)
-class Reinstate:
+class Reinstate(Msg):
     slot: Slot
 
 
 @dataclass(frozen=True, slots=True)
-class Table:
+class Table(Msg):
     """The stand-in's record table, handed to a reinstated replica (fix of F4)."""
 
     slot: Slot
     records: tuple[tuple[Hashable, Hashable, int, bool], ...]  # uid, origin, emitter, purged
 
 
+@dataclass(frozen=True, slots=True)
+class Adopted(Msg):
+    """Report: this unit now hosts ``slot`` (its inputs that already ended are told again)."""
+
+    slot: Slot
+
+
+@dataclass(frozen=True, slots=True)
+class Rejoin(Msg):
+    """A restarted replica's init: the unit that stands in for its slot."""
+
+    stand_in: Slot
+
+
 Message = (Data | Ack | RecordMsg | RecordOk | Purge | Delete | Ping | Pong | Takeover
            | Fetch | Refetch | Reinstate | Table)
+MESSAGES: tuple[type[Msg], ...] = (Data, Ack, RecordMsg, RecordOk, Purge, Delete, Ping, Pong,
+                                   Takeover, Fetch, Refetch, Reinstate, Table, Adopted, Rejoin)
 # what Table 1 counts under each kind name (message class -> kind)
 KIND: dict[type, str] = {Data: "data", Ack: "ack", RecordMsg: "record", RecordOk: "record_ok",
                          Purge: "purge", Delete: "delete", Ping: "ping", Pong: "pong",

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from protocols.base import Guarantee
+from protocols.contract.params import ProtocolParams
+from protocols.contract.spec import Guarantee
 
 
 class Flaw(StrEnum):
@@ -32,10 +33,8 @@ class Variant(StrEnum):
     FIXED = "fixed"
 
 
-class ReplicaRingParams(BaseModel):
+class ReplicaRingParams(ProtocolParams):
     """``--param`` keys of ``replica-ring`` (validated; errors name the field)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     semantics: Guarantee = Field(
         default=Guarantee.EXACTLY_ONCE,

@@ -145,8 +145,15 @@ class ReplicaUnit:
             idx = [s for s in idx if s != self.ring.next_of(self.index)]
         return [self.slot(s) for s in idx]
 
+    def idle(self) -> bool:
+        """Nothing in progress: every tuple taken in has been forwarded and confirmed."""
+        return not (self.work or self.unacked or self.fetching or self.held
+                    or self.awaiting_table)
+
     # ------------------------------------------------------------ lifecycle
-    def start(self, reinstating: bool = False) -> list[Effect]:
+    def start(self, reinstating: bool = False, stand_in: Slot | None = None) -> list[Effect]:
+        """``stand_in``: the unit hosting this slot while it was away (default: whoever the
+        slot routes to when the request is sent)."""
         out: list[Effect] = [Arm(PING, self.params.ping_every)]
         if not self.p.amo:
             out.append(Arm(RETRY, self.params.retry_every))
@@ -155,7 +162,9 @@ class ReplicaUnit:
             # resolve when a message is sent); with the fix of F4 tuples wait until the
             # stand-in's record table is installed
             self.awaiting_table = self.p.table_transfer
-            out += [Tell(self.me, Reinstate(self.me)), Reroute(self.me, self.me)]
+            ask: Effect = (Tell(self.me, Reinstate(self.me)) if stand_in is None
+                           else Reply(stand_in, Reinstate(self.me)))
+            out += [ask, Reroute(self.me, self.me)]
         return out
 
     def on_timer(self, key: str, now: float) -> list[Effect]:

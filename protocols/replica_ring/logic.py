@@ -1,0 +1,309 @@
+"""``replica-ring`` against protocol contract v2: the instance and coordinator logic.
+
+Thin adapters: every decision is made by the pure units of ``unit.py`` and the
+``RingCoordinator``; this module turns contract events into their inputs and their
+effects into contract actions.
+
+- A tuple is one batch. Its id rides in ``Batch.meta`` as ``(uid, origin slot)``: a
+  source batch is ``(slot, first offset, channel)``, an output ``(input uid, channel)``,
+  a pure function of the input id so a replay repeats it (decision D4). Round-robin
+  edges pick the channel from the id (X11), so a replay takes the same edge.
+- Tuple records, acks, deletes, fetches and pings travel as ``SendPeer``; data as
+  ``Send`` on the channel. ``Reply`` (the return of a synchronous call) goes to the
+  calling unit's own slot: the contract has no unit address, which is right except for a
+  falsely suspected replica under the faithful variant (documented in docs/protocols.md).
+- A replica passes end of stream on only when nothing is in progress, so a replay never
+  follows it on a channel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import replace
+from typing import Any, ClassVar, cast
+
+from ftctl.runtime.actions import Emit as CoreEmit
+from ftctl.runtime.actions import Send as CoreSend
+from ftctl.runtime.instance import InstanceCore
+from ftctl.runtime.messages import Batch, Marker
+from ftctl.runtime.records import stable_hash
+from protocols.contract.actions import (
+    AdoptSlot,
+    Control,
+    CoordinatorAction,
+    Emit,
+    InstanceAction,
+    Report,
+    Restart,
+    Route,
+    Send,
+    SendPeer,
+    SetTimer,
+    Stop,
+    Suspect,
+)
+from protocols.contract.events import (
+    BatchIn,
+    ControlIn,
+    FailureDetected,
+    PeerIn,
+    ReportIn,
+    SourceReady,
+    Started,
+    Suspected,
+    TimerFired,
+)
+from protocols.contract.logic import EOS, CoordinatorLogic, InstanceLogic
+from protocols.contract.messages import Ended, InputEnded, Offset
+from protocols.contract.names import InstanceId, UnitId
+from protocols.contract.view import ClusterView, GraphView, InstanceView
+from protocols.replica_ring import coordinator as rc
+from protocols.replica_ring.messages import (
+    MESSAGES,
+    Adopted,
+    Data,
+    Delete,
+    Message,
+    Rejoin,
+    Slot,
+    Takeover,
+)
+from protocols.replica_ring.params import ReplicaRingParams
+from protocols.replica_ring.unit import (
+    Accuse,
+    Arm,
+    Effect,
+    Host,
+    Output,
+    ReplicaUnit,
+    Reply,
+    Reroute,
+    SinkUnit,
+    SourceUnit,
+    Tell,
+)
+
+CHANNEL = "#"  # a destination named by channel: the kernel routes it to the slot's unit
+Payload = tuple[int, tuple[Any, ...], int]  # (channel, records, seq): plain data
+
+
+class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
+    mutants: ClassVar[frozenset[str]] = frozenset()  # planted bugs (see mutants.py)
+
+    def __init__(self, me: InstanceView, cores: Mapping[InstanceId, InstanceCore],
+                 params: ReplicaRingParams):
+        super().__init__(me, cores, params)
+        self.pol = params.policy(self.mutants)
+        self.kept: dict[Hashable, Payload] = {}  # a source's batches, until deleted
+        self.ending: set[InstanceId] = set()  # slots whose inputs all ended
+        self.source: SourceUnit | None = None
+        self.sink: SinkUnit | None = None
+        self.unit: ReplicaUnit | None = None
+        if me.is_source:
+            self.source = SourceUnit(me.id, params, self._regenerate)
+        elif me.is_sink:
+            self.sink = SinkUnit(me.id, params, self.mutants)
+        else:
+            self.unit = ReplicaUnit(me.operator, me.index, len(me.ring), params,
+                                    self._process, mutants=self.mutants)
+
+    # ------------------------------------------------------------ events
+    def handle(self, ev: Any, now: float) -> list[InstanceAction]:
+        return [*super().handle(ev, now), *self._maybe_finish()]
+
+    def on_started(self, ev: Started, now: float) -> list[InstanceAction]:
+        if ev.reason == "adopt":
+            return [Report(Adopted(ev.slot))]
+        if self.unit is not None:
+            rejoin = ev.init if isinstance(ev.init, Rejoin) else None
+            return self._acts(self.unit.start(
+                reinstating=rejoin is not None,
+                stand_in=rejoin.stand_in if rejoin is not None else None))
+        if self.source is not None:
+            return self._acts(self.source.start())
+        return []
+
+    def on_source(self, ev: SourceReady, now: float) -> list[InstanceAction]:
+        assert self.source is not None
+        core = self.cores[ev.slot]
+        first = core.offset
+        more = core.source_next()
+        acts: list[InstanceAction] = []
+        for a in core.take_actions():
+            if type(a) is CoreSend and isinstance(a.msg, Batch):
+                uid = (str(ev.slot), first, a.channel)
+                self.kept[uid] = (a.channel, tuple(a.msg.records), a.msg.seq)
+                acts += self._acts(self.source.emit(uid))
+        acts.append(Report(Offset(core.offset)))
+        if not more:
+            self.ending.add(ev.slot)
+        return acts
+
+    def on_batch(self, ev: BatchIn, now: float) -> list[InstanceAction]:
+        uid, origin = ev.batch.meta
+        data = Data(uid, (ev.channel, tuple(ev.batch.records), ev.batch.seq), origin)
+        if self.sink is not None:
+            return self._acts(self.sink.on_message(origin, data), sink=ev.slot)
+        assert self.unit is not None
+        return self._acts(self.unit.on_data(ev.slot, data))
+
+    def on_peer(self, ev: PeerIn, now: float) -> list[InstanceAction]:
+        if not isinstance(ev.msg, MESSAGES):
+            return []
+        msg = cast(Message, ev.msg)
+        if self.source is not None:
+            if isinstance(msg, Delete):
+                self.kept.pop(msg.uid, None)
+            return self._acts(self.source.on_message(ev.sender, msg))
+        if self.unit is not None:
+            return self._acts(self.unit.on_message(ev.sender, msg, to=ev.to))
+        return []
+
+    def on_control(self, ev: ControlIn, now: float) -> list[InstanceAction]:
+        if isinstance(ev.msg, Takeover) and self.unit is not None:
+            return self._acts(self.unit.on_message("coordinator", ev.msg))
+        return super().on_control(ev, now)
+
+    def on_timer(self, ev: TimerFired, now: float) -> list[InstanceAction]:
+        if self.unit is not None:
+            return self._acts(self.unit.on_timer(ev.key, now))
+        if self.source is not None:
+            return self._acts(self.source.on_timer(ev.key, now))
+        return []
+
+    # ------------------------------------------------------------ end of stream
+    def end_input(self, slot: InstanceId, channel: int) -> list[InstanceAction]:
+        core = self.cores[slot]
+        if channel in core.finished or not core.end_of_stream(channel):
+            return []
+        self.ending.add(slot)
+        return []
+
+    def _idle(self) -> bool:
+        if self.unit is not None:
+            return self.unit.idle()
+        if self.source is not None:
+            return not self.source.unacked
+        return True
+
+    def _maybe_finish(self) -> list[InstanceAction]:
+        if not self.ending or not self._idle():
+            return []
+        acts: list[InstanceAction] = []
+        for slot in sorted(self.ending):
+            core = self.cores[slot]
+            acts += [Send(ch, Marker(EOS)) for ch in core.out_channels]
+            acts.append(Report(Ended(), slot=slot))
+        self.ending.clear()
+        return acts
+
+    # ------------------------------------------------------------ the operator
+    def _process(self, slot: Slot, uid: Hashable, payload: Any) -> list[tuple[Slot, Hashable,
+                                                                         Any]]:
+        ch, records, _seq = payload
+        core = self.cores[InstanceId(slot)]
+        core.rr = [stable_hash(str(uid))] * len(core.rr)  # X11: the edge follows the id
+        core.deliver(ch, Batch(list(records)))
+        out: list[tuple[Slot, Hashable, Any]] = []
+        for a in core.take_actions():
+            if type(a) is CoreSend and isinstance(a.msg, Batch):
+                out.append((f"{CHANNEL}{a.channel}", (uid, a.channel),
+                            (a.channel, tuple(a.msg.records), a.msg.seq)))
+        return out
+
+    def _regenerate(self, uid: Hashable) -> tuple[Slot, Any]:
+        payload = self.kept[uid]
+        return f"{CHANNEL}{payload[0]}", payload
+
+    # ------------------------------------------------------------ effects -> actions
+    def _acts(self, effects: list[Effect], sink: InstanceId | None = None
+              ) -> list[InstanceAction]:
+        out: list[InstanceAction] = []
+        for e in effects:
+            if isinstance(e, Tell) and isinstance(e.msg, Data):
+                ch, records, seq = e.msg.payload
+                out.append(Send(ch, Batch(list(records), seq=seq,
+                                          meta=(e.msg.uid, e.msg.origin))))
+            elif isinstance(e, Tell):
+                out.append(SendPeer(InstanceId(e.to), e.msg))
+            elif isinstance(e, Reply):
+                out.append(SendPeer(InstanceId(e.unit), e.msg))
+            elif isinstance(e, Arm):
+                out.append(SetTimer(e.key, e.after))
+            elif isinstance(e, Accuse):
+                out.append(Suspect(InstanceId(e.slot), "ping timeout"))
+            elif isinstance(e, Reroute):
+                out.append(Route(InstanceId(e.slot), UnitId(e.to)))
+            elif isinstance(e, Host):
+                out.append(AdoptSlot(InstanceId(e.slot)))
+            elif isinstance(e, Output):
+                assert sink is not None
+                out += self._emit(sink, e)
+        return out
+
+    def _emit(self, slot: InstanceId, e: Output) -> list[InstanceAction]:
+        ch, records, _seq = e.payload
+        core = self.cores[slot]
+        core.deliver(ch, Batch(list(records)))
+        out: list[InstanceAction] = []
+        for a in core.take_actions():
+            if type(a) is CoreEmit:
+                uids = ([(e.uid, k) for k in range(len(a.records))]
+                        if self.pol.idempotent_sink else None)
+                out.append(Emit(slot, a.records, uids=uids))
+        return out
+
+
+class ReplicaRingCoordinator(CoordinatorLogic[ReplicaRingParams]):
+    """Starts everything; sources and sinks restart as usual. A ring member's failure only
+    books its reinstatement; a suspicion (fixed variant) fences and hands slots over."""
+
+    mutants: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, graph: GraphView, params: ReplicaRingParams):
+        super().__init__(graph, params)
+        self.members = frozenset(i for i in graph.order
+                                 if not graph.is_source(i) and not graph.is_sink(i))
+        sizes: dict[str, int] = {}
+        for i in sorted(self.members):
+            op = graph.operator_of(i)
+            sizes[op] = sizes.get(op, 0) + 1
+        self.ring = rc.RingCoordinator(params, sizes, self.mutants)
+
+    def on_failure(self, ev: FailureDetected, view: ClusterView) -> list[CoordinatorAction]:
+        others = ev.instances - self.members
+        acts: list[CoordinatorAction] = []
+        if others:
+            acts += super().on_failure(replace(ev, instances=frozenset(others)), view)
+        for i in sorted(ev.instances & self.members):
+            acts += self._acts(self.ring.on_failure(str(i)), view)
+        return acts
+
+    def on_suspect(self, ev: Suspected, view: ClusterView) -> list[CoordinatorAction]:
+        return self._acts(self.ring.on_accuse(
+            str(ev.instance), lambda s: str(view.unit_of(InstanceId(s))),
+            lambda u: view.status(InstanceId(u)) == "running"), view)
+
+    def on_timer(self, ev: TimerFired, view: ClusterView) -> list[CoordinatorAction]:
+        return self._acts(self.ring.on_timer(ev.key), view)
+
+    def on_report(self, ev: ReportIn, view: ClusterView) -> list[CoordinatorAction]:
+        if isinstance(ev.msg, Adopted):
+            slot = InstanceId(ev.msg.slot)
+            return [Control(slot, InputEnded(ch)) for ch in self.ended_inputs(slot)]
+        return super().on_report(ev, view)
+
+    def _acts(self, effects: list[rc.CoordinatorEffect], view: ClusterView
+              ) -> list[CoordinatorAction]:
+        out: list[CoordinatorAction] = []
+        for e in effects:
+            if isinstance(e, rc.Fence):
+                out.append(Stop((InstanceId(e.unit),)))
+            elif isinstance(e, Tell):
+                out.append(Control(InstanceId(e.to), e.msg))
+            elif isinstance(e, Arm):
+                out.append(SetTimer(e.key, e.after))
+            elif isinstance(e, rc.Restart):
+                slot = InstanceId(e.slot)
+                out.append(Restart(slot, init=Rejoin(str(view.unit_of(slot)))))
+        return out
