@@ -86,6 +86,7 @@ def find_problems(topology: Topology) -> Iterator[Problem]:
         _cycle,
         _ports,
         _forward,
+        _queries,
     ]
     for check in checks:
         yield from check(topology)
@@ -300,3 +301,22 @@ def _forward(topo: Topology) -> Iterator[Problem]:
                 f"forward needs equal parallelism ('{edge.src}' has {src_p}, "
                 f"'{edge.dst}' has {dst_p}); use hash, round-robin or broadcast",
             )
+
+
+# ---------------------------------------------------------------- queries
+
+
+def _queries(topo: Topology) -> Iterator[Problem]:
+    kinds = {op.name: op.type for op in topo.operators}
+    sinks = [op.name for op in topo.operators if op.type == "sink"]
+    first: dict[str, int] = {}
+    for i, q in enumerate(topo.queries):
+        if kinds.get(q.sink) != "sink":
+            what = f"'{q.sink}' is a {kinds[q.sink]}, not a sink" if q.sink in kinds else \
+                f"no sink named '{q.sink}'"
+            yield Problem(("queries", i, "sink"), f"{what} (sinks: {', '.join(sinks)})")
+        elif q.sink in first:
+            yield Problem(("queries", i, "sink"),
+                          f"query '{q.sink}' is already given (queries[{first[q.sink]}])")
+        else:
+            first[q.sink] = i

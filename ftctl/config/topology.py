@@ -69,6 +69,16 @@ class EdgeSpec(_Strict):
     )
 
 
+class QuerySpec(_Strict):
+    """A query: its sink and every operator upstream of it (derived from the edges), with
+    a priority. Sinks not listed are queries of priority 1."""
+
+    sink: str = Field(description="The query's sink operator; the query takes its name.")
+    priority: float = Field(
+        default=1.0, gt=0, description="Weight of the query (papers/004's prt): progressive "
+        "recovery restores the most priority per slot first.")
+
+
 class Topology(_Strict):
     """A dataflow topology file."""
 
@@ -77,6 +87,8 @@ class Topology(_Strict):
     input: InputSpec = Field(default_factory=InputSpec)
     operators: list[OperatorSpec] = Field(min_length=1)
     edges: list[EdgeSpec] = Field(default_factory=list)
+    queries: list[QuerySpec] = Field(
+        default_factory=list, description="Query priorities, by sink (default 1 each).")
     oracle: str | None = Field(
         default=None,
         description="A batch oracle computing the expected sink output (e.g. word-count).",
