@@ -181,14 +181,14 @@ def test_coordinator_fences_hands_over_and_reinstates():
     c = ReplicaRingCoordinator(GraphView(G), ReplicaRingParams())
     view = View({}, {"B[0]", "B[2]"})
     assert c.handle(Suspected(I("B[1]"), I("B[0]"), "ping timeout", 0.2), view) == [
-        Stop((I("B[1]"),)), Control(I("B[2]"), Takeover("B[1]")),
+        Stop((I("B[1]"),)), Control(I("B[2]"), Takeover("B[1]"))]
+    assert c.handle(ReportIn(I("B[2]"), 1, Adopted("B[1]"), 0.21), view) == [
         SetTimer("ring-reinstate:B[1]", 1.0)]
     view.units["B[1]"] = "B[2]"
     assert c.handle(TimerFired("ring-reinstate:B[1]", 1.2), view) == [
         Restart(I("B[1]"), init=Rejoin("B[2]"))]
-    # a ring member's crash books its reinstatement only; a source restarts as usual
-    assert c.handle(FailureDetected(frozenset({I("A[0]")}), 2.0), view) == [
-        SetTimer("ring-reinstate:A[0]", 1.0)]
+    # a ring member's crash waits for its takeover; a source restarts as usual
+    assert c.handle(FailureDetected(frozenset({I("A[0]")}), 2.0), view) == []
     acts = c.handle(FailureDetected(frozenset({I("src[0]")}), 2.0), view)
     assert acts == [Stop((I("src[0]"),)), Restart(I("src[0]"))]
 
@@ -198,7 +198,8 @@ def test_an_adopted_slot_is_told_which_inputs_already_ended():
     view = View({}, set())
     assert c.handle(ReportIn(I("A[1]"), 1, Ended(), 0.5), view) == []
     acts = c.handle(ReportIn(I("B[2]"), 1, Adopted("B[1]"), 0.6), view)
-    assert acts == [Control(I("B[1]"), InputEnded(ch("A[1]", "B[1]")))]
+    assert acts == [Control(I("B[1]"), InputEnded(ch("A[1]", "B[1]"))),
+                    SetTimer("ring-reinstate:B[1]", 1.0)]
 
 
 def test_faithful_replica_asks_the_successor_directly():

@@ -140,6 +140,7 @@ class Net:
                 self.apply(e.slot, new.start(reinstating=True))
             else:
                 assert isinstance(e, Host)
+                self.apply(COORD, self.coord.on_adopted(e.slot))
 
     def timer(self, unit: Slot, key: str, inc: int) -> None:
         if unit == COORD:
@@ -180,7 +181,6 @@ class Net:
 
     def crash(self, unit: Slot) -> None:
         self.alive.discard(unit)
-        self.apply(COORD, self.coord.on_failure(unit))
 
     def at(self, t: float, fn: Callable[[], None]) -> None:
         heapq.heappush(self.heap, (t, next(self.seq), fn))
@@ -343,14 +343,14 @@ def test_reinstatement_hands_the_table_over_and_takes_the_slot_back():
 
 
 def test_s5_reinstated_replica_needs_the_stand_ins_table_f4():
-    # B[1] dies at 0.01 and is restarted at 0.26, after its takeover; tuple 0 reaches B[0] while
-    # B[2] stands in for slot 1; B[0] freezes after its sync and dies after the
+    # B[1] dies at 0.01, is taken over at 0.2 and restarted at 0.3; tuple 0 reaches B[0]
+    # while B[2] stands in for slot 1; B[0] freezes after its sync and dies after the
     # reinstatement, so its taker is the new B[1]
     def crash(keep):
         return (At("B[0]", "RecordOk", 0, nth=2, keep=keep, freeze=0.3),)
 
     amo = (At("B[0]", "Data", 0, keep=0, freeze=0.3),)
-    kw = {"pre": ("B[1]",), "start": 0.23, "reinstate_after": 0.25}
+    kw = {"pre": ("B[1]",), "start": 0.23, "reinstate_after": 0.1}
     assert each((0,), crash(0), "faithful", amo=amo, **kw) == ((1, 0),) * 3
     assert each((0,), crash(1), "fixed", amo=amo, **kw) == ((1, 0), Z, Z)
 

@@ -200,10 +200,12 @@ def test_coordinator_fences_walks_the_ring_and_reinstates():
     route = {"B[0]": "B[0]", "B[1]": "B[2]", "B[2]": "B[2]"}  # B[2] stands in for slot 1
     live = {"B[0]"}
     assert c.on_accuse("B[2]", route.__getitem__, live.__contains__) == [
-        Fence("B[2]"), Tell("B[0]", Takeover("B[1]")), Tell("B[0]", Takeover("B[2]")),
-        Arm("ring-reinstate:B[2]", 1.0)]
+        Fence("B[2]"), Tell("B[0]", Takeover("B[1]")), Tell("B[0]", Takeover("B[2]"))]
     assert c.on_accuse("B[1]", route.__getitem__, live.__contains__) == []  # fenced once
+    # each slot's own replica restarts reinstate_after its takeover
+    assert c.on_adopted("B[2]") == [Arm("ring-reinstate:B[2]", 1.0)]
+    assert c.on_adopted("B[2]") == []
     assert c.on_timer("ring-reinstate:B[2]") == [Restart("B[2]")]
-    faithful = RingCoordinator(ReplicaRingParams(variant="faithful", reinstate_after=None),
-                               {"B": 3})
-    assert faithful.on_failure("B[1]") == []
+    never = RingCoordinator(ReplicaRingParams(variant="faithful", reinstate_after=None),
+                            {"B": 3})
+    assert never.on_adopted("B[1]") == []

@@ -5,8 +5,11 @@ Detection and takeover belong to the replicas (§4.1). The coordinator only
 - in the fixed variant, answers a suspicion by fencing the suspect's unit (so a paused
   replica cannot send after its slot moved, flaw F8) and asking, for every slot that unit
   hosted (T4), the first live unit after it round the ring to take it over (F6);
-- restarts a dead replica ``reinstate_after`` seconds after its failure is known (the
+- restarts a dead replica ``reinstate_after`` seconds after its slot was taken over (the
   paper does not say who restarts a replica, A9); the new replica puts itself back.
+  Counting from the takeover, not from the host's detection: a replica restarted before
+  its slot moved would answer the pings, and its predecessor's pending tuples would never
+  be re-fetched.
 """
 
 from __future__ import annotations
@@ -68,14 +71,14 @@ class RingCoordinator:
             t = choose_taker(d, size, alive, self.p.ring_walk)
             if t is not None:
                 out.append(Tell(slot_of(op, t), Takeover(slot_of(op, d))))
-        return out + self.on_failure(unit)
+        return out
 
-    def on_failure(self, unit: Slot) -> list[CoordinatorEffect]:
-        """A unit is known dead (host detection or fencing): book its reinstatement."""
-        if self.params.reinstate_after is None or unit in self.booked:
+    def on_adopted(self, slot: Slot) -> list[CoordinatorEffect]:
+        """A colleague took ``slot`` over: book the restart of the slot's own replica."""
+        if self.params.reinstate_after is None or slot in self.booked:
             return []
-        self.booked.add(unit)
-        return [Arm(REINSTATE + unit, self.params.reinstate_after)]
+        self.booked.add(slot)
+        return [Arm(REINSTATE + slot, self.params.reinstate_after)]
 
     def on_timer(self, key: str) -> list[CoordinatorEffect]:
         if not key.startswith(REINSTATE):

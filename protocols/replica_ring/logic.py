@@ -255,8 +255,9 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
 
 
 class ReplicaRingCoordinator(CoordinatorLogic[ReplicaRingParams]):
-    """Starts everything; sources and sinks restart as usual. A ring member's failure only
-    books its reinstatement; a suspicion (fixed variant) fences and hands slots over."""
+    """Starts everything; sources and sinks restart as usual. A ring member is restarted
+    ``reinstate_after`` its takeover; a suspicion (fixed variant) fences and hands slots
+    over."""
 
     mutants: ClassVar[frozenset[str]] = frozenset()
 
@@ -271,13 +272,11 @@ class ReplicaRingCoordinator(CoordinatorLogic[ReplicaRingParams]):
         self.ring = rc.RingCoordinator(params, sizes, self.mutants)
 
     def on_failure(self, ev: FailureDetected, view: ClusterView) -> list[CoordinatorAction]:
+        """Sources and sinks restart as usual; a ring member waits for its takeover."""
         others = ev.instances - self.members
-        acts: list[CoordinatorAction] = []
-        if others:
-            acts += super().on_failure(replace(ev, instances=frozenset(others)), view)
-        for i in sorted(ev.instances & self.members):
-            acts += self._acts(self.ring.on_failure(str(i)), view)
-        return acts
+        if not others:
+            return []
+        return super().on_failure(replace(ev, instances=frozenset(others)), view)
 
     def on_suspect(self, ev: Suspected, view: ClusterView) -> list[CoordinatorAction]:
         return self._acts(self.ring.on_accuse(
@@ -290,7 +289,9 @@ class ReplicaRingCoordinator(CoordinatorLogic[ReplicaRingParams]):
     def on_report(self, ev: ReportIn, view: ClusterView) -> list[CoordinatorAction]:
         if isinstance(ev.msg, Adopted):
             slot = InstanceId(ev.msg.slot)
-            return [Control(slot, InputEnded(ch)) for ch in self.ended_inputs(slot)]
+            acts: list[CoordinatorAction] = [Control(slot, InputEnded(ch))
+                                             for ch in self.ended_inputs(slot)]
+            return acts + self._acts(self.ring.on_adopted(str(slot)), view)
         return super().on_report(ev, view)
 
     def _acts(self, effects: list[rc.CoordinatorEffect], view: ClusterView
