@@ -7,13 +7,18 @@ import inspect
 
 import pytest
 
-from protocols.replica_ring.mutants import MODEL_ONLY, MUTANTS, names
+from protocols.replica_ring.mutants import BUGS, GUARANTEE_LEVEL, MODEL_ONLY, MUTANTS, names
 from tests import test_replica_ring_net as net
 from tests.test_replica_ring_model import check_all
 
 
 def test_at_least_ten_mutants_with_distinct_names():
-    assert len(MUTANTS) >= 10 and len(set(names())) == len(MUTANTS)
+    assert len(BUGS) >= 10 and len(set(names())) == len(BUGS)
+    # the kit's: at least ten, each the protocol's classes with exactly that bug planted
+    assert len(MUTANTS) == len(GUARANTEE_LEVEL) >= 10
+    for m in MUTANTS:
+        assert m.instance is not None and m.instance.mutants == {m.name}
+        assert m.coordinator is not None and m.coordinator.mutants == {m.name}
 
 
 def test_the_unmutated_protocol_passes():

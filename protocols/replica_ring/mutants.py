@@ -1,44 +1,53 @@
 """Planted bugs of ``replica-ring`` (spec section 7), each caught by a named check.
 
-A mutant is a name in ``Policy.mutants``; the code paths that consult it plant the bug.
-tests/test_replica_ring_mutants.py runs every check with each mutant planted and fails if
-one survives.
+A bug is a name in ``Policy.mutants``; the code paths that consult it plant it.
+tests/test_replica_ring_mutants.py runs the exact checks (step model, and the units on a
+small network) with each one planted and fails if one survives.
+
+``MUTANTS`` is what the conformance kit runs: the protocol's two classes with one bug
+planted, for the bugs that break the delivery guarantee itself under crash schedules.
+The others (a ring that pings the wrong way, a self-ping, a stand-in that keeps a
+reinstated index) cost messages or delay but lose nothing a crash schedule can see, and
+are caught by the exact checks only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from protocols.contract.spec import Mutant
+from protocols.replica_ring.logic import ReplicaRingCoordinator, ReplicaRingInstance
+
 
 @dataclass(frozen=True)
-class Mutant:
+class Bug:
     name: str
     planted: str  # what goes wrong
-    caught_by: str  # the check expected to fail
+    caught_by: str  # the exact check expected to fail
 
 
-MUTANTS: tuple[Mutant, ...] = (
-    Mutant("ping-prev", "each replica pings its predecessor", "ring facts; S3, S5, S6"),
-    Mutant("takeover-ignores-pending", "a taker re-fetches nothing", "S0 at-least-once lost 1"),
-    Mutant("purge-before-ack", "purge before the next hop's ack", "Table 1 counts; S8"),
-    Mutant("dedup-emitter", "dedup keyed on (uid, origin)", "S1a exactly-once duplicate 1"),
-    Mutant("reinstate-keeps-index", "the stand-in keeps the reinstated index",
+BUGS: tuple[Bug, ...] = (
+    Bug("ping-prev", "each replica pings its predecessor", "ring facts; S3, S5, S6"),
+    Bug("takeover-ignores-pending", "a taker re-fetches nothing", "S0 at-least-once lost 1"),
+    Bug("purge-before-ack", "purge before the next hop's ack", "Table 1 counts; S8"),
+    Bug("dedup-emitter", "dedup keyed on (uid, origin)", "S1a exactly-once duplicate 1"),
+    Bug("reinstate-keeps-index", "the stand-in keeps the reinstated index",
            "ring facts after reinstatement"),
-    Mutant("self-ping", "no self-ping guard", "R=2 survivor pings itself"),
-    Mutant("ack-before-sync", "fixed variant acks before syncing the record", "S2, S3 fixed"),
-    Mutant("sync-skips-successor", "no record to the ring successor", "Table 1; S0"),
-    Mutant("amo-records", "at-most-once runs the record machinery", "Table 1 at-most-once"),
-    Mutant("origin-drops-on-ack", "the origin frees its copy on ack, not delete", "S0"),
-    Mutant("no-table-transfer", "reinstated replica starts with no records", "S5 fixed"),
-    Mutant("sink-no-dedup", "fixed sink emits a replayed uid again", "S1 fixed exactly-once"),
-    Mutant("no-route", "takeover does not reroute the slot", "ring facts; S0"),
-    Mutant("drop-records", "records are never sent", "Table 1; S0"),
-    Mutant("fresh-uid", "outputs get new ids, replays are not recognised", "every schedule"),
-    Mutant("no-ring-walk", "fixed variant asks only the dead slot's successor", "S6 fixed"),
-    Mutant("replay-through-dedup", "replays pass the exactly-once check (§5.6 literally)",
+    Bug("self-ping", "no self-ping guard", "R=2 survivor pings itself"),
+    Bug("ack-before-sync", "fixed variant acks before syncing the record", "S2, S3 fixed"),
+    Bug("sync-skips-successor", "no record to the ring successor", "Table 1; S0"),
+    Bug("amo-records", "at-most-once runs the record machinery", "Table 1 at-most-once"),
+    Bug("origin-drops-on-ack", "the origin frees its copy on ack, not delete", "S0"),
+    Bug("no-table-transfer", "reinstated replica starts with no records", "S5 fixed"),
+    Bug("sink-no-dedup", "fixed sink emits a replayed uid again", "S1 fixed exactly-once"),
+    Bug("no-route", "takeover does not reroute the slot", "ring facts; S0"),
+    Bug("drop-records", "records are never sent", "Table 1; S0"),
+    Bug("fresh-uid", "outputs get new ids, replays are not recognised", "every schedule"),
+    Bug("no-ring-walk", "fixed variant asks only the dead slot's successor", "S6 fixed"),
+    Bug("replay-through-dedup", "replays pass the exactly-once check (§5.6 literally)",
            "S0 exactly-once lost 1"),
-    Mutant("no-fence", "fixed variant does not stop a suspect", "S9 fixed"),
-    Mutant("origin-purges-on-ack", "the origin's record purged on ack (F5 missing)",
+    Bug("no-fence", "fixed variant does not stop a suspect", "S9 fixed"),
+    Bug("origin-purges-on-ack", "the origin's record purged on ack (F5 missing)",
            "Table 1 purge row; S4b fixed"),
 )
 
@@ -47,5 +56,34 @@ MUTANTS: tuple[Mutant, ...] = (
 MODEL_ONLY = frozenset({"fresh-uid"})
 
 
+# bugs a crash schedule shows as a violated guarantee (lost or duplicated output)
+GUARANTEE_LEVEL = ("takeover-ignores-pending", "purge-before-ack", "dedup-emitter",
+                   "ack-before-sync", "sync-skips-successor", "origin-drops-on-ack",
+                   "sink-no-dedup", "no-route", "drop-records", "replay-through-dedup",
+                   "origin-purges-on-ack", "no-ring-walk")
+
+
 def names() -> tuple[str, ...]:
-    return tuple(m.name for m in MUTANTS)
+    return tuple(b.name for b in BUGS)
+
+
+def planted(name: str) -> tuple[type[ReplicaRingInstance], type[ReplicaRingCoordinator]]:
+    """The protocol's two classes with one bug planted (a class attribute the units read)."""
+    tag = "".join(p.title() for p in name.split("-"))
+    bug = frozenset({name})
+    inst = type(f"ReplicaRingInstance{tag}", (ReplicaRingInstance,), {"mutants": bug})
+    coord = type(f"ReplicaRingCoordinator{tag}", (ReplicaRingCoordinator,), {"mutants": bug})
+    return inst, coord
+
+
+def _kit_mutants() -> tuple[Mutant, ...]:
+    out = []
+    for b in BUGS:
+        if b.name in GUARANTEE_LEVEL:
+            inst, coord = planted(b.name)
+            out.append(Mutant(b.name, b.planted, instance=inst, coordinator=coord,
+                              params={"semantics": "exactly-once", "variant": "fixed"}))
+    return tuple(out)
+
+
+MUTANTS: tuple[Mutant, ...] = _kit_mutants()

@@ -2,32 +2,11 @@
 
 from __future__ import annotations
 
-from protocols.contract.spec import Mutant, ProtocolSpec, Variant
+from protocols.contract.spec import ProtocolSpec, Variant
 from protocols.replica_ring.logic import ReplicaRingCoordinator, ReplicaRingInstance
 from protocols.replica_ring.messages import MESSAGES
-from protocols.replica_ring.mutants import MODEL_ONLY, MUTANTS
+from protocols.replica_ring.mutants import MUTANTS
 from protocols.replica_ring.params import ReplicaRingParams
-
-
-def _planted(name: str) -> tuple[type[ReplicaRingInstance], type[ReplicaRingCoordinator]]:
-    """The protocol's two classes with one bug planted (a class attribute the units read)."""
-    tag = "".join(p.title() for p in name.split("-"))
-    planted = frozenset({name})
-    inst = type(f"ReplicaRingInstance{tag}", (ReplicaRingInstance,), {"mutants": planted})
-    coord = type(f"ReplicaRingCoordinator{tag}", (ReplicaRingCoordinator,),
-                 {"mutants": planted})
-    return inst, coord
-
-
-def _mutants() -> tuple[Mutant, ...]:
-    out = []
-    for m in MUTANTS:
-        if m.name in MODEL_ONLY:
-            continue
-        inst, coord = _planted(m.name)
-        out.append(Mutant(m.name, m.planted, instance=inst, coordinator=coord))
-    return tuple(out)
-
 
 SPEC: ProtocolSpec[ReplicaRingParams] = ProtocolSpec(
     name="replica-ring",
@@ -44,5 +23,5 @@ SPEC: ProtocolSpec[ReplicaRingParams] = ProtocolSpec(
     variants=tuple(Variant(f"{g}-{v}", {"semantics": g, "variant": v})
                    for g in ("at-most-once", "at-least-once", "exactly-once")
                    for v in ("fixed", "faithful")),
-    mutants=_mutants(),
+    mutants=MUTANTS,
 )
