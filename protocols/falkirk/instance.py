@@ -1,0 +1,340 @@
+"""``FalkirkInstance``: epochs, frontiers and persistence per policy (spec N1-N6, R2-R10).
+
+Every batch carries ``meta = (epoch, j)``, j its position among that epoch's batches on
+the channel; ``Marker("close", t)`` ends epoch t on a channel. An instance completes t
+once every input closed t: it persists what its policy asks (state ``2t+3``, output log
+segment ``2t+4``), reports it (after the Persist, so the report means durable), then
+closes t downstream. Stateless instances process batches as they come (epochs
+interleave, §3.3); stateful ones process only their current epoch and buffer later ones
+(spec D3). Sinks stage each completed epoch and report it for commit.
+
+Recovery: ``Pause`` freezes the instance (inputs buffered, nothing sent) and reports the
+exact metadata at TOP; a restart or ``RollBackTo`` resets it to a frontier and holds it;
+``Rewind`` voids what a live receiver holds beyond a rolled-back sender's frontier;
+``Replay`` resends a channel's logged (or regenerated) epochs and closes; ``Resume``
+lets everything run. Receivers drop batches of closed epochs and, by position, batches
+they already have (R10).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ftctl.runtime.actions import Send as CoreSend
+from ftctl.runtime.instance import InstanceCore
+from ftctl.runtime.messages import Batch, Marker
+from protocols.contract.actions import InstanceAction, Persist, Report, Send, StageOutput
+from protocols.contract.events import (
+    BatchIn,
+    ControlIn,
+    MarkerIn,
+    RollBackTo,
+    SourceReady,
+    Started,
+)
+from protocols.contract.logic import InstanceLogic
+from protocols.contract.messages import Ended
+from protocols.contract.names import InstanceId
+from protocols.contract.view import InstanceView
+from protocols.falkirk.messages import (
+    Available,
+    Committed,
+    Pause,
+    Paused,
+    Ready,
+    Replay,
+    Resume,
+    Rewind,
+    Setup,
+    TrimLog,
+    checkpoint_ref,
+    segment_ref,
+)
+from protocols.falkirk.params import FalkirkParams
+from protocols.falkirk.policy import SINK, SOURCE, Policy
+
+CLOSE = "close"
+Logged = list[tuple[int, list[Any], Any]]  # (channel, records, watermark) in send order
+
+
+class FalkirkInstance(InstanceLogic[FalkirkParams]):
+    def __init__(self, me: InstanceView, cores: Mapping[InstanceId, InstanceCore],
+                 params: FalkirkParams, policy: Policy | None = None):
+        super().__init__(me, cores, params)
+        if policy is None:
+            stateful = bool(getattr(self.core.op, "stateful", False))
+            kind = "source" if me.is_source else "sink" if me.is_sink else ""
+            policy = params.policy_of(me.operator, stateful, kind)
+        self.policy = policy
+        self.empty_state = self.core.snapshot_state()
+        self.setup = Setup(0, -1, 0, 1, False)
+        self._reset(-1)
+        self.paused = False
+        self.held = False
+        self.round = 0
+
+    # ------------------------------------------------------------ state
+
+    def _reset(self, k: int) -> None:
+        """Forget everything outside the frontier ``↓k``."""
+        self.frontier = k
+        self.completed = k
+        self.cur = k + 1  # the epoch a stateful instance processes
+        self.closed = dict.fromkeys(self.me.inputs, k)
+        self.received: dict[tuple[int, int], int] = {}
+        self.consumed = dict.fromkeys(self.me.inputs, -1)
+        self.sent = dict.fromkeys(self.me.out_channels, -1)
+        self.out_pos: dict[tuple[int, int], int] = {}
+        self.later: list[tuple[int, Batch]] = []  # stateful: batches of epochs > cur
+        self.pending: list[tuple[str, int, Any]] = []  # while paused or held
+        self.log: dict[int, Logged] = {}
+        self.chunks: dict[int, list[Any]] = {}  # sinks: epoch -> staged records
+        self.next_batch = (k + 1) * self.setup.epoch_every  # sources
+
+    @property
+    def fin(self) -> int:
+        return self.setup.last_epoch + 1
+
+    @property
+    def stopped(self) -> bool:
+        return self.paused or self.held
+
+    def _restore(self, blob: Any, k: int, extra: Mapping[int, Any]) -> list[InstanceAction]:
+        self.core.restore_state(blob if blob is not None else self.empty_state)
+        self._reset(k)
+        for ref, seg in sorted(extra.items()):
+            if seg is not None:
+                self.log[(ref - 4) // 2] = [(ch, list(recs), wm) for ch, recs, wm in seg]
+        if self.me.is_source:
+            lo = self.core.lo
+            self.core.offset = min(self.core.hi, lo + self.next_batch * self.core.batch_size)
+        if self.me.is_sink:
+            self.completed = max(k, self.setup.committed)
+        return []
+
+    # ------------------------------------------------------------ lifecycle
+
+    def on_started(self, ev: Started, now: float) -> list[InstanceAction]:
+        if isinstance(ev.init, Setup):
+            self.setup = ev.init
+            self.round = ev.init.round
+        self.core.hold_output = self.me.is_sink
+        self._restore(ev.restored, self.setup.frontier, ev.extra)
+        self.held = self.setup.hold
+        return [Report(Ready(self.round))] if self.held else []
+
+    def on_rollback(self, ev: RollBackTo, now: float) -> list[InstanceAction]:
+        self._restore(ev.restored, ev.to, {})
+        self.held, self.paused = True, False
+        return [Report(Ready(self.round))]
+
+    def on_control(self, ev: ControlIn, now: float) -> list[InstanceAction]:
+        msg = ev.msg
+        if isinstance(msg, Pause):
+            self.paused, self.round = True, msg.round
+            return [Report(Paused(msg.round, self.completed, dict(self.consumed),
+                                  dict(self.closed), dict(self.sent)))]
+        if isinstance(msg, Rewind):
+            return self._rewind(msg)
+        if isinstance(msg, Replay):
+            return self._replay(msg)
+        if isinstance(msg, Resume):
+            self.paused = self.held = False
+            pending, self.pending = self.pending, []
+            acts: list[InstanceAction] = []
+            for kind, ch, obj in pending:
+                acts += self._batch(ch, obj) if kind == "b" else self._close(ch, obj)
+            return acts
+        if isinstance(msg, TrimLog):
+            for t in [t for t in self.log if t <= msg.upto]:
+                self.log[t] = [x for x in self.log[t] if x[0] != msg.channel]
+            return []
+        return []
+
+    def _rewind(self, msg: Rewind) -> list[InstanceAction]:
+        for ch, k in msg.upto.items():
+            self.closed[ch] = min(self.closed[ch], k)
+            self.pending = [p for p in self.pending
+                            if p[1] != ch or self._epoch(p) <= k]
+            self.later = [(c, b) for c, b in self.later if c != ch or b.meta[0] <= k]
+            for key in [key for key in self.received if key[0] == ch and key[1] > k]:
+                del self.received[key]
+            if self.me.is_sink:  # chunks are per epoch here; a channel's part goes too
+                for t in [t for t in self.chunks if t > k]:
+                    self.chunks[t] = [r for r in self.chunks[t] if r[0] != ch]
+        self.round, self.held = msg.round, True  # nothing moves until Resume (R8)
+        return [Report(Ready(msg.round))]
+
+    @staticmethod
+    def _epoch(p: tuple[str, int, Any]) -> int:
+        kind, _, obj = p
+        return int(obj.meta[0]) if kind == "b" else int(obj)
+
+    # ------------------------------------------------------------ input
+
+    def on_batch(self, ev: BatchIn, now: float) -> list[InstanceAction]:
+        if self.stopped:
+            self.pending.append(("b", ev.channel, ev.batch))
+            return []
+        return self._batch(ev.channel, ev.batch)
+
+    def on_marker(self, ev: MarkerIn, now: float) -> list[InstanceAction]:
+        if ev.marker.kind != CLOSE:
+            return []
+        if self.stopped:
+            self.pending.append(("c", ev.channel, ev.marker.id))
+            return []
+        return self._close(ev.channel, ev.marker.id)
+
+    def _batch(self, ch: int, batch: Batch) -> list[InstanceAction]:
+        t, j = batch.meta
+        if t <= self.closed[ch] or j < self.received.get((ch, t), 0):
+            return []  # R10: an epoch already closed, or a batch already received
+        self.received[(ch, t)] = j + 1
+        if self.policy.stateful and t > self.cur:
+            self.later.append((ch, batch))
+            return []
+        return self._process(ch, batch, t)
+
+    def _process(self, ch: int, batch: Batch, t: int) -> list[InstanceAction]:
+        self.consumed[ch] = max(self.consumed[ch], t)
+        self.core.deliver(ch, batch)
+        if self.me.is_sink:
+            self.chunks.setdefault(t, []).extend((ch, kv) for kv in self.core.pending_output)
+            self.core.pending_output = []
+        return self._sends(t)
+
+    def _sends(self, t: int) -> list[InstanceAction]:
+        acts: list[InstanceAction] = []
+        for a in self.core.take_actions():
+            if type(a) is CoreSend and isinstance(a.msg, Batch):
+                acts.append(self._send(a.channel, a.msg.records, a.msg.watermark, t))
+        return acts
+
+    def _send(self, ch: int, records: list[Any], wm: Any, t: int,
+              log: bool = True) -> Send:
+        j = self.out_pos.get((ch, t), 0)
+        self.out_pos[(ch, t)] = j + 1
+        self.sent[ch] = max(self.sent[ch], t)
+        if log and self.policy.logs and not self.me.is_source:
+            self.log.setdefault(t, []).append((ch, records, wm))
+        return Send(ch, Batch(records, seq=j + 1, watermark=wm, meta=(t, j)))
+
+    def _close(self, ch: int, t: int) -> list[InstanceAction]:
+        if t <= self.closed[ch]:
+            return []
+        self.closed[ch] = t
+        acts: list[InstanceAction] = []
+        while self.cur <= self.fin and all(c >= self.cur for c in self.closed.values()):
+            acts += self._complete(self.cur)
+            self.cur += 1
+            if self.policy.stateful:
+                now, self.later = ([x for x in self.later if x[1].meta[0] == self.cur],
+                                   [x for x in self.later if x[1].meta[0] != self.cur])
+                for c, b in now:
+                    acts += self._process(c, b, self.cur)
+        return acts
+
+    def _complete(self, t: int) -> list[InstanceAction]:
+        """N5: persist, report, then close t downstream (a sink: stage and report)."""
+        acts: list[InstanceAction] = []
+        if t == self.fin:
+            for ch in self.me.inputs:
+                if ch not in self.core.finished:
+                    self.core.end_of_stream(ch)
+            if self.me.is_sink:
+                self.chunks.setdefault(t, []).extend(
+                    (None, kv) for kv in self.core.pending_output)
+                self.core.pending_output = []
+            else:
+                acts += self._sends(t)
+        self.completed = t
+        if self.me.is_sink:
+            if t > self.setup.committed:
+                recs = [kv for _, kv in self.chunks.pop(t, [])]
+                acts += [StageOutput(self.me.id, t, recs), Report(Committed(t))]
+            return acts + ([Report(Ended())] if t == self.fin else [])
+        offset = self.setup.checkpoint_offset
+        if self.policy.logs:
+            seg = [[ch, recs, wm] for ch, recs, wm in self.log.get(t, [])]
+            acts.append(Persist(self.me.id, segment_ref(t), seg))
+        if self.policy.checkpoints(t, offset):
+            acts.append(Persist(self.me.id, checkpoint_ref(t), self.core.snapshot_state()))
+        if self.policy.restorable(t, offset):
+            kind = "checkpointed" if self.policy.stateful else (
+                "logged" if self.policy.logs else "completed")
+            acts.append(Report(Available(t, kind, self.policy.logs)))
+        acts += [Send(ch, Marker(CLOSE, t)) for ch in self.me.out_channels]
+        if t == self.fin:
+            acts.append(Report(Ended()))
+        return acts
+
+    # ------------------------------------------------------------ sources
+
+    def more_to_produce(self, slot: InstanceId) -> bool:
+        return self.completed < self.fin
+
+    def on_source(self, ev: SourceReady, now: float) -> list[InstanceAction]:
+        if self.stopped or self.completed >= self.fin:
+            return []
+        every = self.setup.epoch_every
+        t = self.next_batch // every
+        acts: list[InstanceAction] = [
+            self._send(ch, recs, wm, t) for ch, recs, wm in self._generate(self.next_batch)]
+        self.next_batch += 1
+        if self.next_batch % every == 0 or self.core.exhausted:
+            last = self.fin if self.core.exhausted else t
+            for u in range(self.completed + 1, last + 1):
+                acts += [Send(ch, Marker(CLOSE, u)) for ch in self.me.out_channels]
+                if u == self.fin:
+                    acts.append(Report(Ended()))
+            self.completed = last
+        return acts
+
+    def _generate(self, j: int) -> list[tuple[int, list[Any], Any]]:
+        """Batch j of this source, split onto channels as its first emission did (N1):
+        round-robin picks channel ``j mod m``, so a regeneration lands where it did."""
+        core = self.core
+        lo = core.lo + j * core.batch_size
+        hi = min(lo + core.batch_size, core.hi)
+        if lo >= hi or core.gen is None:
+            return []
+        core.offset = max(core.offset, hi)
+        recs = core.gen(lo, hi)
+        wm = recs[-1][2] if core.needs_wm and recs else None
+        out = []
+        for group in core.spec.outputs:
+            chans = group.channels
+            if len(chans) == 1 or group.partition == "broadcast":
+                parts = dict.fromkeys(chans, recs)
+            elif group.partition == "hash":
+                parts = core._hash_split(recs, chans)
+            else:
+                parts = {chans[j % len(chans)]: recs}
+            out += [(ch, parts[ch], wm) for ch in chans if ch in parts]
+        return out
+
+    def _replay(self, msg: Replay) -> list[InstanceAction]:
+        """R9: the logged (or regenerated) epochs the receiver lacks, each with its close,
+        then the closes of epochs without data."""
+        acts: list[InstanceAction] = []
+        ch = msg.channel
+        last = max([self.completed, *(t for t in msg.epochs)])
+        for t in range(msg.after + 1, last + 1):
+            if t in msg.epochs:
+                self.out_pos = {k: v for k, v in self.out_pos.items() if k != (ch, t)}
+                if self.me.is_source:
+                    every = self.setup.epoch_every
+                    for j in range(t * every, min((t + 1) * every, self.next_batch)):
+                        acts += [self._send(c, r, w, t, log=False)
+                                 for c, r, w in self._generate(j) if c == ch]
+                else:
+                    acts += [self._send(c, r, w, t, log=False)
+                             for c, r, w in self.log.get(t, []) if c == ch]
+            if t <= self.completed:
+                acts.append(Send(ch, Marker(CLOSE, t)))
+        return acts
+
+
+__all__ = ["SINK", "SOURCE", "FalkirkInstance"]
