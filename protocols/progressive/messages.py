@@ -1,0 +1,62 @@
+"""Reports and controls of ``progressive`` (plain fields: the kernel's codec carries them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocols.contract.messages import Msg
+
+PUNCTUATION = "punct"  # marker P_k: id k; meta = (gen, channel position at send)
+MINI_BATCH = "mb"  # marker mb(b): id b; meta = (gen, channel position at send)
+FINAL = 2**31 - 1  # the punctuation of end of stream: every instance's last snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Recover(Msg):
+    """Control to a live instance (R8): roll back to punctuation ``to`` kept in memory,
+    take generation ``gen`` and recovery ``mode`` (blocking or progressive)."""
+
+    to: int
+    gen: int
+    mode: str
+
+
+@dataclass(frozen=True, slots=True)
+class Init(Msg):
+    """``Restart.init`` of a replacement: the episode's generation, mode and restore point."""
+
+    gen: int
+    mode: str
+    k: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ready(Msg):
+    """Report of a started replacement: the next ``seq`` it wants per input channel."""
+
+    resume: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Resend(Msg):
+    """Control: serve ``channel`` from batch ``start`` on out of the recovery buffer."""
+
+    channel: int
+    start: int
+
+
+@dataclass(frozen=True, slots=True)
+class Trim(Msg):
+    """Control to a source: ``cp(P_upto)`` is complete; drop what was sent before it."""
+
+    upto: int
+
+
+@dataclass(frozen=True, slots=True)
+class Normal(Msg):
+    """Control: recovery is over with ``cp(P_at)`` complete; buffers off, sources trim."""
+
+    at: int
+
+
+MESSAGES: tuple[type[Msg], ...] = (Recover, Init, Ready, Resend, Trim, Normal)
