@@ -126,8 +126,8 @@ def test_u3_first_plan_of_fig1_with_three_free_slots() -> None:
     acts = c.handle(CapacityChanged(v.capacity, 6.0), v)
     init = Init(1, "progressive", 1)
     assert [a for a in acts if isinstance(a, Restart)] == [
-        Restart(Iid(i), restore=1, init=init, priority=0.5, release=None)
-        for i in ("o1[0]", "o1[1]", "o2[0]")]
+        Restart(Iid(i), restore=1, extra=extra, init=init, priority=0.5, release=None)
+        for i, extra in (("o1[0]", ()), ("o1[1]", ()), ("o2[0]", (0,)))]
     assert notes(acts, "plan") == [{"mode": "progressive", "why": "capacity", "free": 3,
                                     "picks": [{"query": "o2", "pd": 0.5, "cost": 3}],
                                     "started": ["o1[0]", "o1[1]", "o2[0]"]}]
@@ -176,8 +176,8 @@ def test_u4_failure_during_progressive_recovery_restores_only_the_new_one() -> N
     assert not [a for a in acts if isinstance(a, Control | DiscardSnapshots)]
     assert notes(acts, "failed-during-recovery") == [{"failed": ["o3[1]"], "snapshot": 2}]
     assert [a for a in acts if isinstance(a, Restart)] == [
-        Restart(Iid("o3[1]"), restore=2, init=Init(1, "progressive", 2), priority=1.0,
-                release=None)]
+        Restart(Iid("o3[1]"), restore=2, extra=(0,), init=Init(1, "progressive", 2),
+                priority=1.0, release=None)]
     assert c.gen == 1 and c.k == 2
 
 

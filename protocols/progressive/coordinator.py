@@ -37,7 +37,16 @@ from protocols.contract.names import InstanceId
 from protocols.contract.view import ClusterView, GraphView
 from protocols.progressive.buffers import Checkpoints
 from protocols.progressive.burst import BurstDetector, Mode, next_mode
-from protocols.progressive.messages import FINAL, Init, Normal, Ready, Recover, Resend, Trim
+from protocols.progressive.messages import (
+    FINAL,
+    SINK_COUNTS,
+    Init,
+    Normal,
+    Ready,
+    Recover,
+    Resend,
+    Trim,
+)
 from protocols.progressive.params import ProgressiveParams
 from protocols.progressive.schedule import (
     Blocking,
@@ -233,9 +242,12 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
         return next(q.operators for q in self.queries if q.name == name)
 
     def restart(self, i: InstanceId, priority: float) -> Restart:
-        # Released alone: a query's instances run as soon as each is placed (X3).
-        return Restart(i, restore=self.k or None, init=Init(self.gen, str(self.mode), self.k),
-                       priority=priority, release=None)
+        # Released alone: a query's instances run as soon as each is placed (X3). A sink
+        # also gets its visible counts, so it never shows a record twice (R5).
+        extra = (SINK_COUNTS,) if self.graph.is_sink(i) else ()
+        return Restart(i, restore=self.k or None, extra=extra,
+                       init=Init(self.gen, str(self.mode), self.k), priority=priority,
+                       release=None)
 
     def finished(self, view: ClusterView) -> bool:
         return self.cps.complete == FINAL or super().finished(view)

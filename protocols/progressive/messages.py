@@ -9,6 +9,7 @@ from protocols.contract.messages import Msg
 PUNCTUATION = "punct"  # marker P_k: id k; meta = (gen, channel position at send)
 MINI_BATCH = "mb"  # marker mb(b): id b; meta = (gen, channel position at send)
 FINAL = 2**31 - 1  # the punctuation of end of stream: every instance's last snapshot
+SINK_COUNTS = 0  # storage ref of a sink's per-key visible counts
 
 
 @dataclass(frozen=True, slots=True)

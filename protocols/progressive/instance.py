@@ -1,0 +1,374 @@
+"""An instance of ``progressive`` (paper 004, §4; spec R1-R6, R8, R15-R18, R20-R21).
+
+Every message on a channel, batch or marker, takes the next number of that channel
+(``core.out_seq``), so one rule de-duplicates everything: a receiver accepts exactly
+``pos + 1`` (``Positions``) of its own generation. Batches carry ``meta = gen``, markers
+``meta = (gen, seq)``.
+
+- Sources inject punctuation ``P_k`` every ``interval`` seconds (in progressive mode only
+  at a mini-batch boundary) and keep everything they send in the source buffer until the
+  coordinator's ``Trim``.
+- A non-source aligns ``P_k`` (a channel that delivered it is held), then forwards it and
+  keeps a snapshot in memory (for a live rollback) and in storage (for a replacement).
+- Sinks make records visible at once, filtered by per-key counts: ``seen`` (part of the
+  snapshot) against ``emitted`` (stored with each output, ref ``SINK_COUNTS``).
+- In recovery (after ``Recover`` or as a replacement, ``Init``) every non-sink keeps a
+  recovery buffer per output channel and serves ``Resend`` from it; in progressive mode
+  sources close a mini-batch every ``mini_batch`` wire batches and the others process
+  whole mini-batches in a fixed order (``Aligner``), so a replayed partition sends what
+  its predecessor sent, number for number. ``Normal`` ends all that.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ftctl.runtime.messages import Batch, Marker
+from protocols.contract.actions import Emit, InstanceAction, Persist, Report, Send
+from protocols.contract.events import BatchIn, ControlIn, MarkerIn, SourceReady, Started
+from protocols.contract.logic import EOS, InstanceLogic, core_actions
+from protocols.contract.messages import Ended, InputEnded, Persisted
+from protocols.progressive.buffers import RecoveryBuffer, SourceBuffer
+from protocols.progressive.burst import Mode
+from protocols.progressive.messages import (
+    FINAL,
+    MINI_BATCH,
+    PUNCTUATION,
+    SINK_COUNTS,
+    Init,
+    Normal,
+    Ready,
+    Recover,
+    Resend,
+    Trim,
+)
+from protocols.progressive.minibatch import Aligner, Cutter, Positions
+from protocols.progressive.params import ProgressiveParams
+
+Message = Batch | Marker
+
+
+class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
+    def __init__(self, me: Any, cores: Any, params: ProgressiveParams):
+        super().__init__(me, cores, params)
+        core = self.core
+        core.hold_output = core.is_sink
+        self.gen = 0
+        self.mode = Mode.NORMAL
+        self.pos = Positions(core.inputs)
+        self.snapshots: dict[int, dict[str, Any]] = {}  # k -> state, for live rollback
+        self.next_punct = 1
+        self.next_at: float | None = None
+        self.trimmed = 0
+        self.source_buf: SourceBuffer[tuple[int, Message]] = SourceBuffer()
+        self.recovery: RecoveryBuffer[Message] = RecoveryBuffer()
+        self.cutter = Cutter(params.mini_batch)
+        self.aligner: Aligner[Batch] | None = None  # progressive mode: order preservation
+        self.ended_pending: set[int] = set()  # eos seen, held batches still to process
+        self.aligning: int | None = None
+        self.waiting: set[int] = set()
+        self.blocked: dict[int, list[Message]] = {}
+        self.future: list[tuple[int, Message]] = []  # of a rollback not taken yet
+        self.emitted: dict[Any, int] = {}
+        self.seen: dict[Any, int] = {}
+        self.done = False
+        self.initial = self.state_of_fresh_core()
+
+    # ------------------------------------------------------------ state
+
+    def state(self) -> dict[str, Any]:
+        return {"core": self.core.snapshot_state(), "pos": dict(self.pos.pos),
+                "seen": dict(self.seen), "punct": self.next_punct}
+
+    def restore(self, k: int, blob: dict[str, Any] | None) -> None:
+        """Back to the state at ``P_k`` (None: the initial state, k = 0)."""
+        core = self.core
+        if blob is None:
+            blob = self.initial
+        core.restore_state(blob["core"])
+        self.pos = Positions(core.inputs, blob["pos"])
+        self.seen = dict(blob["seen"])
+        self.next_punct = k + 1
+        self.snapshots = {j: s for j, s in self.snapshots.items() if j <= k}
+        self.aligning, self.waiting, self.blocked = None, set(), {}
+        self.ended_pending = set()
+        self.done = False
+
+    def enter(self, gen: int, mode: Mode, k: int) -> list[InstanceAction]:
+        """Take generation ``gen`` in a recovery ``mode`` from ``P_k``."""
+        self.gen, self.mode = gen, mode
+        self.cutter = Cutter(self.params.mini_batch)
+        self.aligner = Aligner(tuple(self.core.inputs)) if mode is Mode.PROGRESSIVE else None
+        if self.core.is_source:
+            self.source_buf.rewind(k)
+        elif not self.core.is_sink:
+            self.recovery.start(self.core.out_channels)
+        held, self.future = self.future, []
+        acts: list[InstanceAction] = []
+        for ch, m in held:
+            acts += self.receive(ch, m)
+        return acts
+
+    # ------------------------------------------------------------ start and controls
+
+    def on_started(self, ev: Started, now: float) -> list[InstanceAction]:
+        if isinstance(ev.init, Init) and ev.init.mode != Mode.NORMAL:
+            self.restore(ev.init.k, ev.restored)
+            counts = ev.extra.get(SINK_COUNTS)
+            self.emitted = dict(counts) if counts else {}
+            acts = self.enter(ev.init.gen, Mode(ev.init.mode), ev.init.k)
+            resume = tuple(sorted(self.pos.resume().items()))
+            return [Report(Ready(resume)), *acts]
+        return []
+
+    def state_of_fresh_core(self) -> dict[str, Any]:
+        return {"core": self.core.snapshot_state(), "pos": {}, "seen": {}, "punct": 1}
+
+    def on_control(self, ev: ControlIn, now: float) -> list[InstanceAction]:
+        msg = ev.msg
+        if isinstance(msg, Recover):
+            self.restore(msg.to, self.snapshots.get(msg.to) if msg.to else None)
+            if self.core.is_source:
+                self.next_at = None
+            return self.enter(msg.gen, Mode(msg.mode), msg.to)
+        if isinstance(msg, Resend):
+            return self.resend(msg.channel, msg.start)
+        if isinstance(msg, Trim):
+            self.trim(msg.upto)
+            return []
+        if isinstance(msg, Normal):
+            return self.normal(msg.at)
+        if isinstance(msg, InputEnded):
+            return self.on_eos(msg.channel)
+        return []
+
+    def resend(self, ch: int, start: int) -> list[InstanceAction]:
+        if self.core.is_source:
+            msgs = [m for c, m in self.source_buf.items if c == ch and seq_of(m) >= start]
+        else:
+            msgs = self.recovery.since(ch, start)
+        return [Send(ch, m) for m in msgs]
+
+    def trim(self, k: int) -> None:
+        self.source_buf.trim(k)
+        self.trimmed = max(self.trimmed, k)
+        self.snapshots = {j: s for j, s in self.snapshots.items() if j >= k}
+
+    def normal(self, m: int) -> list[InstanceAction]:
+        """R20: buffers off, sources trim to ``P_m``, held mini-batches processed."""
+        self.mode = Mode.NORMAL
+        self.recovery.stop()
+        if self.core.is_source:
+            self.trim(m)
+        acts: list[InstanceAction] = []
+        if self.aligner is not None:
+            al, self.aligner = self.aligner, None
+            for b in sorted(al.held):
+                for ch, batch in _round_robin(al.held[b]):
+                    acts += self.process(ch, batch)
+            for ch in sorted(self.ended_pending):
+                acts += self.end(ch)
+        return acts
+
+    # ------------------------------------------------------------ sending
+
+    def stamp(self, acts: list[InstanceAction]) -> list[InstanceAction]:
+        """Stamp the generation on the core's sends and keep them where R4/R18 want."""
+        for a in acts:
+            if type(a) is Send and type(a.msg) is Batch:
+                a.msg.meta = self.gen
+                self.keep(a.channel, a.msg)
+        return acts
+
+    def keep(self, ch: int, m: Message) -> None:
+        if self.core.is_source:
+            self.source_buf.append((ch, m))
+        else:
+            self.recovery.append(ch, seq_of(m), m, batch=True)
+
+    def marker(self, kind: str, ident: int) -> list[InstanceAction]:
+        """A marker on every output channel, numbered like a batch."""
+        acts: list[InstanceAction] = []
+        seqs = self.core.out_seq
+        for ch in self.core.out_channels:
+            seqs[ch] += 1
+            m = Marker(kind, ident, meta=(self.gen, seqs[ch], self.trimmed))
+            self.keep(ch, m)
+            acts.append(Send(ch, m))
+        return acts
+
+    # ------------------------------------------------------------ sources
+
+    def on_source(self, ev: SourceReady, now: float) -> list[InstanceAction]:
+        if self.done:
+            return []
+        acts: list[InstanceAction] = []
+        if self.next_at is None:
+            self.next_at = now + self.params.interval
+        elif now >= self.next_at and self.mode is not Mode.PROGRESSIVE:
+            acts += self.punctuate(now)
+        more = self.core.source_next()
+        acts += self.stamp(core_actions(self.core))
+        if self.mode is Mode.PROGRESSIVE and (b := self.cutter.after_batch()) is not None:
+            acts += self.marker(MINI_BATCH, b)
+            if now >= self.next_at:  # R1: in progressive mode only right after mb(b)
+                acts += self.punctuate(now)
+        if not more:
+            acts += self.finish(ev.slot)
+        return acts
+
+    def punctuate(self, now: float) -> list[InstanceAction]:
+        k = self.next_punct
+        self.next_punct += 1
+        self.next_at = now + self.params.interval
+        self.source_buf.mark(k)
+        acts = self.marker(PUNCTUATION, k)
+        return acts + self.snapshot(k)
+
+    def snapshot(self, k: int) -> list[InstanceAction]:
+        st = self.state()
+        if k != FINAL:
+            self.snapshots[k] = st
+        return [Persist(self.me.id, k, st), Report(Persisted(k))]
+
+    def finish(self, slot: Any) -> list[InstanceAction]:
+        """Every input ended (or the source ran dry): eos on, the final snapshot."""
+        self.done = True
+        return [*self.marker(EOS, 0), *self.snapshot(FINAL), Report(Ended())]
+
+    # ------------------------------------------------------------ receiving
+
+    def on_batch(self, ev: BatchIn, now: float) -> list[InstanceAction]:
+        return self.receive(ev.channel, ev.batch)
+
+    def on_marker(self, ev: MarkerIn, now: float) -> list[InstanceAction]:
+        return self.receive(ev.channel, ev.marker)
+
+    def receive(self, ch: int, m: Message) -> list[InstanceAction]:
+        gen, seq = gen_seq(m)
+        if gen < self.gen:
+            return []  # sent before a rollback this instance took
+        if gen > self.gen:
+            self.future.append((ch, m))
+            return []
+        if ch in self.blocked:
+            self.blocked[ch].append(m)
+            return []
+        if not self.pos.accept(ch, seq):
+            return []  # a duplicate, or a gap a resend fills
+        if isinstance(m, Batch):
+            if self.aligner is not None:
+                self.aligner.add(ch, m)
+                return []
+            return self.process(ch, m)
+        if m.kind == MINI_BATCH and self.aligner is not None:
+            self.aligner.close(ch, m.id)
+            return self.release()
+        if m.kind == PUNCTUATION:
+            return self.align(ch, m)
+        if m.kind == EOS:
+            return self.on_eos(ch)
+        return []
+
+    def process(self, ch: int, batch: Batch) -> list[InstanceAction]:
+        self.core.deliver(ch, batch)
+        acts = self.stamp(core_actions(self.core))
+        if self.core.is_sink and self.core.pending_output:
+            acts += self.flush_sink()
+        return acts
+
+    def release(self) -> list[InstanceAction]:
+        """Mini-batches complete on every input: processed in the fixed order (R16), then
+        ``mb(b)`` forwarded."""
+        assert self.aligner is not None
+        acts: list[InstanceAction] = []
+        for b, batches in self.aligner.ready():
+            for ch, batch in batches:
+                acts += self.process(ch, batch)
+            acts += self.marker(MINI_BATCH, b)
+        for ch in sorted(self.ended_pending):
+            if not any(ch in per for per in self.aligner.held.values()):
+                acts += self.end(ch)
+        return acts
+
+    def flush_sink(self) -> list[InstanceAction]:
+        """R5: a record is visible only if this execution produced more of its key than
+        were ever made visible; the counts are stored with the output, in one step."""
+        out = []
+        for k, v in self.core.pending_output:
+            n = self.seen.get(k, 0) + 1
+            self.seen[k] = n
+            if n > self.emitted.get(k, 0):
+                self.emitted[k] = n
+                out.append((k, v))
+        self.core.pending_output = []
+        if not out:
+            return []
+        return [Emit(self.me.id, out), Persist(self.me.id, SINK_COUNTS, dict(self.emitted))]
+
+    # ------------------------------------------------------------ punctuations (R2)
+
+    def align(self, ch: int, m: Marker) -> list[InstanceAction]:
+        if self.aligning is None:
+            self.aligning = m.id
+            self.waiting = set(self.core.inputs) - self.core.finished
+            trimmed = m.meta[2] if isinstance(m.meta, tuple) and len(m.meta) > 2 else 0
+            self.snapshots = {j: s for j, s in self.snapshots.items() if j >= trimmed}
+        self.waiting.discard(ch)
+        self.blocked[ch] = []
+        return self.aligned() if not self.waiting else []
+
+    def aligned(self) -> list[InstanceAction]:
+        k = self.aligning
+        assert k is not None
+        self.aligning = None
+        self.next_punct = k + 1
+        acts = self.marker(PUNCTUATION, k)  # numbered before the snapshot: see the doc
+        acts += self.snapshot(k)
+        held = [(c, x) for c, xs in sorted(self.blocked.items()) for x in xs]
+        self.blocked = {}
+        for c, x in held:
+            acts += self.receive(c, x)
+        return acts
+
+    def on_eos(self, ch: int) -> list[InstanceAction]:
+        if ch in self.core.finished:
+            return []
+        if self.aligner is not None:
+            self.aligner.end(ch)
+            self.ended_pending.add(ch)
+            return self.release()
+        return self.end(ch)
+
+    def end(self, ch: int) -> list[InstanceAction]:
+        self.ended_pending.discard(ch)
+        if ch in self.core.finished:
+            return []
+        all_ended = self.core.end_of_stream(ch)
+        acts = self.stamp(core_actions(self.core))
+        if self.core.is_sink and self.core.pending_output:
+            acts += self.flush_sink()
+        if self.aligning is not None:
+            self.waiting.discard(ch)
+            if not self.waiting:
+                acts += self.aligned()
+        if all_ended:
+            acts += self.finish(self.me.id)
+        return acts
+
+
+def gen_seq(m: Message) -> tuple[int, int]:
+    if type(m) is Batch:
+        return int(m.meta or 0), m.seq
+    meta = m.meta if isinstance(m.meta, tuple) else (0, 0)
+    return int(meta[0]), int(meta[1])
+
+
+def seq_of(m: Message) -> int:
+    return gen_seq(m)[1]
+
+
+def _round_robin(per_channel: dict[int, list[Batch]]) -> list[tuple[int, Batch]]:
+    from protocols.progressive.minibatch import round_robin
+
+    return round_robin(per_channel)

@@ -1,0 +1,214 @@
+"""ProgressiveInstance driven by hand: literal messages in, exact actions out (progressive
+spec U6-U8 and E6 on the real instance: punctuation alignment, source replay after a
+rollback, order-preserving mini-batches, de-duplication, generation fencing, buffers off
+in normal operation)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ftctl.config.checks import check_topology
+from ftctl.config.topology import Topology
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.runtime.instance import InstanceCore
+from ftctl.runtime.messages import Batch, Marker
+from protocols.contract import (
+    BatchIn,
+    ControlIn,
+    Emit,
+    InstanceId,
+    InstanceView,
+    MarkerIn,
+    Persist,
+    Persisted,
+    Report,
+    Send,
+    SourceReady,
+    Started,
+)
+from protocols.progressive.instance import ProgressiveInstance
+from protocols.progressive.messages import Init, Normal, Ready, Recover, Resend, Trim
+from protocols.progressive.params import ProgressiveParams
+
+# Two sources into a keyed running sum, into a sink: p = sum[0] has inputs ch0 and ch1.
+TOPO = {
+    "name": "two-in",
+    "input": {"records": 400, "batch": 10, "seed": 3},
+    "operators": [
+        {"name": "src", "type": "source.votes", "parallelism": 2, "params": {"keys": 5}},
+        {"name": "sum", "type": "sum"},
+        {"name": "out", "type": "sink", "mode": "ordered-per-key"},
+    ],
+    "edges": [{"from": "src", "to": "sum", "partition": "hash"},
+              {"from": "sum", "to": "out", "partition": "hash"}],
+}
+GRAPH = ExecutionGraph(check_topology(Topology.model_validate(TOPO)))
+
+
+def instance(iid: str, **params: Any) -> ProgressiveInstance:
+    cores = {InstanceId(iid): InstanceCore(GRAPH, iid)}
+    return ProgressiveInstance(InstanceView.of(GRAPH, iid), cores, ProgressiveParams(**params))
+
+
+def b(seq: int, *recs: tuple[str, int], gen: int = 0) -> Batch:
+    return Batch([(k, v, 0) for k, v in recs], seq=seq, meta=gen)
+
+
+def mk(kind: str, ident: int, seq: int, gen: int = 0) -> Marker:
+    return Marker(kind, ident, meta=(gen, seq, 0))
+
+
+def feed(p: ProgressiveInstance, msgs: list[tuple[int, Batch | Marker]]) -> list[Any]:
+    acts: list[Any] = []
+    for ch, m in msgs:
+        ev = BatchIn(p.me.id, ch, m) if isinstance(m, Batch) else MarkerIn(p.me.id, ch, m)
+        acts += p.handle(ev, 0.0)
+    return acts
+
+
+def sent(acts: list[Any]) -> list[tuple[int, Any]]:
+    """(seq, records or marker kind/id) of every send, in order."""
+    out: list[tuple[int, Any]] = []
+    for a in acts:
+        if isinstance(a, Send):
+            m = a.msg
+            if isinstance(m, Batch):
+                out.append((m.seq, [(k, v) for k, v, _ in m.records]))
+            else:
+                out.append((m.meta[1], (m.kind, m.id)))
+    return out
+
+
+# E6's mini-batches on p's inputs: per channel, batches then mb(b), seq per channel.
+CH0 = [b(1, ("a", 1)), b(2, ("b", 2)), mk("mb", 1, 3), b(4, ("a", 3)), mk("mb", 2, 5),
+       b(6, ("b", 5)), mk("mb", 3, 7)]
+CH1 = [b(1, ("a", 10)), mk("mb", 1, 2), b(3, ("b", 20)), b(4, ("a", 30)), mk("mb", 2, 5),
+       b(6, ("a", 50)), mk("mb", 3, 7)]
+E6_OUT = [[("a", 1)], [("a", 11)], [("b", 2)], [("a", 14)], [("b", 22)], [("a", 44)],
+          [("b", 27)], [("a", 94)]]
+
+
+def restamp(msgs: list[Batch | Marker], gen: int) -> list[Batch | Marker]:
+    out: list[Batch | Marker] = []
+    for m in msgs:
+        if isinstance(m, Batch):
+            out.append(Batch(m.records, m.seq, meta=gen))
+        else:
+            out.append(Marker(m.kind, m.id, meta=(gen, m.meta[1], 0)))
+    return out
+
+
+def interleave(order: str, gen: int = 1, rest: bool = True) -> list[tuple[int, Batch | Marker]]:
+    """Merge the two channels by a string of 0/1 picks (FIFO per channel), then (``rest``)
+    whatever the picks left."""
+    q = {0: restamp(CH0, gen), 1: restamp(CH1, gen)}
+    out: list[tuple[int, Batch | Marker]] = []
+    for c in order:
+        ch = int(c) if q[int(c)] else 1 - int(c)
+        out.append((ch, q[ch].pop(0)))
+    return out + [(ch, m) for ch in (0, 1) for m in q[ch]] if rest else out
+
+
+def progressive_p() -> tuple[ProgressiveInstance, list[Any]]:
+    p = instance("sum[0]")
+    acts = p.handle(Started(p.me.id, 2, "restart", init=Init(1, "progressive", 0)), 0.0)
+    return p, acts
+
+
+def test_u7_e6_same_output_in_two_interleavings() -> None:
+    p, acts = progressive_p()
+    assert acts == [Report(Ready(((0, 1), (1, 1))))]
+    one = sent(feed(p, interleave("00000001111111")))
+    q, _ = progressive_p()
+    two = sent(feed(q, interleave("10101010101010")))
+    assert one == two
+    # Each mini-batch's batches in order, then mb(b) forwarded; numbered per channel.
+    assert [r for _s, r in one if isinstance(r, list)] == E6_OUT
+    assert [s for s, _ in one] == list(range(1, 12))
+    assert [r for _s, r in one if isinstance(r, tuple)] == [("mb", 1), ("mb", 2), ("mb", 3)]
+    # The recovery buffer holds exactly what was sent and serves it from a position.
+    ch = GRAPH.out_channels("sum[0]")[0]
+    resent = sent(p.handle(ControlIn(Resend(ch, 9)), 0.0))
+    assert resent == one[8:]
+
+
+def test_u7_duplicates_gaps_and_old_generations_are_dropped() -> None:
+    p, _ = progressive_p()
+    first = feed(p, interleave("0011", rest=False))  # ch0 a1, b2; ch1 a10, mb(1)
+    assert sent(first) == []  # mb(1) not yet closed on ch0
+    again = feed(p, [(0, b(1, ("a", 1), gen=1)),  # duplicate
+                     (0, b(5, ("z", 9), gen=1)),  # a gap
+                     (0, b(3, ("z", 9), gen=0))])  # an older generation
+    assert again == []
+    out = sent(feed(p, [(0, mk("mb", 1, 3, gen=1))]))
+    assert out == [(1, [("a", 1)]), (2, [("a", 11)]), (3, [("b", 2)]), (4, ("mb", 1))]
+    # A newer generation waits for its rollback.
+    assert feed(p, [(0, b(4, ("a", 3), gen=2))]) == []
+    assert p.future and p.future[0][0] == 0
+
+
+def test_u8_no_recovery_buffering_in_normal_mode_and_punctuations_align() -> None:
+    p = instance("sum[0]")
+    p.handle(Started(p.me.id, 1, "initial"), 0.0)
+    seq = {0: 0, 1: 0}
+    acts: list[Any] = []
+    for n in range(1000):
+        ch = n % 2
+        seq[ch] += 1
+        acts += feed(p, [(ch, b(seq[ch], ("k", 1)))])
+    assert p.recovery.size() == 0 and not p.recovery.on
+    assert len(sent(acts)) == 1000
+    # P1 on ch0 holds ch0; P1 on ch1 completes it: P1 forwarded, then the snapshot.
+    held = feed(p, [(0, mk("punct", 1, 501)), (0, b(502, ("k", 1)))])
+    assert held == []
+    acts = feed(p, [(1, mk("punct", 1, 501))])
+    ch = GRAPH.out_channels("sum[0]")[0]
+    assert isinstance(acts[0], Send) and acts[0].msg == Marker("punct", 1)
+    assert acts[0].msg.meta[:2] == (0, 1001)
+    assert isinstance(acts[1], Persist) and acts[1].ref == 1
+    assert acts[1].blob["pos"] == {0: 501, 1: 501}
+    assert acts[2] == Report(Persisted(1))
+    assert sent(acts[3:]) == [(1002, [("k", 1001)])] and acts[3].channel == ch
+
+
+def test_u6_source_rolls_back_to_the_complete_checkpoint_not_its_own() -> None:
+    src = instance("src[0]", interval=1.0)
+    src.handle(Started(src.me.id, 1, "initial"), 0.0)
+    t = 0.0
+    log: list[Any] = []
+    while t < 2.55:  # P1 at 1.0, P2 at 2.0 (a batch every 0.25 s)
+        log += src.handle(SourceReady(src.me.id, t), t)
+        t += 0.25
+    persisted = [a.msg.snapshot for a in log if isinstance(a, Report)
+                 and isinstance(a.msg, Persisted)]
+    assert persisted == [1, 2]
+    src.handle(ControlIn(Trim(1)), t)  # cp(P1) complete; cp(P2) is not
+    after_p1 = sent(log)[sent(log).index((5, ("punct", 1))) + 1:]
+    assert src.source_buf.items[0][1].meta[1] == 5  # trimmed to P1, P1 kept
+    acts = src.handle(ControlIn(Recover(1, 1, "blocking")), t)
+    assert acts == []
+    replay: list[Any] = []
+    while len([r for _s, r in sent(replay) if isinstance(r, list)]) < 5:
+        replay += src.handle(SourceReady(src.me.id, t), t)
+        t += 0.25
+    got = [x for x in sent(replay) if isinstance(x[1], list)][:5]
+    want = [x for x in after_p1 if isinstance(x[1], list)][:5]
+    assert got == want  # the same records under the same numbers
+    assert all(a.msg.meta == 1 for a in replay if isinstance(a, Send)
+               and isinstance(a.msg, Batch))
+
+
+def test_sink_emits_each_record_once_across_a_rollback() -> None:
+    ch = GRAPH.instances["out[0]"].inputs[0]
+    out = instance("out[0]")
+    out.handle(Started(out.me.id, 1, "initial"), 0.0)
+    first = feed(out, [(ch, b(1, ("a", 1))), (ch, mk("punct", 1, 2)), (ch, b(3, ("a", 2)))])
+    assert [a.records for a in first if isinstance(a, Emit)] == [[("a", 1)], [("a", 2)]]
+    out.handle(ControlIn(Recover(1, 1, "progressive")), 0.0)
+    again = feed(out, [(ch, b(3, ("a", 2), gen=1)), (ch, b(4, ("a", 3), gen=1))])
+    assert again == []  # progressive: held until the mini-batch closes
+    again = feed(out, [(ch, mk("mb", 1, 5, gen=1))])
+    # ("a", 2) was visible already: this execution's second "a" is not shown again.
+    assert [a.records for a in again if isinstance(a, Emit)] == [[("a", 3)]]
+    assert isinstance(again[1], Persist) and again[1].blob == {"a": 3}
+    assert out.handle(ControlIn(Normal(2)), 0.0) == []
