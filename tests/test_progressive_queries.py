@@ -22,6 +22,7 @@ from ftctl.metrics.queries import (
 
 TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
 SMALL = (TOPOLOGIES / "progressive-small.yaml").read_text()
+LINE = SMALL.splitlines().index("  - {sink: out3, priority: 2}") + 1
 
 
 def test_queries_are_derived_with_priorities() -> None:
@@ -37,14 +38,14 @@ def test_queries_are_derived_with_priorities() -> None:
 @pytest.mark.parametrize(("replace", "message"), [
     ("{sink: out3, priority: 2}", None),
     ("{sink: out9, priority: 2}",
-     "28: queries[0].sink: no sink named 'out9' (sinks: out1, out2, out3)"),
+     "+0: queries[0].sink: no sink named 'out9' (sinks: out1, out2, out3)"),
     ("{sink: cnt}",
-     "28: queries[0].sink: 'cnt' is a count, not a sink (sinks: out1, out2, out3)"),
-    ("{sink: out3, priority: -2}", "28: queries[0].priority: must be > 0.0, got -2"),
-    ("{sink: out3, priority: 0}", "28: queries[0].priority: must be > 0.0, got 0"),
-    ("{sink: out3, weight: 2}", "28: queries[0]: unknown field 'weight'"),
+     "+0: queries[0].sink: 'cnt' is a count, not a sink (sinks: out1, out2, out3)"),
+    ("{sink: out3, priority: -2}", "+0: queries[0].priority: must be > 0.0, got -2"),
+    ("{sink: out3, priority: 0}", "+0: queries[0].priority: must be > 0.0, got 0"),
+    ("{sink: out3, weight: 2}", "+0: queries[0]: unknown field 'weight'"),
     ("{sink: out3}\n  - {sink: out3, priority: 3}",
-     "29: queries[1].sink: query 'out3' is already given (queries[0])"),
+     "+1: queries[1].sink: query 'out3' is already given (queries[0])"),
 ])
 def test_bad_queries_exit_2_with_one_line(tmp_path: Path, replace: str,
                                           message: str | None) -> None:
@@ -57,7 +58,8 @@ def test_bad_queries_exit_2_with_one_line(tmp_path: Path, replace: str,
         assert result.exit_code == 0, out
         return
     assert result.exit_code == 2
-    assert f"t.yaml:{message}" in out and len(out.strip().splitlines()) == 1
+    offset, text = message.split(": ", 1)
+    assert f"t.yaml:{LINE + int(offset)}: {text}" in out and len(out.strip().splitlines()) == 1
 
 
 # ---------------------------------------------------------------- metrics

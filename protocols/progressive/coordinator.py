@@ -32,7 +32,7 @@ from protocols.contract.events import (
     ReportIn,
 )
 from protocols.contract.logic import CoordinatorLogic
-from protocols.contract.messages import Persisted
+from protocols.contract.messages import Ended, Persisted
 from protocols.contract.names import InstanceId
 from protocols.contract.view import ClusterView, GraphView
 from protocols.progressive.buffers import Checkpoints
@@ -107,6 +107,12 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
             return self.on_persisted(ev.instance, msg.snapshot, view)
         if isinstance(msg, Ready):
             return self.on_ready(ev.instance, msg, view)
+        if isinstance(msg, Ended):
+            # No InputEnded controls: a replacement gets the end-of-stream marker in its
+            # upstream's buffer, in order after the batches before it; a control could
+            # overtake those batches.
+            self.ended.add(ev.instance)
+            return []
         return super().on_report(ev, view)
 
     def on_persisted(self, i: InstanceId, k: int, view: ClusterView) -> list[CoordinatorAction]:

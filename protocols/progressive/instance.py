@@ -114,6 +114,8 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
     def on_started(self, ev: Started, now: float) -> list[InstanceAction]:
         if isinstance(ev.init, Init) and ev.init.mode != Mode.NORMAL:
             self.restore(ev.init.k, ev.restored)
+            if ev.restored is not None:  # kept for a live rollback to the same k
+                self.snapshots[ev.init.k] = ev.restored
             counts = ev.extra.get(SINK_COUNTS)
             self.emitted = dict(counts) if counts else {}
             acts = self.enter(ev.init.gen, Mode(ev.init.mode), ev.init.k)
