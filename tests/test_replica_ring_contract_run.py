@@ -52,6 +52,7 @@ from protocols.contract.view import GraphView, InstanceView
 from protocols.replica_ring.accounting import PAPER_TABLE1, table1_messages
 from protocols.replica_ring.logic import ReplicaRingCoordinator, ReplicaRingInstance
 from protocols.replica_ring.messages import KIND
+from protocols.replica_ring.mutants import MUTANTS
 from protocols.replica_ring.params import ReplicaRingParams
 
 DELAY, DETECT, PACE = 0.001, 0.004, 0.005
@@ -253,3 +254,38 @@ def test_a_source_restarts_and_exactly_once_drops_what_it_resends():
     topo = chain(2, 80)
     k = MiniKernel(topo, ReplicaRingParams(reinstate_after=None))
     assert judge(k.run(kills=((0.05, "src[0]"),)), golden(topo)) == (0, 0)
+
+
+STALL = "stall"
+# each shipped mutant, a kill schedule (time, slot) on the 3-replica chain under which it
+# breaks exactly-once, and what it does there (a stall: the output never completes)
+CAUGHT = {
+    "takeover-ignores-pending": (((0.256, "B[0]"), (0.451, "B[1]")), STALL),
+    "purge-before-ack": (((0.180, "B[0]"), (0.262, "A[0]")), (3, 0)),
+    "sync-skips-successor": (((0.180, "B[0]"), (0.262, "A[0]")), (3, 0)),
+    "origin-drops-on-ack": (((0.066, "B[2]"), (0.258, "A[2]")), STALL),
+    "sink-no-dedup": (((0.066, "B[2]"), (0.258, "A[2]")), (0, 1)),
+    "no-route": (((0.256, "B[0]"), (0.451, "B[1]")), STALL),
+    "drop-records": (((0.083, "B[0]"), (0.101, "B[2]")), STALL),
+    "no-ring-walk": (((0.256, "B[0]"), (0.451, "B[1]")), STALL),
+    "replay-through-dedup": (((0.256, "B[0]"), (0.451, "B[1]")), STALL),
+    "origin-purges-on-ack": (((0.256, "B[0]"), (0.451, "B[1]")), STALL),
+}
+
+
+def outcome(kills, instance=ReplicaRingInstance, coordinator=ReplicaRingCoordinator):
+    topo = chain(3, 60)
+    k = MiniKernel(topo, ReplicaRingParams(reinstate_after=0.2), instance, coordinator)
+    try:
+        return judge(k.run(kills=kills), golden(topo))
+    except AssertionError:
+        return STALL
+
+
+def test_every_shipped_mutant_breaks_the_guarantee_where_the_protocol_keeps_it():
+    assert set(CAUGHT) == {m.name for m in MUTANTS}
+    for m in MUTANTS:
+        kills, broken = CAUGHT[m.name]
+        assert outcome(kills, m.instance, m.coordinator) == broken, m.name
+    for kills in {kills for kills, _ in CAUGHT.values()}:
+        assert outcome(kills) == (0, 0), kills

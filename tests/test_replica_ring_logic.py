@@ -179,7 +179,7 @@ class View:
 
 def test_coordinator_fences_hands_over_and_reinstates():
     c = ReplicaRingCoordinator(GraphView(G), ReplicaRingParams())
-    view = View({}, {"B[0]", "B[2]"})
+    view = View({}, {"B[0]", "B[2]"})  # B[1] is suspected
     assert c.handle(Suspected(I("B[1]"), I("B[0]"), "ping timeout", 0.2), view) == [
         Stop((I("B[1]"),)), Control(I("B[2]"), Takeover("B[1]"))]
     assert c.handle(ReportIn(I("B[2]"), 1, Adopted("B[1]"), 0.21), view) == [

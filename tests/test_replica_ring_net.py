@@ -32,6 +32,7 @@ from protocols.replica_ring.unit import (
     SinkUnit,
     SourceUnit,
     Tell,
+    Unhost,
 )
 
 SEMS = (Guarantee.AT_MOST_ONCE, Guarantee.AT_LEAST_ONCE, Guarantee.EXACTLY_ONCE)
@@ -138,13 +139,15 @@ class Net:
                 self.alive.add(e.slot)
                 self.inc[e.slot] += 1
                 self.apply(e.slot, new.start(reinstating=True))
-            else:
-                assert isinstance(e, Host)
+            elif isinstance(e, Host):
                 self.apply(COORD, self.coord.on_adopted(e.slot))
+            else:
+                assert isinstance(e, Unhost)
 
     def timer(self, unit: Slot, key: str, inc: int) -> None:
         if unit == COORD:
-            self.apply(COORD, self.coord.on_timer(key))
+            self.apply(COORD, self.coord.on_timer(
+                key, lambda s: self.route[s], lambda u: u in self.alive))
         elif self.now < self.thaw.get(unit, 0.0):
             self.at(self.thaw[unit], lambda: self.timer(unit, key, inc))
         elif unit in self.alive and self.inc[unit] == inc:

@@ -32,6 +32,7 @@ from protocols.replica_ring.unit import (
     SinkUnit,
     SourceUnit,
     Tell,
+    Unhost,
 )
 
 
@@ -160,7 +161,7 @@ def test_reinstatement_fixed_waits_for_the_table_faithful_does_not():
         Reroute("B[1]", "B[1]")]
     assert new.on_data("B[1]", D1) == []  # held until the table is in
     assert stand_in.on_message("B[1]", Reinstate("B[1]")) == [
-        Reply("B[1]", Table("B[1]", ((1, "A[1]", 2, False),)))]
+        Unhost("B[1]"), Reply("B[1]", Table("B[1]", ((1, "A[1]", 2, False),)))]
     assert stand_in.ring.represents == [2]
     # with the table installed, the held tuple is a known uid: acked and dropped
     assert new.on_message("B[2]", Table("B[1]", ((1, "A[1]", 2, False),))) == [
@@ -201,11 +202,19 @@ def test_coordinator_fences_walks_the_ring_and_reinstates():
     live = {"B[0]"}
     assert c.on_accuse("B[2]", route.__getitem__, live.__contains__) == [
         Fence("B[2]"), Tell("B[0]", Takeover("B[1]")), Tell("B[0]", Takeover("B[2]"))]
-    assert c.on_accuse("B[1]", route.__getitem__, live.__contains__) == []  # fenced once
+    # fenced once; asked again while its slots still route to it, the takeover is repeated
+    assert c.on_accuse("B[1]", route.__getitem__, live.__contains__) == [
+        Tell("B[0]", Takeover("B[1]")), Tell("B[0]", Takeover("B[2]"))]
     # each slot's own replica restarts reinstate_after its takeover
     assert c.on_adopted("B[2]") == [Arm("ring-reinstate:B[2]", 1.0)]
     assert c.on_adopted("B[2]") == []
-    assert c.on_timer("ring-reinstate:B[2]") == [Restart("B[2]")]
+    # the stand-in of slot 2 is dead and not yet replaced: wait; then restart
+    route["B[2]"] = "B[1]"
+    assert c.on_timer("ring-reinstate:B[2]", route.__getitem__, live.__contains__) == [
+        Arm("ring-reinstate:B[2]", 0.05)]
+    route["B[2]"] = "B[0]"
+    assert c.on_timer("ring-reinstate:B[2]", route.__getitem__, live.__contains__) == [
+        Restart("B[2]")]
     never = RingCoordinator(ReplicaRingParams(variant="faithful", reinstate_after=None),
                             {"B": 3})
     assert never.on_adopted("B[1]") == []

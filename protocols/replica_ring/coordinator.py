@@ -57,10 +57,12 @@ class RingCoordinator:
         op, _ = split_slot(slot)
         size = self.sizes[op]
         unit = unit_of(slot)
-        if unit in self.fenced:
-            return []
-        self.fenced.add(unit)
-        out: list[CoordinatorEffect] = [Fence(unit)]
+        out: list[CoordinatorEffect] = []
+        if unit not in self.fenced:
+            self.fenced.add(unit)
+            out.append(Fence(unit))
+        # else the slot is still routed to the fenced unit: its taker died before it took
+        # over, so ask again (a takeover already done is ignored by the taker)
         hosted = [i for i in range(size) if unit_of(slot_of(op, i)) == unit]
 
         def alive(i: int) -> bool:
@@ -80,10 +82,16 @@ class RingCoordinator:
         self.booked.add(slot)
         return [Arm(REINSTATE + slot, self.params.reinstate_after)]
 
-    def on_timer(self, key: str) -> list[CoordinatorEffect]:
+    def on_timer(self, key: str, unit_of: Callable[[Slot], Slot],
+                 live: Callable[[Slot], bool]) -> list[CoordinatorEffect]:
         if not key.startswith(REINSTATE):
             return []
-        unit = key[len(REINSTATE):]
-        self.booked.discard(unit)
-        self.fenced.discard(unit)
-        return [Restart(unit)]
+        slot = key[len(REINSTATE):]
+        stand_in = unit_of(slot)
+        if stand_in == slot or not live(stand_in):
+            # the stand-in died too and its slots are not yet taken over: a replica
+            # restarted now would wait for a record table that never comes
+            return [Arm(key, self.params.ping_every)]
+        self.booked.discard(slot)
+        self.fenced.discard(slot)
+        return [Restart(slot)]

@@ -65,6 +65,7 @@ from protocols.replica_ring.messages import (
     Delete,
     Message,
     Rejoin,
+    Rejoined,
     Slot,
     Takeover,
 )
@@ -81,6 +82,7 @@ from protocols.replica_ring.unit import (
     SinkUnit,
     SourceUnit,
     Tell,
+    Unhost,
 )
 
 CHANNEL = "#"  # a destination named by channel: the kernel routes it to the slot's unit
@@ -116,9 +118,12 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
             return [Report(Adopted(ev.slot))]
         if self.unit is not None:
             rejoin = ev.init if isinstance(ev.init, Rejoin) else None
-            return self._acts(self.unit.start(
+            acts = self._acts(self.unit.start(
                 reinstating=rejoin is not None,
                 stand_in=rejoin.stand_in if rejoin is not None else None))
+            if rejoin is not None:  # routed back: now the ended inputs can be told
+                acts.append(Report(Rejoined(ev.slot)))
+            return acts
         if self.source is not None:
             return self._acts(self.source.start())
         return []
@@ -236,6 +241,10 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
                 out.append(Route(InstanceId(e.slot), UnitId(e.to)))
             elif isinstance(e, Host):
                 out.append(AdoptSlot(InstanceId(e.slot)))
+            elif isinstance(e, Unhost):
+                # its own replica ends it now; the core stays for the tuples still in
+                # progress here, which finish on it (R3)
+                self.ending.discard(InstanceId(e.slot))
             elif isinstance(e, Output):
                 assert sink is not None
                 out += self._emit(sink, e)
@@ -284,14 +293,18 @@ class ReplicaRingCoordinator(CoordinatorLogic[ReplicaRingParams]):
             lambda u: view.status(InstanceId(u)) == "running"), view)
 
     def on_timer(self, ev: TimerFired, view: ClusterView) -> list[CoordinatorAction]:
-        return self._acts(self.ring.on_timer(ev.key), view)
+        return self._acts(self.ring.on_timer(
+            ev.key, lambda s: str(view.unit_of(InstanceId(s))),
+            lambda u: view.status(InstanceId(u)) == "running"), view)
 
     def on_report(self, ev: ReportIn, view: ClusterView) -> list[CoordinatorAction]:
-        if isinstance(ev.msg, Adopted):
+        if isinstance(ev.msg, Adopted | Rejoined):
             slot = InstanceId(ev.msg.slot)
             acts: list[CoordinatorAction] = [Control(slot, InputEnded(ch))
                                              for ch in self.ended_inputs(slot)]
-            return acts + self._acts(self.ring.on_adopted(str(slot)), view)
+            if isinstance(ev.msg, Adopted):
+                acts += self._acts(self.ring.on_adopted(str(slot)), view)
+            return acts
         return super().on_report(ev, view)
 
     def _acts(self, effects: list[rc.CoordinatorEffect], view: ClusterView

@@ -113,6 +113,13 @@ class Adopted(Msg):
 
 
 @dataclass(frozen=True, slots=True)
+class Rejoined(Msg):
+    """Report: a restarted replica has its slot back (its inputs that ended are told)."""
+
+    slot: Slot
+
+
+@dataclass(frozen=True, slots=True)
 class Rejoin(Msg):
     """A restarted replica's init: the unit that stands in for its slot."""
 
@@ -122,7 +129,8 @@ class Rejoin(Msg):
 Message = (Data | Ack | RecordMsg | RecordOk | Purge | Delete | Ping | Pong | Takeover
            | Fetch | Refetch | Reinstate | Table)
 MESSAGES: tuple[type[Msg], ...] = (Data, Ack, RecordMsg, RecordOk, Purge, Delete, Ping, Pong,
-                                   Takeover, Fetch, Refetch, Reinstate, Table, Adopted, Rejoin)
+                                   Takeover, Fetch, Refetch, Reinstate, Table, Adopted, Rejoined,
+                                   Rejoin)
 # what Table 1 counts under each kind name (message class -> kind)
 KIND: dict[type, str] = {Data: "data", Ack: "ack", RecordMsg: "record", RecordOk: "record_ok",
                          Purge: "purge", Delete: "delete", Ping: "ping", Pong: "pong",

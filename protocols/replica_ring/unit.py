@@ -88,12 +88,20 @@ class Host:
 
 
 @dataclass(frozen=True, slots=True)
+class Unhost:
+    """An adopted slot's replica is back: this unit no longer speaks for it (tuples of it
+    still in progress here finish here)."""
+
+    slot: Slot
+
+
+@dataclass(frozen=True, slots=True)
 class Output:
     uid: Hashable
     payload: Any
 
 
-Effect = Tell | Reply | Arm | Accuse | Reroute | Host | Output
+Effect = Tell | Reply | Arm | Accuse | Reroute | Host | Unhost | Output
 # the operator: (slot processed for, input uid, payload) -> [(dest slot, output uid, payload)]
 Process = Callable[[Slot, Hashable, Any], list[tuple[Slot, Hashable, Any]]]
 
@@ -134,6 +142,7 @@ class ReplicaUnit:
         self.fresh: set[Hashable] = set()
         self.awaiting_table = False
         self.held: list[tuple[Slot, Data]] = []  # tuples that came before the table
+        self.waiting_delete: dict[Hashable, set[Slot]] = {}  # uid -> senders of dropped copies
 
     # ------------------------------------------------------------ helpers
     def slot(self, i: int) -> Slot:
@@ -214,7 +223,7 @@ class ReplicaUnit:
             return self._deleted(msg.uid)
         if isinstance(msg, Purge):
             self.records.purge(msg.uid, msg.origin)
-            return []
+            return self._purged(msg.uid)
         if isinstance(msg, Takeover):
             return self.take_over(split_slot(msg.slot)[1])
         if isinstance(msg, Fetch):
@@ -237,7 +246,7 @@ class ReplicaUnit:
         if uid in self.work:  # a resend of a tuple in progress here: it will be acked
             return []
         if self.p.dedup and self.records.knows(uid, data.origin):  # §5.6
-            return [Reply(data.origin, Ack(uid))]
+            return [Reply(data.origin, Ack(uid)), *self._delete_when_purged(uid, data.origin)]
         out: list[Effect] = []
         if not self.p.ack_after_sync:
             out.append(Reply(data.origin, Ack(uid)))  # step (2) before the sync: flaw F1
@@ -312,11 +321,26 @@ class ReplicaUnit:
         w = self.work.pop(uid)
         return self._purge(uid, w.origin)
 
+    def _delete_when_purged(self, uid: Hashable, sender: Slot) -> list[Effect]:
+        """A dropped copy's sender waits for a delete (F5 fix): send it once the tuple is
+        purged here, whoever forwards it."""
+        if not self.p.purge_on_delete:
+            return []
+        rec = self.records.get(uid, sender)
+        if rec is not None and rec.state is RecordState.PURGED:
+            return [Tell(sender, Delete(uid))]
+        self.waiting_delete.setdefault(uid, set()).add(sender)
+        return []
+
+    def _purged(self, uid: Hashable) -> list[Effect]:
+        return [Tell(w, Delete(uid)) for w in sorted(self.waiting_delete.pop(uid, ()))]
+
     def _purge(self, uid: Hashable, origin: Slot) -> list[Effect]:
         """Step (8): purge at every colleague and here; tell the origin it may delete."""
         out: list[Effect] = [Tell(self.slot(s), Purge(uid, origin))
                              for s in range(self.size) if s not in self.ring.represents]
         self.records.purge(uid, origin)
+        out += self._purged(uid)
         if split_slot(origin)[0] not in self.sources:  # a source regenerates, keeps no copy
             out.append(Tell(origin, Delete(uid)))
         return out
@@ -366,11 +390,12 @@ class ReplicaUnit:
         if not self.p.has("reinstate-keeps-index"):
             self.ring.release(d)
         self.detector.clear(d)
+        out: list[Effect] = [Unhost(self.slot(d))] if d != self.index else []
         if not self.p.table_transfer:
-            return []
+            return out
         rows = tuple((r.uid, r.origin, r.emitter, r.state is RecordState.PURGED)
                      for r in self.records)
-        return [Reply(sender, Table(self.slot(d), rows))]
+        return [*out, Reply(sender, Table(self.slot(d), rows))]
 
     def _install(self, msg: Table) -> list[Effect]:
         for uid, origin, emitter, purged in msg.records:
@@ -407,8 +432,9 @@ class SourceUnit:
         return [Tell(dest, Data(uid, payload, self.me))]
 
     def on_message(self, sender: Slot, msg: Message) -> list[Effect]:
-        if isinstance(msg, Ack):
+        if isinstance(msg, Ack | Delete):  # a delete implies the ack that may have died
             self.unacked.pop(msg.uid, None)
+            self.fresh.discard(msg.uid)
         elif isinstance(msg, Fetch):
             return [Reply(sender, Refetch(msg.uid, self.generate(msg.uid)[1]))]
         return []
