@@ -32,6 +32,7 @@ from ftctl.commands.runner import (
     RunContext,
     RunExtension,
     RunRequest,
+    Verbose,
     execute,
 )
 from ftctl.config.errors import ConfigError
@@ -89,6 +90,7 @@ def chaos(
     spares: Spares = DEFAULT_SPARES,
     as_json: Annotated[bool, typer.Option("--json",
                                           help="Print a machine-readable summary.")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Run TOPOLOGY under scripted faults, verify exactly-once and measure recovery."""
     if sum(x is not None for x in (kill, scenario, replay)) != 1:
@@ -120,7 +122,7 @@ def chaos(
         topology, info, params, master=master, workers=workers, results=results,
         timeout=timeout, as_json=as_json, backend=backend, labels=label,
         # Each worker can hold every instance twice over: a rack failure leaves room.
-        cores=SLOTS_PER_INSTANCE * len(graph.order), kind="chaos", spares=spares,
+        cores=SLOTS_PER_INSTANCE * len(graph.order), kind="chaos", spares=spares, verbose=verbose,
         config={"chaos": {"schedule": schedule.source, "name": schedule.name,
                           "seed": schedule.seed, "expected_s": round(duration, 3),
                           "replay_of": replayed.run_id if replayed else None}})
@@ -171,7 +173,14 @@ class ChaosExtension(RunExtension):
             cluster=ctx.cluster, snapshot=host.snapshot_in_progress,
             recovery=host.recovery_in_progress, apply_channel=host.apply_channel,
             clear_channel=host.clear_channel)
-        self.nemesis = self.schedule.nemesis(fault_ctx, store.event)
+        counters = ctx.counters
+
+        def log(kind: str, **data: Any) -> None:
+            store.event(kind, **data)
+            if kind == "fault-inject":  # shown on the run's progress line
+                counters["faults injected"] = counters.get("faults injected", 0) + 1
+
+        self.nemesis = self.schedule.nemesis(fault_ctx, log)
         store.event("chaos-schedule", name=self.schedule.name, seed=self.schedule.seed,
                     faults=[p.to_json() for p in self.schedule.faults],
                     expected_s=round(self.duration, 3))

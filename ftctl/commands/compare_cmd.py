@@ -13,12 +13,13 @@ from ftctl.cluster.labels import LabelSyntaxError, expand_labels
 from ftctl.commands.chaos_cmd import expected_seconds, size_input
 from ftctl.commands.chaos_plan import check_cluster, from_kills, from_scenario
 from ftctl.commands.common import Spares, parse_params, user_errors
-from ftctl.commands.runner import DEFAULT_SPARES
+from ftctl.commands.runner import DEFAULT_SPARES, Verbose
 from ftctl.compare.report import COST, OUTCOME, render, row
 from ftctl.compare.runner import CompareRequest, needs_own_cluster, run_comparison
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
-from ftctl.console import EXIT_FAILED, EXIT_OK, console, err_console
+from ftctl.console import EXIT_FAILED, EXIT_OK, console
+from ftctl.progress import LiveLine
 from ftctl.results import DEFAULT_ROOT, RunStore, atomic_write_bytes, atomic_write_json
 from ftctl.runtime.graph import ExecutionGraph
 from protocols.base import ProtocolInfo
@@ -50,6 +51,7 @@ def protocols_cmd(
     timeout: Annotated[float, typer.Option(min=1, help="Per-run limit, seconds.")] = 600.0,
     spares: Spares = DEFAULT_SPARES,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Record a fault schedule once and replay it for each protocol, K times each.
 
@@ -91,12 +93,12 @@ def protocols_cmd(
                         "protocols": [i.name for i in infos], "params": params,
                         "repeat": repeat, "schedule": schedule.source,
                         "shared_cluster": not needs_own_cluster(schedule)})
-    say = (lambda msg: None) if as_json else (lambda msg: err_console.print(msg, highlight=False))
     req = CompareRequest(topology, schedule, infos, params, repeat, workers, label, results,
                          timeout, state_dir=(Path(".ftctl") / "runs" / store.run_id).resolve(),
-                         backend=backend, spares=spares)
+                         backend=backend, spares=spares, verbose=verbose)
     try:
-        comp = run_comparison(req, say)
+        with LiveLine(quiet=as_json) as live:
+            comp = run_comparison(req, live.note, live.update)
     except KeyboardInterrupt:
         store.mark("incomplete", "interrupted")
         raise

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ftctl.commands.common import Spares, protocol_and_params, user_errors
-from ftctl.commands.runner import DEFAULT_SPARES, RunRequest, execute
+from ftctl.commands.runner import DEFAULT_SPARES, RunRequest, Verbose, execute
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.results import DEFAULT_ROOT
@@ -45,6 +45,7 @@ def run(
     spares: Spares = DEFAULT_SPARES,
     as_json: Annotated[bool, typer.Option("--json",
                                           help="Print a machine-readable summary.")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Run TOPOLOGY on a Spark cluster under a protocol and verify its output."""
     topology = load_topology(topology_file)
@@ -62,5 +63,5 @@ def run(
     params = resolve_params(info, given)
     code = execute(RunRequest(topology, info, params, master=master, workers=workers,
                               results=results, timeout=timeout, as_json=as_json,
-                              backend=backend, spares=spares))
+                              backend=backend, spares=spares, verbose=verbose))
     raise typer.Exit(code)

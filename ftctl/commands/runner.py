@@ -17,26 +17,28 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from rich.live import Live
+import typer
 from rich.table import Table
 
 from ftctl.cluster import ClusterError, LocalCluster, make_cluster
 from ftctl.cluster.backends import check_backend
 from ftctl.config.topology import Topology
 from ftctl.console import EXIT_FAILED, EXIT_INFRA, EXIT_OK, console, err_console
+from ftctl.progress import LiveLine
 from ftctl.results import RunStore
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.runner import sink_modes
 from ftctl.spark.host import HostResult, SparkHost
-from ftctl.spark.session import start_session, stop_session
+from ftctl.spark.session import collect_executor_logs, start_session, stop_session
 from ftctl.verify.checker import Verdict, verify
 from ftctl.verify.golden import golden_for
 from ftctl.verify.oracle import OracleResult, oracle_check
 from protocols.base import ProtocolInfo
 
 EXIT_INTERRUPTED = 130
+LOGS = "logs"  # in the run folder: the driver's and executors' JVM output
 # Task slots asked of a local cluster per instance: room for a replacement to be
 # scheduled while the task it replaces is still being cancelled.
 SLOTS_PER_INSTANCE = 2
@@ -44,6 +46,10 @@ SLOTS_PER_INSTANCE = 2
 DEFAULT_SPARES = 1
 
 Say = Callable[[str], None]
+
+Verbose = Annotated[bool, typer.Option(
+    "--verbose", "-v", help="Also stream Spark's JVM logs to stderr (they are always "
+    "written to logs/ in the run folder).")]
 
 
 @dataclass
@@ -63,6 +69,11 @@ class RunRequest:
     config: dict[str, Any] = field(default_factory=dict)  # extra keys for config.json
     quiet: bool = False  # print nothing (a caller such as compare reports for itself)
     spares: int = DEFAULT_SPARES  # idle tasks kept ready to take over a restarted instance
+    verbose: bool = False  # stream Spark's JVM logs to stderr too (always in logs/)
+    # A caller that is quiet but shows its own progress line (compare) gets the steps here.
+    live: Callable[[str], None] | None = None
+    # Work dir of a cluster the caller started (compare's shared one): executor logs.
+    work_dir: Path | None = None
 
 
 @dataclass
@@ -75,6 +86,8 @@ class RunContext:
     host: SparkHost
     cluster: LocalCluster | None
     say: Say
+    # Shown on the run's progress line; an extension counts into it (faults injected).
+    counters: dict[str, int] = field(default_factory=dict)
 
 
 class RunExtension:
@@ -112,10 +125,13 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
     })
     say = _sayer(req.as_json or req.quiet)
     say(f"run {run_store.run_id} -> {run_store.path}")
+    live = LiveLine(quiet=req.as_json or req.quiet)
+    step: Say = req.live or live.update
     golden = golden_for(topology)
     timings: dict[str, float] = {}
     cluster: LocalCluster | None = None
     spark: Any = None
+    app_id = ""
     state_dir = (Path(".ftctl") / "runs" / run_store.run_id).resolve()
     keep_state = False
     t_start = time.monotonic()
@@ -130,12 +146,17 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
                                    mounts=[req.results], run_id=run_store.run_id, owned=True)
             run_store.event("cluster-starting", workers=req.workers, cores=cores,
                             backend=req.backend)
-            cluster.up(progress=say)
+            with live:
+                cluster.up(progress=step)
+            live.note(f"cluster up in {time.monotonic() - t_start:.1f} s")
             master = cluster.master_url
             timings["cluster_s"] = round(time.monotonic() - t_start, 2)
-        say(f"starting Spark session on {master}")
         t = time.monotonic()
-        spark = start_session(master, f"ftctl-{run_store.run_id}", slots=n + req.spares)
+        with live:
+            step(f"starting a Spark session on {master}")
+            spark = start_session(master, f"ftctl-{run_store.run_id}", slots=n + req.spares,
+                                  log_dir=run_store.path / LOGS, verbose=req.verbose)
+        app_id = spark.sparkContext.applicationId
         timings["session_s"] = round(time.monotonic() - t, 2)
         run_store.event("session-started", master=master, seconds=timings["session_s"])
 
@@ -148,7 +169,8 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
                          on_event=on_event, timeout=req.timeout, spares=req.spares)
         ctx = RunContext(req, run_store, graph, host, cluster, say)
         ext.attach(ctx)
-        with _progress(host, info.name, quiet=req.as_json or req.quiet):
+        with live:
+            host.progress = _run_line(step, info.name, graph, ctx.counters)
             result = host.run()
         ext.host_done(ctx, result)
         timings["run_s"] = round(result.seconds, 2)
@@ -194,9 +216,13 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         return EXIT_INFRA
     finally:
         with _no_interrupts():
+            live.close()
             ext.close()
             if spark is not None:
                 stop_session(spark)
+                work_dir = cluster.work_dir if cluster is not None else req.work_dir
+                if work_dir is not None and app_id:
+                    collect_executor_logs(work_dir, app_id, run_store.path / LOGS)
             if cluster is not None:
                 cluster.down()
                 if not keep_state:
@@ -228,30 +254,19 @@ def _no_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-@contextlib.contextmanager
-def _progress(host: SparkHost, protocol: str, quiet: bool) -> Iterator[None]:
-    if quiet or not err_console.is_terminal:
-        yield
-        return
-    with Live(_table({}, 0.0, protocol), console=err_console, refresh_per_second=4,
-              transient=True) as live:
-        host.progress = lambda counts, t: live.update(_table(counts, t, protocol))
-        yield
+def _run_line(step: Say, protocol: str, graph: ExecutionGraph,
+              counters: dict[str, int]) -> Callable[[dict[str, tuple[int, int]], float], None]:
+    """The host's progress callback as one line: time, records read and at the sinks, faults."""
+    sources, sinks = set(graph.sources), set(graph.sinks)
 
+    def update(counts: dict[str, tuple[int, int]], elapsed: float) -> None:
+        read = sum(out for iid, (_, out) in counts.items() if iid in sources)
+        landed = sum(rin for iid, (rin, _) in counts.items() if iid in sinks)
+        extra = "".join(f", {v} {k}" for k, v in counters.items())
+        step(f"{protocol}: {elapsed:.0f} s, {read:,} records read, {landed:,} at the sinks"
+             + extra)
 
-def _table(counts: dict[str, tuple[int, int]], elapsed: float, protocol: str) -> Table:
-    per_op: dict[str, list[int]] = {}
-    for iid, (rin, rout) in counts.items():
-        agg = per_op.setdefault(iid.split("[", 1)[0], [0, 0, 0])
-        agg[0] += 1
-        agg[1] += rin
-        agg[2] += rout
-    table = Table(title=f"{protocol} - {elapsed:.1f} s")
-    for col in ("operator", "instances", "records in", "records out"):
-        table.add_column(col, justify="left" if col == "operator" else "right")
-    for op, (k, rin, rout) in per_op.items():
-        table.add_row(op, str(k), f"{rin:,}", f"{rout:,}")
-    return table
+    return update
 
 
 def _summary(run_store: RunStore, topology: Topology, info: ProtocolInfo, result: HostResult,

@@ -142,6 +142,7 @@ class CompareRequest:
     state_dir: Path
     backend: str = "local"
     spares: int = DEFAULT_SPARES
+    verbose: bool = False
 
 
 def needs_own_cluster(schedule: Schedule) -> bool:
@@ -149,7 +150,10 @@ def needs_own_cluster(schedule: Schedule) -> bool:
                for p in schedule.faults)
 
 
-def run_comparison(req: CompareRequest, say: Callable[[str], None]) -> Comparison:
+def run_comparison(req: CompareRequest, say: Callable[[str], None],
+                   step: Callable[[str], None] | None = None) -> Comparison:
+    """``say`` prints a line that stays; ``step`` updates a live progress line."""
+    step = step or say
     graph = ExecutionGraph(req.topology)
     duration = expected_seconds(graph)
     cores = SLOTS_PER_INSTANCE * len(graph.order)
@@ -161,7 +165,7 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None]) -> Compariso
             shared = make_cluster(req.backend, workers=req.workers, cores=cores,
                                   labels=req.labels, state_dir=req.state_dir, owned=True)
             say("starting one cluster for every run")
-            shared.up(progress=say)
+            shared.up(progress=step)
         schedule = req.schedule
         total = len(req.protocols) * req.repeat
         done = 0
@@ -170,19 +174,24 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None]) -> Compariso
             for k in range(req.repeat):
                 done += 1
                 say(f"run {done}/{total}: {info.name} (repeat {k + 1}/{req.repeat})")
+                prefix = f"[{done}/{total}] "
                 capture = CaptureExtension(ChaosExtension(schedule, duration))
                 request = RunRequest(
                     req.topology, info, resolve_params(info, req.params.get(info.name, {})),
                     master=shared.master_url if shared else None, workers=req.workers,
                     results=req.results, timeout=req.timeout, as_json=False,
                     backend=req.backend, labels=req.labels, cores=cores, kind="compare",
-                    quiet=True, spares=req.spares,
+                    quiet=True, spares=req.spares, verbose=req.verbose,
+                    live=_prefixed(step, prefix),
+                    work_dir=shared.work_dir if shared else None,
                     config={"chaos": {"schedule": schedule.source, "name": schedule.name,
                                       "seed": schedule.seed}})
                 execute(request, capture)
                 if capture.figures is None:
                     comp.failed_runs.append(f"{info.name}#{k + 1}")
+                    say(f"  {info.name}: the run did not finish")
                     continue
+                say(f"  {info.name}: {_outcome(capture.figures)}")
                 runs.append(capture.figures)
                 comp.latency.setdefault(info.name, capture.latency)
                 if not comp.recorded_from:
@@ -196,3 +205,14 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None]) -> Compariso
     finally:
         if shared is not None:
             shared.down()
+
+
+def _outcome(f: RunFigures) -> str:
+    """One line after each run: its verdict in words and how long it took."""
+    verdict = "passed" if f.passed else f"failed ({f.lost:,} lost, {f.duplicated:,} duplicated)"
+    recovery = "" if f.recovery_s is None else f", recovered in {f.recovery_s:.2f} s"
+    return f"{verdict}{recovery}, {f.seconds:.0f} s"
+
+
+def _prefixed(step: Callable[[str], None], prefix: str) -> Callable[[str], None]:
+    return lambda msg: step(prefix + msg)

@@ -1,12 +1,20 @@
-"""The Spark session the host runs on: configured for many long-running single-task jobs."""
+"""The Spark session the host runs on: configured for many long-running single-task jobs.
+
+The driver JVM's own output (log4j2 to its console, JVM warnings) never reaches the terminal:
+``start_session(log_dir=...)`` launches the JVM with its stdout and stderr piped into
+``driver.log`` in that folder, and ``verbose`` also streams each line to our stderr.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import sys
+import threading
 import time
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 from ftctl.cluster.errors import InfraError
 
@@ -36,20 +44,33 @@ def spark_conf(master: str, app_name: str) -> dict[str, str]:
         # can never leak into the next instance scheduled on the same executor.
         "spark.python.worker.reuse": "false",
         "spark.sql.shuffle.partitions": "4",
-        "spark.log.level": "ERROR",
+        # Into driver.log (never the terminal): warnings explain a failed run.
+        "spark.log.level": "WARN",
         "spark.ui.showConsoleProgress": "false",
     }
 
 
-def start_session(master: str, app_name: str, slots: int) -> Any:
-    """A SparkSession on ``master`` with at least ``slots`` task slots registered."""
+DRIVER_LOG = "driver.log"
+
+
+def start_session(master: str, app_name: str, slots: int, log_dir: Path | None = None,
+                  verbose: bool = False) -> Any:
+    """A SparkSession on ``master`` with at least ``slots`` task slots registered.
+
+    With ``log_dir``, the driver JVM writes everything it prints to ``log_dir/driver.log``
+    (streamed to stderr as well when ``verbose``); without it, the JVM inherits our
+    terminal as pyspark would have it.
+    """
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    conf = spark_conf(master, app_name)
     builder = SparkSession.builder
-    for key, value in spark_conf(master, app_name).items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     try:
+        if log_dir is not None:
+            _launch_driver(conf, Path(log_dir) / DRIVER_LOG, verbose)
         spark = builder.getOrCreate()
     except BaseException as exc:
         # Interrupted or failed half-way, the driver JVM may already run, and with no
@@ -59,13 +80,50 @@ def start_session(master: str, app_name: str, slots: int) -> Any:
             raise
         reason = _first_line(exc)
         raise InfraError(f"could not start a Spark session on {master}: {reason}") from exc
-    spark.sparkContext.setLogLevel("ERROR")
     try:
         wait_for_slots(spark.sparkContext, slots)
     except BaseException:
         stop_session(spark)
         raise
     return spark
+
+
+def _launch_driver(conf: dict[str, str], log: Path, verbose: bool) -> None:
+    """Start the driver JVM with its output piped into ``log``; the builder then reuses it.
+
+    pyspark launches the JVM itself unless ``SparkContext._gateway`` is already set, and
+    its launcher takes Popen arguments: the same command, only the output goes elsewhere.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    log.parent.mkdir(parents=True, exist_ok=True)
+    jconf = SparkConf(loadDefaults=False)
+    for key, value in conf.items():
+        jconf.set(key, value)
+    with SparkContext._lock:
+        if SparkContext._gateway is not None:
+            return
+        gateway = launch_gateway(jconf, popen_kwargs={
+            "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT})
+        SparkContext._gateway = gateway
+        SparkContext._jvm = gateway.jvm
+    proc = getattr(gateway, "proc", None)
+    if proc is not None and proc.stdout is not None:
+        threading.Thread(target=_pump, args=(proc.stdout, log, verbose),
+                         name="ftctl-driver-log", daemon=True).start()
+
+
+def _pump(stream: IO[bytes], log: Path, verbose: bool) -> None:
+    """Copy the JVM's output line by line until it exits (the pipe must never fill up)."""
+    with open(log, "ab") as out:
+        for line in iter(stream.readline, b""):
+            out.write(line)
+            out.flush()
+            if verbose:
+                with contextlib.suppress(Exception):
+                    sys.stderr.write("[spark] " + line.decode(errors="replace"))
+                    sys.stderr.flush()
 
 
 def task_slots(sc: Any) -> int:
@@ -129,3 +187,20 @@ def _kill_driver_jvms() -> None:
 def _first_line(exc: BaseException) -> str:
     lines = [ln for ln in str(exc).splitlines() if ln.strip()]
     return lines[0][:200] if lines else type(exc).__name__
+
+
+def collect_executor_logs(work_dir: Path, app_id: str, dest: Path) -> list[Path]:
+    """Copy the stdout/stderr of every executor of ``app_id`` under a standalone worker's
+    work dir (``<work_dir>/<worker>/<app_id>/<executor>/``) into ``dest``, named
+    ``<worker>-<executor>.<stream>``. Returns the files written; missing ones are skipped."""
+    import shutil
+
+    written = []
+    for stream in sorted(Path(work_dir).glob(f"*/{app_id}/*/std*")):
+        executor, worker = stream.parent.name, stream.parent.parent.parent.name
+        dest.mkdir(parents=True, exist_ok=True)
+        target = dest / f"executor-{worker}-{executor}.{stream.name}"
+        with contextlib.suppress(OSError):
+            shutil.copyfile(stream, target)
+            written.append(target)
+    return written
