@@ -44,6 +44,7 @@ from ftctl.results import DEFAULT_ROOT, atomic_write_json
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.pace import Pace
 from ftctl.spark.host import HostResult
+from ftctl.tables import print_table
 from protocols.registry import resolve_params
 
 DEFAULT_RECORDS = 50_000
@@ -231,6 +232,15 @@ def _s(v: Any) -> str:
     return "-" if v is None else f"{v:.2f}"
 
 
+RECOVERY_LEGEND = {
+    "at s": "fault time into the run", "detect s": "fault to detection",
+    "restart s": "fault to restart", "first out s": "fault to first output after restart",
+    "recover 10% s": "fault to latency back within 10% of before",
+    "recover 1.2x s": "within 1.2x (relative-latency threshold)",
+    "thr dip": "lowest throughput vs before",
+}
+
+
 def print_recovery(summary: dict[str, Any]) -> None:
     table = Table(title=f"recovery per fault ({summary['schedule']['name']})")
     cols = ("fault", "target", "at s", "detect s", "restart s", "first out s",
@@ -242,7 +252,7 @@ def print_recovery(summary: dict[str, Any]) -> None:
         table.add_row(r["fault"], r["target"], f"{r['t_fault']:.2f}", _s(r["detection_s"]),
                       _s(r["restart_s"]), _s(r["first_output_s"]), _s(r["recovery_s"]),
                       _s(r["recovery_rl_s"]), "-" if dip is None else f"{dip:.0%}")
-    console.print(table)
+    print_table(table, RECOVERY_LEGEND)
     for f in summary.get("faults", []):
         if f.get("error"):
             console.print(f"[yellow]fault not injected[/yellow]: {f['fault']} {f['target']}: "

@@ -29,6 +29,7 @@ from ftctl.cluster.local import (
 )
 from ftctl.cluster.state import STATE_DIR_ENV
 from ftctl.console import EXIT_INFRA, console, err_console
+from ftctl.tables import print_table
 
 EXIT_INTERRUPTED = 130  # the shell convention for "ended by SIGINT"
 
@@ -286,7 +287,7 @@ def _print_status(report: ClusterStatus) -> None:
             format_labels(worker.labels) or "-",
             str(worker.pid),
         )
-    console.print(table)
+    print_table(table)
 
 
 # --------------------------------------------------------------------------- prune

@@ -14,7 +14,7 @@ from ftctl.commands.chaos_cmd import expected_seconds, size_input
 from ftctl.commands.chaos_plan import check_cluster, from_kills, from_scenario
 from ftctl.commands.common import Spares, parse_params, user_errors
 from ftctl.commands.runner import DEFAULT_SPARES, Verbose
-from ftctl.compare.report import COST, OUTCOME, render, row
+from ftctl.compare.report import COST, LEGEND, OUTCOME, render, row
 from ftctl.compare.runner import CompareRequest, needs_own_cluster, run_comparison
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
@@ -22,6 +22,7 @@ from ftctl.console import EXIT_FAILED, EXIT_OK, console
 from ftctl.progress import LiveLine
 from ftctl.results import DEFAULT_ROOT, RunStore, atomic_write_bytes, atomic_write_json
 from ftctl.runtime.graph import ExecutionGraph
+from ftctl.tables import print_table
 from protocols.base import ProtocolInfo
 from protocols.registry import PROTOCOLS, get_protocol, resolve_params
 
@@ -151,25 +152,32 @@ def _params(items: list[str] | None, infos: list[ProtocolInfo]) -> dict[str, dic
 def _show(comp: Any, store: RunStore) -> None:
     title = f"{comp.topology} under {comp.schedule} ({comp.repeat} run(s) each)"
     for columns, what in ((OUTCOME, "outcome"), (COST, "cost, before the first fault")):
+        if comp.repeat == 1:  # one run: a spread of 0 says nothing
+            columns = [c for c in columns if c[1] != "recovery_spread_s"]
         table = Table(title=f"{title}: {what}")
         for name, _ in columns:
             table.add_column(name, justify="left" if name in ("protocol", "guarantee")
                              else "right")
         for p in comp.protocols:
-            table.add_row(*(_cell(v) for v in row(p, columns)))
-        console.print(table)
+            table.add_row(*(_cell(v, attr) for v, (_, attr) in zip(row(p, columns), columns,
+                                                                   strict=True)))
+        print_table(table, LEGEND)
     if comp.failed_runs:
         console.print(f"[red]runs that did not finish:[/red] {', '.join(comp.failed_runs)}")
-    console.print(f"report: {store.path / 'report.html'}")
+    console.print(f"report: {store.path / 'report.html'}", highlight=False, soft_wrap=True)
 
 
-def _cell(v: object) -> str:
+def _cell(v: object, attr: str = "") -> str:
     if v is None:
         return "-"
     if isinstance(v, bool):
         return "yes" if v else "[red]no[/red]"
+    if attr.endswith("_overhead") and isinstance(v, float):
+        return f"{v:+.0%}"  # -31%: faster than none, +5%: slower
     if isinstance(v, float):
         return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+    if isinstance(v, int):
+        return f"{v:,}"
     return str(v)
 
 

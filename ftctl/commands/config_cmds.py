@@ -16,6 +16,7 @@ from ftctl.config.load import load_config, read_yaml
 from ftctl.config.scenario import FAULT_TYPES, Scenario
 from ftctl.config.topology import Topology
 from ftctl.console import EXIT_USAGE, console, err_console
+from ftctl.tables import print_table
 
 
 class ListWhat(StrEnum):
@@ -55,6 +56,7 @@ def validate(
     files: Annotated[
         list[str], typer.Argument(help="Topology or scenario YAML files.", metavar="FILE...")
     ],
+    as_json: JsonOpt = False,
 ) -> None:
     """Check topology and chaos-scenario files without running anything.
 
@@ -66,21 +68,30 @@ def validate(
 
         ftctl validate topologies/wordcount.yaml
 
-        ftctl validate topologies/*.yaml chaos/*.yaml
+        ftctl validate topologies/*.yaml chaos/*.yaml --json
     """
     bad = 0
+    rows: list[dict[str, Any]] = []
     for file in files:
         try:
             config = load_config(file)
         except ConfigError as exc:
-            report_error(exc)
             bad += 1
+            if as_json:
+                rows.append({"file": file, "ok": False, "error": str(exc)})
+            else:
+                report_error(exc)
+            continue
+        if as_json:
+            rows.append({"file": file, "ok": True, "summary": _summary(config)})
             continue
         console.print(
             f"[green]ok[/green] {escape(file)} ({_summary(config)})",
             highlight=False,
             soft_wrap=True,
         )
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
     if bad:
         raise typer.Exit(EXIT_USAGE)
 
@@ -131,7 +142,7 @@ def list_cmd(
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*(escape(_cell(row.get(c))) for c in _COLUMNS[what]))
-    console.print(table)
+    print_table(table)
 
 
 _COLUMNS = {

@@ -13,6 +13,7 @@ from ftctl.commands.common import parse_params, user_errors
 from ftctl.config.errors import ConfigError
 from ftctl.console import EXIT_OK, console
 from ftctl.figures import FigureOptions, FigureResult, figures
+from ftctl.tables import print_table
 
 
 @user_errors
@@ -64,7 +65,7 @@ def _list(known: dict, as_json: bool) -> None:
     table = Table("figure", "paper", "hosts", "what", title="seed figures")
     for f in known.values():
         table.add_row(f.name, f.paper, ",".join(f.hosts), f.title)
-    console.print(table)
+    print_table(table)
 
 
 def _show(result: FigureResult, as_json: bool) -> None:
@@ -77,7 +78,7 @@ def _show(result: FigureResult, as_json: bool) -> None:
     table = Table(*result.header, title=result.title)
     for row in result.rows:
         table.add_row(*(str(v) for v in row))
-    console.print(table)
+    print_table(table)
     for note in result.notes:
         console.print(note)
     for path in result.files:

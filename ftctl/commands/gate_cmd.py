@@ -16,6 +16,7 @@ from ftctl.gate.baseline import read_baseline, write_baseline
 from ftctl.gate.junit import write_junit
 from ftctl.gate.runner import CaseResult, run_case
 from ftctl.gate.suite import load_suite
+from ftctl.tables import print_table
 from protocols.registry import PROTOCOLS
 
 DEFAULT_SUITE = Path("gate/ci.yaml")
@@ -91,7 +92,7 @@ def _show(suite: str, results: list[CaseResult], baseline: Path, updated: bool) 
         mark = "[green]pass[/green]" if r.passed else "[red]FAIL[/red]"
         metrics = ", ".join(f"{k}={v:g}" for k, v in sorted(r.metrics.items()))
         table.add_row(r.name, mark, metrics, "; ".join(r.reasons))
-    console.print(table)
+    print_table(table)
     for r in results:
         if r.details and not r.passed:
             console.print(f"{r.name}: {r.details}", highlight=False, markup=False)

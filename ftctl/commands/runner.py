@@ -32,6 +32,7 @@ from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.runner import sink_modes
 from ftctl.spark.host import HostResult, SparkHost
 from ftctl.spark.session import collect_executor_logs, start_session, stop_session
+from ftctl.tables import print_table
 from ftctl.verify.checker import Verdict, verify
 from ftctl.verify.golden import golden_for
 from ftctl.verify.oracle import OracleResult, oracle_check
@@ -299,7 +300,7 @@ def _print_summary(summary: dict[str, Any], verdict: Verdict, oracle: OracleResu
         table.add_row(s.sink, s.mode, f"{s.golden_records:,}", f"{s.output_records:,}",
                       str(s.lost), str(s.duplicated), str(s.unexpected),
                       "[green]yes[/green]" if s.holds(guarantee) else "[red]no[/red]")
-    console.print(table)
+    print_table(table)
     for s in verdict.sinks:
         for d in s.divergences[:3]:
             console.print(f"  {s.sink}: first divergence {d.describe()}", highlight=False)

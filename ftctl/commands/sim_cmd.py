@@ -16,6 +16,7 @@ from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.console import EXIT_FAILED, EXIT_OK, console
 from ftctl.sim.runner import ScheduleOutcome, SimSummary, Simulator
+from ftctl.tables import print_table
 from protocols.base import Guarantee
 
 _KINDS = ("lost", "duplicated", "unexpected", "reordered", "stalled")
@@ -143,7 +144,7 @@ def _show_summary(
         str(len(s.failing_seeds)),
         *(str(s.violations.get(k, 0)) for k in _KINDS),
     )
-    console.print(table)
+    print_table(table)
     rate = s.schedules / elapsed * 60 if elapsed > 0 else 0.0
     console.print(f"{elapsed:.1f} s, {rate:,.0f} schedules/min")
     if s.first_failure is not None:

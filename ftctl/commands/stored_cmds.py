@@ -14,6 +14,7 @@ from ftctl.config.errors import ConfigError
 from ftctl.console import EXIT_FAILED, EXIT_OK, console
 from ftctl.report.run_report import run_summary, write_run_report
 from ftctl.results import RunStore
+from ftctl.tables import print_table
 from ftctl.verify.reverify import reverify
 from protocols.base import Guarantee
 
@@ -56,7 +57,7 @@ def analyze(
         for s in rv.verdict.sinks:
             table.add_row(s.sink, s.mode, str(s.golden_records), str(s.output_records),
                           str(s.lost), str(s.duplicated), str(s.unexpected), str(s.reordered))
-        console.print(table)
+        print_table(table)
         for s in rv.verdict.sinks:
             for d in s.divergences:
                 console.print(f"  {s.sink}: {d.describe()}", highlight=False, markup=False)

@@ -25,6 +25,16 @@ COST = [
     ("processed", "records_processed"), ("snapshots B", "snapshot_bytes"),
 ]
 COLUMNS = OUTCOME + COST[1:]
+# What the short headers mean (printed under the tables).
+LEGEND = {
+    "held": "guarantee held", "dup": "duplicated records",
+    "detect s": "fault to detection (median)", "restart s": "fault to restart (median)",
+    "recover s": "fault to latency back within 10% (median)",
+    "spread s": "max - min recovery over repeats", "rec/s": "sink records/s",
+    "thr ovh": "throughput overhead vs none", "p50 s": "median output latency",
+    "lat ovh": "latency overhead vs none", "processed": "records all instances received",
+    "snapshots B": "snapshot bytes stored",
+}
 
 
 def row(f: ProtocolFigures, columns: list[tuple[str, str]] = COLUMNS) -> list[object]:
