@@ -13,6 +13,7 @@ from ftctl.commands import (
     cluster_cmds,
     compare_cmd,
     config_cmds,
+    conformance_cmd,
     figure_cmd,
     gate_cmd,
     image_cmd,
@@ -32,6 +33,7 @@ app = typer.Typer(
 )
 config_cmds.register(app)
 sim_cmd.register(app)
+conformance_cmd.register(app)
 cluster_cmds.register(app)
 image_cmd.register(app)
 run_cmd.register(app)

@@ -16,7 +16,6 @@ from ftctl.verify.checker import verify
 from protocols.base import Guarantee
 from protocols.registry import PROTOCOLS
 from tests.conftest import TOPOLOGIES, load
-from tests.planted import planted
 
 pytestmark = pytest.mark.sim
 runner = CliRunner()
@@ -154,19 +153,3 @@ def test_sim_rejects_unknown_protocol_and_param() -> None:
     )
     assert res.exit_code == 2
     assert "alignment must be one of unaligned, aligned" in res.output
-
-
-@pytest.mark.parametrize(
-    "bug,topology",
-    [
-        ("no-channel-state", "wordcount"),
-        ("rewind-too-far", "wordcount"),
-        ("commit-early", "sharder"),
-    ],
-)
-def test_planted_bugs_are_caught(bug: str, topology: str) -> None:
-    sim = Simulator(load(topology), planted(bug), {})
-    summary = sim.run_many(1000, seed=1, fail_fast=True)
-    assert not summary.passed, f"{bug} survived 1000 schedules"
-    assert summary.first_failure is not None
-    assert summary.first_failure.verdict.totals()

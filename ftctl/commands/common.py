@@ -50,11 +50,17 @@ def parse_params(items: list[str] | None) -> dict[str, Any]:
 
 def protocol_and_params(name: str, items: list[str] | None) -> tuple[ProtocolInfo, dict[str, Any]]:
     """The protocol by name and the user's parameters, validated (raises ConfigError)."""
+    planted: dict[str, Any] = {}
     try:
-        info = get_protocol(name)
+        if "/" in name:  # a shipped mutant, ``checkpoint/commit-early`` (protocols/mutants.py)
+            from protocols.mutants import planted as planted_protocol
+
+            info, planted = planted_protocol(name)
+        else:
+            info = get_protocol(name)
     except KeyError as exc:
         raise ConfigError("--protocol", None, str(exc.args[0])) from None
-    given = parse_params(items)
+    given = {**planted, **parse_params(items)}
     try:
         resolve_params(info, given)
     except ValueError as exc:

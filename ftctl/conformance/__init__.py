@@ -1,0 +1,1 @@
+"""The conformance kit: every registered protocol's guarantee and mutants on every topology."""

@@ -1,0 +1,104 @@
+"""What the kit and the gate run, derived from the protocol registry and the bundled topologies.
+
+A protocol declares ``variants`` (named parameter sets worth testing on their own) and
+``gate`` (``{"topology" or "topology/variant": schedules}``) on its registry entry. The
+protocols registered before those fields existed have them in ``LEGACY`` below, which
+goes away as each is ported; a protocol declaring neither is gated on every bundled
+topology with ``DEFAULT_GATE_SCHEDULES``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from protocols.contract.spec import Guarantee, Variant
+from protocols.registry import PROTOCOLS, get_protocol
+
+BUNDLED_TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
+DEFAULT_GATE_SCHEDULES = 50
+
+# Variants and gate schedules of the protocols registered before ``ProtocolSpec`` had them;
+# the gate entries reproduce the hand-written cases of gate/ci.yaml (and so its baseline).
+LEGACY: dict[str, tuple[tuple[Variant, ...], dict[str, int]]] = {
+    "none": ((Variant("default"),), {}),
+    "checkpoint": (
+        (Variant("default"), Variant("aligned", {"alignment": "aligned"})),
+        {"wordcount": 150, "wordcount/aligned": 150, "diamond": 150, "windowed": 150,
+         "sharder": 100}),
+    "lineage": ((Variant("default"),), {"diamond": 100}),
+    "causal": ((Variant("default"),), {"wordcount": 100, "sharder": 40}),
+}
+
+
+def variants_of(protocol: str) -> tuple[Variant, ...]:
+    spec = get_protocol(protocol)
+    own = getattr(spec, "variants", None)
+    if own:
+        return tuple(own)
+    return LEGACY.get(protocol, ((Variant("default"),), {}))[0]
+
+
+def guarantee_of(spec: Any, params: Mapping[str, Any]) -> Guarantee:
+    """The guarantee ``spec`` declares for ``params`` (a function of them where it says so)."""
+    resolve, derive = getattr(spec, "resolve", None), getattr(spec, "guarantee_of", None)
+    if resolve is not None and derive is not None:
+        return Guarantee(derive(resolve(dict(params))))
+    return Guarantee(spec.guarantee)
+
+
+def topologies(directory: Path = BUNDLED_TOPOLOGIES) -> list[Path]:
+    return sorted(directory.glob("*.yaml"))
+
+
+@dataclass(frozen=True)
+class GuaranteeCase:
+    """One protocol variant on one topology, judged against its declared guarantee."""
+
+    protocol: str
+    variant: Variant
+    topology: Path
+    guarantee: Guarantee
+    schedules: int = 0  # for the gate; the kit takes N from the user
+
+    @property
+    def name(self) -> str:
+        """``{topology}-{protocol}[-{variant}]``: the gate's case names."""
+        suffix = "" if self.variant.name == "default" else f"-{self.variant.name}"
+        return f"{self.topology.stem}-{self.protocol}{suffix}"
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.variant.params)
+
+
+def guarantee_cases(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
+    """Every variant of ``protocol`` on every topology in ``directory``."""
+    spec = get_protocol(protocol)
+    return [GuaranteeCase(protocol, v, t, guarantee_of(spec, v.params))
+            for v in variants_of(protocol) for t in topologies(directory)]
+
+
+def gate_of(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> dict[str, int]:
+    own = getattr(get_protocol(protocol), "gate", None)
+    if own:
+        return dict(own)
+    if protocol in LEGACY:
+        return dict(LEGACY[protocol][1])
+    return {t.stem: DEFAULT_GATE_SCHEDULES for t in topologies(directory)}
+
+
+def gate_cases(directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
+    """The registry's simulation gate: each protocol's ``gate`` entries, in registry order."""
+    out = []
+    for protocol in PROTOCOLS:
+        by_name = {v.name: v for v in variants_of(protocol)}
+        spec = get_protocol(protocol)
+        for key, schedules in gate_of(protocol, directory).items():
+            stem, _, variant = key.partition("/")
+            v = by_name[variant or "default"]
+            out.append(GuaranteeCase(protocol, v, directory / f"{stem}.yaml",
+                                     guarantee_of(spec, v.params), schedules))
+    return out

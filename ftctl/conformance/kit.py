@@ -1,0 +1,227 @@
+"""Runs the conformance kit: guarantee cases over seeded schedules, then every mutant.
+
+A mutant counts as caught on a schedule (topology, seed) where the unmodified protocol
+holds its guarantee and the mutant does not: the planted bug, not a weakness the protocol
+already has, made the difference. Seeds are tried in order, each on every topology, so the
+reported seed is the smallest that catches the mutant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ftctl.config.load import load_topology
+from ftctl.conformance.cases import (
+    BUNDLED_TOPOLOGIES,
+    GuaranteeCase,
+    guarantee_cases,
+    guarantee_of,
+    topologies,
+)
+from ftctl.sim.runner import Simulator
+from protocols.contract.spec import Mutant
+from protocols.mutants import mutants_of, planted
+from protocols.registry import get_protocol
+
+Progress = Callable[[str], None]  # called once per schedule run, with what is running
+
+
+@dataclass
+class CaseResult:
+    case: GuaranteeCase
+    schedules: int
+    failures_injected: int
+    failing_seeds: list[int]
+    violations: dict[str, int]
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return not self.failing_seeds
+
+    def reproduce(self) -> str | None:
+        if self.passed:
+            return None
+        extra = "".join(f" --param {k}={v}" for k, v in self.case.params.items())
+        return (f"ftctl sim {_shown(self.case.topology)} -p {self.case.protocol}{extra} "
+                f"--seed {self.failing_seeds[0]}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "guarantee", "case": self.case.name, "protocol": self.case.protocol,
+                "variant": self.case.variant.name, "topology": self.case.topology.stem,
+                "guarantee": self.case.guarantee.value, "schedules": self.schedules,
+                "failures_injected": self.failures_injected, "passed": self.passed,
+                "violating_schedules": len(self.failing_seeds),
+                "first_violating_seed": self.failing_seeds[0] if self.failing_seeds else None,
+                "violations": self.violations, "reproduce": self.reproduce(),
+                "seconds": round(self.seconds, 3)}
+
+
+@dataclass
+class MutantResult:
+    protocol: str
+    mutant: Mutant
+    schedules: int = 0  # runs made until caught (or all of them)
+    topology: Path | None = None
+    seed: int | None = None
+    violations: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.protocol}/{self.mutant.name}"
+
+    @property
+    def caught(self) -> bool:
+        return self.seed is not None
+
+    def reproduce(self) -> str | None:
+        if self.topology is None:
+            return None
+        return f"ftctl sim {_shown(self.topology)} -p {self.qualified} --seed {self.seed}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "mutant", "mutant": self.qualified, "protocol": self.protocol,
+                "description": self.mutant.description, "caught": self.caught,
+                "topology": self.topology.stem if self.topology else None, "seed": self.seed,
+                "violations": self.violations, "schedules": self.schedules,
+                "reproduce": self.reproduce(), "seconds": round(self.seconds, 3)}
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+@dataclass
+class KitReport:
+    cases: list[CaseResult] = field(default_factory=list)
+    mutants: list[MutantResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.cases) and all(m.caught for m in self.mutants)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"passed": self.passed, "seconds": round(self.seconds, 3),
+                "guarantees_broken": sum(not c.passed for c in self.cases),
+                "mutants_survived": [m.qualified for m in self.mutants if not m.caught],
+                "cases": [c.to_json() for c in self.cases],
+                "mutants": [m.to_json() for m in self.mutants]}
+
+
+class Kit:
+    """Runs cases and mutants, sharing simulators and the protocols' verdicts per seed."""
+
+    def __init__(self, topology_dir: Path = BUNDLED_TOPOLOGIES, first_seed: int = 1,
+                 progress: Progress | None = None):
+        self.topology_dir = topology_dir
+        self.first_seed = first_seed
+        self.progress = progress
+        self._sims: dict[tuple[str, str, Path], Simulator] = {}
+        self._holds: dict[tuple[str, str, Path, int], bool] = {}
+
+    def topologies(self) -> list[Path]:
+        return topologies(self.topology_dir)
+
+    def _sim(self, protocol: str, params: dict[str, Any], topology: Path) -> Simulator:
+        key = (protocol, repr(sorted(params.items())), topology)
+        sim = self._sims.get(key)
+        if sim is None:
+            if "/" in protocol:
+                info, _ = planted(protocol)
+                base = get_protocol(protocol.partition("/")[0])
+                judged = guarantee_of(base, params)
+            else:
+                info = get_protocol(protocol)
+                judged = guarantee_of(info, params)
+            sim = Simulator(load_topology(topology), info, params, judged)
+            self._sims[key] = sim
+        return sim
+
+    def _tick(self, what: str) -> None:
+        if self.progress is not None:
+            self.progress(what)
+
+    def run_case(self, case: GuaranteeCase, n: int) -> CaseResult:
+        import time
+
+        started = time.perf_counter()
+        sim = self._sim(case.protocol, case.params, case.topology)
+        result = CaseResult(case, 0, 0, [], {})
+        key = repr(sorted(case.params.items()))
+        for seed in range(self.first_seed, self.first_seed + n):
+            outcome = sim.run_one(seed)
+            result.schedules += 1
+            result.failures_injected += outcome.result.stats.failures
+            held = outcome.verdict.passed
+            self._holds[(case.protocol, key, case.topology, seed)] = held
+            if not held:
+                result.failing_seeds.append(seed)
+                for k, v in outcome.verdict.totals().items():
+                    result.violations[k] = result.violations.get(k, 0) + v
+            self._tick(case.name)
+        result.seconds = time.perf_counter() - started
+        return result
+
+    def _protocol_holds(self, protocol: str, params: dict[str, Any], topology: Path,
+                        seed: int) -> bool:
+        key = (protocol, repr(sorted(params.items())), topology, seed)
+        if key not in self._holds:
+            self._holds[key] = self._sim(protocol, params, topology).run_one(seed).verdict.passed
+        return self._holds[key]
+
+    def run_mutant(self, protocol: str, mutant: Mutant, n: int,
+                   only: list[Path] | None = None) -> MutantResult:
+        """Seeds in order, each on every topology (or ``only`` these), until one catches it."""
+        import time
+
+        started = time.perf_counter()
+        qualified = f"{protocol}/{mutant.name}"
+        params = dict(mutant.params)
+        result = MutantResult(protocol, mutant)
+        for seed in range(self.first_seed, self.first_seed + n):
+            for topology in only or self.topologies():
+                outcome = self._sim(qualified, params, topology).run_one(seed)
+                result.schedules += 1
+                self._tick(qualified)
+                if outcome.verdict.passed:
+                    continue
+                if not self._protocol_holds(protocol, params, topology, seed):
+                    continue  # the protocol itself breaks here: no evidence against the mutant
+                result.topology, result.seed = topology, seed
+                result.violations = dict(outcome.verdict.totals())
+                result.seconds = time.perf_counter() - started
+                return result
+        result.seconds = time.perf_counter() - started
+        return result
+
+    def run(self, protocols: list[str], n: int, mutants: bool = True) -> KitReport:
+        import time
+
+        started = time.perf_counter()
+        report = KitReport()
+        for protocol in protocols:
+            for case in guarantee_cases(protocol, self.topology_dir):
+                report.cases.append(self.run_case(case, n))
+            if mutants:
+                for m in mutants_of(protocol):
+                    report.mutants.append(self.run_mutant(protocol, m, n))
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def planned_runs(self, protocols: list[str], n: int, mutants: bool = True) -> int:
+        """Most schedule runs ``run`` makes (mutants usually stop well before theirs)."""
+        tops = len(self.topologies())
+        total = 0
+        for p in protocols:
+            total += len(guarantee_cases(p, self.topology_dir)) * n
+            if mutants:
+                total += len(mutants_of(p)) * n * tops
+        return total

@@ -1,0 +1,115 @@
+"""Planted bugs of ``causal`` (shared/specs/causal.md section 5, where today's code has the part).
+
+Each is one overridden method; the conformance kit must find a seeded schedule on which it
+breaks exactly-once. Spec rows not planted here and why: "children resumed one early" (4)
+and "parents resumed one early" (5) are masked by the receivers' per-channel ``seq``
+de-duplication (protocols/logged.py), so they send duplicates that are never visible;
+"t_min = max", "T* from the parents' clocks" and "depth off by one" (6, 7, 11, 12) decide
+nothing in today's recovery (issue 14), so they cannot change an output until the recovery
+uses T* and depth as the paper does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocols.base import Control, PlanStep, Start
+from protocols.causal import CausalCoordinator, CausalInstance, _Recovery
+from protocols.contract.spec import Mutant
+
+
+def _plans(steps: list[PlanStep]) -> list[dict[str, Any]]:
+    return [s.payload for s in steps
+            if isinstance(s, Control) and isinstance(s.payload, dict)
+            and s.payload.get("kind") == "plan"]
+
+
+class ResumeLate(CausalCoordinator):
+    """A recovered instance resumes to each child one batch too late."""
+
+    def _plan_if_ready(self, b: str, rec: _Recovery) -> list[PlanStep]:
+        steps = super()._plan_if_ready(b, rec)
+        for plan in _plans(steps):
+            plan["resume"] = {ch: p + 1 for ch, p in plan["resume"].items()}
+        return steps
+
+
+class ReplayReversed(CausalCoordinator):
+    """The observed events are replayed in reverse B-time order."""
+
+    def _plan_if_ready(self, b: str, rec: _Recovery) -> list[PlanStep]:
+        steps = super()._plan_if_ready(b, rec)
+        for plan in _plans(steps):
+            plan["replay"] = list(reversed(plan["replay"]))
+        return steps
+
+
+class NoReplay(CausalCoordinator):
+    """Replay is switched off: a replacement processes its parents' batches in arrival order."""
+
+    def _plan_if_ready(self, b: str, rec: _Recovery) -> list[PlanStep]:
+        steps = super()._plan_if_ready(b, rec)
+        for plan in _plans(steps):
+            plan["replay"] = []
+        return steps
+
+
+class ParentsResumeLate(CausalCoordinator):
+    """A replacement's parents resend from one batch after the one it needs next."""
+
+    def on_report(self, instance: str, kind: str, data: Any, now: float) -> list[PlanStep]:
+        if kind == "ready":
+            data = {ch: s + 1 for ch, s in data.items()}
+        return super().on_report(instance, kind, data, now)
+
+
+class AnswerDropsNewest(CausalInstance):
+    """A child answering a recovery query leaves out the newest diff-log entry about B."""
+
+    def _answer(self, q: dict[str, Any]) -> None:
+        ch = self.chan_of.get(q["about"])
+        log = self.dlog.get(ch, []) if ch is not None else []
+        newest = log.pop() if log else None
+        super()._answer(q)
+        if newest is not None:
+            log.append(newest)
+
+
+class PayloadTrimmedEarly(CausalInstance):
+    """A parent trims its payload log one batch further than the child's snapshot allows."""
+
+    def gc(self, ch: int, upto: int) -> None:
+        super().gc(ch, upto + 1)
+
+
+class NoSinkCounts(CausalInstance):
+    """A sink makes every record visible again, ignoring its per-key visible counts."""
+
+    def flush_sink(self) -> None:
+        self.emitted = {}
+        super().flush_sink()
+
+
+class FallbackForgetsSinks(CausalCoordinator):
+    """The whole-graph fallback restarts sinks without their visible counts."""
+
+    def _fallback(self, failed: set[str], reason: str) -> list[PlanStep]:
+        steps = super()._fallback(failed, reason)
+        return [Start(s.instance, init=s.init) if isinstance(s, Start) else s for s in steps]
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("resume-late", ResumeLate.__doc__ or "", coordinator=ResumeLate, budget=10),
+    Mutant("replay-reversed", ReplayReversed.__doc__ or "", coordinator=ReplayReversed,
+           budget=10),
+    Mutant("no-replay", NoReplay.__doc__ or "", coordinator=NoReplay, budget=10),
+    Mutant("parents-resume-late", ParentsResumeLate.__doc__ or "",
+           coordinator=ParentsResumeLate, budget=10),
+    Mutant("answer-drops-newest", AnswerDropsNewest.__doc__ or "",
+           instance=AnswerDropsNewest, budget=10),
+    Mutant("payload-trimmed-early", PayloadTrimmedEarly.__doc__ or "",
+           instance=PayloadTrimmedEarly, budget=10),
+    Mutant("no-sink-counts", NoSinkCounts.__doc__ or "", instance=NoSinkCounts, budget=10),
+    Mutant("fallback-forgets-sinks", FallbackForgetsSinks.__doc__ or "",
+           coordinator=FallbackForgetsSinks, budget=10),
+)

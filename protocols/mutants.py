@@ -1,0 +1,69 @@
+"""Every registered protocol's planted bugs, by qualified name (``checkpoint/commit-early``).
+
+A protocol ships its mutants as a ``mutants`` tuple of ``Mutant`` on its registry entry, or
+(for the protocols registered before that field) as ``MUTANTS`` in ``protocols/<name>_mutants.py``
+or ``protocols/<name>/mutants.py``. Nothing here lists protocols: a newly registered one is
+found by its name, so the conformance kit runs its mutants without any edit to this file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from typing import Any
+
+from protocols.contract.spec import Mutant
+from protocols.registry import PROTOCOLS, get_protocol
+
+
+def _module_mutants(protocol: str) -> tuple[Mutant, ...]:
+    snake = protocol.replace("-", "_")
+    for module in (f"protocols.{snake}_mutants", f"protocols.{snake}.mutants"):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and module.startswith(exc.name):
+                continue  # no such module: the protocol ships its mutants elsewhere or not at all
+            raise
+        return tuple(m for m in getattr(mod, "MUTANTS", ()) if isinstance(m, Mutant))
+    return ()
+
+
+def mutants_of(protocol: str) -> tuple[Mutant, ...]:
+    """The planted bugs ``protocol`` ships (raises KeyError for an unknown protocol)."""
+    spec = get_protocol(protocol)
+    own = tuple(getattr(spec, "mutants", ()) or ())
+    return own or _module_mutants(protocol)
+
+
+def all_mutants() -> dict[str, tuple[Mutant, ...]]:
+    """Every registered protocol's mutants, by protocol name."""
+    return {name: mutants_of(name) for name in PROTOCOLS}
+
+
+def split_name(qualified: str) -> tuple[str, str | None]:
+    """``"checkpoint/commit-early"`` -> ``("checkpoint", "commit-early")``."""
+    protocol, sep, mutant = qualified.partition("/")
+    return protocol, (mutant if sep else None)
+
+
+def get_mutant(qualified: str) -> tuple[str, Mutant]:
+    """The protocol and the mutant named ``protocol/mutant`` (KeyError names what is unknown)."""
+    protocol, name = split_name(qualified)
+    found = {m.name: m for m in mutants_of(protocol)}
+    if name not in found:
+        known = ", ".join(found) or "none"
+        raise KeyError(f"unknown mutant {qualified!r} (known for {protocol}: {known})")
+    return protocol, found[name]
+
+
+def planted(qualified: str) -> tuple[Any, dict[str, Any]]:
+    """The registry entry of ``protocol/mutant`` with the planted classes, and the params
+    of the variant the mutant lives in (to be overlaid by the user's)."""
+    protocol, mutant = get_mutant(qualified)
+    base = get_protocol(protocol)
+    info = dataclasses.replace(
+        base, name=qualified,
+        instance=mutant.instance or base.instance,
+        coordinator=mutant.coordinator or base.coordinator)
+    return info, dict(mutant.params)

@@ -1,0 +1,132 @@
+"""The conformance kit at a small N: generated from the registry, no hand-written case.
+
+Every guarantee case (protocol variant x bundled topology) runs ``FTCTL_KIT_N`` seeded
+schedules (default 2); every shipped mutant must be caught. ``CATCH`` pins, per mutant,
+the topology and the smallest seed count on which ``ftctl conformance`` catches it (the
+seeds 1..N, fixed, so the test is deterministic); a mutant not pinned (a newly shipped
+one) is searched on every topology within its ``budget``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ftctl.cli import app
+from ftctl.conformance.cases import BUNDLED_TOPOLOGIES, GuaranteeCase, guarantee_cases
+from ftctl.conformance.kit import Kit
+from protocols.mutants import all_mutants, get_mutant
+from protocols.registry import PROTOCOLS
+
+pytestmark = pytest.mark.sim
+
+N = int(os.environ.get("FTCTL_KIT_N", "2"))
+
+# ``none`` restarts state empty and commits a source's offset only when its report after a
+# batch arrives: a restarted count repeats values and a crash between a batch and its report
+# replays the batch, so at-most-once breaks on every bundled topology (see
+# test_a_broken_guarantee_is_reported_with_a_replayable_seed). Its mutants are still judged,
+# on the schedules where it holds.
+BROKEN = {"none"}
+
+CATCH: dict[str, tuple[str, int]] = {
+    "none/source-from-start": ("diamond", 2),
+    "none/rewind-one-batch": ("diamond", 2),
+    "none/first-offset-kept": ("diamond", 2),
+    "none/offset-one-report-behind": ("diamond", 2),
+    "none/forget-offsets-on-failure": ("diamond", 2),
+    "checkpoint/no-channel-state": ("diamond", 2),
+    "checkpoint/rewind-too-far": ("replica-chain", 1),
+    "checkpoint/commit-early": ("diamond", 1),
+    "checkpoint/rollback-failed-only": ("diamond", 1),
+    "checkpoint/aligned-no-block": ("replica-chain", 1),
+    "lineage/no-sink-dedup": ("diamond", 1),
+    "lineage/sink-forgets-visible": ("diamond", 1),
+    "lineage/purge-failed-only": ("replica-chain", 1),
+    "lineage/resend-from-second": ("diamond", 1),
+    "lineage/log-keeps-tail": ("sharder", 1),
+    "causal/resume-late": ("diamond", 1),
+    "causal/replay-reversed": ("replica-chain", 16),
+    "causal/no-replay": ("diamond", 2),
+    "causal/parents-resume-late": ("sharder", 1),
+    "causal/answer-drops-newest": ("diamond", 2),
+    "causal/payload-trimmed-early": ("sharder", 1),
+    "causal/no-sink-counts": ("wordcount", 3),
+    "causal/fallback-forgets-sinks": ("diamond", 5),
+}
+
+CASES = [c for p in PROTOCOLS if p not in BROKEN for c in guarantee_cases(p)]
+MUTANTS = [f"{p}/{m.name}" for p, ms in all_mutants().items() for m in ms]
+
+
+@pytest.fixture(scope="module")
+def kit() -> Kit:
+    return Kit()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_declared_guarantee_holds(kit: Kit, case: GuaranteeCase) -> None:
+    result = kit.run_case(case, N)
+    assert result.failures_injected > 0
+    assert result.passed, (result.violations, result.reproduce())
+
+
+@pytest.mark.parametrize("qualified", MUTANTS)
+def test_mutant_is_caught(kit: Kit, qualified: str) -> None:
+    protocol, mutant = get_mutant(qualified)
+    pin = CATCH.get(qualified)
+    if pin is None:
+        result = kit.run_mutant(protocol, mutant, mutant.budget)
+    else:
+        topology = BUNDLED_TOPOLOGIES / f"{pin[0]}.yaml"
+        result = kit.run_mutant(protocol, mutant, pin[1], only=[topology])
+    assert result.caught, f"{qualified} survived {result.schedules} schedules"
+    assert result.violations
+
+
+def test_every_protocol_ships_five_mutants_with_a_description() -> None:
+    shipped = all_mutants()
+    assert set(shipped) == set(PROTOCOLS)
+    for protocol, mutants in shipped.items():
+        assert len(mutants) >= 5, protocol
+        names = [m.name for m in mutants]
+        assert len(set(names)) == len(names), protocol
+        for m in mutants:
+            assert m.name == m.name.lower() and " " not in m.name
+            assert m.description and "\n" not in m.description.strip()
+            assert m.instance is not None or m.coordinator is not None
+    assert set(CATCH) <= set(MUTANTS)  # no stale pin
+
+
+def test_a_broken_guarantee_is_reported_with_a_replayable_seed(kit: Kit) -> None:
+    case = next(c for c in guarantee_cases("none") if c.topology.stem == "wordcount")
+    result = kit.run_case(case, 6)
+    assert not result.passed and result.reproduce()
+    args = (result.reproduce() or "").split()[1:]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 1, res.output
+    assert "violated" in res.output
+
+
+def test_cli_reports_json_and_exit_codes(tmp_path: Path) -> None:
+    topo = tmp_path / "topologies"
+    topo.mkdir()
+    (topo / "diamond.yaml").write_text((BUNDLED_TOPOLOGIES / "diamond.yaml").read_text())
+    runner = CliRunner()
+    res = runner.invoke(app, ["conformance", "-p", "lineage", "-n", "1", "--json",
+                              "--topologies", str(topo)])
+    report = json.loads(res.output)
+    assert [(c["case"], c["passed"]) for c in report["cases"]] == [("diamond-lineage", True)]
+    # Diamond alone at one seed misses two lineage mutants: the kit exits 1 and names them.
+    assert res.exit_code == 1
+    assert report["mutants_survived"] == ["lineage/purge-failed-only", "lineage/log-keeps-tail"]
+    caught = [m for m in report["mutants"] if m["caught"]]
+    assert len(caught) == 3
+    assert all(m["reproduce"] == f"ftctl sim {topo / 'diamond.yaml'} -p {m['mutant']} --seed 1"
+               for m in caught)
+    res = runner.invoke(app, ["conformance", "-p", "nope"])
+    assert res.exit_code == 2 and "unknown protocol 'nope'" in res.output
