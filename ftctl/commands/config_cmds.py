@@ -22,6 +22,7 @@ from ftctl.tables import print_table
 class ListWhat(StrEnum):
     topologies = "topologies"
     protocols = "protocols"
+    mutants = "mutants"
     operators = "operators"
     faults = "faults"
 
@@ -118,7 +119,7 @@ def list_cmd(
         Path, typer.Option("--dir", help="Where topology files are (for `topologies`).")
     ] = Path("topologies"),
 ) -> None:
-    """List topologies, protocols, operator types or fault types.
+    """List topologies, protocols, their mutants (planted bugs), operator types or fault types.
 
     Examples:
 
@@ -127,10 +128,13 @@ def list_cmd(
         ftctl list topologies --dir my-topologies
 
         ftctl list faults --json
+
+        ftctl list mutants
     """
     rows = {
         ListWhat.topologies: lambda: _topology_rows(directory),
         ListWhat.protocols: _protocol_rows,
+        ListWhat.mutants: _mutant_rows,
         ListWhat.operators: _operator_rows,
         ListWhat.faults: _fault_rows,
     }[what]()
@@ -148,6 +152,7 @@ def list_cmd(
 _COLUMNS = {
     ListWhat.topologies: ["name", "file", "description"],
     ListWhat.protocols: ["name", "guarantee", "description"],
+    ListWhat.mutants: ["name", "description"],
     ListWhat.operators: ["name", "kind", "inputs", "params", "description"],
     ListWhat.faults: ["type", "fields", "params", "description"],
 }
@@ -193,6 +198,14 @@ def _protocol_rows() -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _mutant_rows() -> list[dict[str, Any]]:
+    from protocols.mutants import all_mutants
+
+    return [{"name": f"{protocol}/{m.name}", "protocol": protocol,
+             "description": m.description, "params": dict(m.params)}
+            for protocol, mutants in all_mutants().items() for m in mutants]
 
 
 def _operator_rows() -> list[dict[str, Any]]:

@@ -31,6 +31,8 @@ def gate(
         help="Accept this run's metrics as the new baseline (cases whose guarantee held).")
     ] = False,
     only: Annotated[list[str] | None, typer.Option(help="Run only these cases.")] = None,
+    list_cases: Annotated[bool, typer.Option(
+        "--list", help="Print the suite's cases (registry ones included) and exit.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
     """Run a suite of topology x protocol x scenario cases; exit 1 on a broken guarantee
@@ -47,8 +49,17 @@ def gate(
       ftctl gate --suite gate/ci.yaml --junit results/gate.xml
 
       ftctl gate --update-baseline
+
+      ftctl gate --list
     """
     suite = load_suite(suite_file)
+    if list_cases:
+        for c in suite.cases:
+            runs = f"{c.schedules} schedules" if c.host == "sim" else "spark"
+            params = "".join(f" {k}={v}" for k, v in c.params.items())
+            console.print(f"{c.name}: {c.protocol}{params} on {c.topology} ({runs})",
+                          highlight=False)
+        return
     for case in suite.cases:
         if case.protocol not in PROTOCOLS:
             raise ConfigError(str(suite_file), f"cases.{case.name}.protocol",

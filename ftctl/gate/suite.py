@@ -51,7 +51,25 @@ class GateSuite(BaseModel):
                                  "recovery_s": 2.0, "restart_s": 2.0, "detection_s": 0.5},
         description="Absolute slack per metric, added to the tolerance (noise floor).")
     repeat: int = Field(1, ge=1, description="Runs per Spark case; the median is judged.")
-    cases: list[GateCase] = Field(min_length=1)
+    include: Literal["registry"] | None = Field(
+        None, description="'registry': also every registered protocol's simulation cases.")
+    cases: list[GateCase] = Field(default_factory=list)
+
+
+def registry_cases() -> list[GateCase]:
+    """Each registered protocol's ``gate`` entries as simulation cases named
+    ``{topology}-{protocol}[-{variant}]`` (``ftctl.conformance.cases``)."""
+    from ftctl.conformance.cases import gate_cases
+
+    out = []
+    for case in gate_cases():
+        topology = case.topology
+        if topology.is_relative_to(Path.cwd()):
+            topology = topology.relative_to(Path.cwd())
+        out.append(GateCase.model_validate(
+            {"name": case.name, "topology": topology, "protocol": case.protocol,
+             "params": case.params, "schedules": case.schedules}))
+    return out
 
 
 def load_suite(path: Path) -> GateSuite:
@@ -67,6 +85,10 @@ def load_suite(path: Path) -> GateSuite:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
         raise ConfigError(str(path), field, err["msg"]) from None
+    if suite.include == "registry":
+        suite.cases = registry_cases() + suite.cases
+    if not suite.cases:
+        raise ConfigError(str(path), "cases", "no cases (list some, or include: registry)")
     names = [c.name for c in suite.cases]
     dup = {n for n in names if names.count(n) > 1}
     if dup:

@@ -130,3 +130,12 @@ def test_cli_reports_json_and_exit_codes(tmp_path: Path) -> None:
                for m in caught)
     res = runner.invoke(app, ["conformance", "-p", "nope"])
     assert res.exit_code == 2 and "unknown protocol 'nope'" in res.output
+
+
+def test_list_mutants_names_each_replayable_mutant() -> None:
+    res = CliRunner().invoke(app, ["list", "mutants", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.output)
+    assert [r["name"] for r in rows] == MUTANTS
+    aligned = next(r for r in rows if r["name"] == "checkpoint/aligned-no-block")
+    assert aligned["params"] == {"alignment": "aligned"}
