@@ -85,7 +85,8 @@ def _show(report: KitReport, n: int) -> None:
         cases.add_row(c.case.name, c.case.guarantee.value, str(c.schedules),
                       str(c.failures_injected), str(len(c.failing_seeds)),
                       str(c.failing_seeds[0]) if c.failing_seeds else "-",
-                      "[green]holds[/green]" if c.passed else "[red]broken[/red]")
+                      "[green]holds[/green]" if c.passed
+                      else "[red]error[/red]" if c.error else "[red]broken[/red]")
     console.print(cases)
     if report.mutants:
         muts = Table(title="mutants (planted bugs)")
@@ -98,8 +99,13 @@ def _show(report: KitReport, n: int) -> None:
             muts.add_row(m.qualified, where, totals or "-", str(m.schedules),
                          "[green]caught[/green]" if m.caught else "[red]survived[/red]")
         console.print(muts)
+    for stem, why in report.skipped.items():
+        console.print(f"skipped {stem}: {why}", highlight=False)
     for c in report.cases:
-        if not c.passed:
+        if c.error is not None:
+            console.print(f"[red]could not run[/red] {c.case.name}: {escape(c.error)}",
+                          highlight=False)
+        elif not c.passed:
             console.print(f"[red]guarantee broken[/red]: {c.case.name} "
                           f"({', '.join(f'{k}={v}' for k, v in sorted(c.violations.items()))})")
             console.print(f"  reproduce: {escape(c.reproduce() or '')}", highlight=False)

@@ -19,6 +19,7 @@ from ftctl.conformance.cases import (
     GuaranteeCase,
     guarantee_cases,
     guarantee_of,
+    too_large,
     topologies,
 )
 from ftctl.sim.runner import Simulator
@@ -37,13 +38,14 @@ class CaseResult:
     failing_seeds: list[int]
     violations: dict[str, int]
     seconds: float = 0.0
+    error: str | None = None  # the topology or protocol could not run at all
 
     @property
     def passed(self) -> bool:
-        return not self.failing_seeds
+        return not self.failing_seeds and self.error is None
 
     def reproduce(self) -> str | None:
-        if self.passed:
+        if not self.failing_seeds:
             return None
         extra = "".join(f" --param {k}={v}" for k, v in self.case.params.items())
         return (f"ftctl sim {_shown(self.case.topology)} -p {self.case.protocol}{extra} "
@@ -57,7 +59,7 @@ class CaseResult:
                 "violating_schedules": len(self.failing_seeds),
                 "first_violating_seed": self.failing_seeds[0] if self.failing_seeds else None,
                 "violations": self.violations, "reproduce": self.reproduce(),
-                "seconds": round(self.seconds, 3)}
+                "error": self.error, "seconds": round(self.seconds, 3)}
 
 
 @dataclass
@@ -102,6 +104,7 @@ def _shown(path: Path) -> str:
 class KitReport:
     cases: list[CaseResult] = field(default_factory=list)
     mutants: list[MutantResult] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # topology -> why left out
     seconds: float = 0.0
 
     @property
@@ -112,6 +115,7 @@ class KitReport:
         return {"passed": self.passed, "seconds": round(self.seconds, 3),
                 "guarantees_broken": sum(not c.passed for c in self.cases),
                 "mutants_survived": [m.qualified for m in self.mutants if not m.caught],
+                "topologies_skipped": self.skipped,
                 "cases": [c.to_json() for c in self.cases],
                 "mutants": [m.to_json() for m in self.mutants]}
 
@@ -125,6 +129,7 @@ class Kit:
         self.first_seed = first_seed
         self.progress = progress
         self._sims: dict[tuple[str, str, Path], Simulator] = {}
+        self._broken: dict[Path, str] = {}  # topologies whose simulator cannot be built
         self._holds: dict[tuple[str, str, Path, int], bool] = {}
 
     def topologies(self) -> list[Path]:
@@ -153,11 +158,20 @@ class Kit:
         import time
 
         started = time.perf_counter()
-        sim = self._sim(case.protocol, case.params, case.topology)
         result = CaseResult(case, 0, 0, [], {})
+        try:
+            sim = self._sim(case.protocol, case.params, case.topology)
+        except Exception as exc:  # a topology the host cannot run: reported, not a crash
+            result.error = self._broken[case.topology] = f"{type(exc).__name__}: {exc}"
+            self._tick(case.name)
+            return result
         key = repr(sorted(case.params.items()))
         for seed in range(self.first_seed, self.first_seed + n):
-            outcome = sim.run_one(seed)
+            try:
+                outcome = sim.run_one(seed)
+            except Exception as exc:  # a crash of the host or protocol is a broken case
+                result.error = f"seed {seed}: {type(exc).__name__}: {exc}"
+                break
             result.schedules += 1
             result.failures_injected += outcome.result.stats.failures
             held = outcome.verdict.passed
@@ -188,7 +202,13 @@ class Kit:
         result = MutantResult(protocol, mutant)
         for seed in range(self.first_seed, self.first_seed + n):
             for topology in only or self.topologies():
-                outcome = self._sim(qualified, params, topology).run_one(seed)
+                if topology in self._broken:
+                    continue  # reported with the guarantee cases
+                try:
+                    outcome = self._sim(qualified, params, topology).run_one(seed)
+                except Exception as exc:  # the topology cannot run: no verdict either way
+                    self._broken[topology] = f"{type(exc).__name__}: {exc}"
+                    continue
                 result.schedules += 1
                 self._tick(qualified)
                 if outcome.verdict.passed:
@@ -206,7 +226,8 @@ class Kit:
         import time
 
         started = time.perf_counter()
-        report = KitReport()
+        report = KitReport(skipped={p.stem: f"{n:,} records: too large to simulate"
+                                    for p, n in too_large(self.topology_dir).items()})
         for protocol in protocols:
             for case in guarantee_cases(protocol, self.topology_dir):
                 report.cases.append(self.run_case(case, n))

@@ -33,6 +33,10 @@ N = int(os.environ.get("FTCTL_KIT_N", "2"))
 # on the schedules where it holds.
 BROKEN = {"none"}
 
+# Bundled topologies the simulation host cannot run today, each with why; the kit reports
+# them as errors (test_an_unrunnable_topology_is_an_error_not_a_crash).
+UNRUNNABLE = {"progressive-small": "a sum over window outputs adds (end, count) tuples"}
+
 CATCH: dict[str, tuple[str, int]] = {
     "none/source-from-start": ("diamond", 2),
     "none/rewind-one-batch": ("diamond", 2),
@@ -59,7 +63,8 @@ CATCH: dict[str, tuple[str, int]] = {
     "causal/fallback-forgets-sinks": ("diamond", 5),
 }
 
-CASES = [c for p in PROTOCOLS if p not in BROKEN for c in guarantee_cases(p)]
+CASES = [c for p in PROTOCOLS if p not in BROKEN for c in guarantee_cases(p)
+         if c.topology.stem not in UNRUNNABLE]
 MUTANTS = [f"{p}/{m.name}" for p, ms in all_mutants().items() for m in ms]
 
 
@@ -102,9 +107,9 @@ def test_every_protocol_ships_five_mutants_with_a_description() -> None:
     assert set(CATCH) <= set(MUTANTS)  # no stale pin
 
 
-def test_a_broken_guarantee_is_reported_with_a_replayable_seed(kit: Kit) -> None:
+def test_a_broken_guarantee_is_reported_with_a_replayable_seed() -> None:
     case = next(c for c in guarantee_cases("none") if c.topology.stem == "wordcount")
-    result = kit.run_case(case, 6)
+    result = Kit(first_seed=5).run_case(case, 2)  # seed 6 breaks it
     assert not result.passed and result.reproduce()
     args = (result.reproduce() or "").split()[1:]
     res = CliRunner().invoke(app, args)
@@ -139,3 +144,10 @@ def test_list_mutants_names_each_replayable_mutant() -> None:
     assert [r["name"] for r in rows] == MUTANTS
     aligned = next(r for r in rows if r["name"] == "checkpoint/aligned-no-block")
     assert aligned["params"] == {"alignment": "aligned"}
+
+
+@pytest.mark.parametrize("stem", sorted(UNRUNNABLE))
+def test_an_unrunnable_topology_is_an_error_not_a_crash(kit: Kit, stem: str) -> None:
+    case = next(c for c in guarantee_cases("lineage") if c.topology.stem == stem)
+    result = kit.run_case(case, 1)
+    assert result.error and not result.passed

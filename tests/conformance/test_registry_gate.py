@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ftctl.conformance.cases import topologies
 from ftctl.gate.suite import load_suite
 from protocols import registry
 
@@ -33,6 +34,6 @@ def test_a_newly_registered_protocol_is_gated_without_editing_the_suite(
     suite = tmp_path / "s.yaml"
     suite.write_text("name: s\ninclude: registry\n")
     names = {c.name for c in load_suite(suite).cases}
-    stems = sorted(p.stem for p in (ROOT / "topologies").glob("*.yaml"))
+    stems = [p.stem for p in topologies()]
     assert {f"{s}-lineage-copy" for s in stems} <= names
     assert "diamond-lineage" in names
