@@ -13,10 +13,12 @@ import heapq
 import itertools
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
@@ -289,3 +291,38 @@ def test_every_shipped_mutant_breaks_the_guarantee_where_the_protocol_keeps_it()
         assert outcome(kills, m.instance, m.coordinator) == broken, m.name
     for kills in {kills for kills, _ in CAUGHT.values()}:
         assert outcome(kills) == (0, 0), kills
+
+
+# the bundled topology replica-ring accepts: split x3 (flat_map, hash out) -> evens x3
+# (filter, round-robin out) -> tag x3 -> sink
+KILLS_ON_CHAIN = (
+    ((0.079, "tag[2]"), (0.329, "tag[1]")),  # two in one ring, one after the other
+    ((0.104, "split[2]"), (0.133, "split[0]")),  # two in one ring, the second mid-takeover
+    ((0.240, "split[1]"), (0.255, "evens[1]")),  # a replica and its next hop together
+)
+
+
+def replica_chain() -> Topology:
+    topo = load_topology(Path(__file__).resolve().parent.parent / "topologies"
+                         / "replica-chain.yaml")
+    return topo.model_copy(update={"input": topo.input.model_copy(update={"records": 600})})
+
+
+@pytest.mark.parametrize("semantics", list(Guarantee))
+def test_the_bundled_replica_chain_keeps_each_guarantee_under_kills(semantics):
+    topo = replica_chain()
+    gold = golden(topo)
+    for kills in KILLS_ON_CHAIN:
+        k = MiniKernel(topo, ReplicaRingParams(semantics=semantics, reinstate_after=0.2))
+        lost, dup = judge(k.run(kills=kills), gold)
+        if semantics is not Guarantee.AT_MOST_ONCE:
+            assert lost == 0, kills
+        if semantics is not Guarantee.AT_LEAST_ONCE:
+            assert dup == 0, kills
+
+
+def test_the_faithful_variant_duplicates_on_the_bundled_chain():
+    topo = replica_chain()
+    k = MiniKernel(topo, ReplicaRingParams(variant="faithful", reinstate_after=0.2))
+    kills = ((0.07900974185664848, "tag[2]"), (0.3292978634998701, "tag[1]"))
+    assert judge(k.run(kills=kills), golden(topo)) == (0, 6)  # exactly-once claimed
