@@ -11,7 +11,9 @@ from typer.testing import CliRunner
 
 from ftctl.cli import app
 from ftctl.config.load import load_topology
+from ftctl.runtime.graph import ExecutionGraph
 from protocols.base import Guarantee
+from protocols.contract.view import GraphView
 from protocols.replica_ring.params import Flaw, Policy, ReplicaRingParams, Variant
 from protocols.replica_ring.records import Record, RecordState, RecordTable
 from protocols.replica_ring.ring import PingDetector, RingMember, choose_taker
@@ -71,6 +73,15 @@ def test_the_bundled_replica_chain_is_accepted():
     topo = load_topology(TOPOLOGIES / "replica-chain.yaml")
     assert check_topology(topo, ReplicaRingParams()) is None
     assert check_topology(topo, ReplicaRingParams(replicas=3)) is None
+
+
+def test_the_contract_check_hook_reports_the_scope():
+    ok = GraphView(ExecutionGraph(load_topology(TOPOLOGIES / "replica-chain.yaml")))
+    assert ReplicaRingParams().check(ok) == []
+    bad = GraphView(ExecutionGraph(load_topology(TOPOLOGIES / "wordcount.yaml")))
+    assert ReplicaRingParams().check(bad) == [
+        "replica-ring: operator 'count' keeps state (count), which tuple records cannot "
+        "recover"]
 
 
 def test_stateless_chain_is_accepted_and_parallelism_checked(tmp_path):

@@ -15,6 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from protocols.contract.params import ProtocolParams
 from protocols.contract.spec import Guarantee
+from protocols.contract.view import GraphView
 
 
 class Flaw(StrEnum):
@@ -77,6 +78,14 @@ class ReplicaRingParams(ProtocolParams):
         if self.without and self.variant is Variant.FAITHFUL:
             raise ValueError("without= removes fixes from variant=fixed; faithful has none")
         return self
+
+    def check(self, graph: GraphView) -> list[str]:
+        """The topology's scope (stateful, windowed and single-replica operators are
+        refused), one line naming the operator."""
+        from protocols.replica_ring.scope import check_topology
+
+        why = check_topology(graph.execution.topology, self)
+        return [] if why is None else [why]
 
     def policy(self, mutants: frozenset[str] = frozenset()) -> Policy:
         return Policy.of(self, mutants)
