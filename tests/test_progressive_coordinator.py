@@ -87,9 +87,10 @@ def persist_all(c: ProgressiveCoordinator, v: View, k: int,
     return acts
 
 
-def coordinator(**params: Any) -> tuple[ProgressiveCoordinator, View]:
+def coordinator(cls: type[ProgressiveCoordinator] = ProgressiveCoordinator,
+                **params: Any) -> tuple[ProgressiveCoordinator, View]:
     g = graph()
-    return ProgressiveCoordinator(g, ProgressiveParams(**params)), View(g)
+    return cls(g, ProgressiveParams(**params)), View(g)
 
 
 def notes(acts: list[Any], kind: str) -> list[Mapping[str, Any]]:
@@ -106,7 +107,11 @@ def test_normal_checkpoints_trim_the_sources() -> None:
 
 
 def test_u3_first_plan_of_fig1_with_three_free_slots() -> None:
-    c, v = coordinator(burst_unit="instances")
+    check_u3()
+
+
+def check_u3(cls: type[ProgressiveCoordinator] = ProgressiveCoordinator) -> None:
+    c, v = coordinator(cls, burst_unit="instances")
     persist_all(c, v, 1)
     failed = frozenset(Iid(i) for i in ("o1[0]", "o1[1]", "o2[0]", "o3[0]", "o3[1]"))
     v.capacity = cap(0)

@@ -45,9 +45,12 @@ TOPO = {
 GRAPH = ExecutionGraph(check_topology(Topology.model_validate(TOPO)))
 
 
-def instance(iid: str, **params: Any) -> ProgressiveInstance:
+Cls = type[ProgressiveInstance]
+
+
+def instance(iid: str, cls: Cls = ProgressiveInstance, **params: Any) -> ProgressiveInstance:
     cores = {InstanceId(iid): InstanceCore(GRAPH, iid)}
-    return ProgressiveInstance(InstanceView.of(GRAPH, iid), cores, ProgressiveParams(**params))
+    return cls(InstanceView.of(GRAPH, iid), cores, ProgressiveParams(**params))
 
 
 def b(seq: int, *recs: tuple[str, int], gen: int = 0) -> Batch:
@@ -109,17 +112,17 @@ def interleave(order: str, gen: int = 1, rest: bool = True) -> list[tuple[int, B
     return out + [(ch, m) for ch in (0, 1) for m in q[ch]] if rest else out
 
 
-def progressive_p() -> tuple[ProgressiveInstance, list[Any]]:
-    p = instance("sum[0]")
+def progressive_p(cls: Cls = ProgressiveInstance) -> tuple[ProgressiveInstance, list[Any]]:
+    p = instance("sum[0]", cls)
     acts = p.handle(Started(p.me.id, 2, "restart", init=Init(1, "progressive", 0)), 0.0)
     return p, acts
 
 
-def test_u7_e6_same_output_in_two_interleavings() -> None:
-    p, acts = progressive_p()
+def check_e6(cls: Cls = ProgressiveInstance) -> None:
+    p, acts = progressive_p(cls)
     assert acts == [Report(Ready(((0, 1), (1, 1))))]
     one = sent(feed(p, interleave("00000001111111")))
-    q, _ = progressive_p()
+    q, _ = progressive_p(cls)
     two = sent(feed(q, interleave("10101010101010")))
     assert one == two
     # Each mini-batch's batches in order, then mb(b) forwarded; numbered per channel.
@@ -132,11 +135,16 @@ def test_u7_e6_same_output_in_two_interleavings() -> None:
     assert resent == one[8:]
 
 
-def test_u7_duplicates_gaps_and_old_generations_are_dropped() -> None:
-    p, _ = progressive_p()
+def test_u7_e6_same_output_in_two_interleavings() -> None:
+    check_e6()
+
+
+def check_dedup(cls: Cls = ProgressiveInstance) -> None:
+    p, _ = progressive_p(cls)
     first = feed(p, interleave("0011", rest=False))  # ch0 a1, b2; ch1 a10, mb(1)
     assert sent(first) == []  # mb(1) not yet closed on ch0
     again = feed(p, [(0, b(1, ("a", 1), gen=1)),  # duplicate
+                     (0, b(2, ("b", 2), gen=1)),  # the duplicate at the position
                      (0, b(5, ("z", 9), gen=1)),  # a gap
                      (0, b(3, ("z", 9), gen=0))])  # an older generation
     assert again == []
@@ -147,8 +155,12 @@ def test_u7_duplicates_gaps_and_old_generations_are_dropped() -> None:
     assert p.future and p.future[0][0] == 0
 
 
-def test_u8_no_recovery_buffering_in_normal_mode_and_punctuations_align() -> None:
-    p = instance("sum[0]")
+def test_u7_duplicates_gaps_and_old_generations_are_dropped() -> None:
+    check_dedup()
+
+
+def check_u8(cls: Cls = ProgressiveInstance) -> None:
+    p = instance("sum[0]", cls)
     p.handle(Started(p.me.id, 1, "initial"), 0.0)
     seq = {0: 0, 1: 0}
     acts: list[Any] = []
@@ -171,8 +183,12 @@ def test_u8_no_recovery_buffering_in_normal_mode_and_punctuations_align() -> Non
     assert sent(acts[3:]) == [(1002, [("k", 1001)])] and acts[3].channel == ch
 
 
-def test_u6_source_rolls_back_to_the_complete_checkpoint_not_its_own() -> None:
-    src = instance("src[0]", interval=1.0)
+def test_u8_no_recovery_buffering_in_normal_mode_and_punctuations_align() -> None:
+    check_u8()
+
+
+def check_u6(cls: Cls = ProgressiveInstance) -> None:
+    src = instance("src[0]", cls, interval=1.0)
     src.handle(Started(src.me.id, 1, "initial"), 0.0)
     t = 0.0
     log: list[Any] = []
@@ -198,9 +214,13 @@ def test_u6_source_rolls_back_to_the_complete_checkpoint_not_its_own() -> None:
                and isinstance(a.msg, Batch))
 
 
-def test_sink_emits_each_record_once_across_a_rollback() -> None:
+def test_u6_source_rolls_back_to_the_complete_checkpoint_not_its_own() -> None:
+    check_u6()
+
+
+def check_sink(cls: Cls = ProgressiveInstance) -> None:
     ch = GRAPH.instances["out[0]"].inputs[0]
-    out = instance("out[0]")
+    out = instance("out[0]", cls)
     out.handle(Started(out.me.id, 1, "initial"), 0.0)
     first = feed(out, [(ch, b(1, ("a", 1))), (ch, mk("punct", 1, 2)), (ch, b(3, ("a", 2)))])
     assert [a.records for a in first if isinstance(a, Emit)] == [[("a", 1)], [("a", 2)]]
@@ -212,3 +232,7 @@ def test_sink_emits_each_record_once_across_a_rollback() -> None:
     assert [a.records for a in again if isinstance(a, Emit)] == [[("a", 3)]]
     assert isinstance(again[1], Persist) and again[1].blob == {"a": 3}
     assert out.handle(ControlIn(Normal(2)), 0.0) == []
+
+
+def test_sink_emits_each_record_once_across_a_rollback() -> None:
+    check_sink()

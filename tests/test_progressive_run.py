@@ -70,10 +70,13 @@ class Unit:
 
 class MiniKernel:
     def __init__(self, graph: ExecutionGraph, params: ProgressiveParams, seed: int,
-                 nodes: dict[str, int], place: Callable[[str], str]):
+                 nodes: dict[str, int], place: Callable[[str], str],
+                 instance_cls: type[ProgressiveInstance] = ProgressiveInstance,
+                 coordinator_cls: type[ProgressiveCoordinator] = ProgressiveCoordinator):
         self.graph, self.params, self.rng = graph, params, random.Random(seed)
         self.gv = GraphView(graph)
-        self.coord = ProgressiveCoordinator(self.gv, params)
+        self.instance_cls = instance_cls
+        self.coord = coordinator_cls(self.gv, params)
         self.slots = dict(nodes)
         self.alive = dict.fromkeys(nodes, True)
         self.units: dict[str, Unit] = {}
@@ -122,7 +125,7 @@ class MiniKernel:
         iid = r.instance
         self.inc[iid] = inc = self.inc.get(iid, 0) + 1
         core = InstanceCore(self.graph, iid)
-        logic = ProgressiveInstance(InstanceView.of(self.graph, iid), {iid: core}, self.params)
+        logic = self.instance_cls(InstanceView.of(self.graph, iid), {iid: core}, self.params)
         unit = Unit(logic, inc, node)
         self.units[iid] = unit
 
@@ -252,14 +255,15 @@ class MiniKernel:
         self.at(t, back)
 
 
-def small_kernel(seed: int, **params: Any) -> MiniKernel:
+def small_kernel(seed: int, classes: dict[str, Any] | None = None, **params: Any) -> MiniKernel:
     topo = load_topology(TOPOLOGIES / "progressive-small.yaml")
     graph = ExecutionGraph(topo)
     core = {"tags[0]", "ones[0]", "ones[1]"}
     rest = [i for i in graph.order if i not in core]
     where = {i: "core" for i in core} | {i: f"s{k % 3 + 1}" for k, i in enumerate(rest)}
     p = ProgressiveParams(interval=0.2, burst_window=1.0, **params)
-    return MiniKernel(graph, p, seed, {"core": 4, "s1": 4, "s2": 4, "s3": 4}, where.__getitem__)
+    return MiniKernel(graph, p, seed, {"core": 4, "s1": 4, "s2": 4, "s3": 4}, where.__getitem__,
+                      **(classes or {}))
 
 
 GOLDEN: dict[str, dict[str, list[Any]]] = {}
@@ -273,10 +277,11 @@ def exactly_once(k: MiniKernel) -> bool:
                   complete=True).passed
 
 
-def burst(seed: int, further: bool, **params: Any) -> MiniKernel:
+def burst(seed: int, further: bool, classes: dict[str, Any] | None = None,
+          **params: Any) -> MiniKernel:
     """Kill s1-s3 within 0.1 s from 0.3-0.4 s (the sources run 1 s); they come back one
     by one; optionally one more instance dies while the first arrival's queries replay."""
-    k = small_kernel(seed, **params)
+    k = small_kernel(seed, classes, **params)
     rng = random.Random(seed)
     t0 = 0.3 + rng.uniform(0.0, 0.1)
     for n in ("s1", "s2", "s3"):
@@ -293,16 +298,21 @@ def burst(seed: int, further: bool, **params: Any) -> MiniKernel:
     return k
 
 
-@pytest.mark.parametrize("further", [False, True])
-def test_burst_with_progressive_return_is_exactly_once(further: bool) -> None:
-    for seed in range(10):
-        k = burst(seed, further)
+def check_runs(further: bool, seeds: range = range(10),
+               classes: dict[str, Any] | None = None) -> None:
+    for seed in seeds:
+        k = burst(seed, further, classes)
         assert k.coord.finished(k), seed  # type: ignore[arg-type]
         assert exactly_once(k), seed
         kinds = [n for _, n, _ in k.notes]
         assert "recovery-complete" in kinds, seed
         plans = [d for _, n, d in k.notes if n == "plan" and d["mode"] == "progressive"]
         assert plans and all(p["picks"] for p in plans if p["started"]), seed
+
+
+@pytest.mark.parametrize("further", [False, True])
+def test_burst_with_progressive_return_is_exactly_once(further: bool) -> None:
+    check_runs(further)
 
 
 def test_queries_come_back_by_profit_density() -> None:

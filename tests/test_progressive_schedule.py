@@ -4,7 +4,7 @@ profit density, topological order and blocking recovery; plus its invariants."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -116,6 +116,25 @@ def test_recovery_times_per_schedule(name: str, problem: tuple[list[Query], list
     got = tuple(round(run(s, problem, arrivals).weighted(problem[0]), 9)
                 for s in ("profit-density", "topological", "blocking"))
     assert got == weighted
+
+
+# Every instance per operator, for a planted bug that counts them all.
+WHOLE = {"src": 1, "A": 4, "B": 3, "S1": 1, "S2": 1, "S3": 1, "S4": 1, "O1": 2, "O2": 1,
+         "O3": 2}
+
+
+def check_examples(make: Callable[[], Planner] = lambda: ProfitDensity(sizes=WHOLE)) -> None:
+    """Every profit-density example of the spec, exact (mutants plant into ``make``)."""
+    for name, problem, arrivals, times, _ in TABLE:
+        assert replay(make(), *problem, arrivals).recovered == times["profit-density"], name
+    assert replay(make(), *e2(3.0), [(1.0, 3), (2.0, 5)]).picks() == [["Q1"], ["Q2", "Q3"]]
+    assert replay(make(), *e3(), [(1.0, 5), (2.0, 1), (3.0, 4)]).picks() == \
+        [["Q1"], ["Q2"], ["Q4", "Q3"]]
+    assert replay(make(), *e5(), [(1.0, 9), (2.0, 4)]).picks() == [["Q1", "Q2"], ["Q3"]]
+
+
+def test_profit_density_examples() -> None:
+    check_examples()
 
 
 def test_e1_densities_and_update() -> None:

@@ -55,7 +55,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         core.hold_output = core.is_sink
         self.gen = 0
         self.mode = Mode.NORMAL
-        self.pos = Positions(core.inputs)
+        self.pos = self.positions(core.inputs, None)
         self.snapshots: dict[int, dict[str, Any]] = {}  # k -> state, for live rollback
         self.next_punct = 1
         self.next_at: float | None = None
@@ -86,7 +86,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         if blob is None:
             blob = self.initial
         core.restore_state(blob["core"])
-        self.pos = Positions(core.inputs, blob["pos"])
+        self.pos = self.positions(core.inputs, blob["pos"])
         self.seen = dict(blob["seen"])
         self.next_punct = k + 1
         self.snapshots = {j: s for j, s in self.snapshots.items() if j <= k}
@@ -102,7 +102,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         if self.core.is_source:
             self.source_buf.rewind(k)
         elif not self.core.is_sink:
-            self.recovery.start(self.core.out_channels)
+            self.buffer_on()
         held, self.future = self.future, []
         acts: list[InstanceAction] = []
         for ch, m in held:
@@ -248,7 +248,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
 
     def receive(self, ch: int, m: Message) -> list[InstanceAction]:
         gen, seq = gen_seq(m)
-        if gen < self.gen:
+        if self.stale(gen):
             return []  # sent before a rollback this instance took
         if gen > self.gen:
             self.future.append((ch, m))
@@ -259,10 +259,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         if not self.pos.accept(ch, seq):
             return []  # a duplicate, or a gap a resend fills
         if isinstance(m, Batch):
-            if self.aligner is not None:
-                self.aligner.add(ch, m)
-                return []
-            return self.process(ch, m)
+            return self.hold(ch, m) if self.aligner is not None else self.process(ch, m)
         if m.kind == MINI_BATCH and self.aligner is not None:
             self.aligner.close(ch, m.id)
             return self.release()
@@ -271,6 +268,34 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         if m.kind == EOS:
             return self.on_eos(ch)
         return []
+
+    # ------------------------------------------------------------ one decision each
+
+    def positions(self, channels: list[int], pos: dict[int, int] | None) -> Positions:
+        return Positions(channels, pos)
+
+    def buffer_on(self) -> None:
+        """Adaptive buffering (§4): a recovery buffer per output channel from now on."""
+        self.recovery.start(self.core.out_channels)
+
+    def stale(self, gen: int) -> bool:
+        """Sent by an incarnation older than this instance's last rollback."""
+        return gen < self.gen
+
+    def hold(self, ch: int, batch: Batch) -> list[InstanceAction]:
+        """Progressive mode: the batch waits for its mini-batch (R16)."""
+        assert self.aligner is not None
+        self.aligner.add(ch, batch)
+        return []
+
+    def visible(self, key: Any) -> bool:
+        """R5: one more record of ``key`` in this execution; is it new to the world?"""
+        n = self.seen.get(key, 0) + 1
+        self.seen[key] = n
+        if n > self.emitted.get(key, 0):
+            self.emitted[key] = n
+            return True
+        return False
 
     def process(self, ch: int, batch: Batch) -> list[InstanceAction]:
         self.core.deliver(ch, batch)
@@ -296,13 +321,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
     def flush_sink(self) -> list[InstanceAction]:
         """R5: a record is visible only if this execution produced more of its key than
         were ever made visible; the counts are stored with the output, in one step."""
-        out = []
-        for k, v in self.core.pending_output:
-            n = self.seen.get(k, 0) + 1
-            self.seen[k] = n
-            if n > self.emitted.get(k, 0):
-                self.emitted[k] = n
-                out.append((k, v))
+        out = [(k, v) for k, v in self.core.pending_output if self.visible(k)]
         self.core.pending_output = []
         if not out:
             return []
