@@ -19,6 +19,7 @@ from protocols.contract.actions import (
     Persist,
     Report,
     Restart,
+    RollBack,
     Send,
     StageOutput,
     Stop,
@@ -234,3 +235,66 @@ def test_a_failed_shard_behind_a_firewall_restarts_alone() -> None:
         Control(I("split[1]"), Replay(1, channel=5, after=3, epochs=(4, 5))),
         *(Control(I(i), Resume(1)) for i in ("lines[0]", "split[0]", "split[1]",
                                              "count[0]", "count[1]", "out[0]"))]
+
+
+def ephemeral_run() -> FalkirkCoordinator:
+    """Default policies but count=lazy:2: the splits are ephemeral (no firewall)."""
+    co = FalkirkCoordinator(GraphView(graph()), FalkirkParams(policy="count=lazy:2"))
+    for t in range(5):
+        for s in ("split[0]", "split[1]"):
+            report(co, s, Available(t, "completed"))
+    for t in (1, 3):
+        for c in ("count[0]", "count[1]"):
+            report(co, c, Available(t, "checkpointed"))
+    for t in range(4):
+        report(co, "out[0]", Committed(t))
+    return co
+
+
+def pause_all(co: FalkirkCoordinator, r: int, skip: tuple[str, ...] = ()) -> list[Any]:
+    reps = {"lines[0]": Paused(r, 5, {}, {}, {0: 5, 1: 5}),
+            "split[0]": Paused(r, 4, {0: 5}, {0: 4}, {2: 5, 3: 5}),
+            "split[1]": Paused(r, 4, {1: 5}, {1: 4}, {4: 5, 5: 5}),
+            "count[0]": Paused(r, 4, {2: 5, 4: 5}, {2: 4, 4: 4}, {6: 5}),
+            "out[0]": Paused(r, 3, {6: 5, 7: 4}, {6: 4, 7: 3}, {})}
+    acts: list[Any] = []
+    for i, rep in reps.items():
+        if i not in skip:
+            acts += report(co, i, rep)
+    return acts
+
+
+def test_without_a_firewall_live_siblings_roll_back_in_place() -> None:
+    co = ephemeral_run()
+    co.handle(FailureDetected(frozenset({I("count[1]")}), 0.0), VIEW)
+    plan = pause_all(co, 1)
+    assert plan[:5] == [
+        RollBack(I("split[0]"), to=3), RollBack(I("split[1]"), to=3),
+        RollBack(I("count[0]"), to=3, restore=9),
+        Restart(I("count[1]"), restore=9,
+                init=Setup(1, 3, last_epoch=9, epoch_every=2, hold=True)),
+        Control(I("out[0]"), Rewind(1, {6: 3, 7: 3}))]
+    acts: list[Any] = []
+    for i in ("split[0]", "split[1]", "count[0]", "count[1]", "out[0]"):
+        acts += report(co, i, Ready(1))
+    # the live source regenerates what it had sent beyond 3, then everyone resumes
+    assert acts == [Control(I("lines[0]"), Replay(1, channel=ch, after=3, epochs=(4, 5)))
+                    for ch in (0, 1)] + [
+        Control(I(i), Resume(1)) for i in ("lines[0]", "split[0]", "split[1]", "count[0]",
+                                           "count[1]", "out[0]")]
+
+
+def test_a_failure_during_recovery_starts_a_new_round_over_the_union() -> None:
+    co = ephemeral_run()
+    co.handle(FailureDetected(frozenset({I("count[1]")}), 0.0), VIEW)
+    pause_all(co, 1)
+    # count[0] dies while count[1]'s restart is not running yet: that one counts as failed
+    acts = co.handle(FailureDetected(frozenset({I("count[0]")}), 0.0), VIEW)
+    assert acts == [Stop((I("count[0]"),))] + [
+        Control(I(i), Pause(2)) for i in ("lines[0]", "split[0]", "split[1]", "out[0]")]
+    assert report(co, "count[1]", Ready(1)) == []  # a stale round's answer
+    plan = pause_all(co, 2, skip=("count[0]",))
+    restarts = [a for a in plan if isinstance(a, Restart)]
+    assert restarts == [Restart(I(c), restore=9, init=Setup(2, 3, last_epoch=9, epoch_every=2,
+                                                            hold=True))
+                        for c in ("count[0]", "count[1]")]

@@ -110,6 +110,7 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
         self.after_ready: list[CoordinatorAction] = []
         self.held: set[str] = set()  # paused instances to resume
         self.restarted: set[str] = set()  # restarted this round, not resumed yet
+        self.unsettled: set[str] = set()  # reset (restart, rollback, rewind) since a resume
         self.gc_marks: dict[str, int] = {}  # per instance, refs below this are discarded
         self.trimmed: dict[int, int] = {}  # per logged channel, in-memory log trimmed to
         self.rounds: list[dict[str, object]] = []
@@ -291,7 +292,8 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
         if self.awaiting_pause:
             return []
         flow = self.dataflow(self.paused)
-        fp = self.solver(flow, self.nodes_of(self.failed))
+        fenced = {str(c.id) for c in self.graph.channels if c.dst in self.unsettled}
+        fp = self.solver(flow, self.nodes_of(self.failed), fenced=fenced)
         plan = solution_plan(fp, fp.solve())
         for p, f in plan.frontiers.items():  # never below the low-watermark (spec §9)
             assert sub(EPOCHS, self.lw[p], f), f"{p} rolls back below its low-watermark"
@@ -322,6 +324,27 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
             elif f is not TOP and not self.graph.is_sink(i):
                 acts.append(RollBack(InstanceId(i), to=f, restore=self._restore_ref(i, f)))
                 moved[i] = f
+        rewinds = self._rewinds(plan, restarted, moved)
+        acts += [Control(InstanceId(d), Rewind(r, up)) for d, up in sorted(rewinds.items())]
+        self.restarted = restarted
+        self.awaiting_ready = restarted | set(moved) | set(rewinds)
+        self.unsettled |= self.awaiting_ready
+        self.after_ready = self._replays(plan, restarted, moved)
+        acts.append(Note("falkirk-rollback", {
+            "round": r, "failed": sorted(self.failed),
+            "frontiers": {p: (-2 if f is TOP else f) for p, f in plan.frontiers.items()},
+            "restarted": sorted(restarted), "rolled_back": sorted(moved),
+            "rewound": sorted(rewinds),
+            "replay": {e: [min(ts), max(ts)] for e, ts in plan.replay.items() if ts}}))
+        self.rounds.append({"round": r, "restarted": sorted(restarted),
+                            "rolled_back": sorted(moved)})
+        self.failed = set()
+        return acts + self._resume_when_ready()
+
+    def _rewinds(self, plan: RollbackPlan, restarted: set[str],
+                 moved: Mapping[str, int]) -> dict[str, dict[int, int]]:
+        """Per live, kept receiver: the input channels whose sender rolled back (or a
+        sink's rolled-back channels) and the last epoch it keeps of each (R11)."""
         rewinds: dict[str, dict[int, int]] = {}
         for c in self.graph.channels:
             dst = c.dst
@@ -337,20 +360,7 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
                 keep = src_f if keep is TOP else min(int(keep), -1 if src_f is TOP else src_f)
             if keep is not TOP:
                 rewinds.setdefault(dst, {})[c.id] = int(keep)
-        acts += [Control(InstanceId(d), Rewind(r, up)) for d, up in sorted(rewinds.items())]
-        self.restarted = restarted
-        self.awaiting_ready = restarted | set(moved) | set(rewinds)
-        self.after_ready = self._replays(plan, restarted, moved)
-        acts.append(Note("falkirk-rollback", {
-            "round": r, "failed": sorted(self.failed),
-            "frontiers": {p: (-2 if f is TOP else f) for p, f in plan.frontiers.items()},
-            "restarted": sorted(restarted), "rolled_back": sorted(moved),
-            "rewound": sorted(rewinds),
-            "replay": {e: [min(ts), max(ts)] for e, ts in plan.replay.items() if ts}}))
-        self.rounds.append({"round": r, "restarted": sorted(restarted),
-                            "rolled_back": sorted(moved)})
-        self.failed = set()
-        return acts + self._resume_when_ready()
+        return rewinds
 
     def _source_resume(self, i: str, plan: RollbackPlan) -> int:
         """A restarted source regenerates from the first epoch some receiver lacks."""
@@ -385,21 +395,33 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
         acts: list[CoordinatorAction] = []
         for c in self.graph.channels:
             u, v = c.src, c.dst
-            lost = v in restarted or v in moved or (
+            lost = v in self.unsettled or (
                 self.graph.is_sink(v) and plan.frontiers[sink_node(v, c.id)] is not TOP)
-            if not lost or u in moved or (u in restarted and not self.graph.is_source(u)):
-                continue  # a rolled-back sender re-executes instead
-            if u in restarted:  # a restarted source regenerates from its Setup frontier
-                continue
+            if not lost or (u in restarted and self.graph.is_source(u)):
+                continue  # a restarted source regenerates from its Setup frontier anyway
+            if (u in moved or u in restarted) and not self.policy[u].logs:
+                continue  # a rolled-back non-logger re-executes instead (R9)
             after = self._after(c.id, plan)
-            epochs = tuple(sorted({t for t in plan.replay.get(str(c.id), ()) if t > after}))
-            acts.append(Control(InstanceId(u), Replay(self.round, c.id, after, epochs)))
+            sent = self.paused[u].sent.get(c.id, -1) if u in self.paused else self.fin
+            # a source's log holds its future too: replay only what it had already sent
+            epochs = tuple(sorted({t for t in plan.replay.get(str(c.id), ())
+                                   if after < t <= sent}))
+            done = self.paused[u].completed if u in self.paused else self.fin
+            if epochs or after < done:  # otherwise the receiver lacks nothing
+                acts.append(Control(InstanceId(u), Replay(self.round, c.id, after, epochs)))
         return acts
 
     def _after(self, ch: int, plan: RollbackPlan) -> int:
+        """The last epoch the receiver holds of ``ch``: its frontier, and for a live one
+        no more than it closed (a reset earlier in an unfinished round lost the rest)."""
         v = self.flow_dst(ch)
         f = plan.frontiers[v]
-        return -1 if f is TOP else f
+        dst = self.graph.channels[ch].dst
+        rep = self.paused.get(dst)
+        closed = rep.closed.get(ch, -1) if rep is not None and dst not in self.failed else None
+        if f is TOP:
+            return closed if closed is not None else -1
+        return f if closed is None else min(f, closed)
 
     def _resume_when_ready(self) -> list[CoordinatorAction]:
         if self.awaiting_ready or self.awaiting_pause:
@@ -410,4 +432,5 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
         self.after_ready = []
         self.held = set()
         self.restarted = set()
+        self.unsettled = set()
         return acts

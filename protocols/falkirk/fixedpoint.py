@@ -48,13 +48,17 @@ class Solution:
 class FixedPoint:
     """Figure 6 over ``flow`` with ``failed`` instances.
 
-    ``inflight`` applies rule R5 (off for the low-watermark, which assumes nothing live).
+    ``inflight`` applies rule R5. ``fenced`` names edges whose receiver was reset in a
+    recovery round that never resumed: what was in flight on them is gone even though
+    the sender keeps running, so R5 applies to them whatever the sender does.
     """
 
-    def __init__(self, flow: Dataflow, failed: Iterable[str] = (), inflight: bool = True):
+    def __init__(self, flow: Dataflow, failed: Iterable[str] = (), inflight: bool = True,
+                 fenced: Iterable[str] = ()):
         self.flow = flow
         self.failed = frozenset(failed)
         self.inflight = inflight
+        self.fenced = frozenset(fenced)
         unknown = self.failed - set(flow.nodes)
         if unknown:
             raise KeyError(f"failed instances not in the graph: {sorted(unknown)}")
@@ -92,7 +96,8 @@ class FixedPoint:
         """What the receiver of ``e`` keeps of it when the sender takes entry ``g``."""
         edge = self.flow.edges[e]
         k = f[edge.dst].front
-        if self.inflight and edge.closed is not None and self.restarts(edge.src, g):
+        if self.inflight and edge.closed is not None and (
+                self.restarts(edge.src, g) or e in self.fenced):
             k = meet(self.flow.domain(edge.dst), k, edge.closed)
         return k
 

@@ -83,8 +83,9 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
         self.cur = k + 1  # the epoch a stateful instance processes
         self.closed = dict.fromkeys(self.me.inputs, k)
         self.received: dict[tuple[int, int], int] = {}
-        self.consumed = dict.fromkeys(self.me.inputs, -1)
-        self.sent = dict.fromkeys(self.me.out_channels, -1)
+        # M̄ and D̄ at TOP cover the kept history too: everything inside ↓k
+        self.consumed = dict.fromkeys(self.me.inputs, k)
+        self.sent = dict.fromkeys(self.me.out_channels, k)
         self.out_pos: dict[tuple[int, int], int] = {}
         self.later: list[tuple[int, Batch]] = []  # stateful: batches of epochs > cur
         self.pending: list[tuple[str, int, Any]] = []  # while paused or held
@@ -125,7 +126,9 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
         return [Report(Ready(self.round))] if self.held else []
 
     def on_rollback(self, ev: RollBackTo, now: float) -> list[InstanceAction]:
+        kept = {t: seg for t, seg in self.log.items() if t <= ev.to}  # still valid (R9)
         self._restore(ev.restored, ev.to, {})
+        self.log = kept
         self.held, self.paused = True, False
         return [Report(Ready(self.round))]
 
@@ -160,11 +163,15 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
             self.later = [(c, b) for c, b in self.later if c != ch or b.meta[0] <= k]
             for key in [key for key in self.received if key[0] == ch and key[1] > k]:
                 del self.received[key]
-            if self.me.is_sink:  # chunks are per epoch here; a channel's part goes too
-                for t in [t for t in self.chunks if t > k]:
-                    self.chunks[t] = [r for r in self.chunks[t] if r[0] != ch]
+            if self.me.is_sink:
+                self._drop_chunks(ch, k)
         self.round, self.held = msg.round, True  # nothing moves until Resume (R8)
         return [Report(Ready(msg.round))]
+
+    def _drop_chunks(self, ch: int, k: int) -> None:
+        """A sink's staged-to-be records of channel ``ch`` beyond ``k`` are void."""
+        for t in [t for t in self.chunks if t > k]:
+            self.chunks[t] = [r for r in self.chunks[t] if r[0] != ch]
 
     @staticmethod
     def _epoch(p: tuple[str, int, Any]) -> int:
@@ -189,13 +196,25 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
 
     def _batch(self, ch: int, batch: Batch) -> list[InstanceAction]:
         t, j = batch.meta
-        if t <= self.closed[ch] or j < self.received.get((ch, t), 0):
-            return []  # R10: an epoch already closed, or a batch already received
+        if self._duplicate(ch, t, j):
+            return []
         self.received[(ch, t)] = j + 1
-        if self.policy.stateful and t > self.cur:
+        if self._waits(t):
             self.later.append((ch, batch))
             return []
         return self._process(ch, batch, t)
+
+    def _duplicate(self, ch: int, t: int, j: int) -> bool:
+        """R10: an epoch already closed on ``ch``, or a position already received."""
+        return t <= self.closed[ch] or j < self.received.get((ch, t), 0)
+
+    def _waits(self, t: int) -> bool:
+        """N3: a stateful instance processes its current epoch only."""
+        return self.policy.stateful and t > self.cur
+
+    def _segment(self, t: int) -> list[list[Any]]:
+        """The output log segment of epoch ``t``, as persisted."""
+        return [[ch, recs, wm] for ch, recs, wm in self.log.get(t, [])]
 
     def _process(self, ch: int, batch: Batch, t: int) -> list[InstanceAction]:
         self.consumed[ch] = max(self.consumed[ch], t)
@@ -257,8 +276,7 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
             return acts + ([Report(Ended())] if t == self.fin else [])
         offset = self.setup.checkpoint_offset
         if self.policy.logs:
-            seg = [[ch, recs, wm] for ch, recs, wm in self.log.get(t, [])]
-            acts.append(Persist(self.me.id, segment_ref(t), seg))
+            acts.append(Persist(self.me.id, segment_ref(t), self._segment(t)))
         if self.policy.checkpoints(t, offset):
             acts.append(Persist(self.me.id, checkpoint_ref(t), self.core.snapshot_state()))
         if self.policy.restorable(t, offset):

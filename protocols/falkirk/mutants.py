@@ -1,7 +1,9 @@
 """Planted bugs in falkirk's rules, each one rule of the spec broken (spec §7).
 
-The first ten break the pure layer (solver, GC, selective restore) and are caught by the
+``PLANTED`` break the pure layer (solver, GC, selective restore) and are caught by the
 worked examples (tests/test_falkirk_mutants.py); they mirror the spec's reference script.
+``MUTANTS`` break the running protocol and are caught by seeded crash schedules
+(tests/test_falkirk_runs.py).
 """
 
 from __future__ import annotations
@@ -10,10 +12,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from protocols.contract.spec import Mutant
 from protocols.falkirk import gc, selective
+from protocols.falkirk.coordinator import FalkirkCoordinator
 from protocols.falkirk.fixedpoint import FixedPoint
 from protocols.falkirk.frontier import TOP, Domain, EpochDomain, Frontier, LoopDomain, VectorDomain
+from protocols.falkirk.instance import FalkirkInstance
 from protocols.falkirk.model import Dataflow, Entry
+from protocols.falkirk.policy import Policy
 
 
 def widen(dom: Domain, f: Frontier) -> Frontier:
@@ -154,4 +160,82 @@ PLANTED: tuple[PlannedBug, ...] = (
                prune=prune_at_watermark),
     PlannedBug("prefix-rollback", "prefix instead of selective restore",
                history_at=prefix_history),
+)
+
+
+# ---------------------------------------------------------------- the running protocol
+# Each is FalkirkInstance/FalkirkCoordinator with one rule broken, as the conformance kit
+# runs them (contract Mutant objects in MUTANTS); every one loses or duplicates output
+# under seeded crash schedules (tests/test_falkirk_runs.py records the seeds).
+
+
+def _coordinator(name: str, solver: type[FixedPoint] | None = None,
+                 watermark: type[gc.Watermark] | None = None,
+                 **methods: Callable[..., Any]) -> type[FalkirkCoordinator]:
+    attrs: dict[str, Any] = dict(methods)
+    if solver is not None:
+        attrs["solver"] = solver
+    if watermark is not None:
+        attrs["watermark"] = watermark
+    return type(f"FalkirkCoordinator_{name}", (FalkirkCoordinator,), attrs)
+
+
+def _instance(name: str, **methods: Callable[..., Any]) -> type[FalkirkInstance]:
+    return type(f"FalkirkInstance_{name}", (FalkirkInstance,), dict(methods))
+
+
+class _ClaimsEveryEpoch(Policy):
+    """A policy that reports a checkpoint at every epoch but persists only lazily."""
+
+    def restorable(self, t: int, offset: int = 0) -> bool:
+        return True
+
+
+def _lying_init(self: FalkirkInstance, me: Any, cores: Any, params: Any) -> None:
+    FalkirkInstance.__init__(self, me, cores, params)
+    p = self.policy
+    self.policy = _ClaimsEveryEpoch(p.kind, p.every, p.logs)
+
+
+def _gc_at_lw(self: FalkirkCoordinator, i: str) -> int | None:
+    bound = FalkirkCoordinator._gc_bound(self, i)
+    return None if bound is None else bound + 2  # deletes the state at lw itself
+
+
+def _resume_late(self: FalkirkCoordinator, i: str, plan: Any) -> int:
+    return FalkirkCoordinator._source_resume(self, i, plan) + 1
+
+
+def _segment_before_last_send(self: FalkirkInstance, t: int) -> list[list[Any]]:
+    return FalkirkInstance._segment(self, t)[:-1]  # the last batch was sent, not logged
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("phi-off-by-one", "projection claims one more epoch fixed",
+           coordinator=_coordinator("phi", PhiOffByOne)),
+    Mutant("firewall-ignored", "an ephemeral operator's dependence ignored (D̄ dropped)",
+           coordinator=_coordinator("fw", IgnoreDiscards)),
+    Mutant("no-rewind", "downstream output not discarded: a live receiver keeps what a "
+           "rolled-back sender had sent beyond its frontier",
+           coordinator=_coordinator("rewind", _rewinds=lambda self, plan, r, m: {})),
+    Mutant("skip-fixpoint-iteration", "one sweep instead of the fixed point",
+           coordinator=_coordinator("sweep", OneSweep)),
+    Mutant("no-inflight", "a receiver keeps what died in flight with its sender",
+           coordinator=_coordinator("inflight", NoInflightRule)),
+    Mutant("gc-too-eager", "GC deletes the checkpoint at the low-watermark",
+           coordinator=_coordinator("gc", _gc_bound=_gc_at_lw)),
+    Mutant("source-resumes-late", "a restarted source skips the first epoch a receiver lacks",
+           coordinator=_coordinator("late", _source_resume=_resume_late)),
+    Mutant("report-without-persist", "a checkpoint is reported for an epoch never persisted",
+           instance=_instance("lie", __init__=_lying_init)),
+    Mutant("logging-after-sending", "the last batch of an epoch is sent but not logged",
+           instance=_instance("log", _segment=_segment_before_last_send),
+           params={"default_stateless": "log"}),
+    Mutant("sink-keeps-rewound-output", "downstream output not discarded: a sink keeps "
+           "what a rolled-back sender had produced",
+           instance=_instance("sink", _drop_chunks=lambda self, ch, k: None)),
+    Mutant("no-positional-skip", "a receiver processes batches it already has (R10 off)",
+           instance=_instance("skip", _duplicate=lambda self, ch, t, j: False)),
+    Mutant("stateful-not-aligned", "a stateful instance processes later epochs early",
+           instance=_instance("align", _waits=lambda self, t: False)),
 )
