@@ -67,3 +67,13 @@ def test_each_operator_gets_its_policy() -> None:
     assert str(p.policy_of("shard", stateful=True)) == "eager"
     assert p.policy_of("votes", stateful=False, kind="source").kind is Kind.SOURCE
     assert p.policy_of("out", stateful=False, kind="sink").kind is Kind.SINK
+
+
+def test_every_variant_of_the_spec_fits_every_bundled_topology() -> None:
+    from protocols.contract.params import validate as v
+    from protocols.falkirk.spec import SPEC
+
+    for variant in SPEC.variants:
+        params = v(FalkirkParams, dict(variant.params))
+        for name in ("wordcount", "diamond", "windowed", "sharder"):
+            assert params.check(graph(name)) == [], (variant.name, name)
