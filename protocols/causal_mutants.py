@@ -6,7 +6,9 @@ and "parents resumed one early" (5) are masked by the receivers' per-channel ``s
 de-duplication (protocols/logged.py), so they send duplicates that are never visible;
 "t_min = max", "T* from the parents' clocks" and "depth off by one" (6, 7, 11, 12) decide
 nothing in today's recovery (issue 14), so they cannot change an output until the recovery
-uses T* and depth as the paper does.
+uses T* and depth as the paper does. "Diff log trimmed beyond g" (10), planted as trimming
+to twice the snapshot's time, survived seeds 1-20 on every bundled topology, as the spec
+predicts: it needs the silent-event rule (N5) and the incompleteness check (R7) of issue 14.
 """
 
 from __future__ import annotations
@@ -82,6 +84,15 @@ class PayloadTrimmedEarly(CausalInstance):
         super().gc(ch, upto + 1)
 
 
+class SnapshotWithoutPayloadLog(CausalInstance):
+    """A local snapshot leaves out the payload log: what was in flight cannot be resent."""
+
+    def _blob(self) -> dict[str, Any]:
+        blob = super()._blob()
+        blob["plog"] = {ch: [] for ch in blob["plog"]}
+        return blob
+
+
 class NoSinkCounts(CausalInstance):
     """A sink makes every record visible again, ignoring its per-key visible counts."""
 
@@ -109,6 +120,8 @@ MUTANTS: tuple[Mutant, ...] = (
            instance=AnswerDropsNewest, budget=10),
     Mutant("payload-trimmed-early", PayloadTrimmedEarly.__doc__ or "",
            instance=PayloadTrimmedEarly, budget=10),
+    Mutant("snapshot-without-payload-log", SnapshotWithoutPayloadLog.__doc__ or "",
+           instance=SnapshotWithoutPayloadLog, budget=10),
     Mutant("no-sink-counts", NoSinkCounts.__doc__ or "", instance=NoSinkCounts, budget=10),
     Mutant("fallback-forgets-sinks", FallbackForgetsSinks.__doc__ or "",
            coordinator=FallbackForgetsSinks, budget=10),

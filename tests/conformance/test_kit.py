@@ -59,6 +59,7 @@ CATCH: dict[str, tuple[str, int]] = {
     "causal/parents-resume-late": ("sharder", 1),
     "causal/answer-drops-newest": ("diamond", 2),
     "causal/payload-trimmed-early": ("sharder", 1),
+    "causal/snapshot-without-payload-log": ("replica-chain", 1),
     "causal/no-sink-counts": ("wordcount", 3),
     "causal/fallback-forgets-sinks": ("diamond", 5),
 }
