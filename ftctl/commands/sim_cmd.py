@@ -25,7 +25,8 @@ _KINDS = ("lost", "duplicated", "unexpected", "reordered", "stalled")
 def sim(
     topology: Annotated[Path, typer.Argument(help="Topology YAML file.")],
     protocol: Annotated[
-        str, typer.Option("--protocol", "-p", help="Protocol to test.")
+        str, typer.Option("--protocol", "-p", help="Protocol to test, or one of its mutants "
+                          "as PROTOCOL/MUTANT (ftctl list mutants).")
     ] = "checkpoint",
     schedules: Annotated[
         int, typer.Option("--schedules", "-n", min=1, help="How many failure schedules to run.")
@@ -70,6 +71,8 @@ def sim(
       ftctl sim topologies/diamond.yaml -p checkpoint --param alignment=aligned
 
       ftctl sim topologies/wordcount.yaml -p none --seed 17 --trace trace.txt
+
+      ftctl sim topologies/diamond.yaml -p checkpoint/commit-early --seed 1
     """
     topo = load_topology(topology)
     info, given = protocol_and_params(protocol, param)
