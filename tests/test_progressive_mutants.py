@@ -58,3 +58,17 @@ def test_the_checks_pass_unmutated() -> None:
     check_u6()
     check_sink()
     check_runs(True, range(3))
+
+
+def test_spec_lists_the_mutants_and_validates_params() -> None:
+    from protocols.contract import ParamError, validate
+    from protocols.progressive.spec import SPEC
+
+    assert SPEC.mutants == m.MUTANTS and SPEC.guarantee_of(SPEC.default_params()) == \
+        "exactly-once"
+    for v in SPEC.variants:
+        validate(SPEC.params, v.params, SPEC.name)
+    with pytest.raises(ParamError, match="schedule"):
+        validate(SPEC.params, {"schedule": "fastest"}, SPEC.name)
+    with pytest.raises(ParamError, match="unknown parameter 'burst'"):
+        validate(SPEC.params, {"burst": "1"}, SPEC.name)
