@@ -58,9 +58,10 @@ def write(tmp_path: Path, text: str, name: str = "t.yaml") -> str:
         ("unknown-field.yaml", "unknown-field.yaml:6: operators[1]: unknown field 'xyz'"),
         (
             "unknown-operator.yaml",
-            "unknown-operator.yaml:4: operators[1].type: unknown operator 'foo' (known: count, "
-            "filter, flat_map, join, map, max, sink, source.hashtags, source.text, "
-            "source.votes, sum, window)",
+            "unknown-operator.yaml:4: operators[1].type: unknown operator 'foo' (known: avg, "
+            "count, filter, flat_map, join, key_by, map, max, nexmark.winning_bids, reorder, "
+            "sink, source.hashtags, source.nexmark, source.text, source.votes, sum, tail_avg, "
+            "window, window_join)",
         ),
         (
             "wrong-type.yaml",
@@ -233,12 +234,14 @@ def _replace(old: str, new: str) -> str:
         (
             _replace("function: split_words, ", ""),
             ":6: operators[1].function: required for flat_map (built-ins: split_words, "
-            "identity, key_one, even_key, or 'module:function')",
+            "identity, key_one, even_key, nexmark.* (ftctl list operators), or "
+            "'module:function')",
         ),
         (
             _replace("split_words", "nope"),
             ":6: operators[1].function: unknown function 'nope' "
-            "(built-ins: split_words, identity, key_one, even_key)",
+            "(built-ins: split_words, identity, key_one, even_key, nexmark.* (ftctl list "
+            "operators))",
         ),
         (
             _replace("{name: out, type: sink}", "{name: out, type: sink, parallelism: 3}"),

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from ftctl.config.errors import ConfigError
 from ftctl.config.topology import EdgeSpec, OperatorSpec, SinkMode, Topology
 from ftctl.runtime.operators import (
-    BUILTIN_FUNCTIONS,
     OPERATORS,
     build_operator,
+    builtin_summary,
     is_source,
     operator_names,
     resolve_function,
@@ -87,6 +87,7 @@ def find_problems(topology: Topology) -> Iterator[Problem]:
         _ports,
         _forward,
         _queries,
+        _operator_builds,
     ]
     for check in checks:
         yield from check(topology)
@@ -144,14 +145,27 @@ def _operator_problems(i: int, op: OperatorSpec, seed: int) -> Iterator[Problem]
         except Exception as exc:  # a user's module can fail to import in any way
             yield Problem((*at, "function"), f"cannot import '{op.function}': {exc}")
             return
-    try:
-        build_operator(op.type, op.params, op.function)
-    except (ValueError, TypeError, LookupError) as exc:
-        yield Problem((*at, "params"), str(exc))
+
+
+def _operator_builds(topo: Topology) -> Iterator[Problem]:
+    """Build every operator with the record type it receives (after the graph checks,
+    so the types along the edges are known)."""
+    from ftctl.runtime.records import ANY
+    from ftctl.runtime.types import record_types
+
+    types = record_types(topo)
+    for i, op in enumerate(topo.operators):
+        if is_source(op.type) or op.type not in OPERATORS:
+            continue
+        try:
+            build_operator(op.type, op.params, op.function, types[op.name][0].get(0, ANY))
+        except (ValueError, TypeError, LookupError) as exc:
+            yield Problem(("operators", i, "params"), str(exc))
+            return
 
 
 def _function_hint() -> str:
-    return f"built-ins: {', '.join(BUILTIN_FUNCTIONS)}, or 'module:function'"
+    return f"built-ins: {builtin_summary()}, or 'module:function'"
 
 
 def _source_params(at: Loc, op: OperatorSpec, seed: int) -> Iterator[Problem]:

@@ -56,6 +56,17 @@ class OperatorSpec(_Strict):
     mode: SinkMode | None = Field(
         default=None, description="Sinks: how output is compared to golden."
     )
+    split: Literal["range", "strided"] | None = Field(
+        default=None,
+        description="Sources: how the input is split over instances. range (default): "
+        "instance i reads a contiguous slice; strided: records i, i+p, i+2p, ... so every "
+        "instance covers the whole event-time range at once (Nexmark's split).",
+    )
+    out_type: str | None = Field(
+        default=None,
+        description="The record type this operator makes, for a user function that does "
+        "not declare one (see `ftctl list types`).",
+    )
 
 
 class EdgeSpec(_Strict):

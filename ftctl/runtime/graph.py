@@ -7,9 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ftctl.config.topology import Topology
-from ftctl.runtime.operators import Operator, build_operator, is_source
-from ftctl.runtime.records import Record
+from ftctl.runtime.operators import OPERATORS, Operator, build_operator, is_source
+from ftctl.runtime.records import ANY, Record
 from ftctl.runtime.sources import make_source
+from ftctl.runtime.types import record_types
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +58,7 @@ class ExecutionGraph:
         self.topology = topology
         self.instances: dict[str, InstanceSpec] = {}
         self.channels: list[Channel] = []
-        order = _topo_order(topology)
+        order = topo_order(topology)
         for name in order:
             spec = topology.operator(name)
             for i in range(spec.parallelism):
@@ -80,7 +81,10 @@ class ExecutionGraph:
         self.sources = [i for i, s in self.instances.items() if s.is_source]
         self.sinks = [i for i, s in self.instances.items() if s.is_sink]
         # Watermarks only cost messages; send them only when some operator reads them.
-        self.needs_watermarks = any(op.type == "window" for op in topology.operators)
+        self.needs_watermarks = any(
+            op.type in OPERATORS and OPERATORS[op.type].event_time for op in topology.operators
+        )
+        self._types = record_types(topology)
 
     # ------------------------------------------------------------ structure queries
 
@@ -112,7 +116,10 @@ class ExecutionGraph:
         """The record indices [lo, hi) this source instance reads."""
         spec = self.instances[iid]
         n = self.topology.input.records
-        p = self.topology.operator(spec.op).parallelism
+        op = self.topology.operator(spec.op)
+        p = op.parallelism
+        if op.split == "strided":  # local offsets j = 0, 1, ... read events index + j * p
+            return (0, max(0, -(-(n - spec.index) // p)))
         return (n * spec.index // p, n * (spec.index + 1) // p)
 
     def make_operator(self, iid: str) -> Operator | Callable[[int, int], list[Record]]:
@@ -120,11 +127,36 @@ class ExecutionGraph:
         spec = self.instances[iid]
         op = self.topology.operator(spec.op)
         if spec.is_source:
-            return make_source(spec.kind, self.topology.input.seed, op.params)
-        return build_operator(spec.kind, op.params, op.function)
+            gen = make_source(spec.kind, self.topology.input.seed, op.params)
+            if op.split == "strided":
+                return _strided(gen, spec.index, op.parallelism)
+            return gen
+        ins = self._types[spec.op][0]
+        return build_operator(spec.kind, op.params, op.function, ins.get(0, ANY))
 
 
-def _topo_order(topology: Topology) -> list[str]:
+def _strided(
+    gen: Callable[[int, int], list[Record]], index: int, p: int
+) -> Callable[[int, int], list[Record]]:
+    """Local offsets [lo, hi) of instance ``index`` of ``p``: events index + j * p.
+
+    Every instance then covers the whole event-time range at once (Noir's split), so the
+    minimum watermark is not held back by an instance that starts late in event time.
+    """
+    if p == 1:
+        return gen
+    if getattr(gen, "strides", False):  # the generator draws only the events it needs
+        return lambda lo, hi: gen(lo, hi, index, p)  # type: ignore[call-arg]
+
+    def strided(lo: int, hi: int) -> list[Record]:
+        if hi <= lo:
+            return []
+        return gen(index + lo * p, index + (hi - 1) * p + 1)[::p]
+
+    return strided
+
+
+def topo_order(topology: Topology) -> list[str]:
     indeg = {op.name: 0 for op in topology.operators}
     succ: dict[str, list[str]] = {op.name: [] for op in topology.operators}
     for e in topology.edges:

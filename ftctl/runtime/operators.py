@@ -7,12 +7,15 @@ Operators know nothing of channels, protocols or hosts. Stateful operators expos
 from __future__ import annotations
 
 import copy
+import difflib
+import inspect
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ftctl.runtime.records import Record, stable_hash
+from ftctl.runtime.nexmark import FUNCTIONS as NEXMARK_FUNCTIONS
+from ftctl.runtime.records import ANY, SAME, Record, field_index, stable_hash, typed
 
 WATERMARK_MAX = 2**62
 
@@ -43,19 +46,23 @@ class Operator:
 
 # ---------------------------------------------------------------- user functions
 
+@typed("text.line", "text.word")
 def _split_words(rec: Record) -> Iterable[Record]:
     _, line, ts = rec
     return [(w, 1, ts) for w in line.split()]
 
 
+@typed(ANY, SAME)
 def _identity(rec: Record) -> Record:
     return rec
 
 
+@typed(ANY, "tally")
 def _key_to_tag(rec: Record) -> Record:
     return (rec[0], 1, rec[2])
 
 
+@typed(ANY, SAME)
 def _is_even_key(rec: Record) -> bool:
     return stable_hash(rec[0]) % 2 == 0
 
@@ -65,7 +72,14 @@ BUILTIN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "identity": _identity,
     "key_one": _key_to_tag,
     "even_key": _is_even_key,
+    **NEXMARK_FUNCTIONS,
 }
+
+
+def builtin_summary() -> str:
+    """The built-in function names, the Nexmark family abbreviated."""
+    plain = [n for n in BUILTIN_FUNCTIONS if not n.startswith("nexmark.")]
+    return ", ".join([*plain, "nexmark.* (ftctl list operators)"])
 
 
 def resolve_function(name: str) -> Callable[..., Any]:
@@ -73,14 +87,23 @@ def resolve_function(name: str) -> Callable[..., Any]:
     if name in BUILTIN_FUNCTIONS:
         return BUILTIN_FUNCTIONS[name]
     if ":" not in name:
-        raise LookupError(f"unknown function {name!r} (built-ins: {', '.join(BUILTIN_FUNCTIONS)})")
+        close = difflib.get_close_matches(name, BUILTIN_FUNCTIONS, n=1, cutoff=0.7)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise LookupError(f"unknown function {name!r} ({hint}built-ins: {builtin_summary()})")
     module, _, attr = name.partition(":")
     try:
         fn = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as exc:
         raise LookupError(f"cannot import {name!r}: {exc}") from exc
-    if not callable(fn):
-        raise LookupError(f"{name!r} is not callable")
+    if not inspect.isfunction(fn):
+        # Builtins and classes (builtins:len, builtins:print) take a record but do not
+        # return one; only a def of one argument can be an operator's function.
+        raise LookupError(f"{name!r} is a {type(fn).__name__}, not a Python function of "
+                          "one record (def f(record): ...)")
+    try:
+        inspect.signature(fn).bind(None)
+    except TypeError:
+        raise LookupError(f"{name!r} must take exactly one argument, the record") from None
     return fn
 
 
@@ -171,12 +194,22 @@ class MaxOp(_KeyedAggregate):
 
 # ---------------------------------------------------------------- windows
 
+def _argmax(acc: Any, score: Any, v: Any) -> Any:
+    """(best score, sorted tuple of the values reaching it): ties all kept, order-free."""
+    if acc is None or score > acc[0]:
+        return (score, (v,))
+    if score == acc[0]:
+        return (score, tuple(sorted((*acc[1], v))))
+    return acc
+
+
 _AGGS: dict[str, Callable[[Any, Any], Any]] = {
     "count": lambda acc, v: acc + 1,
     "sum": lambda acc, v: acc + v,
     "max": lambda acc, v: v if acc is None or v > acc else acc,
+    "avg": lambda acc, v: (acc[0] + v, acc[1] + 1),
 }
-_INIT: dict[str, Any] = {"count": 0, "sum": 0, "max": None}
+_INIT: dict[str, Any] = {"count": 0, "sum": 0, "max": None, "avg": (0, 0), "argmax": None}
 
 
 class WindowOp(Operator):
@@ -189,13 +222,20 @@ class WindowOp(Operator):
 
     stateful = True
 
-    def __init__(self, size: int, slide: int, agg: str):
+    def __init__(self, size: int, slide: int, agg: str, field: int | None = None):
         if size <= 0 or slide <= 0:
             raise ValueError("window size and slide must be positive")
-        if agg not in _AGGS:
-            raise ValueError(f"unknown aggregate {agg!r} (count, sum, max)")
-        self.size, self.slide, self.agg = size, slide, agg
-        self._fold = _AGGS[agg]
+        if size // slide > 1000:
+            raise ValueError(f"size/slide is {size // slide}: each record would fall in that "
+                             "many windows (at most 1000)")
+        if agg not in _INIT:
+            raise ValueError(f"unknown aggregate {agg!r} ({', '.join(_INIT)})")
+        if agg == "argmax" and field is None:
+            raise ValueError("agg argmax needs a 'field' (the value field to maximise)")
+        if agg == "count" and field is not None:
+            raise ValueError("agg count takes no 'field'")
+        self.size, self.slide, self.agg, self.field = size, slide, agg, field
+        self._fold = _field_fold(agg, field)
         # window_start -> key -> accumulator
         self.windows: dict[int, dict[Any, Any]] = {}
 
@@ -229,6 +269,16 @@ class WindowOp(Operator):
 
     def state_size(self) -> int:
         return sum(len(w) for w in self.windows.values())
+
+
+def _field_fold(agg: str, field: int | None) -> Callable[[Any, Any], Any]:
+    if agg == "argmax":
+        assert field is not None
+        return lambda acc, v: _argmax(acc, v[field], v)
+    fold = _AGGS[agg]
+    if field is None:
+        return fold
+    return lambda acc, v: fold(acc, v[field])
 
 
 # ---------------------------------------------------------------- join
@@ -266,19 +316,226 @@ class JoinOp(Operator):
         return sum(len(v) for side in self.sides for v in side.values())
 
 
+# ---------------------------------------------------------------- event-time operators
+
+
+class KeyByOp(Operator):
+    """Re-keys: key := value[field], or key := ts - ts % time_bucket."""
+
+    def __init__(self, field: int | None, bucket: int | None):
+        self.field, self.bucket = field, bucket
+
+    def process(self, records: list[Record], port: int) -> list[Record]:
+        if self.bucket is not None:
+            b = self.bucket
+            return [(ts - ts % b, v, ts) for _, v, ts in records]
+        f = self.field
+        return [(v[f], v, ts) for _, v, ts in records]
+
+
+class AvgOp(_KeyedAggregate):
+    """Running exact mean per key as (sum, count); the float is derived when reporting."""
+
+    def __init__(self, field: int | None = None) -> None:
+        super().__init__()
+        self.field = field
+
+    def process(self, records: list[Record], port: int) -> list[Record]:
+        st, f = self.state, self.field
+        out = []
+        for k, v, ts in records:
+            s, c = st.get(k, (0, 0))
+            acc = (s + (v if f is None else v[f]), c + 1)
+            st[k] = acc
+            out.append((k, acc, ts))
+        return out
+
+
+class TailAvgOp(_KeyedAggregate):
+    """Per key, (sum, count) of the last ``n`` values in input order, on every input.
+
+    Order-sensitive by nature: validation puts a ``reorder`` before it.
+    """
+
+    def __init__(self, n: int, field: int | None = None) -> None:
+        super().__init__()
+        if not 1 <= n <= 100_000:
+            raise ValueError(f"n must be between 1 and 100000, got {n}")
+        self.n, self.field = n, field
+
+    def process(self, records: list[Record], port: int) -> list[Record]:
+        st, f, n = self.state, self.field, self.n
+        out = []
+        for k, v, ts in records:
+            last = (*st.get(k, ()), v if f is None else v[f])[-n:]
+            st[k] = last
+            out.append((k, (sum(last), len(last)), ts))
+        return out
+
+
+def _sorted(items: list[Any]) -> list[Any]:
+    try:
+        return sorted(items)
+    except TypeError:
+        return sorted(items, key=repr)
+
+
+class ReorderOp(Operator):
+    """Holds records until the input watermark W passes their ts, then releases those
+    with ts < W sorted by (ts, key, value): arrival order becomes event-time order."""
+
+    stateful = True
+
+    def __init__(self) -> None:
+        self.held: list[Record] = []
+
+    def process(self, records: list[Record], port: int) -> list[Record]:
+        self.held.extend(records)
+        return []
+
+    def on_watermark(self, watermark: int) -> list[Record]:
+        ready = [r for r in self.held if r[2] < watermark]
+        if not ready:
+            return []
+        self.held = [r for r in self.held if r[2] >= watermark]
+        return [(k, v, ts) for ts, k, v in _sorted([(ts, k, v) for k, v, ts in ready])]
+
+    def snapshot(self) -> Any:
+        return list(self.held)
+
+    def restore(self, state: Any) -> None:
+        self.held = list(state or [])
+
+    def state_size(self) -> int:
+        return len(self.held)
+
+
+class WindowJoinOp(Operator):
+    """Tumbling event-time join: pairs of a key whose two records share a window.
+
+    A window fires when the watermark reaches its end: ``(key, (left, right), end - 1)``
+    for every pair, keys in a fixed order and pairs sorted, so output is order-free.
+    """
+
+    stateful = True
+    inputs = 2
+
+    def __init__(self, size: int) -> None:
+        if size <= 0:
+            raise ValueError("window_join size must be positive")
+        self.size = size
+        # window start -> (left: key -> values, right: key -> values)
+        self.windows: dict[int, tuple[dict[Any, list[Any]], dict[Any, list[Any]]]] = {}
+
+    def process(self, records: list[Record], port: int) -> list[Record]:
+        size = self.size
+        for k, v, ts in records:
+            sides = self.windows.setdefault(ts - ts % size, ({}, {}))
+            sides[port].setdefault(k, []).append(v)
+        return []
+
+    def on_watermark(self, watermark: int) -> list[Record]:
+        out: list[Record] = []
+        for start in sorted(s for s in self.windows if s + self.size <= watermark):
+            end = start + self.size
+            left, right = self.windows.pop(start)
+            for k in sorted((k for k in left if k in right), key=str):
+                pairs = _sorted([(lv, rv) for lv in left[k] for rv in right[k]])
+                out.extend((k, pair, end - 1) for pair in pairs)
+        return out
+
+    def snapshot(self) -> Any:
+        return copy.deepcopy(self.windows)
+
+    def restore(self, state: Any) -> None:
+        self.windows = copy.deepcopy(state) if state else {}
+
+    def state_size(self) -> int:
+        return sum(len(v) for sides in self.windows.values() for s in sides for v in s.values())
+
+
+class WinningBidsOp(Operator):
+    """Nexmark's winning bid per auction: port 0 auctions keyed by id, port 1 bids
+    keyed by auction. A bid is valid when date_time <= bid.ts < expires and price >=
+    reserve; bids that arrive before their auction are held until the watermark shows
+    no such auction can still come. At watermark >= expires the auction closes:
+    ``(id, (seller, category, best price, expires), expires - 1)``, in (expires, id) order.
+    """
+
+    stateful = True
+    inputs = 2
+
+    def __init__(self) -> None:
+        self.open: dict[Any, list[Any]] = {}  # id -> [auction value, best price or None]
+        self.held: dict[Any, list[Any]] = {}  # auction id -> bids seen before the auction
+
+    @staticmethod
+    def _offer(entry: list[Any], bid: Any) -> None:
+        a = entry[0]
+        if a[6] <= bid[5] < a[7] and bid[3] >= a[5] and (entry[1] is None or bid[3] > entry[1]):
+            entry[1] = bid[3]
+
+    def process(self, records: list[Record], port: int) -> list[Record]:
+        for k, v, _ in records:
+            if port == 0:
+                entry = self.open[k] = [v, None]
+                for bid in self.held.pop(k, ()):
+                    self._offer(entry, bid)
+            elif k in self.open:
+                self._offer(self.open[k], v)
+            else:
+                self.held.setdefault(k, []).append(v)
+        return []
+
+    def on_watermark(self, watermark: int) -> list[Record]:
+        closing = sorted((a[0][7], k) for k, a in self.open.items() if a[0][7] <= watermark)
+        out: list[Record] = []
+        for expires, k in closing:
+            a, best = self.open.pop(k)
+            if best is not None:
+                out.append((k, (a[2], a[3], best, expires), expires - 1))
+        # An auction still to come has date_time >= watermark, so no held bid with an
+        # earlier time can be valid for it.
+        for k in list(self.held):
+            kept = [b for b in self.held[k] if b[5] >= watermark]
+            if kept:
+                self.held[k] = kept
+            else:
+                del self.held[k]
+        return out
+
+    def snapshot(self) -> Any:
+        return copy.deepcopy((self.open, self.held))
+
+    def restore(self, state: Any) -> None:
+        self.open, self.held = copy.deepcopy(state) if state else ({}, {})
+
+    def state_size(self) -> int:
+        return len(self.open) + sum(len(b) for b in self.held.values())
+
+
 class SinkOp(Operator):
     """Passes records to the external sink; the protocol decides when they become visible."""
 
 
 # ---------------------------------------------------------------- registry
 
+Build = Callable[[dict[str, Any], str | None, str], Operator]
+
+
 @dataclass(frozen=True)
 class OperatorType:
+    """``build(params, function, input record type)``; ``makes`` is the output record
+    type (None: the input type, "function": the function's declared type)."""
+
     name: str
     description: str
-    build: Callable[[dict[str, Any], str | None], Operator]
+    build: Build
     needs_function: bool = False
     inputs: int = 1
+    makes: str | None = None
+    keyed: bool = False  # keeps state per key: its inputs must be partitioned by key
+    event_time: bool = False  # fires on watermarks
 
 
 def _need(fn: str | None) -> str:
@@ -287,31 +544,99 @@ def _need(fn: str | None) -> str:
     return fn
 
 
+def _int(p: dict[str, Any], name: str, default: int | None = None) -> int:
+    v = p.get(name, default)
+    if v is None:
+        raise ValueError(f"needs param '{name}'")
+    if isinstance(v, bool) or not isinstance(v, int | float) or v != v or abs(v) > 2**62:
+        raise ValueError(f"param '{name}' must be an integer, got {v!r}")
+    if int(v) != v:
+        raise ValueError(f"param '{name}' must be an integer, got {v!r}")
+    return int(v)
+
+
+def _field(p: dict[str, Any], in_type: str) -> int | None:
+    f = p.get("field")
+    return None if f is None else field_index(in_type, f)
+
+
+def _only(p: dict[str, Any], *names: str) -> dict[str, Any]:
+    extra = sorted(set(p) - set(names))
+    if extra:
+        known = ", ".join(names) if names else "none"
+        raise ValueError(f"unknown param '{extra[0]}' (known: {known})")
+    return p
+
+
+def _key_by(p: dict[str, Any], t: str) -> KeyByOp:
+    _only(p, "field", "time_bucket")
+    if ("field" in p) == ("time_bucket" in p):
+        raise ValueError("key_by needs exactly one of 'field' or 'time_bucket'")
+    if "time_bucket" in p:
+        bucket = _int(p, "time_bucket")
+        if bucket <= 0:
+            raise ValueError(f"time_bucket must be > 0, got {bucket}")
+        return KeyByOp(None, bucket)
+    return KeyByOp(_field(p, t), None)
+
+
+def _window(p: dict[str, Any], f: str | None, t: str) -> WindowOp:
+    _only(p, "size", "slide", "agg", "field")
+    size = _int(p, "size", 100)
+    return WindowOp(size, _int(p, "slide", size), str(p.get("agg", "count")), _field(p, t))
+
+
 OPERATORS: dict[str, OperatorType] = {
     "map": OperatorType(
         "map", "one record in, one out, via `function`",
-        lambda p, f: MapOp(resolve_function(_need(f))), needs_function=True),
+        lambda p, f, t: MapOp(resolve_function(_need(f))), needs_function=True,
+        makes="function"),
     "filter": OperatorType(
         "filter", "keeps records for which `function` is true",
-        lambda p, f: FilterOp(resolve_function(_need(f))), needs_function=True),
+        lambda p, f, t: FilterOp(resolve_function(_need(f))), needs_function=True,
+        makes="function"),
     "flat_map": OperatorType(
         "flat_map", "one record in, zero or more out, via `function`",
-        lambda p, f: FlatMapOp(resolve_function(_need(f))), needs_function=True),
+        lambda p, f, t: FlatMapOp(resolve_function(_need(f))), needs_function=True,
+        makes="function"),
+    "key_by": OperatorType(
+        "key_by", "re-keys: key := value[field], or key := ts - ts % time_bucket",
+        lambda p, f, t: _key_by(p, t)),
     "count": OperatorType("count", "keyed running count: (key, count, ts)",
-                          lambda p, f: CountOp()),
+                          lambda p, f, t: CountOp(), makes="count", keyed=True),
     "sum": OperatorType("sum", "keyed running sum of values: (key, sum, ts)",
-                        lambda p, f: SumOp()),
+                        lambda p, f, t: SumOp(), makes="int", keyed=True),
     "max": OperatorType("max", "keyed running maximum of values: (key, max, ts)",
-                        lambda p, f: MaxOp()),
+                        lambda p, f, t: MaxOp(), makes="int", keyed=True),
+    "avg": OperatorType(
+        "avg", "keyed running exact mean as (key, (sum, count), ts); param field",
+        lambda p, f, t: AvgOp(_field(_only(p, "field"), t)), makes="mean", keyed=True),
+    "tail_avg": OperatorType(
+        "tail_avg", "per key (sum, count) of the last n values in input order; params n, field",
+        lambda p, f, t: TailAvgOp(_int(_only(p, "n", "field"), "n", 10), _field(p, t)),
+        makes="mean", keyed=True),
     "window": OperatorType(
         "window",
-        "event-time tumbling/sliding window per key; params size, slide (ms), agg",
-        lambda p, f: WindowOp(int(p.get("size", 100)), int(p.get("slide", p.get("size", 100))),
-                              str(p.get("agg", "count")))),
+        "event-time tumbling/sliding window per key; params size, slide (ms), "
+        "agg (count, sum, max, avg, argmax), field",
+        _window, makes="window", keyed=True, event_time=True),
     "join": OperatorType("join", "two-input keyed inner join (port 0 left, port 1 right)",
-                         lambda p, f: JoinOp(), inputs=2),
+                         lambda p, f, t: JoinOp(), inputs=2, makes="pair", keyed=True),
+    "window_join": OperatorType(
+        "window_join", "tumbling event-time join of port 0 and port 1 per key; param size",
+        lambda p, f, t: WindowJoinOp(_int(_only(p, "size"), "size")), inputs=2,
+        makes="pair", keyed=True, event_time=True),
+    "reorder": OperatorType(
+        "reorder", "holds records until the watermark passes them, then emits them in "
+        "event-time order",
+        lambda p, f, t: ReorderOp(), keyed=True, event_time=True),
+    "nexmark.winning_bids": OperatorType(
+        "nexmark.winning_bids", "Nexmark's winning bid per auction (port 0 auctions by id, "
+        "port 1 bids by auction), fired when the auction expires",
+        lambda p, f, t: WinningBidsOp(), inputs=2, makes="nexmark.winning", keyed=True,
+        event_time=True),
     "sink": OperatorType("sink", "the external world: output compared against golden",
-                         lambda p, f: SinkOp()),
+                         lambda p, f, t: SinkOp()),
 }
 
 
@@ -325,5 +650,7 @@ def operator_names() -> list[str]:
     return sorted([*SOURCES, *OPERATORS])
 
 
-def build_operator(kind: str, params: dict[str, Any], function: str | None) -> Operator:
-    return OPERATORS[kind].build(params, function)
+def build_operator(
+    kind: str, params: dict[str, Any], function: str | None, in_type: str = ANY
+) -> Operator:
+    return OPERATORS[kind].build(params, function, in_type)

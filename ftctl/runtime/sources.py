@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ftctl.runtime.nexmark import DEFAULTS as NEXMARK_DEFAULTS
+from ftctl.runtime.nexmark import make_nexmark
 from ftctl.runtime.records import Record
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -48,6 +50,7 @@ class SourceSpec:
     description: str
     defaults: dict[str, Any]
     make: Callable[[int, dict[str, Any]], Callable[[int, int], list[Record]]]
+    makes: str = "any"  # the record type (ftctl.runtime.records.RECORD_TYPES)
 
 
 def _event_time(first: int, count: int, ms_per_record: float) -> list[int]:
@@ -103,18 +106,29 @@ SOURCES: dict[str, SourceSpec] = {
         "lines of words drawn from a Zipf vocabulary: (line_no, line, ts)",
         {"words_per_line": 8, "vocabulary": 1000, "skew": 1.0, "ms_per_record": 1.0},
         _text,
+        "text.line",
     ),
     "source.votes": SourceSpec(
         "source.votes",
         "votes for article ids with Zipf skew (the vote benchmark): (article, 1, ts)",
         {"keys": 10_000, "skew": 1.1, "ms_per_record": 1.0},
         _zipf_keyed(None, "one"),
+        "tally",
     ),
     "source.hashtags": SourceSpec(
         "source.hashtags",
         "hashtags used by users, Zipf over hashtags: ('#tagN', 'uM', ts)",
         {"keys": 500, "skew": 1.2, "users": 2000, "ms_per_record": 1.0},
         _zipf_keyed("#tag", "user"),
+        "tag.user",
+    ),
+    "source.nexmark": SourceSpec(
+        "source.nexmark",
+        "the Nexmark auction benchmark: persons, auctions and bids 1:3:46 with event times "
+        "(event e: (e, tagged tuple, ts)); use split: strided",
+        dict(NEXMARK_DEFAULTS),
+        make_nexmark,
+        "nexmark.event",
     ),
 }
 

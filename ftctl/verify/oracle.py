@@ -47,7 +47,9 @@ class Oracle:
     row: Callable[[Record], tuple[Any, ...]]
     schema: str
     query: str
-    final: Literal["max", "last"] = "max"
+    final: Literal["max", "last", "unique"] = "max"
+    # Turns a result row (Spark Rows and arrays) into the sink's value for its key.
+    value: Callable[[Any], Any] = field(default=lambda row: row["value"])
 
 
 def _line_row(record: Record) -> tuple[Any, ...]:
@@ -81,6 +83,15 @@ ORACLES: dict[str, Oracle] = {
         query="SELECT article AS key, count(*) AS value FROM {input} GROUP BY article",
     ),
 }
+
+
+def _register_nexmark() -> None:
+    from ftctl.verify.nexmark_oracle import nexmark_oracles
+
+    ORACLES.update(nexmark_oracles())
+
+
+_register_nexmark()
 
 
 @dataclass
@@ -190,16 +201,31 @@ def oracle_expected(spark: SparkSession, topology: Topology) -> dict[Any, Any]:
     if oracle is None:
         raise ConfigError(topology.name, "oracle", "the topology declares no oracle")
     rows = spark.sql(oracle.query, input=input_frame(spark, topology, oracle)).collect()
-    return {row["key"]: row["value"] for row in rows}
+    return {row["key"]: oracle.value(row) for row in rows}
 
 
 # ------------------------------------------------------------------ comparison
 
 
+@dataclass(frozen=True)
+class Repeated:
+    """A key that occurred more than once where it must be unique (``final="unique"``)."""
+
+    values: tuple[Any, ...]
+
+
 def final_per_key(records: Iterable[tuple[Any, Any]], how: str = "last") -> dict[Any, Any]:
-    """One value per key: the last in output order, or the largest (``how="max"``)."""
+    """One value per key: the last in output order, the largest (``how="max"``), or for
+    ``unique`` the value, with a repeated key turned into a ``Repeated`` (a mismatch)."""
     final: dict[Any, Any] = {}
-    if how == "max":
+    if how == "unique":
+        for k, v in records:
+            if k in final:
+                old = final[k]
+                final[k] = Repeated((*(old.values if isinstance(old, Repeated) else (old,)), v))
+            else:
+                final[k] = v
+    elif how == "max":
         for k, v in records:
             if k not in final or v > final[k]:
                 final[k] = v
