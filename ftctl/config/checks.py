@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ftctl.config.errors import ConfigError
 from ftctl.config.topology import EdgeSpec, OperatorSpec, SinkMode, Topology
+from ftctl.config.verifiable import verifiable_problems
 from ftctl.runtime.operators import (
     OPERATORS,
     build_operator,
@@ -88,6 +89,7 @@ def find_problems(topology: Topology) -> Iterator[Problem]:
         _forward,
         _queries,
         _operator_builds,
+        verifiable_problems,
     ]
     for check in checks:
         yield from check(topology)

@@ -91,20 +91,25 @@ def read_yaml(path: PathLike) -> tuple[dict[str, Any], Lines]:
     """The top-level mapping of a YAML file and the line of each path in it."""
     file = os.fspath(path)
     text = _read_text(file)
-    loader = _Loader(text)
+    loader: _Loader | None = None
     try:
+        loader = _Loader(text)  # its reader already refuses control characters
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         raise ConfigError(file, None, f"invalid YAML: {exc.problem or exc.context}", line) from None
+    except yaml.reader.ReaderError as exc:
+        raise ConfigError(file, None, "not a text file: control character "
+                          f"{exc.character!r} at character {exc.position}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(file, None, f"invalid YAML: {exc}") from None
+        raise ConfigError(file, None, f"invalid YAML: {' '.join(str(exc).split())}") from None
     except RecursionError:
         raise ConfigError(file, None, "invalid YAML: nested too deeply") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if data is None:
         raise ConfigError(file, None, "empty file")
     if not isinstance(data, dict):

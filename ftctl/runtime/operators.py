@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import copy
 import difflib
-import inspect
 import importlib
+import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar

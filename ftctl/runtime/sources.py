@@ -133,8 +133,34 @@ SOURCES: dict[str, SourceSpec] = {
 }
 
 
+# Bounds of numeric params: beyond them a golden run would not fit in memory (a million
+# words per line, a vocabulary of 10**12 names) or event times overflow (an infinite
+# ms_per_record). Validation reports them as one line.
+LIMITS: dict[str, tuple[float, float]] = {
+    "words_per_line": (1, 1000),
+    "vocabulary": (1, 1_000_000),
+    "keys": (1, 1_000_000),
+    "users": (1, 10_000_000),
+    "skew": (0.0, 10.0),
+    "ms_per_record": (0.0, 1e9),
+}
+
+
+def check_params(params: dict[str, Any]) -> None:
+    """ValueError naming the first numeric param outside its bounds (or not finite)."""
+    for name, (lo, hi) in LIMITS.items():
+        if name not in params:
+            continue
+        v = params[name]
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise ValueError(f"{name} must be a number, got {v!r}")
+        if not lo <= v <= hi:  # also false for nan
+            raise ValueError(f"{name} must be between {lo:g} and {hi:g}, got {v!r}")
+
+
 def make_source(kind: str, seed: int, params: dict[str, Any]) -> Callable[[int, int], list[Record]]:
     """A generator ``gen(start, end)`` returning records [start, end) of the source."""
     spec = SOURCES[kind]
     merged = {**spec.defaults, **params}
+    check_params(merged)
     return spec.make(seed, merged)
