@@ -20,7 +20,7 @@ from ftctl.runtime.operators import (
     operator_names,
     resolve_function,
 )
-from ftctl.runtime.sources import SOURCES, make_source
+from ftctl.runtime.sources import SOURCES, check_source
 
 Loc = tuple[str | int, ...]
 DEFAULT_SINK_MODE: SinkMode = "multiset"
@@ -117,10 +117,12 @@ def _input_fields(topo: Topology) -> Iterator[Problem]:
 
 def _operator_fields(topo: Topology) -> Iterator[Problem]:
     for i, op in enumerate(topo.operators):
-        yield from _operator_problems(i, op, topo.input.seed)
+        yield from _operator_problems(i, op, topo.input.seed, topo.input.records)
 
 
-def _operator_problems(i: int, op: OperatorSpec, seed: int) -> Iterator[Problem]:
+def _operator_problems(
+    i: int, op: OperatorSpec, seed: int, records: int
+) -> Iterator[Problem]:
     at: Loc = ("operators", i)
     known = operator_names()
     if op.type not in known:
@@ -129,7 +131,7 @@ def _operator_problems(i: int, op: OperatorSpec, seed: int) -> Iterator[Problem]
     if op.mode is not None and op.type != "sink":
         yield Problem((*at, "mode"), "only sinks take a mode")
     if is_source(op.type):
-        yield from _source_params(at, op, seed)
+        yield from _source_params(at, op, seed, records)
         return
     kind = OPERATORS[op.type]
     if kind.needs_function and not op.function:
@@ -170,7 +172,12 @@ def _function_hint() -> str:
     return f"built-ins: {builtin_summary()}, or 'module:function'"
 
 
-def _source_params(at: Loc, op: OperatorSpec, seed: int) -> Iterator[Problem]:
+# Words a text source may generate in one run: beyond it the golden run's output does
+# not fit in memory.
+MAX_WORDS = 200_000_000
+
+
+def _source_params(at: Loc, op: OperatorSpec, seed: int, records: int) -> Iterator[Problem]:
     spec = SOURCES[op.type]
     for key, value in op.params.items():
         if key not in spec.defaults:
@@ -184,9 +191,15 @@ def _source_params(at: Loc, op: OperatorSpec, seed: int) -> Iterator[Problem]:
             yield Problem((*at, "params", key), wrong)
             return
     try:
-        make_source(op.type, seed, op.params)
+        merged = check_source(op.type, op.params)
     except (ValueError, TypeError) as exc:
         yield Problem((*at, "params"), str(exc))
+        return
+    words = records * int(merged.get("words_per_line", 1))
+    if words > MAX_WORDS:
+        yield Problem((*at, "params", "words_per_line"),
+                      f"{records} records x {merged['words_per_line']} words is {words} "
+                      f"words, more than the golden run can hold ({MAX_WORDS})")
 
 
 def _wrong_type(value: object, default: object) -> str | None:

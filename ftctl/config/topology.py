@@ -28,7 +28,10 @@ class RateChange(_Strict):
 class InputSpec(_Strict):
     """How much input the sources generate and how fast."""
 
-    records: int = Field(default=2000, ge=1, description="Records each source generates.")
+    records: int = Field(
+        default=2000, ge=1, le=100_000_000,
+        description="Records each source generates (at most 10**8: the golden run holds "
+        "the whole output in memory).")
     rate: float | None = Field(
         default=None,
         gt=0,
