@@ -383,11 +383,17 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
         return None
 
     def _segments(self, i: str, plan: RollbackPlan) -> tuple[int, ...]:
+        """A restarted logger gets back its whole log L(e, f): every segment up to its
+        frontier that some receiver may still need (above the receivers' watermark), not
+        only this round's replay, since a later round may roll a receiver back further."""
         if not self.policy[i].logs or self.graph.is_source(i):
             return ()
-        epochs = sorted({t for e in self.graph.out_channels(i)
-                         for t in plan.replay.get(str(e), ())})
-        return tuple(segment_ref(t) for t in epochs)
+        f = plan.frontiers[i]
+        if f is TOP or f < 0:
+            return ()
+        keeps = [self.lw[self.flow_dst(e)] for e in self.graph.out_channels(i)]
+        m = min((k for k in keeps if k is not TOP), default=f)
+        return tuple(segment_ref(t) for t in range(max(m + 1, 0), f + 1))
 
     def _replays(self, plan: RollbackPlan, restarted: set[str],
                  moved: Mapping[str, int]) -> list[CoordinatorAction]:
