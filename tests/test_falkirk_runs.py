@@ -92,3 +92,12 @@ def test_every_shipped_mutant_is_caught(mutant) -> None:
 
 def test_at_least_ten_mutants_ship() -> None:
     assert len(MUTANTS) >= 10 and set(CAUGHT_AT) == {m.name for m in MUTANTS}
+
+
+def test_a_restarted_logger_still_has_what_a_later_round_asks_for() -> None:
+    """split[1] (a logger) restarts at 1; the sink then fails, rolling the counts back
+    to nothing: split[1] must replay epochs 0 and 1 from the segments it got back."""
+    k = FalkirkKernel(load("wordcount"), FalkirkParams(default_stateless="log"), seed=1156)
+    out = k.run(kills=((0.0222, "split[1]"), (0.0375, "out[0]")))
+    assert judge(out, gold("wordcount")) == (0, 0) and k.coord.finished(k)
+    assert k.rollbacks["count[0]"] == 1  # the second round did reach back past split[1]
