@@ -31,7 +31,7 @@ from ftctl.config.load import load_topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.spark.host import HEARTBEAT_TIMEOUT, SparkHost
 from ftctl.spark.session import start_session, stop_session
-from protocols.registry import PROTOCOLS, resolve_params
+from protocols.registry import PROTOCOLS
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDCOUNT = ROOT / "topologies" / "wordcount.yaml"
@@ -45,7 +45,7 @@ def trial(sc: Any, how: str, work: Path) -> float | None:
     topology.input.records = 20_000
     topology.input.rate = 5_000
     info = PROTOCOLS["none"]
-    host = SparkHost(sc, ExecutionGraph(topology), info, resolve_params(info, {}),
+    host = SparkHost(sc, ExecutionGraph(topology), info, info.resolve({}),
                      f"bench-{how}", work / f"{how}-{time.monotonic_ns()}", rate=5_000,
                      timeout=120)
     struck: list[float] = []
@@ -77,7 +77,7 @@ def load_run(sc: Any, records: int, work: Path) -> tuple[int, float, list[dict[s
     topology = load_topology(WORDCOUNT)
     topology.input.records = records
     info = PROTOCOLS["checkpoint"]
-    host = SparkHost(sc, ExecutionGraph(topology), info, resolve_params(info, {}),
+    host = SparkHost(sc, ExecutionGraph(topology), info, info.resolve({}),
                      "bench-load", work / "load", timeout=600)
     result = host.run()
     false = [e for e in result.events if e["event"] == "detected"]

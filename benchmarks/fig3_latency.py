@@ -34,7 +34,7 @@ from typing import Any
 from ftctl.commands.runner import RunContext, RunExtension, RunRequest, execute
 from ftctl.config.load import load_topology
 from ftctl.spark.host import HostResult
-from protocols.registry import PROTOCOLS, resolve_params
+from protocols.registry import PROTOCOLS
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARDER = ROOT / "topologies" / "sharder.yaml"
@@ -63,7 +63,7 @@ def point(master: str, protocol: str, rate: float, seconds: float,
     given = dict(kv.split("=", 1) for kv in spec.split("+") if kv)
     info = PROTOCOLS[name]
     cap = Capture()
-    req = RunRequest(topology, info, resolve_params(info, given), master=master, workers=2,
+    req = RunRequest(topology, info, info.resolve(given), master=master, workers=2,
                      results=work / "results", timeout=600.0, as_json=True, quiet=True)
     code = execute(req, cap)
     assert cap.result is not None, f"{protocol} at {rate}: run failed (exit {code})"

@@ -11,12 +11,14 @@ The host carries plans out. Time only enters as the ``now`` argument.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker, Message
+from protocols.contract.params import NoParams, ProtocolParams, RunShape, validate
 from protocols.contract.spec import Guarantee
 
 __all__ = ["Guarantee"]  # re-exported: the contract owns it
@@ -84,7 +86,7 @@ PlanStep = Stop | Start | Commit | Discard | Control | Event
 class InstanceProtocol:
     """Default behaviour: process batches in arrival order, forward end-of-stream."""
 
-    def __init__(self, core: InstanceCore, params: dict[str, Any], blob: Any, init: Any):
+    def __init__(self, core: InstanceCore, params: Any, blob: Any, init: Any):
         self.core = core
         self.params = params
 
@@ -133,7 +135,7 @@ class InstanceProtocol:
 class CoordinatorProtocol:
     """Default: nothing to coordinate; restart a failed instance fresh."""
 
-    def __init__(self, graph: ExecutionGraph, params: dict[str, Any]):
+    def __init__(self, graph: ExecutionGraph, params: Any):
         self.graph = graph
         self.params = params
         self.eos_sent: set[str] = set()
@@ -173,11 +175,28 @@ class CoordinatorProtocol:
 
 @dataclass(frozen=True)
 class ProtocolInfo:
+    """A registered protocol. ``params`` is its pydantic parameter model; ``guarantee``
+    is what it promises unless ``guarantee_from`` derives that from the params."""
+
     name: str
     guarantee: Guarantee
     description: str
     paper: str
     instance: type[InstanceProtocol]
     coordinator: type[CoordinatorProtocol]
-    defaults: dict[str, Any] = field(default_factory=dict)
-    choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # param -> allowed values
+    params: type[ProtocolParams] = NoParams
+    guarantee_from: Callable[[Any], Guarantee] | None = None
+
+    def resolve(self, given: Mapping[str, Any] | ProtocolParams,
+                shape: RunShape | None = None) -> ProtocolParams:
+        """The validated params for a run (raises ``ParamError`` naming the bad one).
+
+        ``given`` is what the user set (strings from ``--param``, values from a file, or
+        an already validated model); ``"auto"`` values are resolved for ``shape``.
+        """
+        params = given if isinstance(given, ProtocolParams) else validate(
+            self.params, given, self.name)
+        return params.for_run(shape or RunShape())
+
+    def guarantee_of(self, params: ProtocolParams) -> Guarantee:
+        return self.guarantee_from(params) if self.guarantee_from else self.guarantee

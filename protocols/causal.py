@@ -64,30 +64,46 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from ftctl.runtime.actions import Persist
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Message
 from protocols.base import Control, CoordinatorProtocol, Event, PlanStep, Start, Stop
+from protocols.contract.params import ProtocolParams
 from protocols.logged import SLOT, LoggedInstance, eos_ok
 from protocols.treeclock import Plain, TreeClock, plain_child, t_min_of, t_star
+
+
+class CausalParams(ProtocolParams):
+    """``--param`` keys of ``causal``."""
+
+    depth: int = Field(default=2, ge=1, description="Concurrent failures the tree clocks "
+                       "are sized for: diffs keep depth + 1 levels below the root.")
+    snapshot_every: int = Field(default=10, ge=1, description="Processed batches per "
+                                "input channel between two local snapshots.")
+    clocks: Literal["on", "off"] = Field(default="on", description="off: no diffs are "
+                                         "piggybacked or logged (measures what clocks "
+                                         "cost); every failure takes the fallback.")
+
 
 ReplayEvent = tuple[int, str | None, int]  # (B time, parent id, parent time)
 SINK_SLOT = 2  # a sink's visible counts per key since its last local snapshot
 
 
 class CausalInstance(LoggedInstance):
-    def __init__(self, core: InstanceCore, params: dict[str, Any], blob: Any, init: Any):
+    def __init__(self, core: InstanceCore, params: CausalParams, blob: Any, init: Any):
         super().__init__(core, params, blob, init)
         init = init or {}
-        self.depth = int(params["depth"]) + 1
+        self.depth = params.depth + 1
         # ``clocks: off`` measures what the clocks cost (paper 000, Fig. 3): no diff is
         # piggybacked or logged, so a failure can only be recovered by the fallback.
-        self.clocks = params["clocks"] == "on"
+        self.clocks = params.clocks == "on"
         # Per input channel: a merging instance (a sink behind 20 shards) gets many small
         # batches, each a slice of one upstream batch.
-        self.every = int(params["snapshot_every"]) * max(1, len(core.inputs))
+        self.every = params.snapshot_every * max(1, len(core.inputs))
         self.epoch = int(init.get("epoch", 0))
         self.clock = TreeClock(core.id)
         self.time = 0
@@ -314,7 +330,7 @@ class _Recovery:
 
 
 class CausalCoordinator(CoordinatorProtocol):
-    def __init__(self, graph: Any, params: dict[str, Any]):
+    def __init__(self, graph: Any, params: CausalParams):
         super().__init__(graph, params)
         self.epoch = 0
         self.rid = 0
@@ -386,7 +402,7 @@ class CausalCoordinator(CoordinatorProtocol):
     def on_failure(self, failed: set[str], now: float) -> list[PlanStep]:
         if self.finished():
             return [Event("ignored", {"failed": sorted(failed), "reason": "run finished"})]
-        if self.params["clocks"] == "off":
+        if self.params.clocks == "off":
             return self._fallback(failed, "no clocks to pin the failed instances' order")
         busy = set(failed) | set(self.recovering) | self.replaying
         if any(n in busy for f in failed

@@ -23,7 +23,9 @@ is exactly-once.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker, Message
@@ -37,8 +39,34 @@ from protocols.base import (
     Start,
     Stop,
 )
+from protocols.contract.params import ProtocolParams, RunShape
 
 SNAPSHOT = "snapshot"
+CLUSTER_INTERVAL = 1.0  # seconds between snapshots on a cluster when interval is "auto"
+
+
+class CheckpointParams(ProtocolParams):
+    """``--param`` keys of ``checkpoint``."""
+
+    interval: Annotated[float, Field(gt=0)] | Literal["auto"] = Field(
+        default="auto", description="Seconds between snapshot tokens at the sources; auto: "
+        f"{CLUSTER_INTERVAL:g} s on a cluster, an eighth of the run in simulation (so every "
+        "simulated run takes several snapshots whatever its length).")
+    alignment: Literal["unaligned", "aligned"] = Field(
+        default="unaligned", description="unaligned: Noir's snapshots with channel state; "
+        "aligned: Flink's barrier alignment.")
+
+    def for_run(self, shape: RunShape) -> CheckpointParams:
+        if self.interval != "auto":
+            return self
+        return self.model_copy(update={"interval": shape.period(CLUSTER_INTERVAL)})
+
+    def seconds(self) -> float:
+        """The interval of a resolved run (``for_run`` replaced ``"auto"``)."""
+        if self.interval == "auto":
+            raise ValueError("checkpoint interval not resolved for the run")
+        return self.interval
+
 FINAL = 2**31 - 1  # id of the snapshot taken at end of stream
 
 
@@ -53,10 +81,10 @@ class _Pending:
 
 
 class CheckpointInstance(InstanceProtocol):
-    def __init__(self, core: InstanceCore, params: dict[str, Any], blob: Any, init: Any):
+    def __init__(self, core: InstanceCore, params: CheckpointParams, blob: Any, init: Any):
         super().__init__(core, params, blob, init)
-        self.aligned = params.get("alignment", "unaligned") == "aligned"
-        self.interval = float(params["interval"])
+        self.aligned = params.alignment == "aligned"
+        self.interval = params.seconds()
         self.pending: dict[int, _Pending] = {}
         self.blocked: dict[int, list[Message]] = {}  # aligned: channel -> held messages
         self.aligning: _Pending | None = None
@@ -189,7 +217,7 @@ class CheckpointInstance(InstanceProtocol):
 
 
 class CheckpointCoordinator(CoordinatorProtocol):
-    def __init__(self, graph: Any, params: dict[str, Any]):
+    def __init__(self, graph: Any, params: CheckpointParams):
         super().__init__(graph, params)
         self.persisted: dict[int, set[str]] = {}
         self.complete = 0  # 0: the initial state, complete by definition

@@ -29,7 +29,7 @@ from protocols.logged import SLOT, LoggedInstance
 
 
 class LineageInstance(LoggedInstance):
-    def __init__(self, core: InstanceCore, params: dict[str, Any], blob: Any, init: Any):
+    def __init__(self, core: InstanceCore, params: Any, blob: Any, init: Any):
         super().__init__(core, params, blob, init)
         if core.is_sink:
             if blob is not None:

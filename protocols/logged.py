@@ -36,7 +36,7 @@ def eos_ok(marker: Marker, pos: int) -> bool:
 
 
 class LoggedInstance(InstanceProtocol):
-    def __init__(self, core: InstanceCore, params: dict[str, Any], blob: Any, init: Any):
+    def __init__(self, core: InstanceCore, params: Any, blob: Any, init: Any):
         super().__init__(core, params, blob, init)
         self.pos: dict[int, int] = dict.fromkeys(core.inputs, 0)
         self.plog: dict[int, list[Batch]] = {ch: [] for ch in core.out_channels}

@@ -19,7 +19,7 @@ from protocols.base import (
 
 
 class NoneInstance(InstanceProtocol):
-    def __init__(self, core: Any, params: dict[str, Any], blob: Any, init: Any):
+    def __init__(self, core: Any, params: Any, blob: Any, init: Any):
         super().__init__(core, params, blob, init)
         init = init or {}
         if core.is_source and "offset" in init:
@@ -29,7 +29,7 @@ class NoneInstance(InstanceProtocol):
 
 
 class NoneCoordinator(CoordinatorProtocol):
-    def __init__(self, graph: Any, params: dict[str, Any]):
+    def __init__(self, graph: Any, params: Any):
         super().__init__(graph, params)
         self.offsets: dict[str, int] = {}
 

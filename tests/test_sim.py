@@ -152,4 +152,19 @@ def test_sim_rejects_unknown_protocol_and_param() -> None:
         ],
     )
     assert res.exit_code == 2
-    assert "alignment must be one of unaligned, aligned" in res.output
+    assert "alignment must be 'unaligned' or 'aligned', got 'sideways'" in res.output
+
+
+@pytest.mark.parametrize(("protocol", "item", "message"), [
+    ("causal", "depth=0", "depth must be >= 1, got '0'"),
+    ("causal", "snapshot_every=x", "snapshot_every must be an integer, got 'x'"),
+    ("checkpoint", "interval=-1", "interval must be > 0.0 or 'auto', got '-1'"),
+    ("lineage", "depth=2", "unknown parameter 'depth' for lineage"),
+])
+def test_sim_rejects_a_bad_param_value_before_running(protocol: str, item: str,
+                                                      message: str) -> None:
+    res = runner.invoke(app, ["sim", str(TOPOLOGIES / "wordcount.yaml"), "-p", protocol,
+                              "--param", item])
+    assert res.exit_code == 2, res.output
+    assert message in res.output and "Traceback" not in res.output
+    assert "schedules/min" not in res.output  # refused before any schedule ran

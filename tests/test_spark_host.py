@@ -29,7 +29,7 @@ from ftctl.spark.host import SparkHost
 from ftctl.spark.session import start_session, stop_session
 from ftctl.verify.checker import verify
 from ftctl.verify.golden import golden_for
-from protocols.registry import PROTOCOLS, resolve_params
+from protocols.registry import PROTOCOLS
 
 pytestmark = pytest.mark.spark
 
@@ -175,7 +175,7 @@ def test_kill_under_checkpoint_is_exactly_once(spark: Any, tmp_path: Path) -> No
     topology.input.rate = 5000
     graph = ExecutionGraph(topology)
     info = PROTOCOLS["checkpoint"]
-    params = resolve_params(info, {"interval": 0.5})
+    params = info.resolve({"interval": 0.5})
     host = SparkHost(spark.sparkContext, graph, info, params, "test-ckpt", tmp_path / "snapshots",
                      rate=topology.input.rate, timeout=120)
     killed: list[int] = []

@@ -45,7 +45,6 @@ from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.pace import Pace
 from ftctl.spark.host import HostResult
 from ftctl.tables import print_table
-from protocols.registry import resolve_params
 
 DEFAULT_RECORDS = 50_000
 TARGET_SECONDS = 25.0  # default run length: room for a baseline before and after faults
@@ -106,7 +105,7 @@ def chaos(
         raise ConfigError("--label", None, str(exc)) from None
     topology = load_topology(topology_file)
     info, given = protocol_and_params(protocol, param)
-    params = resolve_params(info, given)
+    params = info.resolve(given)
     replayed = None
     if replay is not None:
         schedule, replayed = from_replay(replay, results, ExecutionGraph(topology).order)

@@ -12,7 +12,8 @@ from rich.markup import escape
 from ftctl.config.errors import ConfigError
 from ftctl.console import EXIT_USAGE, err_console
 from protocols.base import ProtocolInfo
-from protocols.registry import get_protocol, resolve_params
+from protocols.contract.params import ParamError, ProtocolParams, parse_items, validate
+from protocols.registry import get_protocol
 
 Spares = Annotated[int, typer.Option(
     "--spares", min=0, max=64, help="Idle Spark tasks kept ready: a restarted instance takes one "
@@ -38,7 +39,7 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
 
 
 def parse_params(items: list[str] | None) -> dict[str, Any]:
-    """``["interval=0.5", "alignment=aligned"]`` -> dict; numbers stay strings until resolved."""
+    """Flat ``["a=1", "b=x"]`` -> dict for options that are not protocol params (figures)."""
     out: dict[str, Any] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
@@ -48,8 +49,12 @@ def parse_params(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
-def protocol_and_params(name: str, items: list[str] | None) -> tuple[ProtocolInfo, dict[str, Any]]:
-    """The protocol by name and the user's parameters, validated (raises ConfigError)."""
+def protocol_and_params(name: str,
+                        items: list[str] | None) -> tuple[ProtocolInfo, ProtocolParams]:
+    """The protocol by name and the user's ``--param`` items, validated (raises ConfigError
+    naming the param). Dotted keys nest: ``burst.window=5``. ``"auto"`` values stay until
+    the host resolves them for its run (``ProtocolInfo.resolve``). A shipped mutant's
+    variant params come first; the user's override them."""
     planted: dict[str, Any] = {}
     try:
         if "/" in name:  # a shipped mutant, ``checkpoint/commit-early`` (protocols/mutants.py)
@@ -60,9 +65,7 @@ def protocol_and_params(name: str, items: list[str] | None) -> tuple[ProtocolInf
             info = get_protocol(name)
     except KeyError as exc:
         raise ConfigError("--protocol", None, str(exc.args[0])) from None
-    given = {**planted, **parse_params(items)}
     try:
-        resolve_params(info, given)
-    except ValueError as exc:
+        return info, validate(info.params, {**planted, **parse_items(items)}, info.name)
+    except ParamError as exc:
         raise ConfigError("--param", None, str(exc)) from None
-    return info, given

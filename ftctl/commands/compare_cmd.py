@@ -12,7 +12,7 @@ from rich.table import Table
 from ftctl.cluster.labels import LabelSyntaxError, expand_labels
 from ftctl.commands.chaos_cmd import expected_seconds, size_input
 from ftctl.commands.chaos_plan import check_cluster, from_kills, from_scenario
-from ftctl.commands.common import Spares, parse_params, user_errors
+from ftctl.commands.common import Spares, user_errors
 from ftctl.commands.runner import DEFAULT_SPARES, Verbose
 from ftctl.compare.report import COST, LEGEND, OUTCOME, render, row
 from ftctl.compare.runner import CompareRequest, needs_own_cluster, run_comparison
@@ -24,7 +24,8 @@ from ftctl.results import DEFAULT_ROOT, RunStore, atomic_write_bytes, atomic_wri
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.tables import print_table
 from protocols.base import ProtocolInfo
-from protocols.registry import PROTOCOLS, get_protocol, resolve_params
+from protocols.contract.params import ParamError, parse_items, validate
+from protocols.registry import PROTOCOLS, get_protocol
 
 compare_app = typer.Typer(help="Compare protocols side by side.", no_args_is_help=True)
 
@@ -134,18 +135,16 @@ def _protocols(names: str | None) -> list[ProtocolInfo]:
 
 def _params(items: list[str] | None, infos: list[ProtocolInfo]) -> dict[str, dict[str, Any]]:
     """``checkpoint.interval=0.5`` -> {"checkpoint": {"interval": "0.5"}}, checked."""
-    per: dict[str, dict[str, Any]] = {}
-    for key, value in parse_params(items).items():
-        proto, dot, name = key.partition(".")
-        if not dot or proto not in {i.name for i in infos}:
-            raise ConfigError("--param", None,
-                              f"expected protocol.key=value for a compared protocol, got {key!r}")
-        per.setdefault(proto, {})[name] = value
-    for info in infos:
-        try:
-            resolve_params(info, per.get(info.name, {}))
-        except ValueError as exc:
-            raise ConfigError("--param", None, str(exc)) from None
+    try:
+        per = parse_items(items)
+        for proto, given in per.items():
+            if not isinstance(given, dict) or proto not in {i.name for i in infos}:
+                raise ParamError(f"expected protocol.key=value for a compared protocol, "
+                                 f"got {proto!r}")
+        for info in infos:
+            validate(info.params, per.get(info.name, {}), info.name)
+    except ParamError as exc:
+        raise ConfigError("--param", None, str(exc)) from None
     return per
 
 

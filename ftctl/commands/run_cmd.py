@@ -12,7 +12,6 @@ from ftctl.commands.runner import DEFAULT_SPARES, RunRequest, Verbose, execute
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.results import DEFAULT_ROOT
-from protocols.registry import resolve_params
 
 
 def register(app: typer.Typer) -> None:
@@ -60,7 +59,7 @@ def run(
     if backend not in ("local", "docker"):
         raise ConfigError("--backend", None, f"expected local or docker, got {backend!r}")
     info, given = protocol_and_params(protocol, param)
-    params = resolve_params(info, given)
+    params = info.resolve(given)
     code = execute(RunRequest(topology, info, params, master=master, workers=workers,
                               results=results, timeout=timeout, as_json=as_json,
                               backend=backend, spares=spares, verbose=verbose))

@@ -37,6 +37,7 @@ from ftctl.verify.checker import Verdict, verify
 from ftctl.verify.golden import golden_for
 from ftctl.verify.oracle import OracleResult, oracle_check
 from protocols.base import ProtocolInfo
+from protocols.contract.params import ProtocolParams
 
 EXIT_INTERRUPTED = 130
 LOGS = "logs"  # in the run folder: the driver's and executors' JVM output
@@ -57,7 +58,7 @@ Verbose = Annotated[bool, typer.Option(
 class RunRequest:
     topology: Topology
     info: ProtocolInfo
-    params: dict[str, Any]
+    params: ProtocolParams  # resolved for the run (ProtocolInfo.resolve)
     master: str | None
     workers: int
     results: Path
@@ -120,7 +121,8 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
                                 kind=req.kind)
     run_store.write_config({
         "topology": topology.model_dump(by_alias=True), "protocol": info.name,
-        "params": req.params, "master": master, "workers": None if master else req.workers,
+        "params": req.params.model_dump(mode="json"), "master": master,
+        "workers": None if master else req.workers,
         "host": "spark", "backend": None if master else req.backend,
         "labels": req.labels, "spares": req.spares, **req.config,
     })
@@ -175,8 +177,8 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
             result = host.run()
         ext.host_done(ctx, result)
         timings["run_s"] = round(result.seconds, 2)
-        verdict = verify(sink_modes(topology), golden, result.outputs, info.guarantee,
-                         complete=result.complete)
+        verdict = verify(sink_modes(topology), golden, result.outputs,
+                         info.guarantee_of(req.params), complete=result.complete)
         oracle = oracle_check(spark, topology, result.outputs) if result.complete else None
         run_store.write_outputs(result.outputs)
         run_store.write_metrics(result.metrics)
@@ -278,7 +280,7 @@ def _summary(run_store: RunStore, topology: Topology, info: ProtocolInfo, result
     busy = max(result.seconds - result.started_at, 1e-9)
     return {
         "run_id": run_store.run_id, "path": str(run_store.path), "topology": topology.name,
-        "protocol": info.name, "guarantee": info.guarantee.value, "exit_code": code,
+        "protocol": info.name, "guarantee": verdict.guarantee.value, "exit_code": code,
         "passed": code == EXIT_OK, "complete": result.complete,
         "records": total, "records_per_s": round(total / busy, 1),
         "processing_s": round(busy, 3), "timings": timings,

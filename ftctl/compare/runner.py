@@ -39,7 +39,6 @@ from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.spark.host import HostResult
 from protocols.base import ProtocolInfo
-from protocols.registry import resolve_params
 
 
 class CaptureExtension(RunExtension):
@@ -177,7 +176,7 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
                 prefix = f"[{done}/{total}] "
                 capture = CaptureExtension(ChaosExtension(schedule, duration))
                 request = RunRequest(
-                    req.topology, info, resolve_params(info, req.params.get(info.name, {})),
+                    req.topology, info, info.resolve(req.params.get(info.name, {})),
                     master=shared.master_url if shared else None, workers=req.workers,
                     results=req.results, timeout=req.timeout, as_json=False,
                     backend=req.backend, labels=req.labels, cores=cores, kind="compare",
@@ -199,7 +198,8 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
                     comp.recorded_from = capture.figures.run_id
                     schedule, _ = from_replay(comp.recorded_from, req.results, graph.order)
             comp.runs += runs
-            comp.protocols.append(summarize(info.name, info.guarantee.value, runs))
+            comp.protocols.append(summarize(info.name, info.guarantee_of(
+                info.resolve(req.params.get(info.name, {}))).value, runs))
         add_overheads(comp.protocols)
         return comp
     finally:

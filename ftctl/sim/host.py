@@ -35,6 +35,7 @@ from protocols.base import (
     Start,
     Stop,
 )
+from protocols.contract.params import ProtocolParams
 
 # Simulated-time constants (seconds). Small, so runs are short; their ratios are what matter.
 NET_DELAY = 0.0004
@@ -74,7 +75,7 @@ class _Live:
 
 
 class SimHost:
-    def __init__(self, graph: ExecutionGraph, protocol: ProtocolInfo, params: dict[str, Any],
+    def __init__(self, graph: ExecutionGraph, protocol: ProtocolInfo, params: ProtocolParams,
                  seed: int, schedule: FailureSchedule | None = None, trace: bool = False,
                  hash_trace: bool = False,
                  max_events: int | Literal["default"] | None = "default"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +15,8 @@ from ftctl.sim.faults import FailureSchedule
 from ftctl.sim.host import SimHost, SimResult, source_step
 from ftctl.verify.checker import Verdict, index_by_key, verify
 from protocols.base import Guarantee, ProtocolInfo
-from protocols.registry import PROTOCOLS, resolve_params
+from protocols.contract.params import NoParams, ProtocolParams, RunShape
+from protocols.registry import PROTOCOLS
 
 SNAPSHOTS_PER_RUN = 8
 
@@ -34,16 +35,13 @@ def nominal_duration(graph: ExecutionGraph) -> float:
 
 
 def sim_params(graph: ExecutionGraph, protocol: ProtocolInfo,
-               given: dict[str, Any]) -> dict[str, Any]:
-    """Protocol parameters for simulation.
+               given: Mapping[str, Any] | ProtocolParams) -> ProtocolParams:
+    """Protocol parameters for simulation (raises ``ParamError`` naming a bad one).
 
-    A timer interval the user did not set is scaled to the simulated run, so every run
-    takes several snapshots whatever its length.
+    ``"auto"`` values resolve against the simulated run's nominal length, so a periodic
+    protocol acts several times per run whatever its length.
     """
-    params = resolve_params(protocol, given)
-    if "interval" in params and "interval" not in given:
-        params["interval"] = nominal_duration(graph) / SNAPSHOTS_PER_RUN
-    return params
+    return protocol.resolve(given, RunShape(nominal_duration(graph), SNAPSHOTS_PER_RUN))
 
 
 def golden_output(graph: ExecutionGraph) -> dict[str, list[tuple[Any, Any]]]:
@@ -52,7 +50,7 @@ def golden_output(graph: ExecutionGraph) -> dict[str, list[tuple[Any, Any]]]:
     No cap on the number of events: without failures the run always ends, and a golden
     output cut short would make every complete run look like it produced extra records.
     """
-    result = SimHost(graph, PROTOCOLS["none"], {}, seed=0, max_events=None).run()
+    result = SimHost(graph, PROTOCOLS["none"], NoParams(), seed=0, max_events=None).run()
     if not result.complete:
         raise RuntimeError(f"the fault-free run of {graph.topology.name} did not finish")
     return result.outputs
@@ -97,12 +95,13 @@ def _median(values: list[float]) -> float:
 class Simulator:
     """Holds the golden output and runs schedules against it."""
 
-    def __init__(self, topology: Topology, protocol: ProtocolInfo, given: dict[str, Any],
+    def __init__(self, topology: Topology, protocol: ProtocolInfo,
+                 given: Mapping[str, Any] | ProtocolParams,
                  guarantee: Guarantee | None = None, max_failures: int = 3, max_burst: int = 3):
         self.graph = ExecutionGraph(topology)
         self.protocol = protocol
         self.params = sim_params(self.graph, protocol, given)
-        self.guarantee = guarantee or protocol.guarantee
+        self.guarantee = guarantee or protocol.guarantee_of(self.params)
         self.modes = sink_modes(topology)
         self.golden = golden_output(self.graph)
         self.golden_index = {s: index_by_key(out) for s, out in self.golden.items()}

@@ -50,6 +50,7 @@ from protocols.base import (
     Start,
     Stop,
 )
+from protocols.contract.params import ProtocolParams
 
 # Silence (heartbeats are 0.5 s apart) before an instance counts as hung. Judged by the
 # sender's stamp of the newest heartbeat read, and only when no heartbeat bytes wait
@@ -109,7 +110,7 @@ Progress = Callable[[dict[str, tuple[int, int]], float], None]
 
 class SparkHost:
     def __init__(self, sc: Any, graph: ExecutionGraph, protocol: ProtocolInfo,
-                 params: dict[str, Any], run_id: str, store_dir: Path,
+                 params: ProtocolParams, run_id: str, store_dir: Path,
                  rate: float | None = None, on_event: EventSink | None = None,
                  progress: Progress | None = None, timeout: float = 3600.0,
                  on_start: Callable[[], None] | None = None, spares: int = 0):
@@ -505,7 +506,8 @@ class SparkHost:
         blob = start_blob(self.store, iid, step.restore, step.also)
         payload = TaskPayload(
             run_id=self.run_id, instance=iid, inc=inc, protocol=self.info.name,
-            params=self.params, topology=self.topology_data, blob=blob, init=step.init,
+            params=self.params.model_dump(mode="json"), topology=self.topology_data,
+            blob=blob, init=step.init,
             coordinator=self.server.address if self.server else ("127.0.0.1", 0),
             token=self.token, rate=self.rate, store_dir=str(self.store.root),
             store_key=self.store.key())

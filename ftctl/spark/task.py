@@ -50,7 +50,7 @@ class TaskPayload:
     instance: str
     inc: int
     protocol: str
-    params: dict[str, Any]
+    params: dict[str, Any]  # the run's resolved ProtocolParams, dumped
     topology: dict[str, Any]
     blob: Any
     init: Any
@@ -112,7 +112,8 @@ class InstanceTask:
         self.dst_of = {ch: graph.channels[ch].dst for ch in self.core.out_channels}
         # The protocol may already act in its constructor (replaying channel state,
         # ending inputs that ended before); those actions wait for ``go``.
-        self.proto = PROTOCOLS[p.protocol].instance(self.core, p.params, p.blob, p.init)
+        info = PROTOCOLS[p.protocol]
+        self.proto = info.instance(self.core, info.resolve(p.params), p.blob, p.init)
         self.inbox: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=INBOX_FRAMES)
         self.ctl: collections.deque[tuple[Any, ...]] = collections.deque()
         self.out: dict[str, Connection | None] = {}

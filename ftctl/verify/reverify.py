@@ -53,7 +53,8 @@ def reverify(run: RunStore, guarantee: Guarantee | None = None) -> Reverificatio
     """Judge a stored run's outputs against golden; an unfinished run never passes."""
     cfg = run.read_config()
     topo = stored_topology(run)
-    declared = get_protocol(cfg["protocol"]).guarantee
+    info = get_protocol(cfg["protocol"])
+    declared = info.guarantee_of(info.resolve(cfg.get("params") or {}))
     status = run.status()
     complete = status == "complete"
     verdict = verify(sink_modes(topo), golden_for(topo), run.read_outputs(),

@@ -20,8 +20,16 @@ from protocols.contract.view import GraphView
 class RunShape:
     """What a run looks like before it starts: parameters marked ``"auto"`` scale to it."""
 
-    nominal_duration: float  # seconds the sources take to emit everything, fault-free
+    # Seconds the sources take to emit everything, fault-free; None on a real cluster,
+    # where "auto" values take the protocol's wall-clock default instead.
+    nominal_duration: float | None = None
     snapshots_per_run: int = 8  # a periodic protocol should act this often per run
+
+    def period(self, default: float) -> float:
+        """An ``"auto"`` period: ``snapshots_per_run`` per simulated run, else ``default``."""
+        if self.nominal_duration is None:
+            return default
+        return self.nominal_duration / self.snapshots_per_run
 
 
 class ProtocolParams(BaseModel):
@@ -80,27 +88,46 @@ def validate(model: type[P], given: Mapping[str, Any], protocol: str = "") -> P:
         raise ParamError(describe(exc, model, protocol)) from None
 
 
+_TYPE_TAGS = {"float", "int", "str", "bool", "none", "dict", "list", "tuple", "set"}
+_RULES = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=",
+          "less_than": "<"}
+_NOUNS = {"int": "an integer", "float": "a number", "bool": "true or false",
+          "string": "a string", "dict": "a group of key=value", "list": "a list"}
+
+
 def describe(exc: ValidationError, model: type[BaseModel], protocol: str = "") -> str:
-    """The first error of ``exc`` as one line: ``depth must be >= 1, got '0'``."""
-    err = exc.errors()[0]
-    name = ".".join(str(p) for p in err["loc"]) or "params"
-    ctx = err.get("ctx") or {}
-    got = err.get("input")
-    kind = err["type"]
-    rules = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=",
-             "less_than": "<"}
-    if kind == "extra_forbidden":
+    """The first bad param of ``exc`` as one line: ``depth must be >= 1, got '0'``.
+
+    A field whose type is a union (``interval: float | "auto"``) fails once per member;
+    those failures are joined: ``interval must be > 0 or 'auto', got '0'``.
+    """
+    errors = exc.errors()
+    name = _name(errors[0]["loc"])
+    same = [e for e in errors if _name(e["loc"]) == name]
+    first = same[0]
+    if first["type"] == "extra_forbidden":
         known = ", ".join(model.model_fields) or "none"
         who = f" for {protocol}" if protocol else ""
         return f"unknown parameter {name!r}{who} (known: {known})"
-    if kind in rules:
-        bound = next(iter(ctx.values()))
-        return f"{name} must be {rules[kind]} {bound}, got {got!r}"
-    if kind == "literal_error" or kind == "enum":
-        return f"{name} must be {ctx.get('expected', 'one of the allowed values')}, got {got!r}"
+    wants = " or ".join(dict.fromkeys(_expectation(e) for e in same))
+    return f"{name} must be {wants}, got {first.get('input')!r}"
+
+
+def _name(loc: tuple[int | str, ...]) -> str:
+    # Union members appear in the location as type tags ("constrained-float",
+    # "literal['auto']"); the user named only the field path.
+    parts = [str(p) for p in loc
+             if not (isinstance(p, str) and (p in _TYPE_TAGS or any(c in p for c in "[-(")))]
+    return ".".join(parts) or "params"
+
+
+def _expectation(err: Any) -> str:
+    kind, ctx = err["type"], err.get("ctx") or {}
+    if kind in _RULES:
+        return f"{_RULES[kind]} {next(iter(ctx.values()))}"
+    if kind in ("literal_error", "enum"):
+        return str(ctx.get("expected", "one of the allowed values"))
     if kind.endswith("_parsing") or kind.endswith("_type"):
         what = kind.split("_")[0]
-        noun = {"int": "an integer", "float": "a number", "bool": "true or false"}.get(
-            what, f"a valid {what}")
-        return f"{name} must be {noun}, got {got!r}"
-    return f"{name}: {err['msg']}"
+        return _NOUNS.get(what, f"a valid {what}")
+    return str(err["msg"]).removeprefix("Input should be ").removeprefix("Value error, ")
