@@ -17,6 +17,7 @@ class SnapshotStore(Protocol):
     def put(self, snapshot: int, instance: str, blob: Any) -> None: ...
     def get(self, snapshot: int, instance: str) -> Any: ...
     def discard_after(self, snapshot: int) -> None: ...
+    def delete(self, snapshot: int, instance: str) -> None: ...
     def snapshots_of(self, instance: str) -> list[int]: ...
     def bytes_written(self) -> int: ...
 
@@ -48,6 +49,9 @@ class MemoryStore:
     def discard_after(self, snapshot: int) -> None:
         for key in [k for k in self.blobs if k[0] > snapshot]:
             del self.blobs[key]
+
+    def delete(self, snapshot: int, instance: str) -> None:
+        self.blobs.pop((snapshot, instance), None)
 
     def snapshots_of(self, instance: str) -> list[int]:
         return sorted(s for s, i in self.blobs if i == instance)
@@ -136,6 +140,9 @@ class DirectoryStore:
         for d in self.root.iterdir():
             if d.is_dir() and d.name.isdigit() and int(d.name) > snapshot:
                 shutil.rmtree(d, ignore_errors=True)
+
+    def delete(self, snapshot: int, instance: str) -> None:
+        self._path(snapshot, instance).unlink(missing_ok=True)
 
     def snapshots_of(self, instance: str) -> list[int]:
         name = f"{instance}.pkl"

@@ -14,7 +14,7 @@ from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
 from ftctl.store import DirectoryStore
-from protocols.checkpoint import SNAPSHOT, CheckpointInstance
+from protocols.checkpoint import SNAPSHOT, CheckpointInstance, CheckpointParams
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,7 +69,7 @@ def test_a_checkpoint_blob_with_channel_state_is_plain_and_restores() -> None:
     topology = load_topology(ROOT / "topologies" / "wordcount.yaml")
     graph = ExecutionGraph(topology)
     core = InstanceCore(graph, "out[0]")
-    proto = CheckpointInstance(core, {"interval": 1.0}, None, None)
+    proto = CheckpointInstance(core, CheckpointParams(interval=1.0), None, None)
     first, second = core.inputs
     proto.on_message(first, Batch([("a", 1, 5)], 1))
     proto.on_message(first, Marker(SNAPSHOT, 1))
@@ -79,5 +79,6 @@ def test_a_checkpoint_blob_with_channel_state_is_plain_and_restores() -> None:
     assert codec.encode(blob)[:1] == MARSHAL_TAG
     assert blob["output"] == [("a", 1)]
     again = InstanceCore(graph, "out[0]")
-    CheckpointInstance(again, {"interval": 1.0}, codec.decode(codec.encode(blob)), None)
+    CheckpointInstance(again, CheckpointParams(interval=1.0), codec.decode(codec.encode(blob)),
+                       None)
     assert again.pending_output == [("b", 2)] and again.records_in == 1

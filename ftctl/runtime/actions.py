@@ -1,27 +1,41 @@
-"""Actions: what an instance or coordinator asks its host to do."""
+"""Actions: what an instance asks its host to do.
+
+``Send`` and ``Emit`` are the contract's (``protocols.contract.actions`` re-exports them):
+an ``InstanceCore`` produces them as they are. ``Persist`` and ``Report`` are the legacy
+contract's (``protocols.base``); ported protocols use the contract's instead.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ftctl.runtime.messages import Message
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Send:
-    """Put ``msg`` on channel ``channel``."""
+    """Put a batch or marker on an output channel. The kernel routes it to the unit that
+    currently hosts the channel's destination slot. Batches carry their ``seq`` already."""
 
     channel: int
     msg: Message
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Emit:
-    """Make records visible in the external sink now."""
+    """Make sink records visible now (at-most/at-least-once sinks, or deduplicated ones).
 
-    instance: str
-    records: list[tuple[Any, Any]]  # (key, value): event time is not part of the output
+    ``records`` are ``(key, value)``: event time is not part of the output.
+    ``uids``, when given, names each record: the sink store ignores a second emit of the
+    same ``(slot, uid)`` (an idempotent upsert in the outside world).
+    """
+
+    slot: str
+    records: Sequence[tuple[Any, Any]]
+    event_times: Sequence[int] = ()
+    uids: Sequence[Any] | None = None
 
 
 @dataclass(slots=True)

@@ -13,29 +13,35 @@ import hashlib
 import heapq
 import random
 from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ftctl.config.topology import Topology
-from ftctl.runtime.actions import Emit, Persist, Report, Send
+from ftctl.kernel.commands import (
+    CancelCoordinatorTimer,
+    Fence,
+    HostCommand,
+    Log,
+    SendControl,
+    SetCoordinatorTimer,
+    StartGroup,
+    Trace,
+)
+from ftctl.kernel.coordinator import CoordinatorKernel
+from ftctl.kernel.legacy import legacy_logic
+from ftctl.kernel.outputs import Outputs
+from ftctl.kernel.unit import Unit, perform
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Message
 from ftctl.sim.faults import FailureSchedule
-from ftctl.store import MemoryStore, SinkStore, SnapshotStore, start_blob
-from protocols.base import (
-    Commit,
-    Control,
-    CoordinatorProtocol,
-    Discard,
-    Event,
-    InstanceProtocol,
-    PlanStep,
-    ProtocolInfo,
-    Start,
-    Stop,
-)
+from ftctl.store import MemoryStore, SinkStore
+from protocols.base import ProtocolInfo
+from protocols.contract.events import BatchIn, ControlIn, MarkerIn, PeerIn, SourceReady, TimerFired
+from protocols.contract.logic import CoordinatorLogic, InstanceLogic
+from protocols.contract.messages import Msg
 from protocols.contract.params import ProtocolParams
+from protocols.contract.spec import ProtocolSpec
 
 # Simulated-time constants (seconds). Small, so runs are short; their ratios are what matter.
 NET_DELAY = 0.0004
@@ -65,17 +71,19 @@ class SimResult:
     end_time: float
 
 
-class _Live:
-    """A running incarnation of an instance."""
-
-    __slots__ = ("core", "inc", "proto")
-
-    def __init__(self, core: InstanceCore, proto: InstanceProtocol, inc: int):
-        self.core, self.proto, self.inc = core, proto, inc
+def logic_of(protocol: ProtocolInfo | ProtocolSpec[Any],
+             ) -> tuple[type[InstanceLogic[Any]], type[CoordinatorLogic[Any]]]:
+    """The contract-v2 logic classes of a registered protocol (legacy ones wrapped)."""
+    if isinstance(protocol, ProtocolInfo):
+        return legacy_logic(protocol)
+    return protocol.instance, protocol.coordinator
 
 
 class SimHost:
-    def __init__(self, graph: ExecutionGraph, protocol: ProtocolInfo, params: ProtocolParams,
+    """Transport, time and storage of the simulation; the kernel drives the protocol."""
+
+    def __init__(self, graph: ExecutionGraph, protocol: ProtocolInfo | ProtocolSpec[Any],
+                 params: ProtocolParams,
                  seed: int, schedule: FailureSchedule | None = None, trace: bool = False,
                  hash_trace: bool = False,
                  max_events: int | Literal["default"] | None = "default"):
@@ -93,17 +101,21 @@ class SimHost:
         self.now = 0.0
         self.heap: list[tuple[float, int, str, Any]] = []
         self.seq = 0
-        self.live: dict[str, _Live] = {}
-        self.inc = dict.fromkeys(graph.order, 0)
+        self.live: dict[str, Unit] = {}
         n = len(graph.channels)
         self.queues: list[deque[Message]] = [deque() for _ in range(n)]
         self.chan_epoch = [0] * n
         self.last_delivery = [0.0] * n
         self.last_report: dict[str, float] = {}
-        self.held_controls: dict[str, list[Any]] = {}
+        self.timers: dict[tuple[str, str], int] = {}  # (unit, key) -> token
+        self.timer_seq = 0
         self.store = MemoryStore()
         self.sinks = SinkStore()
-        self.coordinator: CoordinatorProtocol = protocol.coordinator(graph, params)
+        self.instance_logic, coordinator_logic = logic_of(protocol)
+        self.outputs = Outputs(self.sinks, self.store,
+                               legacy_blobs=isinstance(protocol, ProtocolInfo))
+        self.kernel = CoordinatorKernel(coordinator_logic, graph, params, self.store,
+                                        self.outputs)
         self.stats = SimStats()
         self.step_dt = source_step(graph.topology)
 
@@ -127,7 +139,7 @@ class SimHost:
     # ------------------------------------------------------------------ run
 
     def run(self) -> SimResult:
-        self._apply(self.coordinator.initial_plan())
+        self._apply(self.kernel.start(self.now))
         strikes = deque(self.schedule)
         heap = self.heap
         while heap:
@@ -139,22 +151,26 @@ class SimHost:
                 self._strike(strikes.popleft())
             if self.max_events is not None and self.stats.events > self.max_events:
                 break
-        complete = self.coordinator.finished()
+        complete = self.kernel.finished()
         return SimResult(self.sinks.by_operator(), complete, self.stats,
                          self.hasher.hexdigest() if self.hasher else "", self.trace,
                          self.events, self.now)
 
     # ------------------------------------------------------------------ events
 
+    def _live(self, iid: str, inc: int) -> Unit | None:
+        unit = self.live.get(iid)
+        return unit if unit is not None and unit.inc == inc else None
+
     def _on_step(self, data: tuple[str, int]) -> None:
         iid, inc = data
-        live = self.live.get(iid)
-        if live is None or live.inc != inc:
+        unit = self._live(iid, inc)
+        if unit is None:
             return
-        more = live.proto.on_step(self.now)
-        self._note(f"step {iid} offset={live.core.offset}")
-        self._perform(live)
-        if more:
+        acts = unit.handle(SourceReady(unit.id, self.now), self.now)  # type: ignore[arg-type]
+        self._note(f"step {iid} offset={unit.core.offset}")
+        perform(unit, acts, self)
+        if unit.logic.more_to_produce(unit.id):  # type: ignore[arg-type]
             jitter = self.step_dt * (0.5 + self.rng.random())
             self._push(self.now + jitter, "step", (iid, inc))
 
@@ -164,61 +180,74 @@ class SimHost:
             return
         msg = self.queues[ch].popleft()
         dst = self.graph.channels[ch].dst
-        live = self.live.get(dst)
-        if live is None:
+        unit = self.live.get(dst)
+        if unit is None:
             return  # the receiver is dead: the message is lost with it
         self._note(f"deliver ch{ch} {_describe(msg)} -> {dst}")
-        live.proto.on_message(ch, msg)
-        self._perform(live)
+        ev = BatchIn(dst, ch, msg) if type(msg) is Batch else MarkerIn(dst, ch, msg)  # type: ignore[arg-type]
+        perform(unit, unit.handle(ev, self.now), self)
 
-    def _on_report(self, data: tuple[str, int, Report]) -> None:
-        iid, inc, rep = data
-        if self.inc[iid] != inc:
-            return  # from an incarnation that has been stopped since
-        self._note(f"report {iid} {rep.kind} {rep.data}")
-        self._apply(self.coordinator.on_report(iid, rep.kind, rep.data, self.now))
+    def _on_report(self, data: tuple[str, int, Msg]) -> None:
+        iid, inc, msg = data
+        if self.kernel.incarnation(iid) != inc:  # type: ignore[arg-type]
+            return
+        self._note(f"report {iid} {_report_text(msg)}")
+        self._apply(self.kernel.report(iid, inc, msg, self.now))
 
     def _on_detect(self, failed: frozenset[str]) -> None:
         self._log("detected", instances=sorted(failed))
         self.stats.recoveries += 1
-        self._apply(self.coordinator.on_failure(set(failed), self.now))
+        self._apply(self.kernel.failure(failed, self.now))
 
-    def _on_start(self, data: list[tuple[Start, int]]) -> None:
+    def _on_start(self, starts: tuple[tuple[str, int], ...]) -> None:
         # A plan's instances start together: a job resumes once its replacements are deployed.
-        started = [self._start(step, inc) for step, inc in data]
-        for live in started:
-            if live is not None:
-                self._perform(live)
+        begun = [self._start(iid, inc) for iid, inc in starts]
+        for unit, acts in begun:
+            if unit is not None:
+                perform(unit, acts, self)
 
-    def _start(self, step: Start, inc: int) -> _Live | None:
-        iid = step.instance
-        if self.inc[iid] != inc or iid in self.live:
-            return None  # superseded by a later stop
-        blob = start_blob(self.store, iid, step.restore, step.also)
-        core = InstanceCore(self.graph, iid)
-        proto = self.info.instance(core, self.params, blob, step.init)
-        live = _Live(core, proto, inc)
-        self.live[iid] = live
-        self._note(f"start {iid} restore={step.restore}")
+    def _start(self, iid: str, inc: int) -> tuple[Unit | None, list[Any]]:
+        got = None if iid in self.live else self.kernel.start_unit(iid, inc)
+        if got is None:
+            return None, []  # superseded by a later stop
+        started, held, restart = got
+        unit = Unit(self.instance_logic, self.graph, iid, self.params, inc)
+        acts = unit.handle(started, self.now)
+        self.live[iid] = unit
+        self._note(f"start {iid} restore={restart.restore}")
         if inc > 0:
-            self._log("restarted", instance=iid, restore=step.restore)
-        for payload in self.held_controls.pop(iid, []):
-            proto.on_control(payload)
-        if core.is_source:
+            self._log("restarted", instance=iid, restore=restart.restore)
+        for msg in held:
+            acts += unit.handle(ControlIn(msg), self.now)
+        if unit.core.is_source:
             self._push(self.now + self.step_dt * self.rng.random(), "step", (iid, inc))
-        return live
+        return unit, acts
 
-    def _on_control(self, data: tuple[str, int, Any]) -> None:
-        iid, inc, payload = data
-        if self.inc[iid] != inc:
+    def _on_control(self, data: tuple[str, int, Msg]) -> None:
+        iid, inc, msg = data
+        if not self.kernel.control_arrived(iid, inc, msg):
+            return  # stale, or held until the new incarnation starts
+        unit = self.live[iid]
+        perform(unit, unit.handle(ControlIn(msg), self.now), self)
+
+    def _on_timer(self, data: tuple[str, int, str, int]) -> None:
+        iid, inc, key, token = data
+        unit = self._live(iid, inc)
+        if unit is None or self.timers.get((iid, key)) != token:
             return
-        live = self.live.get(iid)
-        if live is None:
-            # Its start is still pending: the control waits for the new incarnation.
-            self.held_controls.setdefault(iid, []).append(payload)
-            return
-        live.proto.on_control(payload)
-        self._perform(live)
+        del self.timers[(iid, key)]
+        perform(unit, unit.handle(TimerFired(key, self.now), self.now), self)
+
+    def _on_peer(self, data: tuple[str, int, str, Msg]) -> None:
+        to, inc, sender, msg = data
+        unit = self._live(to, inc)
+        if unit is None:
+            return  # lost with its receiver
+        perform(unit, unit.handle(PeerIn(sender, msg, to), self.now), self)  # type: ignore[arg-type]
+
+    def _on_coordinator_timer(self, data: tuple[str, int]) -> None:
+        key, token = data
+        self._apply(self.kernel.timer_fired(key, token, self.now))
 
     # ------------------------------------------------------------------ failures
 
@@ -234,14 +263,13 @@ class SimHost:
         self.stats.failed_instances.extend(victims)
         self._log("fault", instances=sorted(victims), at_event=self.stats.events)
         for v in victims:
+            self.kernel.lost(v)
             self._kill(v)
         detect = self.now + 0.002 + 0.004 * self.rng.random()
         self._push(detect, "detect", frozenset(victims))
 
     def _kill(self, iid: str) -> None:
         self.live.pop(iid, None)
-        self.held_controls.pop(iid, None)
-        self.inc[iid] += 1
         for ch in self._touching(iid):
             self.queues[ch].clear()
             self.chan_epoch[ch] += 1
@@ -250,30 +278,9 @@ class SimHost:
         spec = self.graph.instances[iid]
         return [*spec.inputs, *self.graph.out_channels(iid)]
 
-    # ------------------------------------------------------------------ actions
+    # ------------------------------------------------------------------ unit ports
 
-    def _perform(self, live: _Live) -> None:
-        acts = live.core.actions
-        if not acts:
-            return
-        live.core.actions = []
-        for a in acts:
-            if type(a) is Send:
-                self._send(a.channel, a.msg)
-            elif type(a) is Emit:
-                self.sinks.append(a.instance, a.records)
-            elif type(a) is Persist:
-                self.store.put(a.snapshot, a.instance, a.blob)
-                self.stats.persists += 1
-            elif type(a) is Report:
-                # The control connection is one TCP stream: reports arrive in order.
-                iid = live.core.id
-                t = max(self.last_report.get(iid, 0.0),
-                        self.now + 0.0002 + 0.0008 * self.rng.random())
-                self.last_report[iid] = t
-                self._push(t, "report", (iid, live.inc, a))
-
-    def _send(self, ch: int, msg: Message) -> None:
+    def send(self, ch: int, msg: Message) -> None:
         self.stats.messages += 1
         if type(msg) is Batch:
             self.stats.records_sent += len(msg.records)
@@ -282,44 +289,78 @@ class SimHost:
         self.queues[ch].append(msg)
         self._push(t, "deliver", (ch, self.chan_epoch[ch]))
 
-    def _apply(self, steps: list[PlanStep]) -> None:
-        starts: list[tuple[Start, int]] = []
-        for step in steps:
-            if isinstance(step, Stop):
-                for iid in step.instances:
+    def emit(self, slot: str, records: Sequence[tuple[Any, Any]]) -> None:
+        self.sinks.append(slot, list(records))
+
+    def stage(self, slot: str, epoch: int, records: Sequence[tuple[Any, Any]]) -> None:
+        self.outputs.stage(slot, epoch, records)
+
+    def persist(self, slot: str, ref: int, blob: Any) -> None:
+        self.store.put(ref, slot, blob)
+        self.stats.persists += 1
+
+    def report(self, slot: str, msg: Msg) -> None:
+        # The control connection is one TCP stream: reports arrive in order.
+        t = max(self.last_report.get(slot, 0.0),
+                self.now + 0.0002 + 0.0008 * self.rng.random())
+        self.last_report[slot] = t
+        self._push(t, "report", (slot, self.live[slot].inc, msg))
+
+    def send_peer(self, sender: str, to: str, msg: Msg) -> None:
+        self.stats.messages += 1
+        unit = self.live.get(to)
+        if unit is None:
+            return  # lost: nobody runs the receiver
+        t = self.now + NET_DELAY * (0.2 + 2 * self.rng.random())
+        self._push(t, "peer", (to, unit.inc, sender, msg))
+
+    def set_timer(self, unit: Unit, key: str, after: float) -> None:
+        # Timers die with their incarnation; a newer token replaces a pending timer.
+        self.timer_seq += 1
+        self.timers[(unit.id, key)] = self.timer_seq
+        self._push(self.now + after, "timer", (unit.id, unit.inc, key, self.timer_seq))
+
+    def cancel_timer(self, unit: Unit, key: str) -> None:
+        self.timers.pop((unit.id, key), None)
+
+    def note(self, kind: str, data: Mapping[str, Any]) -> None:
+        self._log(kind, **data)
+
+    def phase(self, phase: str, on: bool, key: int | None) -> None:
+        self._log("phase-entered" if on else "phase-left", phase=phase, key=key)
+
+    def suspect(self, instance: str, reason: str) -> None:
+        raise NotImplementedError("Suspect is not supported by the simulation host yet")
+
+    # ------------------------------------------------------------------ coordinator commands
+
+    def _apply(self, cmds: list[HostCommand]) -> None:
+        for c in cmds:
+            if isinstance(c, Fence):
+                for iid in c.instances:
                     self._kill(iid)
-                self._note(f"stop {step.instances}")
-            elif isinstance(step, Start):
-                starts.append((step, self.inc[step.instance]))
-            elif isinstance(step, Commit):
-                self._commit(step.snapshot)
-            elif isinstance(step, Discard):
-                self.store.discard_after(step.after)
-            elif isinstance(step, Control):
-                self._push(self.now + 0.0002, "control",
-                           (step.instance, self.inc[step.instance], step.payload))
-            elif isinstance(step, Event):
-                self._log(step.kind, **step.data)
-        if starts:
-            delay = 0.001 + 0.004 * self.rng.random() if self.now > 0 else 0.0
-            self._push(self.now + delay, "start", starts)
-
-    def _commit(self, snapshot: int) -> None:
-        for iid in self.graph.sinks:
-            commit_epochs(self.store, self.sinks, iid, snapshot)
-        self._note(f"commit {snapshot}")
+                self._note(f"stop {list(c.instances)}")
+            elif isinstance(c, StartGroup):
+                delay = 0.001 + 0.004 * self.rng.random() if self.now > 0 else 0.0
+                self._push(self.now + delay, "start", c.starts)
+            elif isinstance(c, SendControl):
+                self._push(self.now + 0.0002, "control", (c.instance, c.incarnation, c.msg))
+            elif isinstance(c, Log):
+                self._log(c.kind, **c.data)
+            elif isinstance(c, Trace):
+                self._note(c.text)
+            elif isinstance(c, SetCoordinatorTimer):
+                self._push(self.now + c.after, "coordinator_timer", (c.key, c.token))
+            elif isinstance(c, CancelCoordinatorTimer):
+                pass  # the kernel ignores the stale token when it fires
 
 
-def commit_epochs(store: SnapshotStore, sinks: SinkStore, sink: str, upto: int) -> None:
-    """Make a sink's output visible up to snapshot ``upto``, epoch by epoch.
-
-    The sink's part of every snapshot id up to ``upto`` lies before that complete cut,
-    including ids whose own global snapshot never completed.
-    """
-    done = sinks.committed.get(sink, 0)
-    for sid in store.snapshots_of(sink):
-        if done < sid <= upto:
-            sinks.commit(sink, sid, store.get(sid, sink)["output"])
+def _report_text(msg: Msg) -> str:
+    # Legacy reports keep their old trace form ("kind data").
+    kind = getattr(msg, "kind", None)
+    if kind is not None:
+        return f"{kind} {getattr(msg, 'data', None)}"
+    return repr(msg)
 
 
 def source_step(topology: Topology) -> float:

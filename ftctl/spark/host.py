@@ -25,8 +25,8 @@ from typing import Any
 import psutil
 
 from chaos.context import ChannelFault
+from ftctl.kernel.outputs import commit_epochs
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.sim.host import commit_epochs
 from ftctl.spark import links, wire
 from ftctl.spark.driver import (
     EV_JOB_DONE,

@@ -10,12 +10,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ftctl.runtime.messages import Batch, Marker
+from ftctl.runtime.actions import Emit, Send  # the core produces them as they are
 from protocols.contract.messages import Msg
 from protocols.contract.names import (
     KV,
     Blob,
-    ChannelId,
     InstanceId,
     LogicalTime,
     SnapshotRef,
@@ -23,29 +22,6 @@ from protocols.contract.names import (
 )
 
 # ---------------------------------------------------------------- instance side
-
-
-@dataclass(frozen=True, slots=True)
-class Send:
-    """Put a batch or marker on an output channel. The kernel routes it to the unit that
-    currently hosts the channel's destination slot. Batches carry their ``seq`` already."""
-
-    channel: ChannelId
-    msg: Batch | Marker
-
-
-@dataclass(frozen=True, slots=True)
-class Emit:
-    """Make sink records visible now (at-most/at-least-once sinks, or deduplicated ones).
-
-    ``uids``, when given, names each record: the sink store ignores a second emit of the
-    same ``(slot, uid)`` (an idempotent upsert in the outside world).
-    """
-
-    slot: InstanceId
-    records: Sequence[KV]
-    event_times: Sequence[int] = ()
-    uids: Sequence[Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

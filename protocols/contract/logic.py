@@ -11,14 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Generic
 
-from ftctl.runtime.actions import Emit as CoreEmit
-from ftctl.runtime.actions import Send as CoreSend
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Marker
 from protocols.contract.actions import (
     Control,
     CoordinatorAction,
-    Emit,
     InstanceAction,
     Report,
     Restart,
@@ -52,16 +49,8 @@ EOS = "eos"
 
 
 def core_actions(core: InstanceCore) -> list[InstanceAction]:
-    """What the core produced since the last call, as contract actions."""
-    out: list[InstanceAction] = []
-    for a in core.take_actions():
-        if type(a) is CoreSend:
-            out.append(Send(a.channel, a.msg))
-        elif type(a) is CoreEmit:
-            out.append(Emit(InstanceId(a.instance), a.records))
-        else:  # pragma: no cover - a core only ever sends and emits
-            raise TypeError(f"unexpected core action {a!r}")
-    return out
+    """What the core produced since the last call (``Send`` and ``Emit`` only)."""
+    return core.take_actions()  # type: ignore[return-value]
 
 
 class InstanceLogic(Generic[P]):

@@ -1,0 +1,246 @@
+"""The driver side of the kernel: applies a protocol's coordinator actions.
+
+The kernel owns what both hosts used to keep each on their own: the incarnation of every
+instance (an event of an older incarnation is dropped before the protocol sees it), the
+controls held for an incarnation that has not started yet, the release groups of
+restarts, per-sink commits and per-instance discards. The host reports what happened
+(a unit started, a report or control arrived, a unit was lost, a failure was detected)
+and carries out the ``commands`` it gets back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ftctl.kernel.commands import (
+    CancelCoordinatorTimer,
+    Fence,
+    HostCommand,
+    Log,
+    SendControl,
+    SetCoordinatorTimer,
+    StartGroup,
+    Trace,
+)
+from ftctl.kernel.outputs import Outputs
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.store import SnapshotStore
+from protocols.contract.actions import (
+    CancelTimer,
+    CommitOutput,
+    Control,
+    CoordinatorAction,
+    DiscardSnapshots,
+    DiscardStaged,
+    Note,
+    Restart,
+    RollBack,
+    Route,
+    SetTimer,
+    Stop,
+)
+from protocols.contract.events import (
+    CoordinatorEvent,
+    FailureCause,
+    FailureDetected,
+    ReportIn,
+    RunStarted,
+    Started,
+    TimerFired,
+)
+from protocols.contract.logic import CoordinatorLogic
+from protocols.contract.messages import Msg
+from protocols.contract.names import InstanceId, UnitId
+from protocols.contract.params import ProtocolParams
+from protocols.contract.view import Capacity, GraphView, Status
+
+
+class CoordinatorKernel:
+    """One run's coordinator: the protocol's ``CoordinatorLogic`` plus the bookkeeping."""
+
+    def __init__(self, logic_cls: type[CoordinatorLogic[Any]], graph: ExecutionGraph,
+                 params: ProtocolParams, store: SnapshotStore, outputs: Outputs):
+        self.graph_view = GraphView(graph)
+        self.logic = logic_cls(self.graph_view, params)
+        self.store = store
+        self.outputs = outputs
+        self.inc: dict[str, int] = dict.fromkeys(graph.order, 0)
+        self._status: dict[str, Status] = dict.fromkeys(graph.order, "stopped")
+        self.pending: dict[str, Restart] = {}  # restarts not yet started by the host
+        self.held: dict[str, list[Msg]] = {}
+        self.timers: dict[str, int] = {}
+        self.timer_seq = 0
+        self._now = 0.0
+        self._capacity = Capacity()
+
+    # ------------------------------------------------------------ ClusterView
+
+    @property
+    def now(self) -> float:
+        return self._now
+
+    @property
+    def graph(self) -> GraphView:
+        return self.graph_view
+
+    @property
+    def capacity(self) -> Capacity:
+        return self._capacity
+
+    @property
+    def phases(self) -> frozenset[str]:
+        return frozenset()
+
+    def status(self, i: InstanceId) -> Status:
+        return self._status[i]
+
+    def incarnation(self, i: InstanceId) -> int:
+        return self.inc[i]
+
+    def unit_of(self, slot: InstanceId) -> UnitId:
+        return UnitId(slot)
+
+    def stored(self, i: InstanceId) -> tuple[int, ...]:
+        return tuple(self.store.snapshots_of(i))
+
+    def committed(self, sink: InstanceId) -> int:
+        return self.outputs.committed(sink)
+
+    # ------------------------------------------------------------ host events
+
+    def start(self, now: float) -> list[HostCommand]:
+        """The run begins: the protocol's initial actions, then ``RunStarted``."""
+        self._now = now
+        cmds = self._apply(self.logic.initial(self))
+        return cmds + self._apply(self.logic.handle(RunStarted(now), self))
+
+    def finished(self) -> bool:
+        return self.logic.finished(self)
+
+    def report(self, instance: str, incarnation: int, msg: Msg, now: float) -> list[HostCommand]:
+        if self.inc[instance] != incarnation:
+            return []  # from an incarnation that has been stopped since
+        self._now = now
+        ev = ReportIn(InstanceId(instance), incarnation, msg, now)
+        return self._apply(self.logic.handle(ev, self))
+
+    def lost(self, instance: str) -> None:
+        """A unit died (crash, kill): its incarnation is stale from now on."""
+        self._fence(instance)
+
+    def failure(self, instances: frozenset[str], now: float,
+                cause: FailureCause = "exit") -> list[HostCommand]:
+        self._now = now
+        ev = FailureDetected(frozenset(InstanceId(i) for i in instances), now, cause)
+        return self._apply(self.logic.handle(ev, self))
+
+    def timer_fired(self, key: str, token: int, now: float) -> list[HostCommand]:
+        if self.timers.get(key) != token:
+            return []  # cancelled or replaced since
+        del self.timers[key]
+        self._now = now
+        return self._apply(self.logic.handle(TimerFired(key, now), self))
+
+    def handle(self, ev: CoordinatorEvent) -> list[HostCommand]:
+        """Any other coordinator event (capacity, suspicion, ...), passed on as is."""
+        return self._apply(self.logic.handle(ev, self))
+
+    def start_unit(self, instance: str,
+                   incarnation: int) -> tuple[Started, list[Msg], Restart] | None:
+        """The host starts ``instance``: its ``Started`` event, the controls held for it
+        and the restart that asked for it; None when a later stop superseded it."""
+        restart = self.pending.get(instance)
+        if restart is None or self.inc[instance] != incarnation:
+            return None
+        del self.pending[instance]
+        self._status[instance] = "running"
+        extra: Mapping[int, Any] = {}
+        if restart.extra:
+            present = set(self.store.snapshots_of(instance))
+            extra = {r: self.store.get(r, instance) if r in present else None
+                     for r in restart.extra}
+        restored = (self.store.get(restart.restore, instance)
+                    if restart.restore is not None else None)
+        started = Started(InstanceId(instance), incarnation,
+                          "initial" if incarnation == 0 else "restart", restored, extra,
+                          restart.init)
+        return started, self.held.pop(instance, []), restart
+
+    def control_arrived(self, instance: str, incarnation: int, msg: Msg) -> bool:
+        """A control reached ``instance``: True to deliver it now; False when it is stale
+        or held for an incarnation that has not started yet."""
+        if self.inc[instance] != incarnation:
+            return False
+        if self._status[instance] != "running":
+            self.held.setdefault(instance, []).append(msg)
+            return False
+        return True
+
+    # ------------------------------------------------------------ actions
+
+    def _fence(self, instance: str) -> None:
+        self.inc[instance] += 1
+        self._status[instance] = "stopped"
+        self.held.pop(instance, None)
+        self.pending.pop(instance, None)
+
+    def _apply(self, actions: list[CoordinatorAction]) -> list[HostCommand]:
+        cmds: list[HostCommand] = []
+        groups: dict[str, list[tuple[str, int]]] = {}
+        for a in actions:
+            if isinstance(a, Stop):
+                for i in a.instances:
+                    self._fence(i)
+                cmds.append(Fence(tuple(a.instances)))
+            elif isinstance(a, Restart):
+                cmds += self._restart(a, groups)
+            elif isinstance(a, Control):
+                cmds.append(SendControl(a.instance, self.inc[a.instance], a.msg))
+            elif isinstance(a, CommitOutput):
+                self.outputs.commit(a.sink, a.upto)
+                cmds.append(Trace(f"commit {a.sink} {a.upto}"))
+            elif isinstance(a, DiscardSnapshots):
+                self._discard(a)
+            elif isinstance(a, DiscardStaged):
+                self.outputs.discard(a.sink, a.after)
+            elif isinstance(a, Note):
+                cmds.append(Log(a.kind, dict(a.data)))
+            elif isinstance(a, SetTimer):
+                self.timer_seq += 1
+                self.timers[a.key] = self.timer_seq
+                cmds.append(SetCoordinatorTimer(a.key, a.after, self.timer_seq))
+            elif isinstance(a, CancelTimer):
+                self.timers.pop(a.key, None)
+                cmds.append(CancelCoordinatorTimer(a.key))
+            elif isinstance(a, RollBack | Route):
+                raise NotImplementedError(f"{type(a).__name__} is not supported by the kernel yet")
+            else:
+                raise TypeError(f"not a coordinator action: {a!r}")
+        # A plan's restarts start together: a job resumes once its replacements are up.
+        cmds += [StartGroup(tuple(g)) for g in groups.values()]
+        return cmds
+
+    def _restart(self, a: Restart, groups: dict[str, list[tuple[str, int]]]) -> list[HostCommand]:
+        i = a.instance
+        if i in self.pending:
+            self.pending[i] = a  # a second Restart of a pending start only updates it
+            return []
+        cmds: list[HostCommand] = []
+        if self._status[i] == "running":
+            self._fence(i)  # restarting a running instance stops it first
+            cmds.append(Fence((i,)))
+        self.pending[i] = a
+        self._status[i] = "pending"
+        key = "plan" if a.release == "plan" else (a.release or f"alone:{i}")
+        groups.setdefault(key, []).append((i, self.inc[i]))
+        return cmds
+
+    def _discard(self, a: DiscardSnapshots) -> None:
+        for ref in self.store.snapshots_of(a.instance):
+            if (a.after is not None and ref > a.after) or (a.below is not None
+                                                           and ref < a.below):
+                self.store.delete(ref, a.instance)
+
+
+__all__ = ["CoordinatorKernel", "Trace"]

@@ -1,0 +1,107 @@
+"""The instance side of the kernel: a unit's cores and logic, and its actions' effects.
+
+A unit hosts one slot (more after a takeover). ``Unit.handle`` runs the protocol's
+``InstanceLogic``; ``perform`` turns the actions it returns into calls on the host's
+``UnitPorts`` (transport, stable storage, timers), in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.runtime.instance import InstanceCore
+from protocols.contract.actions import (
+    AdoptSlot,
+    CancelTimer,
+    DeclarePhase,
+    Emit,
+    InstanceAction,
+    Note,
+    Persist,
+    ReleaseSlot,
+    Report,
+    Route,
+    Send,
+    SendPeer,
+    SetTimer,
+    StageOutput,
+    Suspect,
+)
+from protocols.contract.events import InstanceEvent
+from protocols.contract.logic import InstanceLogic
+from protocols.contract.messages import Msg
+from protocols.contract.names import InstanceId
+from protocols.contract.params import ProtocolParams
+from protocols.contract.view import InstanceView
+
+
+class UnitPorts(Protocol):
+    """What a host offers a unit. Sends and reports keep their order per destination."""
+
+    def send(self, channel: int, msg: Any) -> None: ...
+    def emit(self, slot: str, records: Sequence[tuple[Any, Any]]) -> None: ...
+    def stage(self, slot: str, epoch: int, records: Sequence[tuple[Any, Any]]) -> None: ...
+    def persist(self, slot: str, ref: int, blob: Any) -> None: ...
+    def report(self, slot: str, msg: Msg) -> None: ...
+    def send_peer(self, sender: str, to: str, msg: Msg) -> None: ...
+    def set_timer(self, unit: Unit, key: str, after: float) -> None: ...
+    def cancel_timer(self, unit: Unit, key: str) -> None: ...
+    def note(self, kind: str, data: Mapping[str, Any]) -> None: ...
+    def phase(self, phase: str, on: bool, key: int | None) -> None: ...
+    def suspect(self, instance: str, reason: str) -> None: ...
+
+
+class Unit:
+    """One running incarnation: its cores (one per hosted slot) and its logic."""
+
+    __slots__ = ("cores", "id", "inc", "logic")
+
+    def __init__(self, logic_cls: type[InstanceLogic[Any]], graph: ExecutionGraph, slot: str,
+                 params: ProtocolParams, incarnation: int):
+        self.id = slot
+        self.inc = incarnation
+        self.cores: dict[InstanceId, InstanceCore] = {InstanceId(slot): InstanceCore(graph, slot)}
+        self.logic = logic_cls(InstanceView.of(graph, slot), self.cores, params)
+
+    @property
+    def core(self) -> InstanceCore:
+        return self.cores[InstanceId(self.id)]
+
+    def handle(self, ev: InstanceEvent, now: float) -> list[InstanceAction]:
+        return self.logic.handle(ev, now)
+
+
+def perform(unit: Unit, acts: list[InstanceAction], ports: UnitPorts) -> None:
+    """Carry out ``acts`` in order. Dispatch by exact type, sends first: they are most
+    of them, and this loop is the simulator's hot path."""
+    a: Any
+    for a in acts:
+        t = type(a)
+        if t is Send:
+            ports.send(a.channel, a.msg)
+        elif t is Report:
+            ports.report(a.slot or unit.id, a.msg)
+        elif t is Emit:
+            ports.emit(a.slot, a.records)
+        elif t is Persist:
+            ports.persist(a.slot, a.ref, a.blob)
+        elif t is StageOutput:
+            ports.stage(a.slot, a.epoch, a.records)
+        elif t is SendPeer:
+            ports.send_peer(a.sender or unit.id, a.to, a.msg)
+        elif t is SetTimer:
+            ports.set_timer(unit, a.key, a.after)
+        elif t is CancelTimer:
+            ports.cancel_timer(unit, a.key)
+        elif t is Note:
+            ports.note(a.kind, a.data)
+        elif t is DeclarePhase:
+            ports.phase(a.phase, a.on, a.key)
+        elif t is Suspect:
+            ports.suspect(a.instance, a.reason)
+        elif t in (Route, AdoptSlot, ReleaseSlot):
+            raise NotImplementedError(f"{t.__name__} is not supported by the kernel yet")
+        else:
+            raise TypeError(f"not an instance action: {a!r}")
