@@ -24,6 +24,7 @@ class ListWhat(StrEnum):
     protocols = "protocols"
     mutants = "mutants"
     operators = "operators"
+    types = "types"
     faults = "faults"
 
 
@@ -119,7 +120,8 @@ def list_cmd(
         Path, typer.Option("--dir", help="Where topology files are (for `topologies`).")
     ] = Path("topologies"),
 ) -> None:
-    """List topologies, protocols, their mutants (planted bugs), operator types or fault types.
+    """List topologies, protocols, their mutants (planted bugs), operator types, record
+    types (the fields key_by and window field: can name) or fault types.
 
     Examples:
 
@@ -130,12 +132,15 @@ def list_cmd(
         ftctl list faults --json
 
         ftctl list mutants
+
+        ftctl list types
     """
     rows = {
         ListWhat.topologies: lambda: _topology_rows(directory),
         ListWhat.protocols: _protocol_rows,
         ListWhat.mutants: _mutant_rows,
         ListWhat.operators: _operator_rows,
+        ListWhat.types: _type_rows,
         ListWhat.faults: _fault_rows,
     }[what]()
     if as_json:
@@ -154,6 +159,7 @@ _COLUMNS = {
     ListWhat.protocols: ["name", "guarantee", "description"],
     ListWhat.mutants: ["name", "description"],
     ListWhat.operators: ["name", "kind", "inputs", "params", "description"],
+    ListWhat.types: ["name", "fields", "made by"],
     ListWhat.faults: ["type", "fields", "params", "description"],
 }
 
@@ -168,7 +174,7 @@ def _cell(value: Any) -> str:
 
 def _topology_rows(directory: Path) -> list[dict[str, Any]]:
     rows = []
-    for path in sorted(directory.glob("*.yaml")):
+    for path in sorted([*directory.glob("*.yaml"), *directory.glob("*/*.yaml")]):
         try:
             data, _ = read_yaml(path)
             name, description = str(data.get("name", path.stem)), str(data.get("description", ""))
@@ -233,6 +239,23 @@ def _operator_rows() -> list[dict[str, Any]]:
         for name, op in sorted(OPERATORS.items())
     ]
     return rows
+
+
+def _type_rows() -> list[dict[str, Any]]:
+    from ftctl.runtime.operators import BUILTIN_FUNCTIONS, OPERATORS
+    from ftctl.runtime.records import RECORD_TYPES
+    from ftctl.runtime.sources import SOURCES
+
+    made: dict[str, list[str]] = {}
+    for name, spec in SOURCES.items():
+        made.setdefault(spec.makes, []).append(name)
+    for name, op in OPERATORS.items():
+        if op.makes and op.makes != "function":
+            made.setdefault(op.makes, []).append(name)
+    for name, fn in BUILTIN_FUNCTIONS.items():
+        made.setdefault(str(getattr(fn, "makes", "any")), []).append(name)
+    return [{"name": name, "fields": list(fields), "made by": sorted(made.get(name, []))}
+            for name, fields in sorted(RECORD_TYPES.items())]
 
 
 def _fault_rows() -> list[dict[str, Any]]:
