@@ -4,6 +4,7 @@ shipped mutant caught by a recorded seed."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from functools import cache
 
@@ -18,6 +19,9 @@ from protocols.falkirk.params import FalkirkParams
 from tests.conftest import load
 from tests.falkirk_kernel import FalkirkKernel, judge, schedule
 
+# seeded schedules per (topology, mix); raise it for a sweep:
+#   FTCTL_FALKIRK_SEEDS=50 python -m pytest tests/test_falkirk_runs.py -k exactly_once
+SEEDS = int(os.environ.get("FTCTL_FALKIRK_SEEDS", "2"))
 HORIZON = {"wordcount": 0.09, "diamond": 0.05, "windowed": 0.09, "sharder": 0.17}
 MIXES = {
     "defaults": {},
@@ -42,17 +46,11 @@ def run(name: str, params: FalkirkParams, seed: int, instance: type = FalkirkIns
 
 
 @pytest.mark.parametrize("mix", list(MIXES))
-@pytest.mark.parametrize("name", ["wordcount", "diamond", "windowed"])
+@pytest.mark.parametrize("name", ["wordcount", "diamond", "windowed", "sharder"])
 def test_exactly_once_under_seeded_crashes(name: str, mix: str) -> None:
     params = FalkirkParams(**MIXES[mix])
-    for seed in range(2):
+    for seed in range(SEEDS):
         assert run(name, params, seed) == ((0, 0), True), f"{name} {mix} seed {seed}"
-
-
-def test_exactly_once_on_sharder_with_a_firewall() -> None:
-    params = FalkirkParams(policy="sharder=log", default_stateful="eager")
-    for seed in range(2):
-        assert run("sharder", params, seed) == ((0, 0), True)
 
 
 def test_the_firewall_restarts_the_struck_shard_alone() -> None:
