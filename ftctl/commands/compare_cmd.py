@@ -14,13 +14,13 @@ from ftctl.commands.chaos_cmd import expected_seconds, size_input
 from ftctl.commands.chaos_plan import check_cluster, from_kills, from_scenario
 from ftctl.commands.common import Spares, user_errors
 from ftctl.commands.runner import DEFAULT_SPARES, Verbose
-from ftctl.compare.report import COST, LEGEND, OUTCOME, render, row
+from ftctl.compare.report import COST, LEGEND, OUTCOME, row, write_report
 from ftctl.compare.runner import CompareRequest, needs_own_cluster, run_comparison
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.console import EXIT_FAILED, EXIT_OK, console
 from ftctl.progress import LiveLine
-from ftctl.results import DEFAULT_ROOT, RunStore, atomic_write_bytes, atomic_write_json
+from ftctl.results import DEFAULT_ROOT, RunStore, atomic_write_json
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.tables import print_table
 from protocols.base import ProtocolInfo
@@ -106,7 +106,7 @@ def protocols_cmd(
         raise
     doc = {"comparison_id": store.run_id, "path": str(store.path), **comp.to_json()}
     atomic_write_json(store.path / "comparison.json", doc)
-    atomic_write_bytes(store.path / "report.html", render(comp, store.path).encode())
+    write_report(store.path, comp)
     passed = not comp.failed_runs and all(
         p.guarantee_held for p in comp.protocols if p.protocol != "none")
     store.write_verdict({"passed": passed, "protocols": {p.protocol: p.guarantee_held

@@ -193,6 +193,8 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         ext.summarize(ctx, result, summary)
         run_store.mark("complete" if result.complete else "incomplete",
                        None if result.complete else "the run did not finish")
+        if not req.quiet:  # compare reports its runs together
+            summary["report"] = str(_write_report(run_store))
         if req.quiet:
             pass
         elif req.as_json:
@@ -233,6 +235,18 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
 
 
 # ---------------------------------------------------------------------- display
+
+
+def _write_report(run_store: RunStore) -> Path | None:
+    """report.html of the run; a report that fails to render must not fail the run."""
+    from ftctl.report.run_report import write_run_report
+
+    try:
+        return write_run_report(run_store)
+    except Exception as exc:
+        err_console.print(f"[yellow]no report.html[/yellow]: {type(exc).__name__}: {exc}",
+                          highlight=False, soft_wrap=True)
+        return None
 
 
 def _sayer(quiet: bool) -> Say:
@@ -319,4 +333,7 @@ def _print_summary(summary: dict[str, Any], verdict: Verdict, oracle: OracleResu
     verdict_text = "[green]PASSED[/green]" if summary["passed"] else "[red]FAILED[/red]"
     if not summary["complete"]:
         verdict_text = "[red]INCOMPLETE[/red]"
-    console.print(f"{verdict_text}  results: {summary['path']}", highlight=False)
+    console.print(f"{verdict_text}  results: {summary['path']}", highlight=False,
+                  soft_wrap=True)
+    if summary.get("report"):
+        console.print(f"report: {summary['report']}", highlight=False, soft_wrap=True)

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from ftctl.commands.common import user_errors
+from ftctl.compare.report import write_report as write_compare_report
 from ftctl.config.errors import ConfigError
 from ftctl.console import EXIT_FAILED, EXIT_OK, console
 from ftctl.report.run_report import run_summary, write_run_report
@@ -78,13 +79,25 @@ def report(
         help="Where to write the HTML (default: report.html in the run folder).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Re-render a stored run: a summary here and a self-contained HTML report.
+    """Re-render a stored run or comparison: a summary here and a self-contained HTML report.
 
-    Example:
+    The report opens offline in any browser: interactive plots (plotly, inlined), the
+    verdict first, faults and output on one time axis.
+
+    Examples:
 
       ftctl report 20261121-220228-wordcount-checkpoint-6f55
+
+      ftctl report 20261123-201535-wordcount-compare-7a71
     """
     run = RunStore.open(run_id, results)
+    if (run.path / "comparison.json").exists():
+        path = write_compare_report(run.path, path=html)
+        if as_json:
+            print(json.dumps({"run_id": run.run_id, "kind": "compare", "html": str(path)}))
+        else:
+            console.print(f"report: {path}", highlight=False, soft_wrap=True)
+        return
     path = write_run_report(run, html)
     summary = run_summary(run)
     if as_json:

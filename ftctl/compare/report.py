@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
-from ftctl.compare.figures import ProtocolFigures
+from ftctl.compare.figures import ProtocolFigures, RunFigures
 from ftctl.compare.runner import Comparison
-from ftctl.report.html import esc, image, page, table, verdict_badge
+from ftctl.report.figures import timeline_html
+from ftctl.report.render import render as render_template
+from ftctl.report.views import load_run
+from ftctl.results import RunStore, atomic_write_bytes
 
 # Two tables, so each fits a terminal: what happened, and what it cost.
 OUTCOME = [
@@ -41,55 +40,41 @@ def row(f: ProtocolFigures, columns: list[tuple[str, str]] = COLUMNS) -> list[ob
     return [getattr(f, attr) for _, attr in columns]
 
 
-def plot_latency(comp: Comparison, path: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(9, 4))
-    for proto, samples in comp.latency.items():
-        if samples:
-            xs, ys = zip(*sorted(samples), strict=True)
-            ax.plot(xs, ys, lw=0.8, label=proto)
-    ax.set_xlabel("time into the run (s)")
-    ax.set_ylabel("sink output latency (s)")
-    ax.set_title(f"{comp.topology}: latency under {comp.schedule}")
-    ax.legend(loc="upper right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+def load_comparison(folder: Path) -> Comparison:
+    """A stored comparison (its comparison.json) as the object ``render`` takes."""
+    doc = json.loads((Path(folder) / "comparison.json").read_text())
+    return Comparison(
+        doc["topology"], doc["schedule"], int(doc["repeat"]),
+        protocols=[ProtocolFigures(**p) for p in doc["protocols"]],
+        runs=[RunFigures(**r) for r in doc["runs"]], recorded_from=doc["recorded_from"],
+        failed_runs=list(doc.get("failed_runs", [])))
 
 
-def plot_recovery(comp: Comparison, path: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    names = [p.protocol for p in comp.protocols]
-    values = [p.recovery_s or 0.0 for p in comp.protocols]
-    spread = [(p.recovery_spread_s or 0.0) / 2 for p in comp.protocols]
-    ax.bar(names, values, yerr=spread, capsize=4, color="#4c72b0")
-    ax.set_ylabel("recovery time, median (s)")
-    ax.set_title("recovery time per protocol")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+def write_report(folder: Path, comp: Comparison | None = None,
+                 path: Path | None = None) -> Path:
+    """Render a comparison's report.html; its runs must sit beside ``folder``."""
+    folder = Path(folder)
+    target = path or folder / "report.html"
+    atomic_write_bytes(target, render(comp or load_comparison(folder), folder).encode())
+    return target
 
 
 def render(comp: Comparison, folder: Path) -> str:
-    plots = [plot_latency(comp, folder / "latency.png"),
-             plot_recovery(comp, folder / "recovery.png")]
-    sections = [
-        f"<p>topology <b>{esc(comp.topology)}</b>, schedule <b>{esc(comp.schedule)}</b> "
-        f"recorded by run <code>{esc(comp.recorded_from)}</code> and replayed for every "
-        f"protocol, {comp.repeat} run(s) each.</p>",
-        "<h2>Protocols</h2>",
-        table([c for c, _ in COLUMNS], [row(p) for p in comp.protocols], "protocols"),
-        "<p>" + " ".join(f"{esc(p.protocol)}: {verdict_badge(p.guarantee_held)}"
-                         for p in comp.protocols) + "</p>",
-        "<h2>Runs</h2>",
-        table(["run", "protocol", "passed", "lost", "duplicated", "detect s", "recover s",
-               "seconds"],
-              [[r.run_id, r.protocol, r.passed, r.lost, r.duplicated, r.detection_s,
-                r.recovery_s, r.seconds] for r in comp.runs], "runs"),
-        "<h2>Plots</h2>", *(image(p) for p in plots),
-    ]
-    if comp.failed_runs:
-        sections.append(f"<p class='fail'>runs that did not finish: "
-                        f"{esc(', '.join(comp.failed_runs))}</p>")
-    return page(f"ftctl compare: {comp.topology}", sections, data=comp.to_json())
+    """The comparison's report: verdict, fault timeline above every protocol's output on
+    one time axis, recovery, overhead and storage. Reads each run's folder for its series."""
+    runs = [load_run(RunStore.open(r.run_id, folder.parent)) for r in _first_run_each(comp)]
+    faults = runs[0].faults if runs else []
+    # As the command's exit code: none is the control, its losses are expected.
+    passed = not comp.failed_runs and all(r.passed for r in runs if r.protocol != "none")
+    return render_template(
+        "compare.html.j2", f"ftctl compare: {comp.topology} under {comp.schedule}",
+        comp.to_json(), comp=comp, runs=runs, faults=faults, passed=passed,
+        timeline=timeline_html(runs) if runs else "")
+
+
+def _first_run_each(comp: Comparison) -> list[RunFigures]:
+    """One run per protocol for the plots (the first; repeats replay the same schedule)."""
+    seen: dict[str, RunFigures] = {}
+    for r in comp.runs:
+        seen.setdefault(r.protocol, r)
+    return list(seen.values())

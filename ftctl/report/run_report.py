@@ -1,20 +1,28 @@
-"""The report of one stored run: verdict, oracle, recovery, events and plots."""
+"""The report of one stored run (``ftctl run``, ``chaos``, ``report``): verdict first, then
+faults and output on one time axis, recovery, sinks and the event log, in words."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from ftctl.report.html import esc, image, page, table, verdict_badge
+from ftctl.report.figures import timeline_html
+from ftctl.report.render import details, render
+from ftctl.report.views import load_run
 from ftctl.results import RunStore, atomic_write_bytes
+
+MAX_EVENTS = 300
 
 
 def run_summary(run: RunStore) -> dict[str, Any]:
+    import json
+
     cfg = run.read_config()
     verdict = run.read_verdict() or {}
     recovery_path = run.path / "recovery.json"
     recovery = json.loads(recovery_path.read_text()) if recovery_path.exists() else None
+    if recovery:
+        recovery = {k: v for k, v in recovery.items() if k != "series"}
     return {
         "run_id": run.run_id, "status": run.status(), "passed": run.passed(),
         "topology": cfg.get("topology", {}).get("name"), "protocol": cfg.get("protocol"),
@@ -23,50 +31,15 @@ def run_summary(run: RunStore) -> dict[str, Any]:
 
 
 def render_run(run: RunStore) -> str:
-    s = run_summary(run)
-    v = s["verdict"]
-    sections = [
-        f"<p>run <code>{esc(s['run_id'])}</code>: topology <b>{esc(s['topology'])}</b> under "
-        f"<b>{esc(s['protocol'])}</b> {esc(s['params'] or '')}; status {esc(s['status'])}; "
-        f"{verdict_badge(bool(s['passed']))} (judged {esc(v.get('guarantee', '?'))})</p>",
-        "<h2>Sinks</h2>",
-        table(["sink", "mode", "golden", "output", "lost", "duplicated", "unexpected",
-               "reordered"],
-              [[x["sink"], x["mode"], x["golden_records"], x["output_records"], x["lost"],
-                x["duplicated"], x["unexpected"], x["reordered"]] for x in v.get("sinks", [])],
-              "sinks"),
-    ]
-    divs = [[x["sink"], d["key"], d["index"], d["expected"], d["actual"]]
-            for x in v.get("sinks", []) for d in x.get("divergences", [])]
-    if divs:
-        sections += ["<h3>First divergence per key</h3>",
-                     table(["sink", "key", "index", "expected", "actual"], divs)]
-    oracle = v.get("oracle")
-    if oracle:
-        sections.append(f"<h2>Oracle</h2><p>{esc(oracle.get('oracle'))}: "
-                        f"{verdict_badge(bool(oracle.get('passed')))}, {oracle.get('keys')} keys, "
-                        f"{oracle.get('total_mismatches')} mismatches</p>")
-    if s["recovery"]:
-        sections += ["<h2>Recovery</h2>", _recovery_table(s["recovery"])]
-    events = run.read_events()
-    notable = [e for e in events if e.get("kind") not in ("metrics",)][:200]
-    sections += ["<h2>Events</h2>",
-                 table(["t (s)", "event", "details"],
-                       [[round(float(e.get("t", 0)), 3), e.get("kind"),
-                         {k: x for k, x in e.items() if k not in ("t", "wall", "kind")}]
-                        for e in notable], "events")]
-    pngs = sorted(run.path.glob("*.png"))
-    if pngs:
-        sections += ["<h2>Plots</h2>", *(image(p) for p in pngs)]
-    return page(f"ftctl run {s['run_id']}", sections, data=s)
-
-
-def _recovery_table(recovery: Any) -> str:
-    faults = recovery.get("faults", []) if isinstance(recovery, dict) else []
-    cols = ["fault", "target", "detection_s", "restart_s", "first_output_s", "recovery_s",
-            "recovery_1_2x_s", "throughput_dip"]
-    rows = [[f.get(c) for c in cols] for f in faults]
-    return table(cols, rows, "recovery")
+    view = load_run(run)
+    events = [{"t": float(e.get("t", 0)) - view.t0, "kind": e.get("kind"),
+               "details": details(e)}
+              for e in run.read_events() if e.get("kind") != "metrics"][:MAX_EVENTS]
+    timeline = timeline_html([view]) if (view.throughput or view.latency) else ""
+    return render("run.html.j2", f"ftctl {view.protocol} on {view.topology}: "
+                  f"{'passed' if view.passed else 'failed'}", run_summary(run), run=view,
+                  params=(run.read_config().get("params") or {}), events=events,
+                  timeline=timeline)
 
 
 def write_run_report(run: RunStore, path: Path | None = None) -> Path:
