@@ -136,7 +136,7 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
         return [*(Control(i, Normal(m)) for i in self.graph.order), note]
 
     def on_ready(self, i: InstanceId, msg: Ready, view: ClusterView) -> list[CoordinatorAction]:
-        """R15: running upstreams resend what the replacement wants; R19: a query whose
+        """R15: started upstreams resend what the replacement wants; R19: a query whose
         last pending instance is ready is recovered."""
         if i not in self.starting:
             return []
@@ -144,7 +144,9 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
         acts: list[CoordinatorAction] = []
         for ch, start in msg.resume:
             up = InstanceId(self.graph.channels[ch].src)
-            if up not in self.starting and up not in self.pending:
+            # A starting upstream may already run (its Ready still on the way) and have
+            # sent to this one before it was up: it resends from its buffer too.
+            if up not in self.pending:
                 acts.append(Control(up, Resend(ch, start)))
         acts += self.query_events(view)
         if self.recovered() and self.cps.complete > self.k and self.mode is not Mode.NORMAL:

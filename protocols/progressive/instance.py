@@ -24,8 +24,15 @@ from __future__ import annotations
 from typing import Any
 
 from ftctl.runtime.messages import Batch, Marker
-from protocols.contract.actions import Emit, InstanceAction, Persist, Report, Send
-from protocols.contract.events import BatchIn, ControlIn, MarkerIn, SourceReady, Started
+from protocols.contract.actions import Emit, InstanceAction, Persist, Report, Send, SetTimer
+from protocols.contract.events import (
+    BatchIn,
+    ControlIn,
+    MarkerIn,
+    SourceReady,
+    Started,
+    TimerFired,
+)
 from protocols.contract.logic import EOS, InstanceLogic, core_actions
 from protocols.contract.messages import Ended, InputEnded, Persisted
 from protocols.progressive.buffers import RecoveryBuffer, SourceBuffer
@@ -46,6 +53,8 @@ from protocols.progressive.minibatch import Aligner, Cutter, Positions
 from protocols.progressive.params import ProgressiveParams
 
 Message = Batch | Marker
+RESUME = "progressive-resume"  # timer of a source rolled back after it ran dry
+RESUME_STEPS = 16  # its batches per punctuation interval
 
 
 class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
@@ -129,10 +138,14 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
     def on_control(self, ev: ControlIn, now: float) -> list[InstanceAction]:
         msg = ev.msg
         if isinstance(msg, Recover):
+            ran_dry = self.done
             self.restore(msg.to, self.snapshots.get(msg.to) if msg.to else None)
+            acts: list[InstanceAction] = []
             if self.core.is_source:
                 self.next_at = None
-            return self.enter(msg.gen, Mode(msg.mode), msg.to)
+                if ran_dry:  # the host no longer offers this source a step: pace itself
+                    acts.append(SetTimer(RESUME, 0.0))
+            return acts + self.enter(msg.gen, Mode(msg.mode), msg.to)
         if isinstance(msg, Resend):
             return self.resend(msg.channel, msg.start)
         if isinstance(msg, Trim):
@@ -143,6 +156,15 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         if isinstance(msg, InputEnded):
             return self.on_eos(msg.channel)
         return []
+
+    def on_timer(self, ev: TimerFired, now: float) -> list[InstanceAction]:
+        """A source rolled back after it ran dry produces on its own timer."""
+        if ev.key != RESUME or not self.core.is_source or self.done:
+            return []
+        acts = self.on_source(SourceReady(self.me.id, now), now)
+        if not self.done:
+            acts.append(SetTimer(RESUME, self.params.interval / RESUME_STEPS))
+        return acts
 
     def resend(self, ch: int, start: int) -> list[InstanceAction]:
         if self.core.is_source:
