@@ -86,8 +86,19 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
     # ------------------------------------------------------------ state
 
     def state(self) -> dict[str, Any]:
-        return {"core": self.core.snapshot_state(), "pos": dict(self.pos.pos),
+        return {"core": self.core.snapshot_state(), "pos": self.processed(),
                 "seen": dict(self.seen), "punct": self.next_punct}
+
+    def processed(self) -> dict[int, int]:
+        """Per input channel the last message reflected in the state: batches held for a
+        later mini-batch are not, so a restore asks for them again."""
+        pos = dict(self.pos.pos)
+        if self.aligner is not None:
+            for per in self.aligner.held.values():
+                for ch, batches in per.items():
+                    if batches:
+                        pos[ch] = min(pos[ch], min(b.seq for b in batches) - 1)
+        return pos
 
     def restore(self, k: int, blob: dict[str, Any] | None) -> None:
         """Back to the state at ``P_k`` (None: the initial state, k = 0)."""
@@ -358,7 +369,10 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
             trimmed = m.meta[2] if isinstance(m.meta, tuple) and len(m.meta) > 2 else 0
             self.snapshots = {j: s for j, s in self.snapshots.items() if j >= trimmed}
         self.waiting.discard(ch)
-        self.blocked[ch] = []
+        if self.aligner is None:
+            self.blocked[ch] = []
+        # In progressive mode nothing is blocked: P_k follows mb(b) on every channel, so
+        # the aligner cannot release mini-batch b+1 before P_k arrived everywhere.
         return self.aligned() if not self.waiting else []
 
     def aligned(self) -> list[InstanceAction]:
@@ -378,9 +392,16 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         if ch in self.core.finished:
             return []
         if self.aligner is not None:
+            acts: list[InstanceAction] = []
+            if self.aligning is not None and ch in self.waiting:
+                # An ended channel brings no P_k: the snapshot is due before anything the
+                # end releases (its held batches belong to later mini-batches).
+                self.waiting.discard(ch)
+                if not self.waiting:
+                    acts += self.aligned()
             self.aligner.end(ch)
             self.ended_pending.add(ch)
-            return self.release()
+            return acts + self.release()
         return self.end(ch)
 
     def end(self, ch: int) -> list[InstanceAction]:
