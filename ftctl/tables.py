@@ -50,10 +50,12 @@ def fit(table: Table, width: int) -> Table:
     if room < 0:
         return table
     widths = list(widths)
-    for i in sorted(range(len(widths)), key=lambda i: natural[i] - widths[i]):
-        more = max(0, min(natural[i] - widths[i], room))
-        widths[i] += more
-        room -= more
+    # First whole header words, then whole lines; the cheapest columns first each time.
+    for target in (longest, natural):
+        for i in sorted(range(len(widths)), key=lambda i: target[i] - widths[i]):
+            more = max(0, min(target[i] - widths[i], room))
+            widths[i] += more
+            room -= more
     for col, w in zip(table.columns, widths, strict=True):
         col.width = w
     return table

@@ -130,7 +130,9 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
     say(f"run {run_store.run_id} -> {run_store.path}")
     live = LiveLine(quiet=req.as_json or req.quiet)
     step: Say = req.live or live.update
-    golden = golden_for(topology)
+    with live:
+        step("the golden run: the topology without faults, on the simulation host")
+        golden = golden_for(topology)
     timings: dict[str, float] = {}
     cluster: LocalCluster | None = None
     spark: Any = None
@@ -280,6 +282,10 @@ def _run_line(step: Say, protocol: str, graph: ExecutionGraph,
         read = sum(out for iid, (_, out) in counts.items() if iid in sources)
         landed = sum(rin for iid, (rin, _) in counts.items() if iid in sinks)
         extra = "".join(f", {v} {k}" for k, v in counters.items())
+        if not read and not landed:
+            step(f"{protocol}: {elapsed:.0f} s, waiting for the {len(graph.order)} tasks "
+                 "to start" + extra)
+            return
         step(f"{protocol}: {elapsed:.0f} s, {read:,} records read, {landed:,} at the sinks"
              + extra)
 

@@ -14,7 +14,8 @@ from rich.table import Table
 from ftctl.commands.common import protocol_and_params, user_errors
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
-from ftctl.console import EXIT_FAILED, EXIT_OK, console
+from ftctl.console import EXIT_FAILED, EXIT_OK, console, err_console
+from ftctl.progress import LiveLine
 from ftctl.sim.runner import ScheduleOutcome, SimSummary, Simulator
 from ftctl.tables import print_table
 from protocols.base import Guarantee
@@ -84,22 +85,22 @@ def sim(
         raise typer.Exit(EXIT_OK if outcome.verdict.passed else EXIT_FAILED)
 
     started = time.perf_counter()
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=as_json,
-    ) as progress:
-        task = progress.add_task(f"{topo.name} / {info.name}", total=schedules)
-        summary = simulator.run_many(
-            schedules,
-            first_seed,
-            lambda done: progress.update(task, completed=done),
-            fail_fast=fail_fast,
-        )
+    label = f"{topo.name} / {info.name}"
+    if err_console.is_terminal and not as_json:
+        # A bar on stderr in a terminal; stdout keeps only the results.
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=err_console, transient=True) as progress:
+            task = progress.add_task(label, total=schedules)
+            summary = simulator.run_many(
+                schedules, first_seed, lambda done: progress.update(task, completed=done),
+                fail_fast=fail_fast)
+    else:
+        # A pipe or CI log: a plain line now and then (LiveLine), none with --json.
+        with LiveLine(quiet=as_json) as live:
+            summary = simulator.run_many(
+                schedules, first_seed,
+                lambda done: live.update(f"{label}: {done:,}/{schedules:,} schedules"),
+                fail_fast=fail_fast)
     elapsed = time.perf_counter() - started
     if as_json:
         print(json.dumps(_summary_json(summary, topo.name, info.name, simulator, elapsed)))
