@@ -246,7 +246,10 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         acts += self.stamp(core_actions(self.core))
         if self.mode is Mode.PROGRESSIVE and (b := self.cutter.after_batch()) is not None:
             acts += self.marker(MINI_BATCH, b)
-            if now >= self.next_at:  # R1: in progressive mode only right after mb(b)
+            # R1: in progressive mode only right after mb(b), and at mini-batches fixed
+            # from the anchor, not by time: markers are numbered like batches, so a
+            # replaying source must put P_k exactly where its predecessor did.
+            if b % self.params.punct_every == 0:
                 acts += self.punctuate(now)
         if not more:
             acts += self.finish(ev.slot)

@@ -16,6 +16,9 @@ class ProgressiveParams(ProtocolParams):
                             description="Seconds between punctuations P_k at each source.")
     mini_batch: int = Field(default=4, ge=1,
                             description="Source wire batches per recovery mini-batch (D11).")
+    punct_every: int = Field(
+        default=4, ge=1, description="In progressive mode a source's punctuation follows "
+        "every punct_every-th mini-batch (positions fixed by offsets, so replays match).")
     schedule: Schedule = Field(
         default="profit-density",
         description="profit-density: whole queries by Eq. PD (the paper); topological: "
