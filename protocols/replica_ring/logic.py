@@ -64,6 +64,7 @@ from protocols.replica_ring.messages import (
     Data,
     Delete,
     Message,
+    Quiesce,
     Rejoin,
     Rejoined,
     Slot,
@@ -98,6 +99,7 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
         self.pol = params.policy(self.mutants)
         self.kept: dict[Hashable, Payload] = {}  # a source's batches, until deleted
         self.ending: set[InstanceId] = set()  # slots whose inputs all ended
+        self.done = False  # the run's output is final: timers stop (Quiesce)
         self.source: SourceUnit | None = None
         self.sink: SinkUnit | None = None
         self.unit: ReplicaUnit | None = None
@@ -165,11 +167,16 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
         return []
 
     def on_control(self, ev: ControlIn, now: float) -> list[InstanceAction]:
+        if isinstance(ev.msg, Quiesce):
+            self.done = True
+            return []
         if isinstance(ev.msg, Takeover) and self.unit is not None:
             return self._acts(self.unit.on_message("coordinator", ev.msg))
         return super().on_control(ev, now)
 
     def on_timer(self, ev: TimerFired, now: float) -> list[InstanceAction]:
+        if self.done:
+            return []  # a finished run ends when no timer is left (hosts run to quiescence)
         if self.unit is not None:
             return self._acts(self.unit.on_timer(ev.key, now))
         if self.source is not None:
@@ -298,6 +305,12 @@ class ReplicaRingCoordinator(CoordinatorLogic[ReplicaRingParams]):
             lambda u: view.status(InstanceId(u)) == "running"), view)
 
     def on_report(self, ev: ReportIn, view: ClusterView) -> list[CoordinatorAction]:
+        if isinstance(ev.msg, Ended):
+            ended = super().on_report(ev, view)
+            if self.finished(view):  # every sink ended: ping and retry timers may stop
+                ended += [Control(i, Quiesce()) for i in sorted(self.members)
+                          + list(self.graph.sources)]
+            return ended
         if isinstance(ev.msg, Adopted | Rejoined):
             slot = InstanceId(ev.msg.slot)
             acts: list[CoordinatorAction] = [Control(slot, InputEnded(ch))

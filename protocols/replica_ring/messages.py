@@ -120,6 +120,12 @@ class Rejoined(Msg):
 
 
 @dataclass(frozen=True, slots=True)
+class Quiesce(Msg):
+    """Control: every sink ended, the output is final; stop the ping and retry timers so a
+    host that runs to quiescence ends."""
+
+
+@dataclass(frozen=True, slots=True)
 class Rejoin(Msg):
     """A restarted replica's init: the unit that stands in for its slot."""
 
@@ -130,7 +136,7 @@ Message = (Data | Ack | RecordMsg | RecordOk | Purge | Delete | Ping | Pong | Ta
            | Fetch | Refetch | Reinstate | Table)
 MESSAGES: tuple[type[Msg], ...] = (Data, Ack, RecordMsg, RecordOk, Purge, Delete, Ping, Pong,
                                    Takeover, Fetch, Refetch, Reinstate, Table, Adopted, Rejoined,
-                                   Rejoin)
+                                   Rejoin, Quiesce)
 # what Table 1 counts under each kind name (message class -> kind)
 KIND: dict[type, str] = {Data: "data", Ack: "ack", RecordMsg: "record", RecordOk: "record_ok",
                          Purge: "purge", Delete: "delete", Ping: "ping", Pong: "pong",
