@@ -60,7 +60,8 @@ def write(tmp_path: Path, text: str, name: str = "t.yaml") -> str:
             "unknown-operator.yaml",
             "unknown-operator.yaml:4: operators[1].type: unknown operator 'foo' (known: avg, "
             "count, filter, flat_map, join, key_by, map, max, nexmark.winning_bids, reorder, "
-            "sink, source.hashtags, source.nexmark, source.text, source.votes, sum, tail_avg, "
+            "sink, source.hashtags, source.nexmark, source.table, source.text, source.votes, sum, "
+            "tail_avg, "
             "window, window_join)",
         ),
         (

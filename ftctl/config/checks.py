@@ -117,7 +117,7 @@ def _input_fields(topo: Topology) -> Iterator[Problem]:
 
 def _operator_fields(topo: Topology) -> Iterator[Problem]:
     for i, op in enumerate(topo.operators):
-        yield from _operator_problems(i, op, topo.input.seed, topo.input.records)
+        yield from _operator_problems(i, op, topo.source_seed(op), topo.source_records(op))
 
 
 def _operator_problems(
@@ -130,6 +130,10 @@ def _operator_problems(
         return
     if op.mode is not None and op.type != "sink":
         yield Problem((*at, "mode"), "only sinks take a mode")
+    if op.split is not None and not is_source(op.type):
+        yield Problem((*at, "split"), "only sources take a split")
+    if op.input is not None and not is_source(op.type):
+        yield Problem((*at, "input"), "only sources take their own input")
     if is_source(op.type):
         yield from _source_params(at, op, seed, records)
         return

@@ -46,6 +46,14 @@ class InputSpec(_Strict):
     batch: int = Field(default=100, ge=1, le=100_000, description="Records per batch on the wire.")
 
 
+class SourceInput(_Strict):
+    """A source's own input size and seed, overriding the top-level `input` for it."""
+
+    records: int | None = Field(default=None, ge=1, le=100_000_000,
+                                description="Records this source generates.")
+    seed: int | None = Field(default=None, description="Seed of this source.")
+
+
 class OperatorSpec(_Strict):
     """One logical operator; `parallelism` instances of it run."""
 
@@ -64,6 +72,11 @@ class OperatorSpec(_Strict):
         description="Sources: how the input is split over instances. range (default): "
         "instance i reads a contiguous slice; strided: records i, i+p, i+2p, ... so every "
         "instance covers the whole event-time range at once (Nexmark's split).",
+    )
+    input: SourceInput | None = Field(
+        default=None,
+        description="Sources: records and seed for this source alone, e.g. a person stream "
+        "with its own seed: input: {records: 5000, seed: 9}.",
     )
     out_type: str | None = Field(
         default=None,
@@ -107,6 +120,20 @@ class Topology(_Strict):
         default=None,
         description="A batch oracle computing the expected sink output (e.g. word-count).",
     )
+
+    def source_records(self, op: OperatorSpec) -> int:
+        """Records a source generates: its own `input.records`, a table's row count, or
+        the top-level `input.records`."""
+        if op.input is not None and op.input.records is not None:
+            return op.input.records
+        if op.type == "source.table":
+            return len(op.params.get("rows") or [])
+        return self.input.records
+
+    def source_seed(self, op: OperatorSpec) -> int:
+        if op.input is not None and op.input.seed is not None:
+            return op.input.seed
+        return self.input.seed
 
     def operator(self, name: str) -> OperatorSpec:
         for op in self.operators:

@@ -115,8 +115,8 @@ class ExecutionGraph:
     def source_range(self, iid: str) -> tuple[int, int]:
         """The record indices [lo, hi) this source instance reads."""
         spec = self.instances[iid]
-        n = self.topology.input.records
         op = self.topology.operator(spec.op)
+        n = self.topology.source_records(op)
         p = op.parallelism
         if op.split == "strided":  # local offsets j = 0, 1, ... read events index + j * p
             return (0, max(0, -(-(n - spec.index) // p)))
@@ -127,7 +127,7 @@ class ExecutionGraph:
         spec = self.instances[iid]
         op = self.topology.operator(spec.op)
         if spec.is_source:
-            gen = make_source(spec.kind, self.topology.input.seed, op.params)
+            gen = make_source(spec.kind, self.topology.source_seed(op), op.params)
             if op.split == "strided":
                 return _strided(gen, spec.index, op.parallelism)
             return gen

@@ -112,6 +112,48 @@ def _zipf_keyed(prefix: str | None, value_kind: str) -> Callable[..., Any]:
     return make
 
 
+def _tuples(value: Any) -> Any:
+    """YAML lists as tuples, so table values compare and hash like generated ones."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def check_table(p: dict[str, Any]) -> list[Record]:
+    """The rows of a table source as records; ValueError naming the first bad row."""
+    from ftctl.runtime.records import RECORD_TYPES
+
+    kind = str(p["record_type"])
+    if kind not in RECORD_TYPES:
+        raise ValueError(f"record_type: unknown type {kind!r} (ftctl list types)")
+    rows = p["rows"]
+    if not isinstance(rows, list) or not rows:
+        raise ValueError("rows: expected a non-empty list of [key, value] or [key, value, ts]")
+    out: list[Record] = []
+    last = None
+    fields = RECORD_TYPES[kind]
+    for i, row in enumerate(rows):
+        if not isinstance(row, list) or len(row) not in (2, 3):
+            raise ValueError(f"rows[{i}]: expected [key, value] or [key, value, ts]")
+        ts = row[2] if len(row) == 3 else -1
+        if isinstance(ts, bool) or not isinstance(ts, int):
+            raise ValueError(f"rows[{i}]: ts must be an integer, got {ts!r}")
+        if last is not None and ts < last:
+            raise ValueError(f"rows[{i}]: ts {ts} is before the previous row's {last}; "
+                             "a table's event times must not decrease")
+        last = ts
+        value = _tuples(row[1])
+        if len(fields) > 1 and not kind.startswith("nexmark.event") and (
+                not isinstance(value, tuple) or len(value) != len(fields)):
+            raise ValueError(f"rows[{i}]: a {kind} value has {len(fields)} fields "
+                             f"({', '.join(fields)}), got {row[1]!r}")
+        out.append((_tuples(row[0]), value, ts))
+    return out
+
+
+def _table(seed: int, p: dict[str, Any]) -> Callable[[int, int], list[Record]]:
+    rows = check_table(p)
+    return lambda start, end: rows[start:end]
+
+
 SOURCES: dict[str, SourceSpec] = {
     "source.text": SourceSpec(
         "source.text",
@@ -133,6 +175,13 @@ SOURCES: dict[str, SourceSpec] = {
         {"keys": 500, "skew": 1.2, "users": 2000, "ms_per_record": 1.0},
         _zipf_keyed("#tag", "user"),
         "tag.user",
+    ),
+    "source.table": SourceSpec(
+        "source.table",
+        "a bounded table of literal rows [key, value] or [key, value, ts] (ts -1 when "
+        "omitted: reference data); record_type names their type",
+        {"rows": [], "record_type": "any"},
+        _table,
     ),
     "source.nexmark": SourceSpec(
         "source.nexmark",
@@ -176,6 +225,8 @@ def check_source(kind: str, params: dict[str, Any]) -> dict[str, Any]:
     check_params(merged)
     if kind == "source.nexmark":
         check_nexmark(merged)
+    if kind == "source.table":
+        check_table(merged)
     return merged
 
 

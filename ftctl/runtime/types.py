@@ -14,6 +14,8 @@ def made_type(op: OperatorSpec, in_type: str) -> str:
 
     if op.out_type:
         return op.out_type
+    if op.type == "source.table":
+        return str(op.params.get("record_type", ANY))
     if is_source(op.type):
         spec = SOURCES.get(op.type)
         return spec.makes if spec else ANY

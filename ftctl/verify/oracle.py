@@ -183,14 +183,16 @@ def _chunk_rows(
 
 
 def input_frame(spark: SparkSession, topology: Topology, oracle: Oracle) -> DataFrame:
-    """All records [0, input.records) of every source of the oracle's type, as one frame."""
-    n, seed = topology.input.records, topology.input.seed
-    chunks = max(1, -(-n // CHUNK))
-    rdds = [
-        spark.sparkContext.parallelize(range(chunks), chunks).flatMap(
-            _chunk_rows(oracle, op.type, seed, dict(op.params), n))
-        for op in topology.operators if op.type == oracle.source
-    ]  # fmt: skip
+    """All records of every source of the oracle's type (each with its own records and
+    seed where it overrides `input`), as one frame."""
+    rdds = []
+    for op in topology.operators:
+        if op.type != oracle.source:
+            continue
+        n, seed = topology.source_records(op), topology.source_seed(op)
+        chunks = max(1, -(-n // CHUNK))
+        rdds.append(spark.sparkContext.parallelize(range(chunks), chunks).flatMap(
+            _chunk_rows(oracle, op.type, seed, dict(op.params), n)))
     rdd = rdds[0] if len(rdds) == 1 else spark.sparkContext.union(rdds)
     return spark.createDataFrame(rdd, oracle.schema)
 
