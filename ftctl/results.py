@@ -15,7 +15,8 @@ never sees half a file. ``events.jsonl`` is appended and flushed line by line in
 an interrupted run keeps the events it logged. A run counts as finished only when its
 status is ``complete`` or ``failed``; anything else found on disk (``running`` left behind
 by a killed process, a missing or unreadable status) means it did not finish and must never
-be reported as passed.
+be reported as passed. ``running`` records the process running the run; the first reader
+that finds that process gone marks the run ``incomplete`` (reason ``killed``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import contextlib
 import json
 import os
 import secrets
+import socket
 import tempfile
 import threading
 import time
@@ -34,6 +36,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -238,6 +241,12 @@ class RunStore:
         doc: dict[str, Any] = {"status": status, "time": _now_iso()}
         if reason:
             doc["reason"] = reason
+        if status == "running":
+            # Who is running it: a reader that finds this process gone knows the run was
+            # killed (SIGKILL skips every handler) and will never finish.
+            me = psutil.Process()
+            doc["owner"] = {"host": socket.gethostname(), "pid": me.pid,
+                            "create_time": me.create_time()}
         atomic_write_json(self.path / "status.json", doc)
 
     # -------------------------------------------------------------- readers
@@ -274,10 +283,22 @@ class RunStore:
             return None
 
     def status(self) -> str:
-        """The recorded status; ``incomplete`` when none can be read."""
+        """The recorded status; ``incomplete`` when none can be read.
+
+        A ``running`` run whose process is gone was killed: it is marked ``incomplete``
+        (reason ``killed``) here, by the first command that reads it, so it does not
+        say ``running`` forever.
+        """
         try:
-            status = _read_json(self.path / "status.json").get("status")
+            doc = _read_json(self.path / "status.json")
+            status = doc.get("status")
         except (OSError, ValueError, AttributeError):
+            return "incomplete"
+        if status == "running" and _owner_gone(doc.get("owner")):
+            owner = doc["owner"]
+            self.mark("incomplete", f"killed: its ftctl process ({owner['pid']}) ended "
+                                    "without finishing the run")
+            self.event("killed", pid=owner["pid"])
             return "incomplete"
         return status if status in STATUSES else "incomplete"
 
@@ -305,6 +326,22 @@ class RunStore:
                     yield json.loads(line)
                 except ValueError:
                     continue
+
+
+def _owner_gone(owner: Any) -> bool:
+    """Whether the process recorded as running a run has ended (on this host only: a
+    process on another machine cannot be looked up from here)."""
+    if not isinstance(owner, dict) or owner.get("host") != socket.gethostname():
+        return False
+    try:
+        proc = psutil.Process(int(owner["pid"]))
+        if abs(proc.create_time() - float(owner["create_time"])) > 1.0:
+            return True  # the pid was reused by another process
+        return bool(proc.status() == psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return True
+    except (psutil.AccessDenied, KeyError, TypeError, ValueError):
+        return False
 
 
 def _resolve_run(run_id_or_path: str | Path, root: Path) -> Path:

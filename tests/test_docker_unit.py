@@ -34,7 +34,7 @@ def test_connect_without_engine_is_one_clear_error(monkeypatch: pytest.MonkeyPat
     [
         ["image", "build"],
         ["cluster", "up", "--backend", "docker"],
-        ["cluster", "prune"],
+        ["cluster", "prune", "--all"],
     ],
 )
 def test_cli_without_engine_says_so_in_one_line(args: list[str], tmp_path: Path) -> None:
@@ -43,6 +43,14 @@ def test_cli_without_engine_says_so_in_one_line(args: list[str], tmp_path: Path)
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert lines == [f"error: {NO_ENGINE}"]
+
+
+def test_prune_without_engine_prunes_processes_and_says_containers_were_not_checked(
+        tmp_path: Path) -> None:
+    env = {"DOCKER_HOST": NOWHERE, "FTCTL_STATE_DIR": str(tmp_path / "state")}
+    result = runner.invoke(app, ["cluster", "prune"], env=env)
+    assert result.exit_code == 0, result.output
+    assert f"containers not checked: {NO_ENGINE}" in " ".join(result.output.split())
 
 
 def test_docker_only_options_are_refused_for_local(tmp_path: Path) -> None:

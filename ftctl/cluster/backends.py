@@ -12,14 +12,13 @@ from typing import Any, Literal
 
 from ftctl.cluster.errors import ClusterUsageError
 from ftctl.cluster.local import LocalCluster
-from ftctl.cluster.state import default_state_dir
+from ftctl.cluster.state import default_state_dir, is_docker_state_dir
 
 Backend = Literal["local", "docker"]
 BACKENDS: tuple[str, ...] = ("local", "docker")
 # Options only the docker backend understands; a local cluster ignores them, so callers
 # (ftctl run) can pass one set of options whatever the backend.
-DOCKER_OPTIONS = frozenset({"image", "mounts", "cpus", "mem_limit", "run_id", "owned", "client"})
-_DOCKER_META = "docker.json"  # see ftctl.docker.meta
+DOCKER_OPTIONS = frozenset({"image", "mounts", "cpus", "mem_limit", "run_id", "client"})
 
 
 def check_backend(backend: str) -> str:
@@ -41,7 +40,7 @@ def make_cluster(backend: str = "local", **opts: Any) -> LocalCluster:
 def detect_backend(state_dir: Path | str | None = None) -> str:
     """The backend whose cluster is recorded in ``state_dir`` (local when unsure)."""
     directory = Path(state_dir).resolve() if state_dir else default_state_dir()
-    return "docker" if (directory / _DOCKER_META).is_file() else "local"
+    return "docker" if is_docker_state_dir(directory) else "local"
 
 
 def attach_cluster(state_dir: Path | str | None = None, backend: str | None = None) -> LocalCluster:

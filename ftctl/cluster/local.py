@@ -30,6 +30,7 @@ from typing import Any
 import psutil
 
 from ftctl.cluster import process
+from ftctl.cluster.abandoned import prune_abandoned
 from ftctl.cluster.errors import (
     ClusterAlreadyRunningError,
     ClusterUsageError,
@@ -46,10 +47,11 @@ from ftctl.cluster.state import (
     WorkerInfo,
     default_state_dir,
     load_state,
-    remove_state,
     save_state,
     state_lock,
 )
+from ftctl.cluster.teardown import marker_arg, quote_java_opt, teardown
+from ftctl.cluster.watchdog import Watchdog
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -61,8 +63,6 @@ DAEMON_MEMORY = "512m"
 # 2 cores). Executors are started by the workers with the application's own options, so
 # the options here do not slow real work down.
 DAEMON_JAVA_OPTS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
-# Put on every daemon's command line so leftovers can be found by state dir after a crash.
-MARKER_PROPERTY = "ftctl.cluster.dir"
 
 DAEMON_PROPERTIES = {
     # The REST submission server is not used and would take one more port.
@@ -210,6 +210,7 @@ class LocalCluster:
         ui_port: int | None = None,
         start_timeout: float = DEFAULT_START_TIMEOUT,
         grace: float = DEFAULT_GRACE,
+        owned: bool = False,
     ) -> None:
         if workers < 0:
             raise ClusterUsageError(f"bad worker count {workers}: must be 0 or more")
@@ -223,6 +224,10 @@ class LocalCluster:
         self.ui_port = ui_port
         self.start_timeout = start_timeout
         self.grace = grace
+        # Owned: the cluster lives only as long as this process (``ftctl run``); a
+        # watchdog tears it down if the process dies without doing so itself.
+        self.owned = owned
+        self._watchdog: Watchdog | None = None
         self._state: ClusterState | None = None
         self._popens: list[psutil.Popen] = []
         self._ports = PortAllocator()
@@ -290,6 +295,7 @@ class LocalCluster:
         deadline = time.monotonic() + self.start_timeout
         self._java = require_java()
         home = spark_home()
+        self._prune_abandoned()
         with state_lock(self.state_dir):
             # Outside the cleanup below: refusing to start over a running cluster must
             # not tear that cluster down.
@@ -297,6 +303,7 @@ class LocalCluster:
             self._prepare_dirs()
             say("starting Spark master")
             try:
+                self._start_watchdog("local")
                 self._start_master(home)
             except BaseException:
                 self._teardown_after_failure()
@@ -329,7 +336,7 @@ class LocalCluster:
                     f"{self.state_dir}); use it, or stop it with `ftctl cluster down`"
                 )
         # A crashed earlier run may have left daemons or executors: stop them first.
-        _teardown(self.state_dir, previous, grace=self.grace)
+        teardown(self.state_dir, previous, grace=self.grace)
 
     def _prepare_dirs(self) -> None:
         for directory in (self.conf_dir, self.log_dir, self.work_dir):
@@ -347,7 +354,7 @@ class LocalCluster:
     def _daemon_env(self, home: Path) -> dict[str, str]:
         assert self._java is not None
         env = dict(os.environ)
-        java_opts = [*DAEMON_JAVA_OPTS, _quote_java_opt(marker_arg(self.state_dir))]
+        java_opts = [*DAEMON_JAVA_OPTS, quote_java_opt(marker_arg(self.state_dir))]
         env.update(
             {
                 "SPARK_HOME": str(home),  # set, so spark-class skips its Python lookup
@@ -404,9 +411,28 @@ class LocalCluster:
             master_url=f"spark://{HOST}:{port}",
             ui_url=f"http://{HOST}:{ui_port}",
             master=master,
+            **self._owner(),
         )
         # Recorded before waiting, so `down` from another shell can stop a hung start.
         save_state(self._state)
+
+    def _prune_abandoned(self) -> None:
+        """A per-run cluster cleans up after runs that were killed before it: their
+        clusters sit beside its own state dir (``.ftctl/runs/<run>``)."""
+        if self.owned:
+            prune_abandoned([self.state_dir.parent])
+
+    def _start_watchdog(self, backend: str) -> None:
+        """An owned cluster: from here on, this process's death takes the cluster down."""
+        if self.owned and self._watchdog is None:
+            self._watchdog = Watchdog(self.state_dir, backend)
+
+    def _owner(self) -> dict[str, Any]:
+        """``ClusterState``'s owner fields: this process if the cluster is owned."""
+        if not self.owned:
+            return {}
+        me = psutil.Process()
+        return {"owner_pid": me.pid, "owner_create_time": me.create_time()}
 
     def _requested_port(self, port: int | None, what: str, option: str) -> int:
         if port is None:
@@ -520,7 +546,7 @@ class LocalCluster:
 
     def _teardown_after_failure(self) -> None:
         with _interrupts_deferred():
-            _teardown(self.state_dir, self._state, grace=self.grace)
+            teardown(self.state_dir, self._state, grace=self.grace)
             self._forget()
 
     # ------------------------------------------------------------------ down / status
@@ -533,12 +559,16 @@ class LocalCluster:
         """
         with _interrupts_deferred(), state_lock(self.state_dir):
             state = load_state(self.state_dir) or self._state
-            pids = _teardown(self.state_dir, state, grace=self.grace if grace is None else grace)
+            pids = teardown(self.state_dir, state, grace=self.grace if grace is None else grace)
             self._forget()
         return pids
 
     def _forget(self) -> None:
         self._state = None
+        if self._watchdog is not None:
+            # Only after the teardown: a watchdog released earlier could not finish it.
+            self._watchdog.release()
+            self._watchdog = None
         for popen in self._popens:
             popen.poll()  # reap, if it was our child and teardown did not already
         self._popens.clear()
@@ -776,43 +806,3 @@ def _worker_status(worker: WorkerInfo, data: dict[str, Any] | None) -> WorkerSta
         labels=dict(worker.labels),
         ui_url=f"http://{worker.host}:{worker.ui_port}",
     )
-
-
-def _teardown(state_dir: Path, state: ClusterState | None, grace: float) -> list[int]:
-    """Stop everything belonging to the cluster in ``state_dir`` and drop its state file.
-
-    Three nets, because any one alone can miss processes: the recorded daemons and
-    their descendants; members of their process groups (orphaned executors); and any
-    JVM carrying this state dir on its command line or Python/JVM running in its work
-    dir (leftovers of a start that crashed before recording them).
-    """
-    procs: list[psutil.Process] = []
-    if state is not None:
-        daemons = [state.master, *state.workers]
-        for daemon in daemons:
-            proc = process.same_process(daemon.pid, daemon.create_time)
-            if proc is not None:
-                procs += process.tree(proc)
-        # Dead leaders too: their groups outlive them while orphans remain in them.
-        procs += process.group_members([d.pid for d in daemons], state.started_at)
-    procs += process.processes_mentioning(marker_arg(state_dir), work_dir=state_dir / "work")
-    pids = process.terminate_all(procs, grace=grace)
-    remove_state(state_dir)
-    return pids
-
-
-def _quote_java_opt(option: str) -> str:
-    """Quote one option for SPARK_DAEMON_JAVA_OPTS, which Spark's launcher splits on
-    whitespace unless quoted (a state dir may contain spaces)."""
-    if not any(ch.isspace() or ch in "\"'\\" for ch in option):
-        return option
-    return '"' + option.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def marker_arg(state_dir: Path) -> str:
-    """The JVM option that tags a daemon with its cluster's state dir.
-
-    Compared as a whole argument, never as a substring: ``/tmp/c`` must not match a
-    cluster in ``/tmp/c2``.
-    """
-    return f"-D{MARKER_PROPERTY}={state_dir}"

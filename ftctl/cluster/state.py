@@ -18,6 +18,9 @@ STATE_DIR_ENV = "FTCTL_STATE_DIR"
 STATE_FILE = "cluster.json"
 _LOCK_FILE = "cluster.lock"
 STATE_VERSION = 1
+# Written beside cluster.json by the docker backend (``ftctl.docker.meta``); its presence
+# says which backend a state dir belongs to.
+DOCKER_META_FILE = "docker.json"
 
 
 def default_state_dir() -> Path:
@@ -74,6 +77,10 @@ class ClusterState:
     master: DaemonInfo
     workers: list[WorkerInfo] = field(default_factory=list)
     version: int = STATE_VERSION
+    # Set for a cluster that lives only as long as one command (`ftctl run`, `compare`):
+    # once that process is gone, the cluster is abandoned (``ftctl.cluster.abandoned``).
+    owner_pid: int | None = None
+    owner_create_time: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -139,3 +146,29 @@ def state_lock(state_dir: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def state_lock_if_free(state_dir: Path) -> Iterator[bool]:
+    """Like ``state_lock`` without waiting: yields False when another process holds it
+    (a cluster starting or stopping there, whose state file may be half-way)."""
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        (state_dir / _LOCK_FILE).touch()
+    except OSError:
+        yield False
+        return
+    with open(state_dir / _LOCK_FILE, "a") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def is_docker_state_dir(state_dir: Path) -> bool:
+    return (state_dir / DOCKER_META_FILE).is_file()

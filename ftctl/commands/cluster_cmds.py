@@ -15,6 +15,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ftctl.cluster.abandoned import find_abandoned, prune_abandoned
 from ftctl.cluster.backends import attach_cluster, check_backend, detect_backend, make_cluster
 from ftctl.cluster.errors import ClusterError, ClusterUsageError, NoClusterError
 from ftctl.cluster.labels import expand_labels, format_labels
@@ -29,6 +30,8 @@ from ftctl.cluster.local import (
 )
 from ftctl.cluster.state import STATE_DIR_ENV
 from ftctl.console import EXIT_INFRA, console, err_console
+from ftctl.docker.engine import engine_reachable, no_engine_message
+from ftctl.docker.prune import find_abandoned_containers, prune_containers
 from ftctl.tables import print_table
 
 EXIT_INTERRUPTED = 130  # the shell convention for "ended by SIGINT"
@@ -249,11 +252,15 @@ def status(
     backend: BackendOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
-    """Show the master and each worker as the master sees them now."""
+    """Show the master and each worker as the master sees them now, and any cluster a
+    killed run left behind (remove those with `ftctl cluster prune`)."""
     with cli_errors():
+        leftovers = _leftovers()
+        if not as_json:
+            _print_leftovers(leftovers)
         report = attach_cluster(None, _backend_for(backend)).status()
     if as_json:
-        console.print_json(json.dumps(report.to_json()))
+        console.print_json(json.dumps({**report.to_json(), "abandoned": leftovers}))
     else:
         _print_status(report)
     if not report.running:
@@ -261,6 +268,25 @@ def status(
             f"the Spark master is {report.master_state} (pid {report.master_pid}); "
             "`ftctl cluster down` cleans up what is left",
             EXIT_INFRA,
+        )
+
+
+def _leftovers() -> list[dict[str, Any]]:
+    """Abandoned clusters: local processes, and containers when an engine answers."""
+    found = [{"backend": "local", **asdict(c)} for c in find_abandoned()]
+    if engine_reachable():
+        found += [{"backend": "docker", **asdict(c)} for c in find_abandoned_containers()]
+    return found
+
+
+def _print_leftovers(leftovers: list[dict[str, Any]]) -> None:
+    for item in leftovers:
+        what = (f"{len(item['pids'])} process(es)" if item["backend"] == "local"
+                else f"{len(item['containers'])} container(s)")
+        console.print(
+            f"[yellow]abandoned[/yellow] {item['backend']} cluster in {item['state_dir']}: "
+            f"{what}, {item['reason']}; remove with `ftctl cluster prune`",
+            highlight=False, soft_wrap=True,
         )
 
 
@@ -302,20 +328,37 @@ def prune(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
-    """Remove ftctl containers left behind by crashed runs (found by their labels)."""
-    from ftctl.docker.cluster import DockerCluster
+    """Stop the Spark processes and remove the containers that killed runs left behind.
 
+    Local clusters are found by the state-dir marker on their JVMs' command lines and by
+    the per-run state dirs under .ftctl/runs; containers by their labels. A cluster counts
+    as abandoned when the ftctl process that owned it is gone, or when its state file no
+    longer records it. Without a Docker engine only processes are pruned.
+    """
     with cli_errors():
-        pruned = DockerCluster.prune(include_live=include_live)
+        local = prune_abandoned()
+        docker_note = None
+        if engine_reachable():
+            containers = prune_containers(include_live=include_live)
+        elif include_live:
+            containers = prune_containers(include_live=True)  # says "no engine", exit 2
+        else:
+            containers = []
+            docker_note = f"containers not checked: {no_engine_message()}"
     if as_json:
-        console.print_json(json.dumps([asdict(p) for p in pruned]))
+        console.print_json(json.dumps([{"backend": "local", **asdict(c)} for c in local]
+                                      + [{"backend": "docker", **asdict(c)} for c in containers]))
         return
-    if not pruned:
-        console.print("nothing to prune: no abandoned ftctl containers")
-        return
-    for cluster in pruned:
+    for item in local:
+        console.print(f"stopped {len(item.pids)} process(es) of the cluster in "
+                      f"{item.state_dir}: {item.reason}", highlight=False, soft_wrap=True)
+    for cluster in containers:
         console.print(
             f"removed {len(cluster.containers)} container(s) of run {cluster.run_id} "
             f"({cluster.state_dir}): {cluster.reason}",
             highlight=False,
         )
+    if not local and not containers:
+        console.print("nothing to prune: no abandoned ftctl cluster")
+    if docker_note:
+        console.print(f"[dim]{escape(docker_note)}[/dim]", highlight=False, soft_wrap=True)

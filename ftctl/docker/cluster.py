@@ -153,6 +153,7 @@ class DockerCluster(LocalCluster):
         super().__init__(
             workers, cores=cores, memory=memory, labels=labels, state_dir=state_dir,
             master_port=master_port, ui_port=ui_port, start_timeout=start_timeout, grace=grace,
+            owned=owned,
         )  # fmt: skip
         if cpus is not None and cpus <= 0:
             raise ClusterUsageError(f"bad --cpus {cpus}: must be more than 0")
@@ -163,7 +164,6 @@ class DockerCluster(LocalCluster):
         self.cpus = cpus
         self.mem_limit = mem_limit
         self.run_id = run_id or new_run_id()
-        self.owned = owned
         self.key = cluster_key(self.state_dir)
         self._client = client
         self._client_lock = threading.Lock()
@@ -233,6 +233,7 @@ class DockerCluster(LocalCluster):
             say("checking the ftctl image")
             self.image = build_image(progress=say, client=self.client).tag
         deadline = time.monotonic() + self.start_timeout
+        self._prune_abandoned()
         with state_lock(self.state_dir):
             self._clear_previous()
             self._prepare_dirs()
@@ -240,6 +241,7 @@ class DockerCluster(LocalCluster):
             self.local_dir.mkdir(parents=True)
             say("starting the Spark master container")
             try:
+                self._start_watchdog("docker")
                 self._save_meta()
                 self._start_master(Path(CONTAINER_SPARK_HOME))
             except BaseException:
@@ -269,6 +271,12 @@ class DockerCluster(LocalCluster):
             owner_create_time=owner.create_time() if owner else None,
         )  # fmt: skip
         save_meta(self.state_dir, self._meta)
+
+    def _prune_abandoned(self) -> None:
+        """Containers of killed runs go too, not only their local processes."""
+        super()._prune_abandoned()
+        if self.owned:
+            prune_containers(client=self.client)
 
     def _clear_previous(self) -> None:
         # The master pid check of the local backend holds here too: it is the host pid of
@@ -374,6 +382,7 @@ class DockerCluster(LocalCluster):
             master_url=f"spark://{HOST}:{port}",
             ui_url=f"http://{HOST}:{ui_port}",
             master=master,
+            **self._owner(),
         )
         save_state(self._state)
 

@@ -17,9 +17,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ftctl.cluster.state import DOCKER_META_FILE
 from ftctl.docker.cache import digest
 
-META_FILE = "docker.json"
+META_FILE = DOCKER_META_FILE
 
 # Container labels. ftctl.cluster finds every container of a state dir (down, prune);
 # ftctl.run groups the containers of one run or `cluster up`.
