@@ -18,6 +18,7 @@ from rich.table import Table
 from chaos.hostctx import HostFaultContext
 from chaos.nemesis import Nemesis
 from ftctl.cluster.labels import LabelSyntaxError, expand_labels
+from ftctl.commands.bind import DEFAULT_BIND, Bind, check_bind
 from ftctl.commands.chaos_plan import (
     Schedule,
     check_cluster,
@@ -88,6 +89,7 @@ def chaos(
     timeout: Annotated[float, typer.Option("--timeout", min=1,
                                            help="Give up after this many seconds.")] = 600.0,
     spares: Spares = DEFAULT_SPARES,
+    bind: Bind = DEFAULT_BIND,
     as_json: Annotated[bool, typer.Option("--json",
                                           help="Print a machine-readable summary.")] = False,
     verbose: Verbose = False,
@@ -123,6 +125,7 @@ def chaos(
         timeout=timeout, as_json=as_json, backend=backend, labels=label,
         # Each worker can hold every instance twice over: a rack failure leaves room.
         cores=SLOTS_PER_INSTANCE * len(graph.order), kind="chaos", spares=spares, verbose=verbose,
+        bind=check_bind(bind),
         config={"chaos": {"schedule": schedule.source, "name": schedule.name,
                           "seed": schedule.seed, "expected_s": round(duration, 3),
                           "replay_of": replayed.run_id if replayed else None}})

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from ftctl.cluster.labels import LabelSyntaxError, expand_labels
+from ftctl.commands.bind import DEFAULT_BIND, Bind, check_bind
 from ftctl.commands.chaos_cmd import expected_seconds, size_input
 from ftctl.commands.chaos_plan import check_cluster, from_kills, from_scenario
 from ftctl.commands.common import Spares, user_errors
@@ -52,6 +53,7 @@ def protocols_cmd(
     results: Annotated[Path, typer.Option(help="Where runs are written.")] = DEFAULT_ROOT,
     timeout: Annotated[float, typer.Option(min=1, help="Per-run limit, seconds.")] = 600.0,
     spares: Spares = DEFAULT_SPARES,
+    bind: Bind = DEFAULT_BIND,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
     verbose: Verbose = False,
 ) -> None:
@@ -90,6 +92,7 @@ def protocols_cmd(
         schedule = from_scenario(scenario, graph.order, duration, seed)
     check_cluster(schedule, None, worker_labels, backend)
 
+    bind = check_bind(bind)
     store = RunStore.create(results, topology=topology.name, protocol="compare", kind="compare")
     store.write_config({"topology": topology.model_dump(by_alias=True),
                         "protocols": [i.name for i in infos], "params": params,
@@ -97,7 +100,8 @@ def protocols_cmd(
                         "shared_cluster": not needs_own_cluster(schedule)})
     req = CompareRequest(topology, schedule, infos, params, repeat, workers, label, results,
                          timeout, state_dir=(Path(".ftctl") / "runs" / store.run_id).resolve(),
-                         backend=backend, spares=spares, verbose=verbose)
+                         backend=backend, spares=spares, verbose=verbose,
+                         bind=bind)
     try:
         with LiveLine(quiet=as_json) as live:
             comp = run_comparison(req, live.note, live.update)

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ftctl.commands.bind import DEFAULT_BIND, Bind, check_bind
 from ftctl.commands.common import Spares, protocol_and_params, user_errors
 from ftctl.commands.runner import DEFAULT_SPARES, RunRequest, Verbose, execute
 from ftctl.config.errors import ConfigError
@@ -42,6 +43,7 @@ def run(
     timeout: Annotated[float, typer.Option("--timeout", min=1,
                                            help="Give up after this many seconds.")] = 3600.0,
     spares: Spares = DEFAULT_SPARES,
+    bind: Bind = DEFAULT_BIND,
     as_json: Annotated[bool, typer.Option("--json",
                                           help="Print a machine-readable summary.")] = False,
     verbose: Verbose = False,
@@ -62,5 +64,6 @@ def run(
     params = info.resolve(given)
     code = execute(RunRequest(topology, info, params, master=master, workers=workers,
                               results=results, timeout=timeout, as_json=as_json,
-                              backend=backend, spares=spares, verbose=verbose))
+                              backend=backend, spares=spares, verbose=verbose,
+                              bind=check_bind(bind)))
     raise typer.Exit(code)

@@ -30,6 +30,7 @@ from ftctl.progress import LiveLine
 from ftctl.results import RunStore
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.runner import sink_modes
+from ftctl.spark import wire
 from ftctl.spark.host import HostResult, SparkHost
 from ftctl.spark.session import collect_executor_logs, start_session, stop_session
 from ftctl.tables import print_table
@@ -76,6 +77,7 @@ class RunRequest:
     live: Callable[[str], None] | None = None
     # Work dir of a cluster the caller started (compare's shared one): executor logs.
     work_dir: Path | None = None
+    bind: str = wire.HOST  # where the control channel listens (``--bind``)
 
 
 @dataclass
@@ -124,7 +126,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         "params": req.params.model_dump(mode="json"), "master": master,
         "workers": None if master else req.workers,
         "host": "spark", "backend": None if master else req.backend,
-        "labels": req.labels, "spares": req.spares, **req.config,
+        "labels": req.labels, "spares": req.spares, "bind": req.bind, **req.config,
     })
     say = _sayer(req.as_json or req.quiet)
     say(f"run {run_store.run_id} -> {run_store.path}")
@@ -171,7 +173,8 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
 
         host = SparkHost(spark.sparkContext, graph, info, req.params, run_store.run_id,
                          run_store.path / "snapshots", rate=topology.input.rate,
-                         on_event=on_event, timeout=req.timeout, spares=req.spares)
+                         on_event=on_event, timeout=req.timeout, spares=req.spares,
+                         bind=req.bind)
         ctx = RunContext(req, run_store, graph, host, cluster, say)
         ext.attach(ctx)
         with live:

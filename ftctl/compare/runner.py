@@ -37,6 +37,7 @@ from ftctl.compare.figures import (
 from ftctl.config.scenario import parse_target
 from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
+from ftctl.spark import wire
 from ftctl.spark.host import HostResult
 from protocols.base import ProtocolInfo
 
@@ -142,6 +143,7 @@ class CompareRequest:
     backend: str = "local"
     spares: int = DEFAULT_SPARES
     verbose: bool = False
+    bind: str = wire.HOST  # the control channel's listen address
 
 
 def needs_own_cluster(schedule: Schedule) -> bool:
@@ -180,7 +182,7 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
                     master=shared.master_url if shared else None, workers=req.workers,
                     results=req.results, timeout=req.timeout, as_json=False,
                     backend=req.backend, labels=req.labels, cores=cores, kind="compare",
-                    quiet=True, spares=req.spares, verbose=req.verbose,
+                    quiet=True, spares=req.spares, verbose=req.verbose, bind=req.bind,
                     live=_prefixed(step, prefix),
                     work_dir=shared.work_dir if shared else None,
                     config={"chaos": {"schedule": schedule.source, "name": schedule.name,

@@ -12,6 +12,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from multiprocessing import AuthenticationError
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -29,12 +30,20 @@ MAX_SPARE_FAILURES = 3  # spare jobs failing in a row before no more are submitt
 
 
 class ControlServer:
-    """Accepts tasks' control connections; each gets a reader thread feeding ``events``."""
+    """Accepts tasks' control connections; each gets a reader thread feeding ``events``.
 
-    def __init__(self, token: bytes, events: queue.Queue[tuple[Any, ...]]):
+    Listens on ``bind`` (loopback unless the user sets ``--bind``: executors on other
+    machines must reach it). Every connection must pass the run token's HMAC challenge
+    before a byte of it is decoded; one that does not is closed and reported to
+    ``on_refused`` with its peer address (the host logs a ``connection-refused`` event).
+    """
+
+    def __init__(self, token: bytes, events: queue.Queue[tuple[Any, ...]],
+                 bind: str = wire.HOST, on_refused: Callable[[str], None] | None = None):
         self.events = events
-        self.listener = wire.listen(token)
-        self.address: wire.Address = self.listener.address
+        self.listener = wire.listen(token, bind)
+        self.address: wire.Address = wire.advertised(self.listener.address)
+        self.on_refused = on_refused
         self.closed = threading.Event()
         self.conns: list[Connection] = []
         # Liveness is judged where frames arrive, not where the host gets to them: a
@@ -56,10 +65,16 @@ class ControlServer:
         while not self.closed.is_set():
             try:
                 conn = wire.accept(self.listener)
+            except AuthenticationError:
+                # Not a task of this run: its bytes were never decoded; say who it was.
+                if self.on_refused is not None:
+                    with contextlib.suppress(Exception):
+                        self.on_refused(_peer(self.listener.last_accepted))
+                continue
             except (OSError, EOFError):
                 if self.closed.is_set():
                     return
-                continue  # failed authentication or a peer that vanished mid-handshake
+                continue  # a peer that vanished mid-handshake
             self.conns.append(conn)
             threading.Thread(target=self._read, args=(conn,), daemon=True).start()
 
@@ -311,6 +326,12 @@ class JobRunner:
         for group in groups:
             with contextlib.suppress(Exception):
                 self.sc.cancelJobGroup(group)
+
+
+def _peer(address: Any) -> str:
+    if isinstance(address, tuple) and len(address) >= 2:
+        return f"{address[0]}:{address[1]}"
+    return str(address)
 
 
 def _reason(exc: BaseException) -> str:

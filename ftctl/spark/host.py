@@ -113,8 +113,10 @@ class SparkHost:
                  params: ProtocolParams, run_id: str, store_dir: Path,
                  rate: float | None = None, on_event: EventSink | None = None,
                  progress: Progress | None = None, timeout: float = 3600.0,
-                 on_start: Callable[[], None] | None = None, spares: int = 0):
+                 on_start: Callable[[], None] | None = None, spares: int = 0,
+                 bind: str = wire.HOST):
         self.sc = sc
+        self.bind = bind  # the control channel's listen address (``--bind``)
         self.spares = spares
         self.graph = graph
         self.info = protocol
@@ -208,7 +210,8 @@ class SparkHost:
 
     def run(self) -> HostResult:
         self.t0 = time.monotonic()
-        self.server = ControlServer(self.token, self.events_q)
+        self.server = ControlServer(self.token, self.events_q, self.bind,
+                                    lambda peer: self.log("connection-refused", peer=peer))
         self.jobs = JobRunner(self.sc, self.run_id, self.events_q, self.spares)
         self.server.on_spare = self.jobs.spare_ready
         complete = False

@@ -49,8 +49,30 @@ def new_token() -> bytes:
     return secrets.token_bytes(32)
 
 
-def listen(token: bytes) -> Listener:
-    return Listener((HOST, 0), family="AF_INET", backlog=128, authkey=token)
+def listen(token: bytes, host: str = HOST) -> Listener:
+    return Listener((host, 0), family="AF_INET", backlog=128, authkey=token)
+
+
+WILDCARDS = ("0.0.0.0", "")
+
+
+def check_bind(host: str) -> str:
+    """An IPv4 address (or host name) this machine can listen on, or ValueError."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((host, 0))
+    except (OSError, UnicodeError) as exc:
+        raise ValueError(f"cannot listen on {host!r}: {exc}") from exc
+    return host
+
+
+def advertised(address: Address) -> Address:
+    """Where peers should connect to a listener bound to ``address``: a wildcard bind is
+    reached through this host's name, not through 0.0.0.0."""
+    host, port = address
+    if host in WILDCARDS:
+        host = socket.gethostbyname(socket.gethostname())
+    return host, port
 
 
 def connect(address: Address, token: bytes) -> Connection:
