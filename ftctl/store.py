@@ -1,14 +1,21 @@
-"""Stable storage for snapshots, and the external sink that output is committed to."""
+"""Stable storage for snapshots, and the external sink that output is committed to.
+
+The snapshot store of the Spark host lives behind a location that is a local path or a URI
+(``--store``), through ``pyarrow.fs`` (already a dependency, for the run's parquet output):
+one API for local folders, mounted volumes and object stores.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
-import shutil
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Protocol
+
+import pyarrow as pa
+import pyarrow.fs as pafs
 
 from ftctl import codec
 
@@ -60,94 +67,139 @@ class MemoryStore:
         return 0
 
 
-class DirectoryStore:
-    """Snapshots as files ``<dir>/<snapshot>/<instance>.pkl``, written atomically.
+def open_location(location: str | Path) -> tuple[pafs.FileSystem, str, str]:
+    """``(filesystem, path in it, canonical location)`` for a local path or a URI.
 
-    Only ftctl's own processes write here, so what ``codec`` reads back is safe. Instances that
-    see the same directory (tasks on the driver's machine, containers with it
-    bind-mounted at the same path) write their blobs themselves with ``write_pending``,
+    A URI (``file:///srv/ftctl``, ``s3://bucket/prefix``, ``hdfs://...``: whatever
+    ``pyarrow.fs`` supports here) is used as given; a plain path is made absolute, since
+    tasks find the store by it from the executor's working directory, not the driver's.
+    Raises ValueError, naming the location, when pyarrow cannot open it.
+    """
+    text = str(location)
+    if "://" not in text:
+        path = str(Path(text).expanduser().resolve())
+        return pafs.LocalFileSystem(), path, path
+    try:
+        fs, path = pafs.FileSystem.from_uri(text)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
+        raise ValueError(f"cannot open store {text!r}: {exc}") from None
+    return fs, path.rstrip("/"), text.rstrip("/")
+
+
+def local_dirs(location: str | None) -> list[str]:
+    """The local directory behind ``location``, if it is one (for bind mounts)."""
+    if location is None:
+        return []
+    fs, path, _ = open_location(location)
+    return [path] if isinstance(fs, pafs.LocalFileSystem) else []
+
+
+def join_location(location: str, *parts: str) -> str:
+    """``location`` (path or URI) with path parts appended."""
+    return "/".join([location.rstrip("/"), *parts])
+
+
+class DirectoryStore:
+    """Snapshots as files ``<root>/<snapshot>/<instance>.pkl``, written atomically.
+
+    ``root`` is a local path or a URI: every access goes through ``pyarrow.fs``, so a store
+    on a filesystem the executors share with the driver (NFS, HDFS, S3, a volume mounted
+    in containers) works the same as the default folder under the run directory.
+
+    Only ftctl's own processes write here, so what ``codec`` reads back is safe. Instances
+    that see the same store (tasks on the driver's machine, containers with it mounted,
+    executors given the same URI) write their blobs themselves with ``write_pending``,
     and the coordinator ``adopt``s them once the writer's report is current: a blob never
     travels to the coordinator, and a stopped incarnation's late write is never adopted.
+    Tasks that do not see it send their blobs over the control connection instead.
     """
 
     KEY_FILE = ".store-key"
 
-    def __init__(self, root: Path):
-        # Absolute: tasks find the store by this path, and their working directory is
-        # the executor's, not the driver's.
-        self.root = Path(root).resolve()
-        self.root.mkdir(parents=True, exist_ok=True)
+    def __init__(self, root: Path | str):
+        self.fs, self._path, self.root = open_location(root)
+        self.fs.create_dir(self._path, recursive=True)
         self._bytes = 0
         self._key: str | None = None
 
-    def _path(self, snapshot: int, instance: str) -> Path:
-        return self.root / f"{snapshot:08d}" / f"{instance}.pkl"
+    def _dir(self, snapshot: int) -> str:
+        return f"{self._path}/{snapshot:08d}"
+
+    def _file(self, snapshot: int, instance: str) -> str:
+        return f"{self._dir(snapshot)}/{instance}.pkl"
 
     def key(self) -> str:
-        """A random key kept in the directory: a writer that reads it back shares it."""
+        """A random key kept in the store: a writer that reads it back shares it."""
         if self._key is None:
             self._key = secrets.token_hex(16)
-            (self.root / self.KEY_FILE).write_text(self._key)
+            with self.fs.open_output_stream(f"{self._path}/{self.KEY_FILE}") as f:
+                f.write(self._key.encode())
         return self._key
 
     @classmethod
     def shared(cls, root: str, key: str) -> DirectoryStore | None:
-        """The store at ``root`` if this process sees the same directory as its owner."""
+        """The store at ``root`` if this process sees the same store as its owner."""
         try:
-            if (Path(root) / cls.KEY_FILE).read_text() != key:
-                return None
-        except OSError:
+            fs, path, location = open_location(root)
+            with fs.open_input_stream(f"{path}/{cls.KEY_FILE}") as f:
+                if f.read().decode() != key:
+                    return None
+        except (OSError, ValueError, UnicodeError):
             return None
         store = cls.__new__(cls)
-        store.root, store._bytes, store._key = Path(root), 0, key
+        store.fs, store._path, store.root, store._bytes, store._key = fs, path, location, 0, key
         return store
 
-    def _write(self, directory: Path, prefix: str, blob: Any) -> tuple[Path, int]:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=prefix)
+    def _write(self, directory: str, prefix: str, blob: Any) -> tuple[str, int]:
+        self.fs.create_dir(directory, recursive=True)
+        name = f"{prefix}{secrets.token_hex(8)}"
         # ``codec``: marshal for plain values. A sink's held output, a second of it per
         # snapshot, took a sink half its time to pickle.
         data = codec.encode(blob)
-        with os.fdopen(fd, "wb") as f:
+        with self.fs.open_output_stream(f"{directory}/{name}") as f:
             f.write(data)
-        return Path(tmp), len(data)
+        return name, len(data)
 
     def put(self, snapshot: int, instance: str, blob: Any) -> None:
-        path = self._path(snapshot, instance)
-        tmp, n = self._write(path.parent, ".tmp-", blob)
-        os.replace(tmp, path)
+        tmp, n = self._write(self._dir(snapshot), ".tmp-", blob)
+        self.fs.move(f"{self._dir(snapshot)}/{tmp}", self._file(snapshot, instance))
         self._bytes += n
 
     def write_pending(self, snapshot: int, instance: str, blob: Any) -> tuple[str, int]:
         """Write a blob under a temporary name; returns (name, bytes) for ``adopt``."""
-        tmp, n = self._write(self._path(snapshot, instance).parent, ".pending-", blob)
-        return tmp.name, n
+        return self._write(self._dir(snapshot), ".pending-", blob)
 
     def adopt(self, snapshot: int, instance: str, name: str, size: int) -> None:
         """Make a blob written by ``write_pending`` the instance's part of ``snapshot``."""
-        if os.sep in name or not name.startswith(".pending-"):
+        if "/" in name or os.sep in name or not name.startswith(".pending-"):
             raise ValueError(f"not a pending snapshot file: {name!r}")
-        path = self._path(snapshot, instance)
-        os.replace(path.parent / name, path)
+        self.fs.move(f"{self._dir(snapshot)}/{name}", self._file(snapshot, instance))
         self._bytes += size
 
     def get(self, snapshot: int, instance: str) -> Any:
-        with open(self._path(snapshot, instance), "rb") as f:
+        with self.fs.open_input_stream(self._file(snapshot, instance)) as f:
             return codec.decode(f.read())
+
+    def _snapshot_dirs(self) -> list[pafs.FileInfo]:
+        infos = self.fs.get_file_info(pafs.FileSelector(self._path, allow_not_found=True))
+        return [i for i in infos if i.type == pafs.FileType.Directory and i.base_name.isdigit()]
 
     def discard_after(self, snapshot: int) -> None:
         # Stopped writers may still be adding files: remove what is there, ignore races.
-        for d in self.root.iterdir():
-            if d.is_dir() and d.name.isdigit() and int(d.name) > snapshot:
-                shutil.rmtree(d, ignore_errors=True)
+        for info in self._snapshot_dirs():
+            if int(info.base_name) > snapshot:
+                with contextlib.suppress(OSError):
+                    self.fs.delete_dir(info.path)
 
     def delete(self, snapshot: int, instance: str) -> None:
-        self._path(snapshot, instance).unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.delete_file(self._file(snapshot, instance))
 
     def snapshots_of(self, instance: str) -> list[int]:
-        name = f"{instance}.pkl"
-        return sorted(int(d.name) for d in self.root.iterdir()
-                      if d.name.isdigit() and (d / name).exists())
+        dirs = self._snapshot_dirs()
+        files = self.fs.get_file_info([f"{d.path}/{instance}.pkl" for d in dirs])
+        return sorted(int(d.base_name) for d, f in zip(dirs, files, strict=True)
+                      if f.type == pafs.FileType.File)
 
     def bytes_written(self) -> int:
         return self._bytes

@@ -82,3 +82,38 @@ def test_a_checkpoint_blob_with_channel_state_is_plain_and_restores() -> None:
     CheckpointInstance(again, CheckpointParams(interval=1.0), codec.decode(codec.encode(blob)),
                        None)
     assert again.pending_output == [("b", 2)] and again.records_in == 1
+
+
+def test_a_store_behind_a_file_uri_works_like_a_folder(tmp_path: Path) -> None:
+    uri = (tmp_path / "elsewhere").as_uri()
+    store = DirectoryStore(uri)
+    assert store.root == uri
+    store.put(1, "a[0]", {"n": 1})
+    store.put(2, "a[0]", {"n": 2})
+    writer = DirectoryStore.shared(uri, store.key())
+    assert writer is not None
+    name, size = writer.write_pending(2, "b[0]", [1, 2, 3])
+    store.adopt(2, "b[0]", name, size)
+    assert (store.get(1, "a[0]"), store.get(2, "b[0]")) == ({"n": 1}, [1, 2, 3])
+    assert store.snapshots_of("a[0]") == [1, 2] and store.snapshots_of("b[0]") == [2]
+    assert (tmp_path / "elsewhere" / "00000002" / "b[0].pkl").is_file()
+    store.discard_after(1)
+    assert store.snapshots_of("a[0]") == [1] and store.snapshots_of("b[0]") == []
+    assert not (tmp_path / "elsewhere" / "00000002").exists()
+    store.delete(1, "a[0]")
+    store.delete(1, "a[0]")  # already gone: fine
+    assert store.snapshots_of("a[0]") == []
+    assert DirectoryStore.shared((tmp_path / "other").as_uri(), store.key()) is None
+
+
+def test_a_store_pyarrow_cannot_open_is_one_line_exit_2(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ftctl.cli import app
+
+    result = CliRunner().invoke(app, ["run", str(ROOT / "topologies" / "wordcount.yaml"),
+                                      "--store", "nosuchfs://x/y", "--results", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--store" in lines[0] and "nosuchfs://x/y" in lines[0], lines
+    assert not any(tmp_path.iterdir())

@@ -18,7 +18,6 @@ from rich.table import Table
 from chaos.hostctx import HostFaultContext
 from chaos.nemesis import Nemesis
 from ftctl.cluster.labels import LabelSyntaxError, expand_labels
-from ftctl.commands.bind import DEFAULT_BIND, Bind, check_bind
 from ftctl.commands.chaos_plan import (
     Schedule,
     check_cluster,
@@ -26,6 +25,7 @@ from ftctl.commands.chaos_plan import (
     from_replay,
     from_scenario,
 )
+from ftctl.commands.cluster_options import DEFAULT_BIND, Bind, Store, check_bind, check_store
 from ftctl.commands.common import Spares, protocol_and_params, user_errors
 from ftctl.commands.runner import (
     DEFAULT_SPARES,
@@ -90,6 +90,7 @@ def chaos(
                                            help="Give up after this many seconds.")] = 600.0,
     spares: Spares = DEFAULT_SPARES,
     bind: Bind = DEFAULT_BIND,
+    store: Store = None,
     as_json: Annotated[bool, typer.Option("--json",
                                           help="Print a machine-readable summary.")] = False,
     verbose: Verbose = False,
@@ -125,7 +126,7 @@ def chaos(
         timeout=timeout, as_json=as_json, backend=backend, labels=label,
         # Each worker can hold every instance twice over: a rack failure leaves room.
         cores=SLOTS_PER_INSTANCE * len(graph.order), kind="chaos", spares=spares, verbose=verbose,
-        bind=check_bind(bind),
+        bind=check_bind(bind), store=check_store(store),
         config={"chaos": {"schedule": schedule.source, "name": schedule.name,
                           "seed": schedule.seed, "expected_s": round(duration, 3),
                           "replay_of": replayed.run_id if replayed else None}})

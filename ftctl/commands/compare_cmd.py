@@ -10,9 +10,9 @@ import typer
 from rich.table import Table
 
 from ftctl.cluster.labels import LabelSyntaxError, expand_labels
-from ftctl.commands.bind import DEFAULT_BIND, Bind, check_bind
 from ftctl.commands.chaos_cmd import expected_seconds, size_input
 from ftctl.commands.chaos_plan import check_cluster, from_kills, from_scenario
+from ftctl.commands.cluster_options import DEFAULT_BIND, Bind, Store, check_bind, check_store
 from ftctl.commands.common import Spares, user_errors
 from ftctl.commands.runner import DEFAULT_SPARES, Verbose
 from ftctl.compare.report import COST, LEGEND, OUTCOME, row, write_report
@@ -54,6 +54,7 @@ def protocols_cmd(
     timeout: Annotated[float, typer.Option(min=1, help="Per-run limit, seconds.")] = 600.0,
     spares: Spares = DEFAULT_SPARES,
     bind: Bind = DEFAULT_BIND,
+    store_at: Store = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
     verbose: Verbose = False,
 ) -> None:
@@ -92,7 +93,7 @@ def protocols_cmd(
         schedule = from_scenario(scenario, graph.order, duration, seed)
     check_cluster(schedule, None, worker_labels, backend)
 
-    bind = check_bind(bind)
+    bind, store_at = check_bind(bind), check_store(store_at)
     store = RunStore.create(results, topology=topology.name, protocol="compare", kind="compare")
     store.write_config({"topology": topology.model_dump(by_alias=True),
                         "protocols": [i.name for i in infos], "params": params,
@@ -101,7 +102,7 @@ def protocols_cmd(
     req = CompareRequest(topology, schedule, infos, params, repeat, workers, label, results,
                          timeout, state_dir=(Path(".ftctl") / "runs" / store.run_id).resolve(),
                          backend=backend, spares=spares, verbose=verbose,
-                         bind=bind)
+                         bind=bind, store=store_at)
     try:
         with LiveLine(quiet=as_json) as live:
             comp = run_comparison(req, live.note, live.update)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ftctl.commands.bind import DEFAULT_BIND, Bind, check_bind
+from ftctl.commands.cluster_options import DEFAULT_BIND, Bind, Store, check_bind, check_store
 from ftctl.commands.common import Spares, protocol_and_params, user_errors
 from ftctl.commands.runner import DEFAULT_SPARES, RunRequest, Verbose, execute
 from ftctl.config.errors import ConfigError
@@ -44,6 +44,7 @@ def run(
                                            help="Give up after this many seconds.")] = 3600.0,
     spares: Spares = DEFAULT_SPARES,
     bind: Bind = DEFAULT_BIND,
+    store: Store = None,
     as_json: Annotated[bool, typer.Option("--json",
                                           help="Print a machine-readable summary.")] = False,
     verbose: Verbose = False,
@@ -65,5 +66,5 @@ def run(
     code = execute(RunRequest(topology, info, params, master=master, workers=workers,
                               results=results, timeout=timeout, as_json=as_json,
                               backend=backend, spares=spares, verbose=verbose,
-                              bind=check_bind(bind)))
+                              bind=check_bind(bind), store=check_store(store)))
     raise typer.Exit(code)

@@ -33,6 +33,7 @@ from ftctl.sim.runner import sink_modes
 from ftctl.spark import wire
 from ftctl.spark.host import HostResult, SparkHost
 from ftctl.spark.session import collect_executor_logs, start_session, stop_session
+from ftctl.store import join_location, local_dirs
 from ftctl.tables import print_table
 from ftctl.verify.checker import Verdict, verify
 from ftctl.verify.golden import golden_for
@@ -78,6 +79,7 @@ class RunRequest:
     # Work dir of a cluster the caller started (compare's shared one): executor logs.
     work_dir: Path | None = None
     bind: str = wire.HOST  # where the control channel listens (``--bind``)
+    store: str | None = None  # snapshot store path or URI (``--store``); None: in the run dir
 
 
 @dataclass
@@ -126,7 +128,8 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         "params": req.params.model_dump(mode="json"), "master": master,
         "workers": None if master else req.workers,
         "host": "spark", "backend": None if master else req.backend,
-        "labels": req.labels, "spares": req.spares, "bind": req.bind, **req.config,
+        "labels": req.labels, "spares": req.spares, "bind": req.bind,
+        "store": snapshot_location(req.store, run_store), **req.config,
     })
     say = _sayer(req.as_json or req.quiet)
     say(f"run {run_store.run_id} -> {run_store.path}")
@@ -150,7 +153,8 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
             # `cluster prune` can clean up after a crash.
             cluster = make_cluster(check_backend(req.backend), workers=req.workers,
                                    cores=cores, labels=req.labels, state_dir=state_dir,
-                                   mounts=[req.results], run_id=run_store.run_id, owned=True)
+                                   mounts=[req.results, *local_dirs(req.store)],
+                                   run_id=run_store.run_id, owned=True)
             run_store.event("cluster-starting", workers=req.workers, cores=cores,
                             backend=req.backend)
             with live:
@@ -172,7 +176,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
             run_store.event(ev["event"], **data)
 
         host = SparkHost(spark.sparkContext, graph, info, req.params, run_store.run_id,
-                         run_store.path / "snapshots", rate=topology.input.rate,
+                         snapshot_location(req.store, run_store), rate=topology.input.rate,
                          on_event=on_event, timeout=req.timeout, spares=req.spares,
                          bind=req.bind)
         ctx = RunContext(req, run_store, graph, host, cluster, say)
@@ -237,6 +241,14 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
                 cluster.down()
                 if not keep_state:
                     shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def snapshot_location(store: str | None, run_store: RunStore) -> str:
+    """Where this run's snapshots go: ``<store>/<run id>``, or the run directory's
+    ``snapshots/`` when no store is given."""
+    if store is None:
+        return str((run_store.path / "snapshots").resolve())
+    return join_location(store, run_store.run_id)
 
 
 # ---------------------------------------------------------------------- display

@@ -144,6 +144,7 @@ class CompareRequest:
     spares: int = DEFAULT_SPARES
     verbose: bool = False
     bind: str = wire.HOST  # the control channel's listen address
+    store: str | None = None  # snapshot store location (default: in each run's directory)
 
 
 def needs_own_cluster(schedule: Schedule) -> bool:
@@ -183,6 +184,7 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
                     results=req.results, timeout=req.timeout, as_json=False,
                     backend=req.backend, labels=req.labels, cores=cores, kind="compare",
                     quiet=True, spares=req.spares, verbose=req.verbose, bind=req.bind,
+                    store=req.store,
                     live=_prefixed(step, prefix),
                     work_dir=shared.work_dir if shared else None,
                     config={"chaos": {"schedule": schedule.source, "name": schedule.name,

@@ -110,7 +110,7 @@ Progress = Callable[[dict[str, tuple[int, int]], float], None]
 
 class SparkHost:
     def __init__(self, sc: Any, graph: ExecutionGraph, protocol: ProtocolInfo,
-                 params: ProtocolParams, run_id: str, store_dir: Path,
+                 params: ProtocolParams, run_id: str, store_dir: Path | str,
                  rate: float | None = None, on_event: EventSink | None = None,
                  progress: Progress | None = None, timeout: float = 3600.0,
                  on_start: Callable[[], None] | None = None, spares: int = 0,
