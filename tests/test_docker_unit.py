@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from ftctl.backends import attach_cluster, detect_backend, make_cluster
 from ftctl.cli import app
-from ftctl.cluster import LocalCluster, attach_cluster, detect_backend, make_cluster
+from ftctl.cluster import LocalCluster
 from ftctl.cluster.errors import ClusterUsageError
 from ftctl.docker import wheels
 from ftctl.docker.cluster import DockerCluster, driver_python_paths, memory_mb

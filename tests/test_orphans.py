@@ -70,7 +70,8 @@ OWNER = """
 import sys, time
 from pathlib import Path
 from ftctl.cluster.watchdog import Watchdog
-dog = Watchdog(Path(sys.argv[1]), "local")
+from ftctl.cluster.local import LocalCluster
+dog = Watchdog(Path(sys.argv[1]), LocalCluster)
 print(dog.pid, flush=True)
 if sys.argv[2] == "release":
     dog.release()

@@ -1,7 +1,7 @@
-"""Cluster backends for the Spark host. ``local``: standalone daemons as local processes;
-``docker``: the same daemons as containers (``ftctl.docker``). ``make_cluster`` picks one."""
+"""The local cluster backend of the Spark host: standalone daemons as local processes, and
+what every backend shares (state file, lifecycle, teardown, abandoned clusters). The docker
+backend (``ftctl.docker``) builds on it; ``ftctl.backends.make_cluster`` picks one."""
 
-from ftctl.cluster.backends import BACKENDS, attach_cluster, detect_backend, make_cluster
 from ftctl.cluster.errors import (
     ClusterError,
     ClusterUsageError,
@@ -16,7 +16,6 @@ from ftctl.cluster.local import ClusterStatus, LocalCluster, WorkerStatus
 from ftctl.cluster.state import ClusterState, WorkerInfo
 
 __all__ = [
-    "BACKENDS",
     "ClusterError",
     "ClusterState",
     "ClusterStatus",
@@ -30,8 +29,5 @@ __all__ = [
     "PortInUseError",
     "WorkerInfo",
     "WorkerStatus",
-    "attach_cluster",
-    "detect_backend",
-    "make_cluster",
     "require_java",
 ]

@@ -14,14 +14,13 @@ Typical use::
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -39,6 +38,7 @@ from ftctl.cluster.errors import (
 )
 from ftctl.cluster.java import JavaInfo, require_java
 from ftctl.cluster.labels import Labels, LabelSpec, expand_labels, matches, parse_labels
+from ftctl.cluster.lifecycle import ClusterLifecycle, Progress, interrupts_deferred
 from ftctl.cluster.master_api import fetch_master_json, worker_entry
 from ftctl.cluster.ports import HOST, PortAllocator, require_free_port
 from ftctl.cluster.state import (
@@ -81,7 +81,6 @@ _POLL_INTERVAL = 0.2
 # Units required: Spark reads a bare number as bytes, so "1024" would be a 0 MiB worker.
 _MEMORY = re.compile(r"^[1-9][0-9]*[mgt]$", re.IGNORECASE)
 
-Progress = Callable[[str], None]
 
 
 # --------------------------------------------------------------------------- status types
@@ -160,29 +159,6 @@ def check_cores(cores: int) -> int:
     return cores
 
 
-@contextlib.contextmanager
-def _interrupts_deferred() -> Iterator[None]:
-    """Hold Ctrl-C until teardown has finished; a half-done teardown leaks processes.
-
-    Only the main thread may touch signal handlers; elsewhere this is a no-op.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-
-    def remember(signum: int, _frame: FrameType | None) -> None:
-        received.append(signum)
-
-    previous = signal.signal(signal.SIGINT, remember)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if received:
-        raise KeyboardInterrupt
-
-
 def _raise_system_exit(signum: int, _frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
@@ -190,7 +166,7 @@ def _raise_system_exit(signum: int, _frame: FrameType | None) -> None:
 # --------------------------------------------------------------------------- the cluster
 
 
-class LocalCluster:
+class LocalCluster(ClusterLifecycle):
     """A Spark standalone master and N workers as local processes on 127.0.0.1.
 
     Construct with the wanted shape, then ``up()`` (or use ``with``); ``attach()`` gets
@@ -285,41 +261,9 @@ class LocalCluster:
 
     # ------------------------------------------------------------------ up
 
-    def up(self, progress: Progress | None = None) -> ClusterState:
-        """Start the master and all workers; return once every worker is ALIVE.
-
-        Anything that goes wrong (including Ctrl-C) tears down what was started before
-        the exception propagates, so a failed ``up`` leaves no process behind.
-        """
-        say = progress or (lambda _msg: None)
-        deadline = time.monotonic() + self.start_timeout
+    def _prepare(self, say: Progress) -> Path:
         self._java = require_java()
-        home = spark_home()
-        self._prune_abandoned()
-        with state_lock(self.state_dir):
-            # Outside the cleanup below: refusing to start over a running cluster must
-            # not tear that cluster down.
-            self._clear_previous()
-            self._prepare_dirs()
-            say("starting Spark master")
-            try:
-                self._start_watchdog("local")
-                self._start_master(home)
-            except BaseException:
-                self._teardown_after_failure()
-                raise
-        try:
-            say("waiting for the Spark master")
-            self._wait_master_alive(deadline)
-            say(f"starting {self.n_workers} worker(s)")
-            started = [
-                self._launch_worker(home, labels, self.cores, self.memory) for labels in self.labels
-            ]
-            self._wait_workers_alive(started, deadline, say)
-        except BaseException:
-            self._teardown_after_failure()
-            raise
-        return self.state
+        return spark_home()
 
     def _clear_previous(self) -> None:
         """Refuse to start over a live cluster; clean up after a dead one."""
@@ -422,10 +366,10 @@ class LocalCluster:
         if self.owned:
             prune_abandoned([self.state_dir.parent])
 
-    def _start_watchdog(self, backend: str) -> None:
+    def _start_watchdog(self) -> None:
         """An owned cluster: from here on, this process's death takes the cluster down."""
         if self.owned and self._watchdog is None:
-            self._watchdog = Watchdog(self.state_dir, backend)
+            self._watchdog = Watchdog(self.state_dir, type(self))
 
     def _owner(self) -> dict[str, Any]:
         """``ClusterState``'s owner fields: this process if the cluster is owned."""
@@ -544,24 +488,11 @@ class LocalCluster:
         path = Path(log)
         return InfraError(message, log_path=path, log_tail=process.tail(path))
 
-    def _teardown_after_failure(self) -> None:
-        with _interrupts_deferred():
-            teardown(self.state_dir, self._state, grace=self.grace)
-            self._forget()
-
     # ------------------------------------------------------------------ down / status
 
-    def down(self, grace: float | None = None) -> list[int]:
-        """Stop every process of the cluster (whole trees) and remove the state file.
-
-        Safe to call when nothing runs; also finds processes a crashed ftctl left behind
-        in the same state dir. Returns the pids that were signalled.
-        """
-        with _interrupts_deferred(), state_lock(self.state_dir):
-            state = load_state(self.state_dir) or self._state
-            pids = teardown(self.state_dir, state, grace=self.grace if grace is None else grace)
-            self._forget()
-        return pids
+    def _stop_everything(self, grace: float) -> list[int]:
+        """Whole process trees of the recorded daemons, and any unrecorded leftovers."""
+        return teardown(self.state_dir, load_state(self.state_dir) or self._state, grace)
 
     def _forget(self) -> None:
         self._state = None
@@ -708,7 +639,7 @@ class LocalCluster:
         try:
             self._wait_workers_alive([worker], time.monotonic() + budget, lambda _msg: None)
         except BaseException:
-            with _interrupts_deferred():
+            with interrupts_deferred():
                 self._stop_failed_worker(worker)
             raise
         return worker

@@ -14,12 +14,15 @@ spawned the daemon ends, it would reach only the daemons (not executors the work
 nor containers, whose main process is not our child), and a SIGKILLed worker JVM leaves
 its executors behind. The watchdog runs the same teardown as ``cluster down``.
 
-Run as ``python -m ftctl.cluster.watchdog STATE_DIR BACKEND``.
+Run as ``python -m ftctl.cluster.watchdog STATE_DIR MODULE:CLASS``, the cluster class
+whose ``down`` tears the cluster down (named, not imported here: the docker backend
+builds on this package, not the other way round).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import signal
 import subprocess
 import sys
@@ -35,7 +38,8 @@ GRACE = 2.0
 class Watchdog:
     """The owner's end: ``release()`` after a clean teardown, before the process exits."""
 
-    def __init__(self, state_dir: Path, backend: str) -> None:
+    def __init__(self, state_dir: Path, cluster_class: type) -> None:
+        backend = f"{cluster_class.__module__}:{cluster_class.__qualname__}"
         state_dir.mkdir(parents=True, exist_ok=True)
         with open(state_dir / LOG_FILE, "ab") as log:
             # The pipe's write end is not inheritable (Python's default), so no daemon
@@ -81,10 +85,10 @@ def watch(state_dir: Path, backend: str) -> int:
     if data.endswith(DONE):
         return 0
     # Imported only now: the watchdog should start fast and hold little while it waits.
-    from ftctl.cluster.backends import make_cluster
-
+    module, _, name = backend.partition(":")
+    cluster_class = getattr(importlib.import_module(module), name)
     print(f"owner gone: tearing down the cluster in {state_dir}", flush=True)
-    pids = make_cluster(backend, workers=0, state_dir=state_dir).down(grace=GRACE)
+    pids = cluster_class(workers=0, state_dir=state_dir).down(grace=GRACE)
     print(f"stopped {len(pids)} process(es)", flush=True)
     return 0
 

@@ -15,8 +15,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ftctl.backends import attach_cluster, check_backend, detect_backend, make_cluster
 from ftctl.cluster.abandoned import find_abandoned, prune_abandoned
-from ftctl.cluster.backends import attach_cluster, check_backend, detect_backend, make_cluster
 from ftctl.cluster.errors import ClusterError, ClusterUsageError, NoClusterError
 from ftctl.cluster.labels import expand_labels, format_labels
 from ftctl.cluster.local import (

@@ -22,8 +22,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ftctl.cluster import ClusterError, LocalCluster, make_cluster
-from ftctl.cluster.backends import check_backend
+from ftctl.backends import check_backend, make_cluster
+from ftctl.cluster import ClusterError, LocalCluster
 from ftctl.config.topology import Topology
 from ftctl.console import EXIT_FAILED, EXIT_INFRA, EXIT_OK, console, err_console
 from ftctl.progress import LiveLine

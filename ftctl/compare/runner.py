@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ftctl.cluster import LocalCluster, make_cluster
+from ftctl.backends import make_cluster
+from ftctl.cluster import LocalCluster
 from ftctl.commands.chaos_cmd import ChaosExtension, expected_seconds
 from ftctl.commands.chaos_plan import CLUSTER_FAULTS, Schedule, from_replay
 from ftctl.commands.runner import (

@@ -43,6 +43,7 @@ import psutil
 from ftctl.cluster import process
 from ftctl.cluster.errors import ClusterUsageError, InfraError, NoClusterError
 from ftctl.cluster.labels import Labels, LabelSpec, parse_labels
+from ftctl.cluster.lifecycle import Progress
 from ftctl.cluster.local import (
     DAEMON_JAVA_OPTS,
     DAEMON_MEMORY,
@@ -54,8 +55,6 @@ from ftctl.cluster.local import (
     MASTER_CLASS,
     WORKER_CLASS,
     LocalCluster,
-    Progress,
-    _interrupts_deferred,
     check_cores,
     check_memory,
 )
@@ -67,7 +66,6 @@ from ftctl.cluster.state import (
     load_state,
     remove_state,
     save_state,
-    state_lock,
 )
 from ftctl.docker.engine import api_error, connect
 from ftctl.docker.meta import (
@@ -129,6 +127,8 @@ class DockerCluster(LocalCluster):
     ``ftctl.run`` label) and ``owned`` (the cluster belongs to this process: ``prune``
     removes it once the process is gone).
     """
+
+    DAEMON_NOUN = " container"
 
     def __init__(
         self,
@@ -219,47 +219,22 @@ class DockerCluster(LocalCluster):
 
     # ------------------------------------------------------------------ up
 
-    def up(self, progress: Progress | None = None) -> ClusterState:
-        """Build/find the image, start the master and workers, wait until all are ALIVE.
-
-        As with the local backend, any failure (Ctrl-C included) removes every container
-        started so far before the exception propagates.
-        """
-        say = progress or (lambda _msg: None)
+    def _prepare(self, say: Progress) -> Path:
         self.client  # noqa: B018 - fail with "no Docker engine" before anything else
         if self.image is None:
             from ftctl.docker.image import build_image
 
             say("checking the ftctl image")
             self.image = build_image(progress=say, client=self.client).tag
-        deadline = time.monotonic() + self.start_timeout
-        self._prune_abandoned()
-        with state_lock(self.state_dir):
-            self._clear_previous()
-            self._prepare_dirs()
-            shutil.rmtree(self.local_dir, ignore_errors=True)  # a dead cluster's scratch
-            self.local_dir.mkdir(parents=True)
-            say("starting the Spark master container")
-            try:
-                self._start_watchdog("docker")
-                self._save_meta()
-                self._start_master(Path(CONTAINER_SPARK_HOME))
-            except BaseException:
-                self._teardown_after_failure()
-                raise
-        try:
-            say("waiting for the Spark master")
-            self._wait_master_alive(deadline)
-            say(f"starting {self.n_workers} worker container(s)")
-            home = Path(CONTAINER_SPARK_HOME)
-            started = [
-                self._launch_worker(home, labels, self.cores, self.memory) for labels in self.labels
-            ]
-            self._wait_workers_alive(started, deadline, say)
-        except BaseException:
-            self._teardown_after_failure()
-            raise
-        return self.state
+        return Path(CONTAINER_SPARK_HOME)
+
+    def _prepare_dirs(self) -> None:
+        super()._prepare_dirs()
+        shutil.rmtree(self.local_dir, ignore_errors=True)  # a dead cluster's scratch
+        self.local_dir.mkdir(parents=True)
+
+    def _before_master(self) -> None:
+        self._save_meta()
 
     def _save_meta(self) -> None:
         assert self.image is not None
@@ -427,27 +402,14 @@ class DockerCluster(LocalCluster):
 
     # ------------------------------------------------------------------ down
 
-    def _teardown_after_failure(self) -> None:
-        with _interrupts_deferred():
-            self._remove_containers()
-            remove_state(self.state_dir)
-            remove_meta(self.state_dir)
-            self._forget()
-
-    def down(self, grace: float | None = None) -> list[int]:
-        """Remove every container of this cluster (by label) and forget its state.
-
-        Safe when nothing runs; also removes containers a crashed ftctl left in the same
-        state dir. Returns the host pids that ran in the removed containers. ``grace`` is
-        accepted for API compatibility: containers are killed, not stopped, because a
-        Spark daemon has nothing to flush and teardown should be quick.
-        """
+    def _stop_everything(self, grace: float) -> list[int]:
+        """Remove every container of this cluster (by label) and its records; returns
+        the host pids that ran in them. Containers are killed, not stopped (``grace``
+        unused): a Spark daemon has nothing to flush and teardown should be quick."""
         del grace
-        with _interrupts_deferred(), state_lock(self.state_dir):
-            pids = self._remove_containers()
-            remove_state(self.state_dir)
-            remove_meta(self.state_dir)
-            self._forget()
+        pids = self._remove_containers()
+        remove_state(self.state_dir)
+        remove_meta(self.state_dir)
         return pids
 
     def _remove_containers(self) -> list[int]:

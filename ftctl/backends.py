@@ -1,8 +1,9 @@
 """Choosing a cluster backend by name: ``make_cluster("docker", workers=2, ...)``.
 
 Both backends have LocalCluster's public API (DockerCluster is a subclass), so callers
-type against LocalCluster. The docker backend is imported only when asked for: the local
-one must not need the Docker SDK.
+type against LocalCluster. Here, above both packages, because ``ftctl.docker`` builds on
+``ftctl.cluster`` and not the other way round. The docker backend is imported only when
+asked for: the local one must not need the Docker SDK.
 """
 
 from __future__ import annotations
