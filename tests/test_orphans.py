@@ -199,16 +199,19 @@ def _start_run(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
         [sys.executable, "-m", "ftctl.cli", "run", str(WORDCOUNT), "--records", "400000",
          "--rate", "20000", "--results", str(results)],
         cwd=tmp_path, text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()[1][-2000:]
-        tree = psutil.Process(proc.pid).children(recursive=True)
-        if len(_jvms(tree)) >= 5:
-            (run_dir,) = results.iterdir()
-            return proc, run_dir
-        time.sleep(0.2)
-    proc.kill()  # its watchdog cleans up
-    raise AssertionError("the run's executors did not start in time")
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            tree = psutil.Process(proc.pid).children(recursive=True)
+            if len(_jvms(tree)) >= 5:
+                (run_dir,) = results.glob("*/run.json")
+                return proc, run_dir.parent
+            time.sleep(0.2)
+        raise AssertionError("the run's executors did not start in time")
+    except BaseException:
+        proc.kill()  # its watchdog cleans up
+        raise
 
 
 def _jvms(procs: list[psutil.Process]) -> list[psutil.Process]:
@@ -246,7 +249,7 @@ def test_status_and_prune_find_what_a_killed_watchdog_left(
     proc, run_dir = _start_run(tmp_path)
     tree = psutil.Process(proc.pid).children(recursive=True)
     try:
-        (dog,) = [p for p in tree if "ftctl.cluster.watchdog" in " ".join(p.cmdline())]
+        (dog,) = [p for p in tree if "ftctl.cluster.watchdog import main" in " ".join(p.cmdline())]
         dog.send_signal(signal.SIGKILL)
         proc.send_signal(signal.SIGKILL)
         proc.wait()

@@ -14,7 +14,7 @@ spawned the daemon ends, it would reach only the daemons (not executors the work
 nor containers, whose main process is not our child), and a SIGKILLed worker JVM leaves
 its executors behind. The watchdog runs the same teardown as ``cluster down``.
 
-Run as ``python -m ftctl.cluster.watchdog STATE_DIR MODULE:CLASS``, the cluster class
+Runs ``main(STATE_DIR, MODULE:CLASS)`` of this module, MODULE:CLASS being the cluster class
 whose ``down`` tears the cluster down (named, not imported here: the docker backend
 builds on this package, not the other way round).
 """
@@ -35,6 +35,11 @@ LOG_FILE = "watchdog.log"
 GRACE = 2.0
 
 
+# Not ``-m ftctl.cluster.watchdog``: the package imports this module first, and runpy
+# warns about running a module that is already imported.
+_ENTRY = "import sys; from ftctl.cluster.watchdog import main; sys.exit(main(sys.argv[1:]))"
+
+
 class Watchdog:
     """The owner's end: ``release()`` after a clean teardown, before the process exits."""
 
@@ -45,7 +50,7 @@ class Watchdog:
             # The pipe's write end is not inheritable (Python's default), so no daemon
             # started later holds it open: the owner's death alone closes it.
             self.popen: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [sys.executable, "-m", "ftctl.cluster.watchdog", str(state_dir), backend],
+                [sys.executable, "-c", _ENTRY, str(state_dir), backend],
                 stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
