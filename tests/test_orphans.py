@@ -214,6 +214,14 @@ def _start_run(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
         raise
 
 
+def _cmdline(proc: psutil.Process) -> str:
+    """The command line, or "" for a process gone or a zombie (spark-class leaves one)."""
+    try:
+        return " ".join(proc.cmdline())
+    except psutil.Error:
+        return ""
+
+
 def _jvms(procs: list[psutil.Process]) -> list[psutil.Process]:
     found = []
     for p in procs:
@@ -232,7 +240,7 @@ def test_sigkill_of_ftctl_run_leaves_no_jvm(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         assert wait_until(lambda: _gone(tree), 20), \
-            [p.cmdline()[:4] for p in tree if p.is_running()]
+            [_cmdline(p)[:200] for p in tree if p.is_running()]
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -249,7 +257,7 @@ def test_status_and_prune_find_what_a_killed_watchdog_left(
     proc, run_dir = _start_run(tmp_path)
     tree = psutil.Process(proc.pid).children(recursive=True)
     try:
-        (dog,) = [p for p in tree if "ftctl.cluster.watchdog import main" in " ".join(p.cmdline())]
+        (dog,) = [p for p in tree if "ftctl.cluster.watchdog import main" in _cmdline(p)]
         dog.send_signal(signal.SIGKILL)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -267,7 +275,7 @@ def test_status_and_prune_find_what_a_killed_watchdog_left(
         assert pruned.exit_code == 0, pruned.output
         assert "stopped" in pruned.output
         assert wait_until(lambda: _gone(tree), 20), \
-            [p.cmdline()[:4] for p in tree if p.is_running()]
+            [_cmdline(p)[:200] for p in tree if p.is_running()]
     finally:
         for p in tree:
             with contextlib.suppress(psutil.NoSuchProcess):
