@@ -239,7 +239,8 @@ def test_a_failed_shard_behind_a_firewall_restarts_alone() -> None:
 
 def ephemeral_run() -> FalkirkCoordinator:
     """Default policies but count=lazy:2: the splits are ephemeral (no firewall)."""
-    co = FalkirkCoordinator(GraphView(graph()), FalkirkParams(policy="count=lazy:2"))
+    co = FalkirkCoordinator(GraphView(graph()), FalkirkParams(policy="count=lazy:2",
+                                                              rollback="in-place"))
     for t in range(5):
         for s in ("split[0]", "split[1]"):
             report(co, s, Available(t, "completed"))

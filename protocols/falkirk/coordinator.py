@@ -321,6 +321,12 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
                                     extra=self._segments(i, plan),
                                     init=self.setup(i, start, hold=True)))
                 restarted.add(i)
+            elif f is not TOP and not self.graph.is_sink(i) and self.params.rollback == "restart":
+                # spec D12: a live instance whose frontier moved restarts at it (Stop fences)
+                acts.append(Restart(InstanceId(i), restore=self._restore_ref(i, f),
+                                    extra=self._segments(i, plan),
+                                    init=self.setup(i, f, hold=True)))
+                restarted.add(i)
             elif f is not TOP and not self.graph.is_sink(i):
                 acts.append(RollBack(InstanceId(i), to=f, restore=self._restore_ref(i, f)))
                 moved[i] = f

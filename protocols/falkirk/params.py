@@ -23,9 +23,11 @@ from protocols.falkirk.policy import SINK, SOURCE, Policy, PolicyError
 def _check_policy(v: str) -> str:
     try:
         Policy.parse(v)
-    except PolicyError as exc:
-        # a custom error keeps pydantic's "Value error," prefix out of the one-line message
-        raise PydanticCustomError("policy", str(exc)) from None
+    except PolicyError:
+        # read as "<field> must be <this>, got <value>" by the contract's describe()
+        raise PydanticCustomError(
+            "policy", "ephemeral, log, batch, lazy:K (K >= 1) or eager, with +log allowed "
+            "after a stateful one") from None
     return v.strip()
 
 
@@ -48,7 +50,9 @@ class FalkirkParams(ProtocolParams):
                                           "checkpoints by instance index (shows the domino "
                                           "effect).")
     pause: Literal["all"] = "all"
-    rollback: Literal["restart"] = "restart"
+    rollback: Literal["restart", "in-place"] = Field(
+        default="restart", description="How a live instance whose frontier moved rolls "
+        "back: restart at its frontier, or in place (needs a kernel with RollBack).")
     stateful_order: Literal["aligned"] = "aligned"
     precise_meta: Literal["off"] = "off"
     deterministic_replay: Literal["off"] = "off"
@@ -60,20 +64,21 @@ class FalkirkParams(ProtocolParams):
         for item in filter(None, (s.strip() for s in self.policy.split(","))):
             op, sep, pol = item.partition("=")
             if not sep or not op.strip():
-                raise PydanticCustomError("policy", f"policy: expected op=policy, got {item!r}")
+                raise PydanticCustomError("policy", f"op=policy items (not {item!r})")
             op, pol = op.strip(), _check_policy(pol)
             if merged.get(op, pol) != pol:
                 raise PydanticCustomError(
-                    "policy", f"policy: {op} is given both {merged[op]} and {pol}")
+                    "policy", f"one policy per operator ({op} is given both {merged[op]} "
+                    f"and {pol})")
             merged[op] = pol
         object.__setattr__(self, "policies", merged)
         object.__setattr__(self, "policy", "")
         if Policy.parse(self.default_stateless).stateful:
-            raise PydanticCustomError("policy", "default_stateless must be ephemeral or log, "
-                                      f"got {self.default_stateless!r}")
+            raise PydanticCustomError("policy", "a default_stateless of ephemeral or log "
+                                      f"(not {self.default_stateless!r})")
         if not Policy.parse(self.default_stateful).stateful:
-            raise PydanticCustomError("policy", "default_stateful must be batch, lazy:K or "
-                                      f"eager, got {self.default_stateful!r}")
+            raise PydanticCustomError("policy", "a default_stateful of batch, lazy:K or eager "
+                                      f"(not {self.default_stateful!r})")
         return self
 
     def for_run(self, shape: RunShape) -> FalkirkParams:
