@@ -90,7 +90,8 @@ def test_compare_report_renders_every_protocol_with_faults_marked(
     assert "none: at-most-once broken: 126,094 records lost, 59,086 duplicated" in verdict
     assert "checkpoint: exactly-once held" in verdict
     assert "first divergence in sink out" in verdict
-    assert "True" not in page.locator("body").inner_text()
+    body = page.locator("body").inner_text()
+    assert "True" not in body and "None" not in body
     data = json.loads(page.locator("#ftctl-data").inner_text())
     assert [p["protocol"] for p in data["protocols"]] == list(PROTOCOLS)
 
@@ -117,3 +118,21 @@ def test_run_report_of_a_chaos_run_has_the_same_parts(results: Path) -> None:
     assert text.count("rgba(214, 39, 40, 0.15)") >= 4  # the 2 faults in both panels
     assert 'id="recovery"' in text and "kill-group" in text
     assert "plotly.js v" in text  # the library is inlined, not linked
+
+
+def test_a_missing_record_reads_nothing_and_the_verdict_is_words(tmp_path: Path) -> None:
+    from ftctl.report.views import load_run, verdict_words
+
+    results = tmp_path / "results"
+    shutil.copytree(FIXTURE, results)
+    none_run = results / "20261123-201535-wordcount-none-32b8"
+    verdict = json.loads((none_run / "verdict.json").read_text())
+    verdict["sinks"][0]["divergences"][0]["actual"] = "None"  # as the checker writes it
+    (none_run / "verdict.json").write_text(json.dumps(verdict))
+    view = load_run(RunStore.open(none_run.name, results))
+    assert view.divergences[0]["actual"] == "nothing"
+    assert view.verdict_words == "at-most-once broken: 126,094 records lost, 59,086 duplicated"
+    assert verdict_words({"guarantee": "exactly-once", "passed": True, "sinks": []},
+                         complete=True) == "exactly-once held"
+    assert verdict_words({"guarantee": "exactly-once"}, complete=False).startswith(
+        "the run did not finish")

@@ -96,6 +96,11 @@ def verdict_words(verdict: dict[str, Any], complete: bool) -> str:
     return words
 
 
+def _value(v: Any) -> str:
+    """A diverging record as words: a missing one is "nothing", not Python's None."""
+    return "nothing" if v is None or v == "None" else str(v)
+
+
 def _oracle_words(oracle: dict[str, Any] | None) -> str | None:
     if not oracle:
         return None
@@ -125,7 +130,9 @@ def load_run(run: RunStore) -> RunView:
     events = run.read_events()
     t0 = _running_at(events)
     sinks = verdict.get("sinks", [])
-    divergences = [{"sink": s["sink"], **d} for s in sinks for d in s.get("divergences", [])]
+    divergences = [{"sink": s["sink"], **d, "expected": _value(d.get("expected")),
+                    "actual": _value(d.get("actual"))}
+                   for s in sinks for d in s.get("divergences", [])]
     view = RunView(
         run_id=run.run_id, protocol=str(cfg.get("protocol", "?")),
         guarantee=str(verdict.get("guarantee", "?")),
