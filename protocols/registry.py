@@ -1,14 +1,24 @@
-"""Every protocol ftctl knows, by name."""
+"""Every protocol ftctl knows, by name.
+
+An entry is a ``ProtocolSpec`` (contract v2, ``protocols/contract``) or a legacy
+``ProtocolInfo`` (``protocols/base.py``, run through ``ftctl/kernel/legacy.py`` until
+ported). Register a new protocol by adding its spec: ``"falkirk": falkirk.SPEC``.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from protocols.base import Guarantee, ProtocolInfo
 from protocols.causal import CausalCoordinator, CausalInstance, CausalParams
 from protocols.checkpoint import CheckpointCoordinator, CheckpointInstance, CheckpointParams
+from protocols.contract.spec import ProtocolSpec
 from protocols.lineage import LineageCoordinator, LineageInstance
 from protocols.none import NoneCoordinator, NoneInstance
 
-PROTOCOLS: dict[str, ProtocolInfo] = {
+Protocol = ProtocolInfo | ProtocolSpec[Any]
+
+PROTOCOLS: dict[str, Protocol] = {
     "none": ProtocolInfo(
         "none", Guarantee.AT_MOST_ONCE,
         "no fault tolerance: a failed instance restarts empty (the control)",
@@ -32,7 +42,19 @@ PROTOCOLS: dict[str, ProtocolInfo] = {
 }
 
 
-def get_protocol(name: str) -> ProtocolInfo:
+def on_spark(name: str) -> ProtocolInfo:
+    """The entry of a protocol the Spark host can run (KeyError saying why not).
+
+    The Spark host still drives the legacy contract; contract-v2 specs run on the
+    simulation host (``ftctl sim``) until it drives the kernel too.
+    """
+    info = get_protocol(name)
+    if not isinstance(info, ProtocolInfo):
+        raise KeyError(f"{name} runs on the simulation host only for now (ftctl sim)")
+    return info
+
+
+def get_protocol(name: str) -> Protocol:
     try:
         return PROTOCOLS[name]
     except KeyError:

@@ -13,7 +13,8 @@ from ftctl.config.errors import ConfigError
 from ftctl.console import EXIT_USAGE, err_console
 from protocols.base import ProtocolInfo
 from protocols.contract.params import ParamError, ProtocolParams, parse_items, validate
-from protocols.registry import get_protocol
+from protocols.contract.spec import ProtocolSpec
+from protocols.registry import get_protocol, on_spark
 
 Spares = Annotated[int, typer.Option(
     "--spares", min=0, max=64, help="Idle Spark tasks kept ready: a restarted instance takes one "
@@ -49,8 +50,17 @@ def parse_params(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
+def spark_protocol(info: ProtocolInfo | ProtocolSpec[Any]) -> ProtocolInfo:
+    """``info`` if the Spark host can run it, else ConfigError naming ``--protocol``."""
+    try:
+        return on_spark(info.name)
+    except KeyError as exc:
+        raise ConfigError("--protocol", None, str(exc.args[0])) from None
+
+
 def protocol_and_params(name: str,
-                        items: list[str] | None) -> tuple[ProtocolInfo, ProtocolParams]:
+                        items: list[str] | None,
+                        ) -> tuple[ProtocolInfo | ProtocolSpec[Any], ProtocolParams]:
     """The protocol by name and the user's ``--param`` items, validated (raises ConfigError
     naming the param). Dotted keys nest: ``burst.window=5``. ``"auto"`` values stay until
     the host resolves them for its run (``ProtocolInfo.resolve``). A shipped mutant's

@@ -26,7 +26,7 @@ from ftctl.runtime.graph import ExecutionGraph
 from ftctl.tables import print_table
 from protocols.base import ProtocolInfo
 from protocols.contract.params import ParamError, parse_items, validate
-from protocols.registry import PROTOCOLS, get_protocol
+from protocols.registry import PROTOCOLS, on_spark
 
 compare_app = typer.Typer(help="Compare protocols side by side.", no_args_is_help=True)
 
@@ -125,12 +125,12 @@ def protocols_cmd(
 
 
 def _protocols(names: str | None) -> list[ProtocolInfo]:
-    if names is None:
-        return list(PROTOCOLS.values())
+    if names is None:  # every protocol the Spark host can run
+        return [p for p in PROTOCOLS.values() if isinstance(p, ProtocolInfo)]
     out = []
     for name in (n.strip() for n in names.split(",") if n.strip()):
         try:
-            out.append(get_protocol(name))
+            out.append(on_spark(name))
         except KeyError as exc:
             raise ConfigError("--protocols", None, str(exc.args[0])) from None
     if not out:

@@ -16,6 +16,7 @@ from ftctl.sim.host import SimHost, SimResult, source_step
 from ftctl.verify.checker import Verdict, index_by_key, verify
 from protocols.base import Guarantee, ProtocolInfo
 from protocols.contract.params import NoParams, ProtocolParams, RunShape
+from protocols.contract.spec import ProtocolSpec
 from protocols.registry import PROTOCOLS
 
 SNAPSHOTS_PER_RUN = 8
@@ -34,7 +35,7 @@ def nominal_duration(graph: ExecutionGraph) -> float:
     return batches * source_step(graph.topology)
 
 
-def sim_params(graph: ExecutionGraph, protocol: ProtocolInfo,
+def sim_params(graph: ExecutionGraph, protocol: ProtocolInfo | ProtocolSpec[Any],
                given: Mapping[str, Any] | ProtocolParams) -> ProtocolParams:
     """Protocol parameters for simulation (raises ``ParamError`` naming a bad one).
 
@@ -95,7 +96,7 @@ def _median(values: list[float]) -> float:
 class Simulator:
     """Holds the golden output and runs schedules against it."""
 
-    def __init__(self, topology: Topology, protocol: ProtocolInfo,
+    def __init__(self, topology: Topology, protocol: ProtocolInfo | ProtocolSpec[Any],
                  given: Mapping[str, Any] | ProtocolParams,
                  guarantee: Guarantee | None = None, max_failures: int = 3, max_burst: int = 3):
         self.graph = ExecutionGraph(topology)

@@ -32,7 +32,7 @@ from ftctl.spark.gcpolicy import ManualGC
 from ftctl.spark.latency import LatencyProbe
 from ftctl.spark.links import LinkFaults, is_link_payload
 from ftctl.store import DirectoryStore
-from protocols.registry import PROTOCOLS
+from protocols.registry import on_spark
 
 HEARTBEAT = 0.5  # seconds between heartbeats
 INBOX_FRAMES = 64  # bounded: a full inbox stops the readers, TCP then stops the senders
@@ -112,7 +112,7 @@ class InstanceTask:
         self.dst_of = {ch: graph.channels[ch].dst for ch in self.core.out_channels}
         # The protocol may already act in its constructor (replaying channel state,
         # ending inputs that ended before); those actions wait for ``go``.
-        info = PROTOCOLS[p.protocol]
+        info = on_spark(p.protocol)
         self.proto = info.instance(self.core, info.resolve(p.params), p.blob, p.init)
         self.inbox: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=INBOX_FRAMES)
         self.ctl: collections.deque[tuple[Any, ...]] = collections.deque()

@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Generic, Literal
 
 from protocols.contract.messages import Msg
-from protocols.contract.params import P
+from protocols.contract.params import P, ProtocolParams, RunShape, validate
 
 if TYPE_CHECKING:
     from protocols.contract.logic import CoordinatorLogic, InstanceLogic
@@ -78,6 +78,14 @@ class ProtocolSpec(Generic[P]):
 
     def default_params(self) -> P:
         return self.params()
+
+    def resolve(self, given: Mapping[str, Any] | ProtocolParams,
+                shape: RunShape | None = None) -> ProtocolParams:
+        """The validated params for a run (raises ``ParamError`` naming the bad one);
+        ``"auto"`` values are resolved for ``shape``."""
+        params = given if isinstance(given, ProtocolParams) else validate(
+            self.params, given, self.name)
+        return params.for_run(shape or RunShape())
 
 
 def fixed(g: Guarantee) -> Callable[[Any], Guarantee]:
