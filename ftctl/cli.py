@@ -11,15 +11,42 @@ from rich.markup import escape
 from ftctl.config.errors import ConfigError
 from ftctl.console import EXIT_USAGE, err_console
 
-# Commands that need only the config modules: `ftctl validate` and friends start without
-# importing Spark, Docker, numpy or matplotlib (1.9 s of CPU before they were lazy).
-_LIGHT = {"validate", "list", "schema"}
+# Every top-level command: the module in ``ftctl.commands`` that registers it, and the
+# one-line summary ``ftctl --help`` shows. A command imports only its own module, so
+# `ftctl validate` does not pay for Spark, Docker or matplotlib, and `ftctl --help` pays
+# for none of them (tests/test_cli_startup.py keeps the summaries equal to the commands').
+COMMANDS: dict[str, tuple[str, str]] = {
+    "validate": ("config_cmds",
+                 "Check topology and chaos-scenario files without running anything."),
+    "list": ("config_cmds",
+             "List topologies, protocols, their mutants (planted bugs), operator types, "
+             "record types (the fields key_by and window field: can name) or fault types."),
+    "schema": ("config_cmds",
+               "Print the JSON Schema of topology or scenario files (for editors and CI)."),
+    "sim": ("sim_cmd",
+            "Run seeded failure schedules on the simulation host and check every output."),
+    "conformance": ("conformance_cmd", "Check every registered protocol against its declared "
+                    "guarantee, and its mutants."),
+    "run": ("run_cmd", "Run TOPOLOGY on a Spark cluster under a protocol and verify its output."),
+    "chaos": ("chaos_cmd", "Run TOPOLOGY under scripted faults, verify exactly-once and "
+              "measure recovery."),
+    "gate": ("gate_cmd", "Run a suite of topology x protocol x scenario cases; exit 1 on a "
+             "broken guarantee or a recovery-time regression against the baseline."),
+    "figure": ("figure_cmd", "Reproduce a figure or table of a seed paper: print its table, "
+               "write its plot."),
+    "analyze": ("stored_cmds", "Re-verify a stored run: its recorded outputs against the "
+                "golden run, again."),
+    "report": ("stored_cmds", "Re-render a stored run or comparison: a summary here and a "
+               "self-contained HTML report."),
+    "cluster": ("cluster_cmds", "Start, inspect and stop a Spark standalone cluster (master + "
+                "workers on 127.0.0.1, as local processes or, with --backend docker, as "
+                "containers)."),
+    "image": ("image_cmd", "Build the image of the docker cluster backend."),
+    "compare": ("compare_cmd", "Compare protocols side by side."),
+}
 
 
-def build_app(light: bool = False) -> typer.Typer:
-    """The CLI; ``light`` registers only the config commands."""
-    from ftctl.commands import config_cmds
-
+def _new_app() -> typer.Typer:
     app = typer.Typer(
         name="ftctl",
         help="Chaos-testing harness for fault-tolerance protocols of streaming dataflows.",
@@ -27,33 +54,39 @@ def build_app(light: bool = False) -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
     )
-    config_cmds.register(app)
-    if light:
-        return app
-    from ftctl.commands import (
-        chaos_cmd,
-        cluster_cmds,
-        compare_cmd,
-        conformance_cmd,
-        figure_cmd,
-        gate_cmd,
-        image_cmd,
-        run_cmd,
-        sim_cmd,
-        stored_cmds,
-    )
-
-    sim_cmd.register(app)
-    conformance_cmd.register(app)
-    cluster_cmds.register(app)
-    image_cmd.register(app)
-    run_cmd.register(app)
-    chaos_cmd.register(app)
-    gate_cmd.register(app)
-    compare_cmd.register(app)
-    figure_cmd.register(app)
-    stored_cmds.register(app)
+    # A callback keeps the app a group when only one command is loaded; without it typer
+    # would make that command the whole CLI and read `sim` as its first argument.
+    app.callback()(_group)
     return app
+
+
+def _group() -> None:
+    pass
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The CLI: every command, or with ``only`` just the module of that command."""
+    import importlib
+
+    app = _new_app()
+    modules = [COMMANDS[only][0]] if only else list(dict.fromkeys(m for m, _ in
+                                                                   COMMANDS.values()))
+    for name in modules:
+        importlib.import_module(f"ftctl.commands.{name}").register(app)
+    return app
+
+
+def summary_app() -> typer.Typer:
+    """What ``ftctl`` and ``ftctl --help`` print: every command by its summary, with
+    nothing imported. A command is never run from here (``main`` dispatches first)."""
+    app = _new_app()
+    for name, (_module, summary) in COMMANDS.items():
+        app.command(name, help=summary, add_help_option=False)(_not_loaded)
+    return app
+
+
+def _not_loaded() -> None:
+    raise RuntimeError("a command summary was invoked instead of its command")
 
 
 def __getattr__(name: str) -> Any:
@@ -67,9 +100,14 @@ def __getattr__(name: str) -> Any:
 
 def main() -> None:
     """Entry point: a user's or the environment's error is one line, never a traceback."""
-    light = len(sys.argv) > 1 and sys.argv[1] in _LIGHT
+    first = sys.argv[1] if len(sys.argv) > 1 else None
     try:
-        build_app(light)()
+        if first in COMMANDS:
+            build_app(first)()
+        elif first is None or first == "--help":
+            summary_app()()
+        else:
+            build_app()()  # an unknown command: typer names it and suggests the nearest
     except ConfigError as exc:
         _fail(str(exc), EXIT_USAGE)
     except KeyboardInterrupt:

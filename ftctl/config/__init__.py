@@ -1,6 +1,6 @@
-"""Configuration: topology and chaos-scenario files, validated with pydantic."""
+"""Configuration: topology and chaos-scenario files, validated with pydantic.
 
-from ftctl.config.errors import ConfigError
-from ftctl.config.topology import EdgeSpec, InputSpec, OperatorSpec, Topology
-
-__all__ = ["ConfigError", "EdgeSpec", "InputSpec", "OperatorSpec", "Topology"]
+Import from the submodules (``ftctl.config.topology``, ``ftctl.config.errors``, ...):
+this package imports nothing itself, so the CLI can raise a ``ConfigError`` without
+loading pydantic.
+"""
