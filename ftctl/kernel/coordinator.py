@@ -24,6 +24,7 @@ from ftctl.kernel.commands import (
     Trace,
 )
 from ftctl.kernel.outputs import Outputs
+from ftctl.kernel.placement import Placement, Slots
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.store import SnapshotStore
 from protocols.contract.actions import (
@@ -41,6 +42,7 @@ from protocols.contract.actions import (
     Stop,
 )
 from protocols.contract.events import (
+    CapacityChanged,
     CoordinatorEvent,
     FailureCause,
     FailureDetected,
@@ -60,7 +62,8 @@ class CoordinatorKernel:
     """One run's coordinator: the protocol's ``CoordinatorLogic`` plus the bookkeeping."""
 
     def __init__(self, logic_cls: type[CoordinatorLogic[Any]], graph: ExecutionGraph,
-                 params: ProtocolParams, store: SnapshotStore, outputs: Outputs):
+                 params: ProtocolParams, store: SnapshotStore, outputs: Outputs,
+                 slots: Slots | None = None):
         self.graph_view = GraphView(graph)
         self.logic = logic_cls(self.graph_view, params)
         self.store = store
@@ -72,7 +75,8 @@ class CoordinatorKernel:
         self.timers: dict[str, int] = {}
         self.timer_seq = 0
         self._now = 0.0
-        self._capacity = Capacity()
+        # Without slots (a host that models no nodes) every restart starts at once.
+        self.placement = Placement(slots)
 
     # ------------------------------------------------------------ ClusterView
 
@@ -86,7 +90,7 @@ class CoordinatorKernel:
 
     @property
     def capacity(self) -> Capacity:
-        return self._capacity
+        return self.placement.capacity()
 
     @property
     def phases(self) -> frozenset[str]:
@@ -130,10 +134,17 @@ class CoordinatorKernel:
         self._fence(instance)
 
     def failure(self, instances: frozenset[str], now: float,
-                cause: FailureCause = "exit") -> list[HostCommand]:
+                cause: FailureCause = "exit",
+                nodes: frozenset[str] = frozenset()) -> list[HostCommand]:
         self._now = now
-        ev = FailureDetected(frozenset(InstanceId(i) for i in instances), now, cause)
+        ev = FailureDetected(frozenset(InstanceId(i) for i in instances), now, cause,
+                             nodes=nodes)
         return self._apply(self.logic.handle(ev, self))
+
+    def capacity_changed(self, now: float) -> list[HostCommand]:
+        """Nodes left or came back: the protocol hears it, waiting restarts get slots."""
+        self._now = now
+        return self._apply(self.logic.handle(CapacityChanged(self.capacity, now), self))
 
     def timer_fired(self, key: str, token: int, now: float) -> list[HostCommand]:
         if self.timers.get(key) != token:
@@ -184,6 +195,7 @@ class CoordinatorKernel:
         self._status[instance] = "stopped"
         self.held.pop(instance, None)
         self.pending.pop(instance, None)
+        self.placement.stopped(instance)
 
     def _apply(self, actions: list[CoordinatorAction]) -> list[HostCommand]:
         cmds: list[HostCommand] = []
@@ -219,6 +231,20 @@ class CoordinatorKernel:
                 raise TypeError(f"not a coordinator action: {a!r}")
         # A plan's restarts start together: a job resumes once its replacements are up.
         cmds += [StartGroup(tuple(g)) for g in groups.values()]
+        if self.placement.limited:
+            cmds += self._place()
+        return cmds
+
+    def _place(self) -> list[HostCommand]:
+        """Waiting restarts that found a slot start (with those of their group placed now);
+        the others are recorded once as ``restart-deferred``."""
+        placed, deferred = self.placement.place()
+        groups: dict[str, list[tuple[str, int]]] = {}
+        for w in placed:
+            groups.setdefault(w.group, []).append((w.instance, w.incarnation))
+        cmds: list[HostCommand] = [StartGroup(tuple(g)) for g in groups.values()]
+        cmds += [Log("restart-deferred", {"instance": w.instance, "priority": w.priority})
+                 for w in deferred]
         return cmds
 
     def _restart(self, a: Restart, groups: dict[str, list[tuple[str, int]]]) -> list[HostCommand]:
@@ -233,7 +259,10 @@ class CoordinatorKernel:
         self.pending[i] = a
         self._status[i] = "pending"
         key = "plan" if a.release == "plan" else (a.release or f"alone:{i}")
-        groups.setdefault(key, []).append((i, self.inc[i]))
+        if self.placement.limited:
+            self.placement.enqueue(i, self.inc[i], a.priority, key)
+        else:
+            groups.setdefault(key, []).append((i, self.inc[i]))
         return cmds
 
     def _discard(self, a: DiscardSnapshots) -> None:

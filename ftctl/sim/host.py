@@ -13,7 +13,7 @@ import hashlib
 import heapq
 import random
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -34,6 +34,7 @@ from ftctl.kernel.outputs import Outputs
 from ftctl.kernel.unit import Unit, perform
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch, Message
+from ftctl.sim.cluster import ClusterSlots, SimCluster
 from ftctl.sim.faults import FailureSchedule
 from ftctl.store import MemoryStore, SinkStore
 from protocols.base import ProtocolInfo
@@ -86,7 +87,8 @@ class SimHost:
                  params: ProtocolParams,
                  seed: int, schedule: FailureSchedule | None = None, trace: bool = False,
                  hash_trace: bool = False,
-                 max_events: int | Literal["default"] | None = "default"):
+                 max_events: int | Literal["default"] | None = "default",
+                 cluster: SimCluster | None = None):
         self.graph = graph
         # None: no cap (a fault-free run always ends); read late so tests can lower it.
         self.max_events = MAX_EVENTS if max_events == "default" else max_events
@@ -114,8 +116,12 @@ class SimHost:
         self.instance_logic, coordinator_logic = logic_of(protocol)
         self.outputs = Outputs(self.sinks, self.store,
                                legacy_blobs=isinstance(protocol, ProtocolInfo))
+        # Nodes and slots (node_down/node_up); None: unlimited capacity, no nodes.
+        self.cluster = cluster
+        slots = (ClusterSlots(cluster, {i: s.op for i, s in graph.instances.items()})
+                 if cluster is not None else None)
         self.kernel = CoordinatorKernel(coordinator_logic, graph, params, self.store,
-                                        self.outputs)
+                                        self.outputs, slots)
         self.stats = SimStats()
         self.step_dt = source_step(graph.topology)
 
@@ -267,6 +273,45 @@ class SimHost:
             self._kill(v)
         detect = self.now + 0.002 + 0.004 * self.rng.random()
         self._push(detect, "detect", frozenset(victims))
+
+    # ------------------------------------------------------------------ nodes
+
+    def at(self, t: float, fn: Callable[[], None]) -> None:
+        """Call ``fn`` at simulated time ``t`` (scenario faults: node_down, node_up)."""
+        self._push(t, "call", fn)
+
+    def _on_call(self, fn: Callable[[], None]) -> None:
+        fn()
+
+    def node_down(self, node: str) -> list[str]:
+        """``node`` leaves: every unit placed on it dies (as ``_kill``), its slots go; the
+        coordinator hears ``CapacityChanged`` now and the failure after a detection delay."""
+        assert self.cluster is not None, "node_down needs a SimHost with a cluster"
+        victims = self.cluster.down(node)
+        self._log("node-down", node=node, instances=victims)
+        for v in victims:
+            self.kernel.lost(v)
+            self._kill(v)
+        if victims:
+            self.stats.failures += 1
+            self.stats.failed_instances.extend(victims)
+            detect = self.now + 0.002 + 0.004 * self.rng.random()
+            self._push(detect, "node_detect", (frozenset(victims), frozenset({node})))
+        self._apply(self.kernel.capacity_changed(self.now))
+        return victims
+
+    def node_up(self, node: str) -> None:
+        """``node`` (or its replacement, same labels) is back with all its slots free."""
+        assert self.cluster is not None, "node_up needs a SimHost with a cluster"
+        self.cluster.up(node)
+        self._log("node-up", node=node)
+        self._apply(self.kernel.capacity_changed(self.now))
+
+    def _on_node_detect(self, data: tuple[frozenset[str], frozenset[str]]) -> None:
+        failed, nodes = data
+        self._log("detected", instances=sorted(failed), nodes=sorted(nodes))
+        self.stats.recoveries += 1
+        self._apply(self.kernel.failure(failed, self.now, nodes=nodes))
 
     def _kill(self, iid: str) -> None:
         self.live.pop(iid, None)
