@@ -23,7 +23,7 @@ def planner_check(name: str) -> Callable[[], None]:
 
 def run_check(instance: type[ProgressiveInstance]) -> Callable[[], None]:
     # a few seeds of the end-to-end burst with a further failure during recovery
-    return lambda: check_runs(True, range(3), {"instance_cls": instance})
+    return lambda: check_runs(True, range(3), {"instance": instance})
 
 
 CAUGHT_BY: dict[str, Callable[[], Any]] = {
