@@ -11,6 +11,7 @@ import contextlib
 import os
 import secrets
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -215,9 +216,20 @@ class SinkStore:
     def __init__(self) -> None:
         self.visible: dict[str, list[tuple[Any, Any]]] = defaultdict(list)
         self.committed: dict[str, int] = {}
+        self.seen: dict[str, set[Any]] = defaultdict(set)  # uids emitted, per sink instance
 
-    def append(self, instance: str, records: list[tuple[Any, Any]]) -> None:
-        self.visible[instance].extend(records)
+    def append(self, instance: str, records: list[tuple[Any, Any]],
+               uids: Sequence[Any] | None = None) -> None:
+        """``uids``, when given, names each record: a second append of the same
+        ``(instance, uid)`` is ignored (an idempotent upsert in the outside world)."""
+        if uids is None:
+            self.visible[instance].extend(records)
+            return
+        seen = self.seen[instance]
+        for rec, uid in zip(records, uids, strict=True):
+            if uid not in seen:
+                seen.add(uid)
+                self.visible[instance].append(rec)
 
     def commit(self, instance: str, epoch: int, records: list[tuple[Any, Any]]) -> bool:
         if self.committed.get(instance, 0) >= epoch:

@@ -56,23 +56,9 @@ from protocols.replica_ring.logic import ReplicaRingCoordinator, ReplicaRingInst
 from protocols.replica_ring.messages import KIND
 from protocols.replica_ring.mutants import MUTANTS
 from protocols.replica_ring.params import ReplicaRingParams
+from tests.replica_ring_topologies import chain
 
 DELAY, DETECT, PACE = 0.001, 0.004, 0.005
-
-
-def chain(r: int, records: int, sources: int = 1) -> Topology:
-    return Topology.model_validate({
-        "name": "chain", "input": {"records": records, "batch": 1, "seed": 3},
-        "operators": [
-            {"name": "src", "type": "source.text", "parallelism": sources,
-             "params": {"words_per_line": 1, "vocabulary": 50}},
-            {"name": "A", "type": "map", "function": "identity", "parallelism": r},
-            {"name": "B", "type": "map", "function": "identity", "parallelism": r},
-            {"name": "out", "type": "sink"}],
-        "edges": [{"from": "src", "to": "A", "partition": "forward" if sources == r
-                   else "round-robin"},
-                  {"from": "A", "to": "B", "partition": "round-robin"},
-                  {"from": "B", "to": "out"}]})
 
 
 class Unit:

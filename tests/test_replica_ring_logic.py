@@ -33,6 +33,7 @@ from protocols.contract.events import (
 )
 from protocols.contract.messages import Ended, InputEnded, Offset
 from protocols.contract.names import InstanceId as I
+from protocols.contract.names import UnitId as U
 from protocols.contract.view import GraphView, InstanceView
 from protocols.replica_ring.logic import ReplicaRingCoordinator, ReplicaRingInstance
 from protocols.replica_ring.messages import (
@@ -103,7 +104,7 @@ def test_a_replica_syncs_acks_and_forwards_with_a_derived_id():
         SendPeer(I("A[2]"), RecordMsg(uid, "src[0]", 1))]
     assert a.handle(PeerIn(I("A[0]"), RecordOk(uid, "A[0]")), 0.01) == []
     acts = a.handle(PeerIn(I("A[2]"), RecordOk(uid, "A[2]")), 0.02)
-    assert acts[0] == SendPeer(I("src[0]"), Ack(uid))
+    assert acts[0] == SendPeer(I("src[0]"), Ack(uid), unit=U("src[0]"))
     (send,) = acts[1:]
     assert isinstance(send, Send) and isinstance(send.msg, Batch)
     assert send.msg.meta == ((uid, send.channel), "A[1]") and send.msg.records == [("w1", 1, 1)]
@@ -151,16 +152,17 @@ def test_the_sink_acks_emits_by_uid_and_deletes():
     uid = ("u", 1)
     acts = s.handle(BatchIn(I("out[0]"), ch("B[1]", "out[0]"),
                             Batch([("w", 1, 1)], seq=1, meta=(uid, "B[1]"))), 0.0)
-    assert acts == [SendPeer(I("B[1]"), Ack(uid)),
+    assert acts == [SendPeer(I("B[1]"), Ack(uid), unit=U("B[1]")),
                     Emit(I("out[0]"), [("w", 1)], uids=[(uid, 0)]),
                     SendPeer(I("B[1]"), Delete(uid))]
     again = s.handle(BatchIn(I("out[0]"), ch("B[2]", "out[0]"),
                              Batch([("w", 1, 1)], seq=1, meta=(uid, "B[2]"))), 0.1)
-    assert again == [SendPeer(I("B[2]"), Ack(uid)), SendPeer(I("B[2]"), Delete(uid))]
+    assert again == [SendPeer(I("B[2]"), Ack(uid), unit=U("B[2]")),
+                     SendPeer(I("B[2]"), Delete(uid))]
     faithful = logic("out[0]", variant="faithful", semantics="at-least-once")
     acts = faithful.handle(BatchIn(I("out[0]"), ch("B[1]", "out[0]"),
                                    Batch([("w", 1, 1)], seq=1, meta=(uid, "B[1]"))), 0.0)
-    assert acts == [SendPeer(I("B[1]"), Ack(uid)), Emit(I("out[0]"), [("w", 1)])]
+    assert acts == [SendPeer(I("B[1]"), Ack(uid), unit=U("B[1]")), Emit(I("out[0]"), [("w", 1)])]
 
 
 class View:

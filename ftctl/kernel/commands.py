@@ -26,11 +26,13 @@ class StartGroup:
 
 @dataclass(frozen=True, slots=True)
 class SendControl:
-    """Carry ``msg`` to ``instance``; on arrival ask ``CoordinatorKernel.control_arrived``."""
+    """Carry ``msg`` to ``instance``; on arrival ask ``CoordinatorKernel.control_arrived``.
+    ``slot``: the adopted slot the control is for, when ``instance`` hosts it for another."""
 
     instance: str
     incarnation: int
     msg: Msg
+    slot: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from ftctl.kernel.commands import (
 )
 from ftctl.kernel.outputs import Outputs
 from ftctl.kernel.placement import Placement, Slots
+from ftctl.kernel.routing import Routing
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.store import SnapshotStore
 from protocols.contract.actions import (
@@ -77,6 +78,7 @@ class CoordinatorKernel:
         self._now = 0.0
         # Without slots (a host that models no nodes) every restart starts at once.
         self.placement = Placement(slots)
+        self.routing = Routing()
 
     # ------------------------------------------------------------ ClusterView
 
@@ -103,7 +105,7 @@ class CoordinatorKernel:
         return self.inc[i]
 
     def unit_of(self, slot: InstanceId) -> UnitId:
-        return UnitId(slot)
+        return UnitId(self.routing.unit_of(slot))
 
     def stored(self, i: InstanceId) -> tuple[int, ...]:
         return tuple(self.store.snapshots_of(i))
@@ -122,11 +124,14 @@ class CoordinatorKernel:
     def finished(self) -> bool:
         return self.logic.finished(self)
 
-    def report(self, instance: str, incarnation: int, msg: Msg, now: float) -> list[HostCommand]:
+    def report(self, instance: str, incarnation: int, msg: Msg, now: float,
+               slot: str | None = None) -> list[HostCommand]:
+        """A report of unit ``instance``; ``slot``: the adopted slot it reports for."""
         if self.inc[instance] != incarnation:
             return []  # from an incarnation that has been stopped since
         self._now = now
-        ev = ReportIn(InstanceId(instance), incarnation, msg, now)
+        about = slot or instance
+        ev = ReportIn(InstanceId(about), self.inc[about], msg, now)
         return self._apply(self.logic.handle(ev, self))
 
     def lost(self, instance: str) -> None:
@@ -152,6 +157,12 @@ class CoordinatorKernel:
         del self.timers[key]
         self._now = now
         return self._apply(self.logic.handle(TimerFired(key, now), self))
+
+    def route(self, slot: str, unit: str) -> list[HostCommand]:
+        """``Route(slot, unit)``, from either side: later sends to ``slot`` reach ``unit``."""
+        if not self.routing.set(slot, unit):
+            return []
+        return [Log("route-changed", {"slot": slot, "to": unit})]
 
     def handle(self, ev: CoordinatorEvent) -> list[HostCommand]:
         """Any other coordinator event (capacity, suspicion, ...), passed on as is."""
@@ -208,7 +219,9 @@ class CoordinatorKernel:
             elif isinstance(a, Restart):
                 cmds += self._restart(a, groups)
             elif isinstance(a, Control):
-                cmds.append(SendControl(a.instance, self.inc[a.instance], a.msg))
+                unit = self.routing.unit_of(a.instance)  # an adopted slot: its host
+                cmds.append(SendControl(unit, self.inc[unit], a.msg,
+                                        None if unit == a.instance else a.instance))
             elif isinstance(a, CommitOutput):
                 self.outputs.commit(a.sink, a.upto)
                 cmds.append(Trace(f"commit {a.sink} {a.upto}"))
@@ -225,7 +238,9 @@ class CoordinatorKernel:
             elif isinstance(a, CancelTimer):
                 self.timers.pop(a.key, None)
                 cmds.append(CancelCoordinatorTimer(a.key))
-            elif isinstance(a, RollBack | Route):
+            elif isinstance(a, Route):
+                cmds += self.route(a.slot, a.to)
+            elif isinstance(a, RollBack):
                 raise NotImplementedError(f"{type(a).__name__} is not supported by the kernel yet")
             else:
                 raise TypeError(f"not a coordinator action: {a!r}")

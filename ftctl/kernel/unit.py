@@ -41,27 +41,32 @@ class UnitPorts(Protocol):
     """What a host offers a unit. Sends and reports keep their order per destination."""
 
     def send(self, channel: int, msg: Any) -> None: ...
-    def emit(self, slot: str, records: Sequence[tuple[Any, Any]]) -> None: ...
+    def emit(self, slot: str, records: Sequence[tuple[Any, Any]],
+             uids: Sequence[Any] | None = None) -> None: ...
     def stage(self, slot: str, epoch: int, records: Sequence[tuple[Any, Any]]) -> None: ...
     def persist(self, slot: str, ref: int, blob: Any) -> None: ...
-    def report(self, slot: str, msg: Msg) -> None: ...
-    def send_peer(self, sender: str, to: str, msg: Msg) -> None: ...
+    def report(self, slot: str, msg: Msg, unit: Unit | None = None) -> None: ...
+    def send_peer(self, sender: str, to: str, msg: Msg, unit: str | None = None) -> None: ...
     def set_timer(self, unit: Unit, key: str, after: float) -> None: ...
     def cancel_timer(self, unit: Unit, key: str) -> None: ...
     def note(self, kind: str, data: Mapping[str, Any]) -> None: ...
     def phase(self, phase: str, on: bool, key: int | None) -> None: ...
-    def suspect(self, instance: str, reason: str) -> None: ...
+    def suspect(self, instance: str, reason: str, by: Unit | None = None) -> None: ...
+    # routing (ftctl/kernel/routing.py): a takeover moves a slot to another unit
+    def route(self, slot: str, to: str) -> None: ...
+    def adopt(self, unit: Unit, slot: str, restore: int | None) -> None: ...
 
 
 class Unit:
     """One running incarnation: its cores (one per hosted slot) and its logic."""
 
-    __slots__ = ("cores", "id", "inc", "logic")
+    __slots__ = ("cores", "graph", "id", "inc", "logic")
 
     def __init__(self, logic_cls: type[InstanceLogic[Any]], graph: ExecutionGraph, slot: str,
                  params: ProtocolParams, incarnation: int):
         self.id = slot
         self.inc = incarnation
+        self.graph = graph
         self.cores: dict[InstanceId, InstanceCore] = {InstanceId(slot): InstanceCore(graph, slot)}
         self.logic = logic_cls(InstanceView.of(graph, slot), self.cores, params)
 
@@ -71,6 +76,15 @@ class Unit:
 
     def handle(self, ev: InstanceEvent, now: float) -> list[InstanceAction]:
         return self.logic.handle(ev, now)
+
+    def adopt(self, slot: str) -> None:
+        """Host ``slot`` too (``AdoptSlot``): a fresh core the logic sees at once."""
+        self.cores[InstanceId(slot)] = InstanceCore(self.graph, slot)
+
+    def release(self, slot: str) -> None:
+        """Stop hosting an adopted slot (``ReleaseSlot``); the own slot stays."""
+        if slot != self.id:
+            self.cores.pop(InstanceId(slot), None)
 
 
 def perform(unit: Unit, acts: list[InstanceAction], ports: UnitPorts) -> None:
@@ -82,15 +96,24 @@ def perform(unit: Unit, acts: list[InstanceAction], ports: UnitPorts) -> None:
         if t is Send:
             ports.send(a.channel, a.msg)
         elif t is Report:
-            ports.report(a.slot or unit.id, a.msg)
+            if a.slot is None or a.slot == unit.id:
+                ports.report(unit.id, a.msg)
+            else:
+                ports.report(a.slot, a.msg, unit)  # for a slot this unit adopted
         elif t is Emit:
-            ports.emit(a.slot, a.records)
+            if a.uids is None:
+                ports.emit(a.slot, a.records)
+            else:
+                ports.emit(a.slot, a.records, a.uids)
         elif t is Persist:
             ports.persist(a.slot, a.ref, a.blob)
         elif t is StageOutput:
             ports.stage(a.slot, a.epoch, a.records)
         elif t is SendPeer:
-            ports.send_peer(a.sender or unit.id, a.to, a.msg)
+            if a.unit is None:
+                ports.send_peer(a.sender or unit.id, a.to, a.msg)
+            else:
+                ports.send_peer(a.sender or unit.id, a.to, a.msg, a.unit)
         elif t is SetTimer:
             ports.set_timer(unit, a.key, a.after)
         elif t is CancelTimer:
@@ -100,8 +123,12 @@ def perform(unit: Unit, acts: list[InstanceAction], ports: UnitPorts) -> None:
         elif t is DeclarePhase:
             ports.phase(a.phase, a.on, a.key)
         elif t is Suspect:
-            ports.suspect(a.instance, a.reason)
-        elif t in (Route, AdoptSlot, ReleaseSlot):
-            raise NotImplementedError(f"{t.__name__} is not supported by the kernel yet")
+            ports.suspect(a.instance, a.reason, unit)
+        elif t is Route:
+            ports.route(a.slot, a.to)
+        elif t is AdoptSlot:
+            ports.adopt(unit, a.slot, a.restore)
+        elif t is ReleaseSlot:
+            unit.release(a.slot)
         else:
             raise TypeError(f"not an instance action: {a!r}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import random
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -38,7 +38,16 @@ from ftctl.sim.cluster import ClusterSlots, SimCluster
 from ftctl.sim.faults import FailureSchedule
 from ftctl.store import MemoryStore, SinkStore
 from protocols.base import ProtocolInfo
-from protocols.contract.events import BatchIn, ControlIn, MarkerIn, PeerIn, SourceReady, TimerFired
+from protocols.contract.events import (
+    BatchIn,
+    ControlIn,
+    MarkerIn,
+    PeerIn,
+    SourceReady,
+    Started,
+    Suspected,
+    TimerFired,
+)
 from protocols.contract.logic import CoordinatorLogic, InstanceLogic
 from protocols.contract.messages import Msg
 from protocols.contract.params import ProtocolParams
@@ -59,6 +68,9 @@ class SimStats:
     messages: int = 0
     records_sent: int = 0
     persists: int = 0
+    # messages per (kind, from operator, to operator): "data" for batches on channels,
+    # the marker's kind for markers, the message class name for peer messages
+    kinds: Counter[tuple[str, str, str]] = field(default_factory=Counter)
 
 
 @dataclass
@@ -124,6 +136,10 @@ class SimHost:
                                         self.outputs, slots)
         self.stats = SimStats()
         self.step_dt = source_step(graph.topology)
+        self.routing = self.kernel.routing
+        self.op_of = {iid: spec.op for iid, spec in graph.instances.items()}
+        self.chan_ops = [(self.op_of[c.src], self.op_of[c.dst]) for c in graph.channels]
+        self.last_peer: dict[tuple[str, str], float] = {}  # FIFO per (sender, receiver)
 
     # ------------------------------------------------------------------ event plumbing
 
@@ -180,25 +196,32 @@ class SimHost:
             jitter = self.step_dt * (0.5 + self.rng.random())
             self._push(self.now + jitter, "step", (iid, inc))
 
-    def _on_deliver(self, data: tuple[int, int]) -> None:
-        ch, epoch = data
+    def _on_deliver(self, data: tuple[int, int] | tuple[int, int, str, int]) -> None:
+        ch, epoch = data[0], data[1]
         if epoch != self.chan_epoch[ch]:
             return
         msg = self.queues[ch].popleft()
         dst = self.graph.channels[ch].dst
-        unit = self.live.get(dst)
+        if len(data) == 2:
+            unit = self.live.get(dst)
+        else:  # sent while the slot was routed to another unit (a takeover)
+            unit = self._live(data[2], data[3])
+            if unit is not None and dst not in unit.cores:
+                unit = None
         if unit is None:
             return  # the receiver is dead: the message is lost with it
-        self._note(f"deliver ch{ch} {_describe(msg)} -> {dst}")
+        self._note(f"deliver ch{ch} {_describe(msg)} -> {dst}"
+                   + ("" if unit.id == dst else f"@{unit.id}"))
         ev = BatchIn(dst, ch, msg) if type(msg) is Batch else MarkerIn(dst, ch, msg)  # type: ignore[arg-type]
         perform(unit, unit.handle(ev, self.now), self)
 
-    def _on_report(self, data: tuple[str, int, Msg]) -> None:
-        iid, inc, msg = data
+    def _on_report(self, data: tuple[str, int, Msg] | tuple[str, int, Msg, str]) -> None:
+        iid, inc, msg = data[0], data[1], data[2]
         if self.kernel.incarnation(iid) != inc:  # type: ignore[arg-type]
             return
-        self._note(f"report {iid} {_report_text(msg)}")
-        self._apply(self.kernel.report(iid, inc, msg, self.now))
+        slot = data[3] if len(data) == 4 else None
+        self._note(f"report {slot + '@' if slot else ''}{iid} {_report_text(msg)}")
+        self._apply(self.kernel.report(iid, inc, msg, self.now, slot))
 
     def _on_detect(self, failed: frozenset[str]) -> None:
         self._log("detected", instances=sorted(failed))
@@ -229,12 +252,13 @@ class SimHost:
             self._push(self.now + self.step_dt * self.rng.random(), "step", (iid, inc))
         return unit, acts
 
-    def _on_control(self, data: tuple[str, int, Msg]) -> None:
-        iid, inc, msg = data
+    def _on_control(self, data: tuple[str, int, Msg] | tuple[str, int, Msg, str]) -> None:
+        iid, inc, msg = data[0], data[1], data[2]
         if not self.kernel.control_arrived(iid, inc, msg):
             return  # stale, or held until the new incarnation starts
         unit = self.live[iid]
-        perform(unit, unit.handle(ControlIn(msg), self.now), self)
+        slot = data[3] if len(data) == 4 else None
+        perform(unit, unit.handle(ControlIn(msg, slot), self.now), self)  # type: ignore[arg-type]
 
     def _on_timer(self, data: tuple[str, int, str, int]) -> None:
         iid, inc, key, token = data
@@ -244,9 +268,9 @@ class SimHost:
         del self.timers[(iid, key)]
         perform(unit, unit.handle(TimerFired(key, self.now), self.now), self)
 
-    def _on_peer(self, data: tuple[str, int, str, Msg]) -> None:
-        to, inc, sender, msg = data
-        unit = self._live(to, inc)
+    def _on_peer(self, data: tuple[str, int, str, Msg, str]) -> None:
+        dest, inc, sender, msg, to = data
+        unit = self._live(dest, inc)
         if unit is None:
             return  # lost with its receiver
         perform(unit, unit.handle(PeerIn(sender, msg, to), self.now), self)  # type: ignore[arg-type]
@@ -314,10 +338,11 @@ class SimHost:
         self._apply(self.kernel.failure(failed, self.now, nodes=nodes))
 
     def _kill(self, iid: str) -> None:
-        self.live.pop(iid, None)
-        for ch in self._touching(iid):
-            self.queues[ch].clear()
-            self.chan_epoch[ch] += 1
+        unit = self.live.pop(iid, None)
+        for slot in unit.cores if unit is not None else (iid,):  # adopted slots die too
+            for ch in self._touching(slot):
+                self.queues[ch].clear()
+                self.chan_epoch[ch] += 1
 
     def _touching(self, iid: str) -> list[int]:
         spec = self.graph.instances[iid]
@@ -329,13 +354,23 @@ class SimHost:
         self.stats.messages += 1
         if type(msg) is Batch:
             self.stats.records_sent += len(msg.records)
+            self.stats.kinds["data", *self.chan_ops[ch]] += 1
+        else:
+            self.stats.kinds[msg.kind, *self.chan_ops[ch]] += 1  # type: ignore[union-attr]
         t = max(self.last_delivery[ch], self.now + NET_DELAY * (0.2 + 2 * self.rng.random()))
         self.last_delivery[ch] = t
         self.queues[ch].append(msg)
-        self._push(t, "deliver", (ch, self.chan_epoch[ch]))
+        dst = self.graph.channels[ch].dst
+        to = self.routing.unit_of(dst) if self.routing.moved else dst
+        if to == dst:
+            self._push(t, "deliver", (ch, self.chan_epoch[ch]))
+        else:  # the route is resolved now: a unit that dies meanwhile loses it
+            unit = self.live.get(to)
+            self._push(t, "deliver", (ch, self.chan_epoch[ch], to, unit.inc if unit else -1))
 
-    def emit(self, slot: str, records: Sequence[tuple[Any, Any]]) -> None:
-        self.sinks.append(slot, list(records))
+    def emit(self, slot: str, records: Sequence[tuple[Any, Any]],
+             uids: Sequence[Any] | None = None) -> None:
+        self.sinks.append(slot, list(records), uids)
 
     def stage(self, slot: str, epoch: int, records: Sequence[tuple[Any, Any]]) -> None:
         self.outputs.stage(slot, epoch, records)
@@ -344,20 +379,30 @@ class SimHost:
         self.store.put(ref, slot, blob)
         self.stats.persists += 1
 
-    def report(self, slot: str, msg: Msg) -> None:
+    def report(self, slot: str, msg: Msg, unit: Unit | None = None) -> None:
         # The control connection is one TCP stream: reports arrive in order.
-        t = max(self.last_report.get(slot, 0.0),
+        key = slot if unit is None else unit.id
+        t = max(self.last_report.get(key, 0.0),
                 self.now + 0.0002 + 0.0008 * self.rng.random())
-        self.last_report[slot] = t
-        self._push(t, "report", (slot, self.live[slot].inc, msg))
-
-    def send_peer(self, sender: str, to: str, msg: Msg) -> None:
-        self.stats.messages += 1
-        unit = self.live.get(to)
+        self.last_report[key] = t
         if unit is None:
+            self._push(t, "report", (slot, self.live[slot].inc, msg))
+        else:  # for a slot ``unit`` adopted: stale with the unit, not the slot
+            self._push(t, "report", (unit.id, unit.inc, msg, slot))
+
+    def send_peer(self, sender: str, to: str, msg: Msg, unit: str | None = None) -> None:
+        self.stats.messages += 1
+        dest = unit if unit is not None else self.routing.unit_of(to)
+        self.stats.kinds[type(msg).__name__, self.op_of.get(sender, sender),
+                         self.op_of.get(to, to)] += 1
+        receiver = self.live.get(dest)
+        if receiver is None:
             return  # lost: nobody runs the receiver
+        # FIFO per pair of units, as over one connection
         t = self.now + NET_DELAY * (0.2 + 2 * self.rng.random())
-        self._push(t, "peer", (to, unit.inc, sender, msg))
+        t = max(t, self.last_peer.get((sender, dest), 0.0))
+        self.last_peer[sender, dest] = t
+        self._push(t, "peer", (dest, receiver.inc, sender, msg, to))
 
     def set_timer(self, unit: Unit, key: str, after: float) -> None:
         # Timers die with their incarnation; a newer token replaces a pending timer.
@@ -374,8 +419,28 @@ class SimHost:
     def phase(self, phase: str, on: bool, key: int | None) -> None:
         self._log("phase-entered" if on else "phase-left", phase=phase, key=key)
 
-    def suspect(self, instance: str, reason: str) -> None:
-        raise NotImplementedError("Suspect is not supported by the simulation host yet")
+    def suspect(self, instance: str, reason: str, by: Unit | None = None) -> None:
+        # travels like a report: the coordinator hears of it a little later
+        assert by is not None
+        t = self.now + 0.0002 + 0.0008 * self.rng.random()
+        self._push(t, "suspect", (instance, by.id, by.inc, reason))
+
+    def _on_suspect(self, data: tuple[str, str, int, str]) -> None:
+        instance, by, inc, reason = data
+        if self.kernel.incarnation(by) != inc:  # type: ignore[arg-type]
+            return  # the suspecting unit died since
+        self._log("failure-suspected", instance=instance, by=by, reason=reason)
+        self._apply(self.kernel.handle(Suspected(instance, by, reason, self.now)))  # type: ignore[arg-type]
+
+    def route(self, slot: str, to: str) -> None:
+        self._apply(self.kernel.route(slot, to))
+
+    def adopt(self, unit: Unit, slot: str, restore: int | None) -> None:
+        unit.adopt(slot)
+        restored = self.store.get(restore, slot) if restore is not None else None
+        self._note(f"adopt {slot}@{unit.id}")
+        started = Started(slot, unit.inc, "adopt", restored)  # type: ignore[arg-type]
+        perform(unit, unit.handle(started, self.now), self)
 
     # ------------------------------------------------------------------ coordinator commands
 
@@ -389,7 +454,11 @@ class SimHost:
                 delay = 0.001 + 0.004 * self.rng.random() if self.now > 0 else 0.0
                 self._push(self.now + delay, "start", c.starts)
             elif isinstance(c, SendControl):
-                self._push(self.now + 0.0002, "control", (c.instance, c.incarnation, c.msg))
+                if c.slot is None:
+                    self._push(self.now + 0.0002, "control", (c.instance, c.incarnation, c.msg))
+                else:
+                    self._push(self.now + 0.0002, "control",
+                               (c.instance, c.incarnation, c.msg, c.slot))
             elif isinstance(c, Log):
                 self._log(c.kind, **c.data)
             elif isinstance(c, Trace):

@@ -51,6 +51,9 @@ class SendPeer:
     to: InstanceId
     msg: Msg
     sender: InstanceId | None = None  # the sending slot when a unit hosts several
+    # The reply to a call goes to the calling unit itself, not through slot routing: a
+    # falsely suspected caller whose slot moved must still get its answer.
+    unit: UnitId | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,7 @@ effects into contract actions.
   edges pick the channel from the id (X11), so a replay takes the same edge.
 - Tuple records, acks, deletes, fetches and pings travel as ``SendPeer``; data as
   ``Send`` on the channel. ``Reply`` (the return of a synchronous call) goes to the
-  calling unit's own slot: the contract has no unit address, which is right except for a
-  falsely suspected replica under the faithful variant (documented in docs/protocols.md).
+  calling unit itself (``SendPeer.unit``), never through slot routing.
 - A replica passes end of stream on only when nothing is in progress, so a replay never
   follows it on a channel.
 """
@@ -238,8 +237,8 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
                                           meta=(e.msg.uid, e.msg.origin))))
             elif isinstance(e, Tell):
                 out.append(SendPeer(InstanceId(e.to), e.msg))
-            elif isinstance(e, Reply):
-                out.append(SendPeer(InstanceId(e.unit), e.msg))
+            elif isinstance(e, Reply):  # to the calling unit, not through routing
+                out.append(SendPeer(InstanceId(e.unit), e.msg, unit=UnitId(e.unit)))
             elif isinstance(e, Arm):
                 out.append(SetTimer(e.key, e.after))
             elif isinstance(e, Accuse):
