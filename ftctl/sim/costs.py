@@ -55,9 +55,11 @@ class _TimedSinks(SinkStore):
         super().__init__()
         self.host = host
 
-    def append(self, instance: str, records: list[tuple[Any, Any]]) -> None:
-        super().append(instance, records)
-        self.host.visible_now(instance, len(records))
+    def append(self, instance: str, records: list[tuple[Any, Any]],
+               uids: Sequence[Any] | None = None) -> None:
+        before = len(self.visible[instance])
+        super().append(instance, records, uids)  # uids: repeats are dropped, count what shows
+        self.host.visible_now(instance, len(self.visible[instance]) - before)
 
     def commit(self, instance: str, epoch: int, records: list[tuple[Any, Any]]) -> bool:
         done = super().commit(instance, epoch, records)
@@ -107,22 +109,24 @@ class CostedSimHost(SimHost):
         super()._on_step(data)
         self._charge(iid, self.costs.batch + self.costs.record * self.batch)
 
-    def _on_deliver(self, data: tuple[int, int]) -> None:
-        ch, epoch = data
-        dst = self.graph.channels[ch].dst
-        if epoch != self.chan_epoch[ch] or dst not in self.live:
+    def _on_deliver(self, data: tuple[Any, ...]) -> None:
+        ch, epoch = data[0], data[1]
+        slot = self.graph.channels[ch].dst
+        # (ch, epoch) goes to the slot's own unit; a routed delivery names the unit.
+        unit = data[2] if len(data) > 2 else slot
+        if epoch != self.chan_epoch[ch] or unit not in self.live:
             super()._on_deliver(data)
             return
-        free = self.busy.get(dst, 0.0)
+        free = self.busy.get(unit, 0.0)
         if free > self.now:
             self._push(free, "deliver", data)
             return
         msg = self.queues[ch][0]
         n = len(msg.records) if type(msg) is Batch else 0
-        if n and dst in self.sink_ids:
-            self.arrivals.setdefault(dst, deque()).append([self.now, float(n)])
+        if n and slot in self.sink_ids:
+            self.arrivals.setdefault(slot, deque()).append([self.now, float(n)])
         super()._on_deliver(data)
-        self._charge(dst, self.costs.batch + self.costs.record * n)
+        self._charge(unit, self.costs.batch + self.costs.record * n)
 
     def persist(self, slot: str, ref: int, blob: Any) -> None:
         super().persist(slot, ref, blob)
