@@ -15,6 +15,7 @@ from protocols.checkpoint import CheckpointCoordinator, CheckpointInstance, Chec
 from protocols.contract.spec import ProtocolSpec
 from protocols.lineage import LineageCoordinator, LineageInstance
 from protocols.none import NoneCoordinator, NoneInstance
+from protocols.replica_ring.spec import SPEC as REPLICA_RING
 
 Protocol = ProtocolInfo | ProtocolSpec[Any]
 
@@ -39,6 +40,7 @@ PROTOCOLS: dict[str, Protocol] = {
         "replaying their children's observed order; per-channel seq de-duplication",
         "000", CausalInstance, CausalCoordinator,
         CausalParams),
+    "replica-ring": REPLICA_RING,
 }
 
 

@@ -178,6 +178,9 @@ class View:
     def incarnation(self, i):
         return 0  # never restarted
 
+    def stored(self, i):
+        return ()  # nothing persisted (only an at-most-once source persists its offset)
+
 
 def test_coordinator_fences_hands_over_and_reinstates():
     c = ReplicaRingCoordinator(GraphView(G), ReplicaRingParams())

@@ -16,7 +16,7 @@ from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.console import EXIT_FAILED, EXIT_OK, console, err_console
 from ftctl.progress import LiveLine
-from ftctl.sim.runner import ScheduleOutcome, SimSummary, Simulator
+from ftctl.sim.runner import ScheduleOutcome, SimSummary, Simulator, refusals
 from ftctl.tables import print_table
 from protocols.base import Guarantee
 
@@ -77,6 +77,8 @@ def sim(
     """
     topo = load_topology(topology)
     info, given = protocol_and_params(protocol, param)
+    for why in refusals(given, topo):  # a topology outside the protocol's scope
+        raise ConfigError(str(topology), "--protocol", why)
     guarantee = _guarantee(expect) if expect else None
     simulator = Simulator(topo, info, given, guarantee, max_failures, max_burst)
     if seed is not None:

@@ -90,11 +90,22 @@ class GuaranteeCase:
         return dict(self.variant.params)
 
 
+def accepts(protocol: str, params: Mapping[str, Any], topology: Path) -> bool:
+    """Whether ``protocol`` with ``params`` runs ``topology`` (``ProtocolParams.check``:
+    replica-ring refuses stateful operators and single replicas)."""
+    from ftctl.config.load import load_topology
+    from ftctl.sim.runner import refusals
+
+    spec = get_protocol(protocol.partition("/")[0])
+    return not refusals(spec.resolve(dict(params)), load_topology(topology))
+
+
 def guarantee_cases(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
-    """Every variant of ``protocol`` on every topology in ``directory``."""
+    """Every variant of ``protocol`` on every topology in ``directory`` it accepts."""
     spec = get_protocol(protocol)
     return [GuaranteeCase(protocol, v, t, guarantee_of(spec, v.params))
-            for v in variants_of(protocol) for t in topologies(directory)]
+            for v in variants_of(protocol) for t in topologies(directory)
+            if accepts(protocol, v.params, t)]
 
 
 def gate_of(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> dict[str, int]:

@@ -17,6 +17,7 @@ from ftctl.config.load import load_topology
 from ftctl.conformance.cases import (
     BUNDLED_TOPOLOGIES,
     GuaranteeCase,
+    accepts,
     guarantee_cases,
     guarantee_of,
     too_large,
@@ -202,8 +203,8 @@ class Kit:
         result = MutantResult(protocol, mutant)
         for seed in range(self.first_seed, self.first_seed + n):
             for topology in only or self.topologies():
-                if topology in self._broken:
-                    continue  # reported with the guarantee cases
+                if topology in self._broken or not accepts(protocol, params, topology):
+                    continue  # reported with the guarantee cases, or out of scope
                 try:
                     outcome = self._sim(qualified, params, topology).run_one(seed)
                 except Exception as exc:  # the topology cannot run: no verdict either way

@@ -52,6 +52,7 @@ from protocols.contract.logic import CoordinatorLogic, InstanceLogic
 from protocols.contract.messages import Msg
 from protocols.contract.params import ProtocolParams
 from protocols.contract.spec import ProtocolSpec
+from protocols.contract.view import GraphView
 
 # Simulated-time constants (seconds). Small, so runs are short; their ratios are what matter.
 NET_DELAY = 0.0004
@@ -140,6 +141,9 @@ class SimHost:
         self.op_of = {iid: spec.op for iid, spec in graph.instances.items()}
         self.chan_ops = [(self.op_of[c.src], self.op_of[c.dst]) for c in graph.channels]
         self.last_peer: dict[tuple[str, str], float] = {}  # FIFO per (sender, receiver)
+        spared = getattr(protocol, "spared", None)
+        self.spared: tuple[frozenset[str], ...] = (spared(GraphView(graph)) if spared
+                                                   else ())
 
     # ------------------------------------------------------------------ event plumbing
 
@@ -287,6 +291,8 @@ class SimHost:
             victims = [t for t in strike.targets if t in self.live]
         else:
             victims = self.rng.sample(alive, min(strike.count, len(alive)))
+        if self.spared:
+            victims = self._spare(victims)
         if not victims:
             return
         self.stats.failures += 1
@@ -336,6 +342,19 @@ class SimHost:
         self._log("detected", instances=sorted(failed), nodes=sorted(nodes))
         self.stats.recoveries += 1
         self._apply(self.kernel.failure(failed, self.now, nodes=nodes))
+
+    def _spare(self, victims: list[str]) -> list[str]:
+        """The protocol's fault model (``ProtocolSpec.spared``): keep one unit of each
+        group up; the victims that would have emptied a group are skipped."""
+        kept = list(victims)
+        for group in self.spared:
+            hit = sorted(v for v in kept if v in group)
+            if hit and not any(u in self.live and u not in kept for u in group):
+                kept.remove(hit[-1])  # it stays up
+        if len(kept) < len(victims):
+            self._log("fault-skipped", instances=sorted(set(victims) - set(kept)),
+                      reason="would leave no unit of its group up")
+        return kept
 
     def _kill(self, iid: str) -> None:
         unit = self.live.pop(iid, None)

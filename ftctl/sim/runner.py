@@ -12,14 +12,16 @@ from typing import Any
 from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.faults import FailureSchedule
-from ftctl.sim.host import SimHost, SimResult, source_step
+from ftctl.sim.host import MAX_EVENTS, SimHost, SimResult, source_step
 from ftctl.verify.checker import Verdict, index_by_key, verify
 from protocols.base import Guarantee, ProtocolInfo
 from protocols.contract.params import NoParams, ProtocolParams, RunShape
 from protocols.contract.spec import ProtocolSpec
+from protocols.contract.view import GraphView
 from protocols.registry import PROTOCOLS
 
 SNAPSHOTS_PER_RUN = 8
+STALL_FACTOR, STALL_FLOOR = 20, 100_000
 
 
 def sink_modes(topology: Topology) -> dict[str, str]:
@@ -43,6 +45,11 @@ def sim_params(graph: ExecutionGraph, protocol: ProtocolInfo | ProtocolSpec[Any]
     protocol acts several times per run whatever its length.
     """
     return protocol.resolve(given, RunShape(nominal_duration(graph), SNAPSHOTS_PER_RUN))
+
+
+def refusals(params: ProtocolParams, topology: Topology) -> list[str]:
+    """Why ``params``' protocol cannot run ``topology`` (one line each; none: it can)."""
+    return params.check(GraphView(ExecutionGraph(topology)))
 
 
 def golden_output(graph: ExecutionGraph) -> dict[str, list[tuple[Any, Any]]]:
@@ -110,6 +117,9 @@ class Simulator:
         self.max_burst = max_burst
         fault_free = SimHost(self.graph, protocol, self.params, 0).run()
         self.horizon = fault_free.stats.events
+        # A run this many times longer than the fault-free one has stalled (a protocol
+        # with timers, such as replica-ring's pings, never runs out of events).
+        self.stall_after = min(MAX_EVENTS, max(STALL_FLOOR, STALL_FACTOR * self.horizon))
         self.fault_free_end = fault_free.end_time
         self.fault_free_records = fault_free.stats.records_sent
 
@@ -117,7 +127,8 @@ class Simulator:
         rng = random.Random(seed)
         schedule = FailureSchedule.random(rng, self.horizon, self.max_failures, self.max_burst)
         host = SimHost(self.graph, self.protocol, self.params, seed=rng.getrandbits(64),
-                       schedule=schedule, trace=trace, hash_trace=trace)
+                       schedule=schedule, trace=trace, hash_trace=trace,
+                       max_events=self.stall_after)
         result = host.run()
         verdict = verify(self.modes, self.golden, result.outputs, self.guarantee,
                          complete=result.complete, golden_index=self.golden_index)

@@ -12,6 +12,7 @@ from protocols.contract.params import P, ProtocolParams, RunShape, validate
 
 if TYPE_CHECKING:
     from protocols.contract.logic import CoordinatorLogic, InstanceLogic
+    from protocols.contract.view import GraphView
 
 
 class Guarantee(StrEnum):
@@ -72,6 +73,10 @@ class ProtocolSpec(Generic[P]):
     variants: tuple[Variant, ...] = (Variant("default"),)
     mutants: tuple[Mutant, ...] = ()
     gate: Mapping[str, int] = field(default_factory=dict)
+    # The protocol's fault model: groups of instances of which a fault leaves at least one
+    # unit up (replica-ring: each ring; a ring with no replica left cannot take over).
+    # Hosts narrow a strike that would kill a whole group and log ``fault-skipped``.
+    spared: Callable[[GraphView], tuple[frozenset[str], ...]] | None = None
 
     def guarantee_of(self, params: P) -> Guarantee:
         return self.guarantee(params)

@@ -32,6 +32,7 @@ from protocols.contract.actions import (
     CoordinatorAction,
     Emit,
     InstanceAction,
+    Persist,
     Report,
     Restart,
     Route,
@@ -85,6 +86,7 @@ from protocols.replica_ring.unit import (
     Unhost,
 )
 
+SOURCE_OFFSET = 0  # the stored ref of an at-most-once source's next offset
 CHANNEL = "#"  # a destination named by channel: the kernel routes it to the slot's unit
 Payload = tuple[int, tuple[Any, ...], int]  # (channel, records, seq): plain data
 
@@ -126,6 +128,8 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
                 acts.append(Report(Rejoined(ev.slot)))
             return acts
         if self.source is not None:
+            if ev.restored is not None:  # at-most-once: resume after what was sent
+                self.cores[ev.slot].offset = ev.restored
             return self._acts(self.source.start())
         return []
 
@@ -135,6 +139,8 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
         first = core.offset
         more = core.source_next()
         acts: list[InstanceAction] = []
+        if self.pol.amo:  # durable before anything is sent: a restart never sends it again
+            acts.append(Persist(ev.slot, SOURCE_OFFSET, core.offset))
         for a in core.take_actions():
             if type(a) is CoreSend and isinstance(a.msg, Batch):
                 uid = (str(ev.slot), first, a.channel)
@@ -213,6 +219,10 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
                                                                          Any]]:
         ch, records, _seq = payload
         core = self.cores[InstanceId(slot)]
+        if ch not in core.port_of:
+            # a replay whose record was re-marked to a taker that died in turn: the tuple
+            # belongs to the slot its channel leads to, which this unit took over too (T4)
+            core = next((c for c in self.cores.values() if ch in c.port_of), core)
         core.rr = [stable_hash(str(uid))] * len(core.rr)  # X11: the edge follows the id
         core.deliver(ch, Batch(list(records)))
         out: list[tuple[Slot, Hashable, Any]] = []
@@ -291,7 +301,9 @@ class ReplicaRingCoordinator(CoordinatorLogic[ReplicaRingParams]):
         others = ev.instances - self.members
         if not others:
             return []
-        return super().on_failure(replace(ev, instances=frozenset(others)), view)
+        acts = super().on_failure(replace(ev, instances=frozenset(others)), view)
+        return [replace(a, restore=SOURCE_OFFSET) if isinstance(a, Restart)
+                and SOURCE_OFFSET in view.stored(a.instance) else a for a in acts]
 
     def on_suspect(self, ev: Suspected, view: ClusterView) -> list[CoordinatorAction]:
         return self._acts(self.ring.on_accuse(

@@ -213,7 +213,11 @@ class ReplicaUnit:
             self.detector.pong(split_slot(msg.slot)[1])
             return []
         if isinstance(msg, RecordMsg):
-            self.records.insert(Record(msg.uid, msg.origin, msg.emitter), replace=False)
+            # a purged uid recorded again is a new pass (at-least-once reprocesses a
+            # resent tuple): pending again, or a taker would never fetch it
+            held = self.records.get(msg.uid, msg.origin)
+            self.records.insert(Record(msg.uid, msg.origin, msg.emitter),
+                                replace=held is not None and held.state is RecordState.PURGED)
             return [Reply(sender, RecordOk(msg.uid, to or self.me))]
         if isinstance(msg, RecordOk):
             return self._record_ok(msg.slot, msg.uid)

@@ -62,6 +62,16 @@ CATCH: dict[str, tuple[str, int]] = {
     "causal/snapshot-without-payload-log": ("replica-chain", 1),
     "causal/no-sink-counts": ("wordcount", 3),
     "causal/fallback-forgets-sinks": ("diamond", 5),
+    "replica-ring/takeover-ignores-pending": ("replica-chain", 2),
+    "replica-ring/purge-before-ack": ("replica-chain", 2),
+    "replica-ring/sync-skips-successor": ("replica-chain", 2),
+    "replica-ring/origin-drops-on-ack": ("replica-chain", 2),
+    "replica-ring/sink-no-dedup": ("replica-chain", 2),
+    "replica-ring/no-route": ("replica-chain", 1),
+    "replica-ring/drop-records": ("replica-chain", 1),
+    "replica-ring/no-ring-walk": ("replica-chain", 5),
+    "replica-ring/replay-through-dedup": ("replica-chain", 2),
+    "replica-ring/origin-purges-on-ack": ("replica-chain", 2),
 }
 
 CASES = [c for p in PROTOCOLS if p not in BROKEN for c in guarantee_cases(p)
