@@ -306,11 +306,11 @@ class SimHost:
 
     # ------------------------------------------------------------------ nodes
 
-    def at(self, t: float, fn: Callable[[], None]) -> None:
+    def at(self, t: float, fn: Callable[[], object]) -> None:
         """Call ``fn`` at simulated time ``t`` (scenario faults: node_down, node_up)."""
         self._push(t, "call", fn)
 
-    def _on_call(self, fn: Callable[[], None]) -> None:
+    def _on_call(self, fn: Callable[[], object]) -> None:
         fn()
 
     def node_down(self, node: str) -> list[str]:

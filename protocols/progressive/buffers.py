@@ -43,6 +43,14 @@ class Checkpoints:
         self.reports = {s: r for s, r in self.reports.items() if s > k}
         return True
 
+    def forget(self, instances: Iterable[str]) -> None:
+        """These failed: what they persisted of checkpoints not yet complete does not count.
+        Their replacements restore an older point and must reach those punctuations again;
+        counting a dead incarnation's part would end a recovery episode (R20) while a
+        replacement still replays in mini-batch order."""
+        for got in self.reports.values():
+            got.difference_update(instances)
+
     def rollback(self) -> int:
         """Forget partial reports (they belong to a discarded future); the restore point."""
         self.reports.clear()

@@ -183,6 +183,7 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
             self.planned = 0
         for i in failed:
             self.starting.discard(i)
+        self.cps.forget(failed)
         self.pending = [i for i in self.graph.order if i in self.pending or i in failed]
         if step.rollback:
             self.gen += 1

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from protocols.contract.params import ProtocolParams
+from protocols.contract.params import ProtocolParams, RunShape
 from protocols.contract.view import GraphView
 from protocols.progressive.schedule import Fit, Leftover, Schedule
 
@@ -44,6 +44,18 @@ class ProgressiveParams(ProtocolParams):
             if not prt > 0:
                 raise ValueError(f"priority of {sink!r} must be > 0, got {prt!r}")
         return v
+
+    def for_run(self, shape: RunShape) -> ProgressiveParams:
+        """In simulation, a punctuation interval and burst window not given scale with the
+        run (spec §5: ``burst_window`` like ``interval``): the defaults' 1 s and 10 s
+        become an eighth of the run and ten times that, so every simulated run takes
+        several checkpoints; on a cluster they stay as they are."""
+        scale = shape.period(1.0)
+        if scale == 1.0:
+            return self
+        update = {f: getattr(self, f) * scale for f in ("interval", "burst_window")
+                  if f not in self.model_fields_set}
+        return self.model_copy(update=update) if update else self
 
     def check(self, graph: GraphView) -> list[str]:
         sinks = sorted(graph.queries)
