@@ -16,6 +16,7 @@ from protocols.contract.spec import ProtocolSpec
 from protocols.lineage import LineageCoordinator, LineageInstance
 from protocols.none import NoneCoordinator, NoneInstance
 from protocols.replica_ring.spec import SPEC as REPLICA_RING
+from protocols.progressive import spec as progressive
 
 Protocol = ProtocolInfo | ProtocolSpec[Any]
 
@@ -41,6 +42,7 @@ PROTOCOLS: dict[str, Protocol] = {
         "000", CausalInstance, CausalCoordinator,
         CausalParams),
     "replica-ring": REPLICA_RING,
+    "progressive": progressive.SPEC,
 }
 
 

@@ -1,8 +1,9 @@
 """Planted bugs of ``progressive`` (spec §7), each a subclass replacing one decision.
 
-tests/test_progressive_mutants.py plants each one into the check named in ``caught_by``
-and fails if the check still passes. ``MUTANTS`` is what the conformance kit runs: the
-protocol's classes with one bug planted.
+tests/test_progressive_mutants.py plants each one into the check named in ``CAUGHT_BY``
+and fails if the check still passes. ``MUTANTS`` is what the conformance kit runs (the
+bugs that break exactly-once); ``SCHEDULING_MUTANTS`` only change the order and times of
+recovery and are caught by the exact scheduler tests alone.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from protocols.contract.actions import CoordinatorAction
 from protocols.contract.spec import Mutant
+from protocols.contract.view import ClusterView
+from protocols.progressive.burst import Mode
 from protocols.progressive.coordinator import ProgressiveCoordinator
 from protocols.progressive.instance import ProgressiveInstance
 from protocols.progressive.minibatch import Positions, Verdict
@@ -122,6 +126,17 @@ class ReleaseAllAtEnd(ProgressiveCoordinator):
         return Blocking()
 
 
+class BuffersOffEarly(ProgressiveCoordinator):
+    """Recovery ends as soon as the last pending instance is started (buffers off early)."""
+
+    def plan(self, view: ClusterView, why: str) -> list[CoordinatorAction]:
+        acts = super().plan(view, why)
+        if acts and not self.pending and self.mode is Mode.PROGRESSIVE:
+            self.starting.clear()
+            acts += self.end_episode(max(self.cps.complete, self.k), view)
+        return acts
+
+
 # ---------------------------------------------------------------- the instance
 
 
@@ -190,12 +205,23 @@ INSTANCE_BUGS: dict[str, type[ProgressiveInstance]] = {
 }
 COORDINATOR_BUGS: dict[str, type[ProgressiveCoordinator]] = {
     "no-replan": NoReplan, "release-all-at-end": ReleaseAllAtEnd,
+    "buffers-off-early": BuffersOffEarly,
     **{name: coordinator_with(p) for name, p in PLANNER_BUGS.items()},
 }
 
-MUTANTS: tuple[Mutant, ...] = (
+ALL_MUTANTS: tuple[Mutant, ...] = (
     *(Mutant(name, (c.__doc__ or name).strip(), coordinator=c)
       for name, c in COORDINATOR_BUGS.items()),
     *(Mutant(name, (c.__doc__ or name).strip(), instance=c)
       for name, c in INSTANCE_BUGS.items()),
 )
+
+# Bugs of *which* query comes back *when*: the output stays exactly-once under each, so
+# the conformance kit's guarantee check cannot see them. The exact scheduler tests catch
+# every one (tests/test_progressive_mutants.py: the spec's worked examples E1-E5, U3).
+SCHEDULE_ONLY = frozenset({"release-all-at-end", "density-inverted", "no-share",
+                           "declaration-order", "stop-at-misfit", "no-update",
+                           "cost-whole-operator", "tie-reverse"})
+# What the kit runs: every planted bug that breaks exactly-once on some schedule.
+MUTANTS = tuple(m for m in ALL_MUTANTS if m.name not in SCHEDULE_ONLY)
+SCHEDULING_MUTANTS = tuple(m for m in ALL_MUTANTS if m.name in SCHEDULE_ONLY)

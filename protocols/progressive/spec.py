@@ -29,4 +29,5 @@ SPEC: ProtocolSpec[ProgressiveParams] = ProtocolSpec(
               Variant("topological", {"schedule": "topological"}),
               Variant("blocking", {"schedule": "blocking"})),
     mutants=MUTANTS,
+    gate={"progressive-small": 50, "diamond": 50},
 )

@@ -72,6 +72,15 @@ CATCH: dict[str, tuple[str, int]] = {
     "replica-ring/no-ring-walk": ("replica-chain", 5),
     "replica-ring/replay-through-dedup": ("replica-chain", 2),
     "replica-ring/origin-purges-on-ack": ("replica-chain", 2),
+    "progressive/no-replan": ("diamond", 5),
+    "progressive/fit-strict": ("diamond", 5),
+    "progressive/buffers-off-early": ("progressive-small", 5),
+    "progressive/arrival-order": ("progressive-small", 6),
+    "progressive/dedup-ge": ("replica-chain", 1),
+    "progressive/no-gen-fence": ("replica-chain", 6),
+    "progressive/no-adaptive-buffering": ("progressive-small", 1),
+    "progressive/trim-on-persist": ("wordcount", 2),
+    "progressive/sink-no-counts": ("progressive-small", 1),
 }
 
 CASES = [c for p in PROTOCOLS if p not in BROKEN for c in guarantee_cases(p)
