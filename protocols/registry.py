@@ -15,8 +15,8 @@ from protocols.checkpoint import CheckpointCoordinator, CheckpointInstance, Chec
 from protocols.contract.spec import ProtocolSpec
 from protocols.lineage import LineageCoordinator, LineageInstance
 from protocols.none import NoneCoordinator, NoneInstance
-from protocols.replica_ring.spec import SPEC as REPLICA_RING
 from protocols.progressive import spec as progressive
+from protocols.replica_ring.spec import SPEC as REPLICA_RING
 
 Protocol = ProtocolInfo | ProtocolSpec[Any]
 
