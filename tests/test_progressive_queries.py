@@ -12,12 +12,15 @@ from ftctl.cli import app
 from ftctl.config.load import load_topology
 from ftctl.config.queries import topology_queries
 from ftctl.metrics.queries import (
+    QueryAvailability,
     QueryMetricsParams,
+    available_over_time,
     before_fault,
     came_back,
     fault_free,
     query_availability,
     relative_latency,
+    up_intervals,
 )
 
 TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
@@ -109,3 +112,27 @@ def test_came_back_needs_to_stay() -> None:
     assert came_back(steps, [1.0, 1.0, 3.0, 1.0, 1.1], 1.2, 0.5) == 3.0
     assert came_back(steps, [1.0, 1.0, 1.0, 1.0, 2.0], 1.2, 0.5) is None
     assert came_back(steps, [1.0, None, 1.0, 1.0, 1.0], 1.2, 0.5) == 2.0
+
+
+def test_up_intervals_follow_node_down_and_restarts() -> None:
+    queries = {"q1": frozenset({"a", "s1"}), "q2": frozenset({"a", "b", "s2"})}
+    ops = {"a[0]": "a", "b[0]": "b", "s1[0]": "s1", "s2[0]": "s2"}
+    events = [{"t": 1.0, "event": "node-down", "instances": ["b[0]", "s1[0]"]},
+              {"t": 1.5, "event": "plan"},
+              {"t": 2.0, "event": "restarted", "instance": "s1[0]"},
+              {"t": 3.0, "event": "fault", "instances": ["a[0]"]},
+              {"t": 3.5, "event": "restarted", "instance": "a[0]"},
+              {"t": 4.0, "event": "restarted", "instance": "b[0]"}]
+    up = up_intervals(events, queries, ops, end=9.0)
+    assert up == {"q1": [(0.0, 1.0), (2.0, 3.0), (3.5, 9.0)], "q2": [(0.0, 1.0), (4.0, 9.0)]}
+
+
+def test_available_needs_running_and_a_low_rl_since_the_restart() -> None:
+    avail = QueryAvailability(t=[0.0, 1.0, 2.0, 3.0, 4.0],
+                              rl={"q1": [1.0, None, 5.0, None, 1.1],
+                                  "q2": [1.0, None, None, 1.0, None]},
+                              baselines={}, threshold=1.2)
+    up = {"q1": [(0.0, 1.5), (2.2, 9.0)], "q2": [(0.0, 9.0)]}
+    # q1: available at 0 (RL 1.0); down at the end of step 1; back at 2.2 but its only
+    # RL since is 5.0 in step 2 until 1.1 in step 4. q2 keeps its last RL through gaps.
+    assert available_over_time(avail, up) == [2, 1, 1, 1, 2]

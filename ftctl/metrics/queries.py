@@ -126,3 +126,60 @@ def came_back(steps: Sequence[float], rl: Sequence[float | None], threshold: flo
 
 def _within(rl: float | None, threshold: float) -> bool:
     return rl is not None and rl <= threshold
+
+
+def up_intervals(events: Sequence[Mapping[str, Any]], queries: Mapping[str, frozenset[str]],
+                 operator_of: Mapping[str, str], end: float) -> dict[str, list[tuple[float,
+                                                                                     float]]]:
+    """When each query had every instance running, from a run's history: an instance is
+    down from the ``node-down`` or ``fault`` that killed it until its next ``restarted``."""
+    down: dict[str, float] = {}
+    per_query: dict[str, list[tuple[float, float]]] = {q: [] for q in queries}
+    since: dict[str, float | None] = dict.fromkeys(queries, 0.0)
+
+    def settle(t: float) -> None:
+        ops = {operator_of[i] for i in down}
+        for q, q_ops in queries.items():
+            is_up = not (q_ops & ops)
+            start = since[q]
+            if is_up and start is None:
+                since[q] = t
+            elif not is_up and start is not None:
+                per_query[q].append((start, t))
+                since[q] = None
+
+    for e in events:
+        kind, t = e.get("event"), float(e["t"])
+        if kind in ("node-down", "fault"):
+            for i in e.get("instances", ()):
+                down.setdefault(i, t)
+        elif kind == "restarted":
+            down.pop(e["instance"], None)
+        else:
+            continue
+        settle(t)
+    for q, start in since.items():
+        if start is not None:
+            per_query[q].append((start, end))
+    return per_query
+
+
+def available_over_time(avail: QueryAvailability,
+                        up: Mapping[str, Sequence[tuple[float, float]]]) -> list[int]:
+    """Fig. 5(b) for queries that output in bursts (sliding windows fire once a slide): a
+    query is available at the end of a step when all its instances run and the last RL it
+    showed since they all run again is <= Θ. A step without output keeps the last RL."""
+    step = avail.t[1] - avail.t[0] if len(avail.t) > 1 else 0.0
+    out = []
+    for k, t0 in enumerate(avail.t):
+        t1 = t0 + step
+        n = 0
+        for q, rls in avail.rl.items():
+            span = next(((a, b) for a, b in up.get(q, ()) if a <= t1 <= b), None)
+            if span is None:
+                continue
+            last = next((rls[j] for j in range(k, -1, -1)
+                         if rls[j] is not None and avail.t[j] + step > span[0]), None)
+            n += _within(last, avail.threshold)
+        out.append(n)
+    return out
