@@ -59,12 +59,16 @@ def main() -> int:
     for semantics in args.semantics.split(","):
         started = time.perf_counter()
         sim = Simulator(topo, spec, {"semantics": semantics, "variant": args.variant})
-        bad: list[tuple[int, dict[str, int]]] = []
+        bad: list[tuple[int, dict[str, int]]] = []  # seed, anomalies
         strikes = 0
         for seed in range(1, args.n + 1):
             host = SimHost(sim.graph, spec, sim.params, seed=seed,
-                           schedule=schedule(sim, seed))
-            res = host.run()
+                           schedule=schedule(sim, seed), max_events=sim.stall_after)
+            try:
+                res = host.run()
+            except Exception as exc:  # a crash of the protocol is a failed schedule
+                bad.append((seed, {repr(exc): 1}))
+                continue
             strikes += res.stats.failures
             v = verify(sim.modes, sim.golden, res.outputs, sim.guarantee,
                        complete=res.complete, golden_index=sim.golden_index)

@@ -7,22 +7,9 @@ from pathlib import Path
 
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
+from ftctl.figures.fig_002_table1 import chain
 
-
-def chain(r: int, records: int, sources: int = 1) -> Topology:
-    """``src (sources) -> A (r) -> B (r) -> out``, one record per tuple (Table 1's setup)."""
-    return Topology.model_validate({
-        "name": "chain", "input": {"records": records, "batch": 1, "seed": 3},
-        "operators": [
-            {"name": "src", "type": "source.text", "parallelism": sources,
-             "params": {"words_per_line": 1, "vocabulary": 50}},
-            {"name": "A", "type": "map", "function": "identity", "parallelism": r},
-            {"name": "B", "type": "map", "function": "identity", "parallelism": r},
-            {"name": "out", "type": "sink"}],
-        "edges": [{"from": "src", "to": "A", "partition": "forward" if sources == r
-                   else "round-robin"},
-                  {"from": "A", "to": "B", "partition": "round-robin"},
-                  {"from": "B", "to": "out"}]})
+__all__ = ["chain", "replica_chain"]
 
 
 def replica_chain(records: int = 600) -> Topology:

@@ -154,7 +154,10 @@ def test_figure_prints_table1_beside_the_paper(tmp_path):
     assert sorted(rows) == [1, 2, 3, 4]
     col = {name: i for i, name in enumerate(data["header"])}
     for r, paper in ((2, 400), (4, 2400)):
-        assert rows[r][col["M(R)"]] == rows[r][col["counted"]] == rows[r][col["paper"]] == paper
+        assert (rows[r][col["M(R)"]] == rows[r][col["sim records"]] == rows[r][col["paper"]]
+                == paper)
     assert rows[3][col["M(R)"]] == 1200 and rows[1][col["M(R)"]] == 0
     assert [rows[r][col["msg/tup"]] for r in (1, 2, 3, 4)] == [6, 10, 14, 18]
-    assert all(rows[r][col["AMO rec"]] == 0 for r in rows)
+    assert [rows[r][col["sim msg/tup"]] for r in (1, 2, 3, 4)] == [6, 10, 14, 18]
+    assert all(rows[r][col["all"]] == rows[r][col["sim all"]] for r in rows)
+    assert all(rows[r][col["sim AMO rec"]] == 0 for r in rows)

@@ -104,3 +104,4 @@ def test_peer_messages_keep_their_order_per_pair_of_units():
         host.send_peer("B[0]", "B[1]", Ping(f"B[{n}]"))
     arrivals = sorted(host.heap)
     assert [d[3].slot for _t, _s, _k, d in arrivals] == [f"B[{n}]" for n in range(50)]
+

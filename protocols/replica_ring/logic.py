@@ -233,8 +233,22 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
         return out
 
     def _regenerate(self, uid: Hashable) -> tuple[Slot, Any]:
-        payload = self.kept[uid]
+        payload = self.kept.get(uid)
+        if payload is None:
+            payload = self._from_offset(uid)
         return f"{CHANNEL}{payload[0]}", payload
+
+    def _from_offset(self, uid: Hashable) -> Payload:
+        """A batch this source has not (re)emitted since it restarted, asked for by a
+        taker's fetch: sources are replayable, so it is rebuilt from its offset (§5.3)."""
+        slot, first, ch = cast(tuple[str, int, int], uid)
+        core = self.cores[InstanceId(slot)]
+        assert core.gen is not None
+        records = core.gen(first, min(first + core.batch_size, core.hi))
+        group = next(g for g in core.spec.outputs if ch in g.channels)
+        if group.partition == "hash" and len(group.channels) > 1:
+            records = core._hash_split(records, group.channels).get(ch, [])
+        return ch, tuple(records), 0
 
     # ------------------------------------------------------------ effects -> actions
     def _acts(self, effects: list[Effect], sink: InstanceId | None = None
