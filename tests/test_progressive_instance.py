@@ -236,3 +236,20 @@ def check_sink(cls: Cls = ProgressiveInstance) -> None:
 
 def test_sink_emits_each_record_once_across_a_rollback() -> None:
     check_sink()
+
+
+def test_a_fast_input_bringing_the_next_punctuation_early_waits_for_it() -> None:
+    """Progressive mode blocks no channel: ch0 can bring P_1 and P_2 before ch1 brings P_1.
+    P_2 must wait for P_1 to align on ch1; taken as part of P_1's alignment, it was lost
+    and no later checkpoint ever completed (seen after recovery on progressive15)."""
+    p, _ = progressive_p()
+    fast = [b(1, ("a", 1), gen=1), mk("mb", 1, 2, gen=1), mk("punct", 1, 3, gen=1),
+            b(4, ("a", 2), gen=1), mk("mb", 2, 5, gen=1), mk("punct", 2, 6, gen=1)]
+    slow = [b(1, ("b", 1), gen=1), mk("mb", 1, 2, gen=1), mk("punct", 1, 3, gen=1),
+            b(4, ("b", 2), gen=1), mk("mb", 2, 5, gen=1), mk("punct", 2, 6, gen=1)]
+    acts = feed(p, [(0, m) for m in fast] + [(1, m) for m in slow])
+    persisted = [a.msg.snapshot for a in acts if isinstance(a, Report)
+                 and isinstance(a.msg, Persisted)]
+    assert persisted == [1, 2]
+    snaps = [a.ref for a in acts if isinstance(a, Persist)]
+    assert snaps == [1, 2]

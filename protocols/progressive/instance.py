@@ -77,6 +77,9 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         self.aligning: int | None = None
         self.waiting: set[int] = set()
         self.blocked: dict[int, list[Message]] = {}
+        # Progressive mode blocks no channel, so a fast input can bring P_{k+1} while
+        # this instance still waits for P_k elsewhere: it waits here, per channel.
+        self.early: dict[int, list[Marker]] = {}
         self.future: list[tuple[int, Message]] = []  # of a rollback not taken yet
         self.emitted: dict[Any, int] = {}
         self.seen: dict[Any, int] = {}
@@ -110,7 +113,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         self.seen = dict(blob["seen"])
         self.next_punct = k + 1
         self.snapshots = {j: s for j, s in self.snapshots.items() if j <= k}
-        self.aligning, self.waiting, self.blocked = None, set(), {}
+        self.aligning, self.waiting, self.blocked, self.early = None, set(), {}, {}
         self.ended_pending = set()
         self.done = False
 
@@ -366,6 +369,13 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
     # ------------------------------------------------------------ punctuations (R2)
 
     def align(self, ch: int, m: Marker) -> list[InstanceAction]:
+        if (self.aligning is not None and m.id != self.aligning) or self.early.get(ch):
+            self.early.setdefault(ch, []).append(m)  # a later P on a channel already done
+            return []
+        return self.join(ch, m)
+
+    def join(self, ch: int, m: Marker) -> list[InstanceAction]:
+        """``m`` (P_k) counts for the alignment of k on ``ch``."""
         if self.aligning is None:
             self.aligning = m.id
             self.waiting = set(self.core.inputs) - self.core.finished
@@ -389,6 +399,11 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         self.blocked = {}
         for c, x in held:
             acts += self.receive(c, x)
+        # The next punctuation each early channel brought starts the next alignment.
+        early = {c: ms.pop(0) for c, ms in sorted(self.early.items()) if ms}
+        self.early = {c: ms for c, ms in self.early.items() if ms}
+        for c, x in early.items():
+            acts += self.join(c, x)
         return acts
 
     def on_eos(self, ch: int) -> list[InstanceAction]:
