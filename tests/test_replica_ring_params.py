@@ -161,3 +161,13 @@ def test_figure_prints_table1_beside_the_paper(tmp_path):
     assert [rows[r][col["sim msg/tup"]] for r in (1, 2, 3, 4)] == [6, 10, 14, 18]
     assert all(rows[r][col["all"]] == rows[r][col["sim all"]] for r in rows)
     assert all(rows[r][col["sim AMO rec"]] == 0 for r in rows)
+
+
+def test_cli_refuses_what_replica_ring_cannot_run_correctly():
+    # a stateful operator: one line naming it, exit 2, before any run
+    res = CliRunner().invoke(app, ["sim", "topologies/wordcount.yaml", "-p", "replica-ring"])
+    assert res.exit_code == 2 and "operator 'count' keeps state" in res.output
+    # Spark does not drive contract-v2 protocols yet
+    res = CliRunner().invoke(app, ["chaos", "topologies/replica-chain.yaml", "-p",
+                                   "replica-ring", "--kill", "3"])
+    assert res.exit_code == 2 and "simulation host only" in res.output
