@@ -2,7 +2,7 @@
 
 It interprets exactly the contract actions falkirk uses: FIFO channels with seeded
 delays, stable storage per instance (Persist, Restart.restore/extra, RollBack.restore,
-DiscardSnapshots), sink staging and per-sink commit, Stop/kill fencing (what is in
+DiscardSnapshots, DiscardStaged), sink staging and per-sink commit, Stop/kill fencing (what is in
 flight to or from a killed or rolled-back instance is lost, as in ftctl) and failure
 detection a few milliseconds after a kill. The visible output is what CommitOutput
 made visible; a run is judged against a fault-free run of the same topology.
@@ -25,6 +25,7 @@ from protocols.contract.actions import (
     CommitOutput,
     Control,
     DiscardSnapshots,
+    DiscardStaged,
     Persist,
     Report,
     Restart,
@@ -136,7 +137,8 @@ class FalkirkKernel:
             elif isinstance(a, Persist):
                 self.store[a.slot][a.ref] = a.blob
             elif isinstance(a, StageOutput):
-                self.staged[(a.slot, a.epoch)] = list(a.records)
+                # As ftctl's Outputs: staging an epoch again adds to what is staged.
+                self.staged.setdefault((a.slot, a.epoch), []).extend(a.records)
             elif isinstance(a, Report):
                 rep = ReportIn(I(u.id), u.inc, a.msg, self.now)
                 self.later(("rep", u.id), lambda rep=rep: self.coordinate(rep))
@@ -169,6 +171,9 @@ class FalkirkKernel:
                     for rec in self.staged.get((a.sink, t), []):
                         self.output[rec] += 1
                 self.committed[a.sink] = max(self.committed[a.sink], a.upto)
+            elif isinstance(a, DiscardStaged):
+                for key in [k for k in self.staged if k[0] == a.sink and k[1] > a.after]:
+                    del self.staged[key]
             elif isinstance(a, DiscardSnapshots):
                 st = self.store[a.instance]
                 for ref in [r for r in st if a.below is not None and r < a.below]:

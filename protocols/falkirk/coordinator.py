@@ -24,6 +24,7 @@ from protocols.contract.actions import (
     Control,
     CoordinatorAction,
     DiscardSnapshots,
+    DiscardStaged,
     Note,
     Restart,
     RollBack,
@@ -317,6 +318,10 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
                     -1 if f is TOP else f)
                 if self.graph.is_source(i):
                     start = self._source_resume(i, plan)
+                if self.graph.is_sink(i):
+                    # What the dead sink staged past its last commit is recomputed by its
+                    # replacement: keeping it would make those records visible twice.
+                    acts.append(DiscardStaged(InstanceId(i), self.committed[i]))
                 acts.append(Restart(InstanceId(i), restore=self._restore_ref(i, start),
                                     extra=self._segments(i, plan),
                                     init=self.setup(i, start, hold=True)))

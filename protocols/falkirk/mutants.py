@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from protocols.contract.actions import DiscardStaged
 from protocols.contract.spec import Mutant
 from protocols.falkirk import gc, selective
 from protocols.falkirk.coordinator import FalkirkCoordinator
@@ -206,6 +207,11 @@ def _resume_late(self: FalkirkCoordinator, i: str, plan: Any) -> int:
     return FalkirkCoordinator._source_resume(self, i, plan) + 1
 
 
+def _keep_staged(self: FalkirkCoordinator, plan: Any) -> list[Any]:
+    return [a for a in FalkirkCoordinator._recover(self, plan)
+            if not isinstance(a, DiscardStaged)]
+
+
 def _segment_before_last_send(self: FalkirkInstance, t: int) -> list[list[Any]]:
     return FalkirkInstance._segment(self, t)[:-1]  # the last batch was sent, not logged
 
@@ -234,6 +240,9 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("sink-keeps-rewound-output", "downstream output not discarded: a sink keeps "
            "what a rolled-back sender had produced",
            instance=_instance("sink", _drop_chunks=lambda self, ch, k: None)),
+    Mutant("sink-keeps-staged", "a failed sink's staged, uncommitted output is kept and its "
+           "replacement stages the same epochs again",
+           coordinator=_coordinator("staged", _recover=_keep_staged)),
     Mutant("no-positional-skip", "a receiver processes batches it already has (R10 off)",
            instance=_instance("skip", _duplicate=lambda self, ch, t, j: False)),
     Mutant("stateful-not-aligned", "a stateful instance processes later epochs early",
