@@ -13,6 +13,7 @@ from protocols.base import Guarantee, ProtocolInfo
 from protocols.causal import CausalCoordinator, CausalInstance, CausalParams
 from protocols.checkpoint import CheckpointCoordinator, CheckpointInstance, CheckpointParams
 from protocols.contract.spec import ProtocolSpec
+from protocols.falkirk.spec import SPEC as FALKIRK
 from protocols.lineage import LineageCoordinator, LineageInstance
 from protocols.none import NoneCoordinator, NoneInstance
 from protocols.progressive import spec as progressive
@@ -41,6 +42,7 @@ PROTOCOLS: dict[str, Protocol] = {
         "replaying their children's observed order; per-channel seq de-duplication",
         "000", CausalInstance, CausalCoordinator,
         CausalParams),
+    "falkirk": FALKIRK,
     "replica-ring": REPLICA_RING,
     "progressive": progressive.SPEC,
 }

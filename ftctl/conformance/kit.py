@@ -206,18 +206,28 @@ class Kit:
                 if topology in self._broken or not accepts(protocol, params, topology):
                     continue  # reported with the guarantee cases, or out of scope
                 try:
-                    outcome = self._sim(qualified, params, topology).run_one(seed)
+                    sim = self._sim(qualified, params, topology)
                 except Exception as exc:  # the topology cannot run: no verdict either way
                     self._broken[topology] = f"{type(exc).__name__}: {exc}"
                     continue
                 result.schedules += 1
                 self._tick(qualified)
-                if outcome.verdict.passed:
+                try:
+                    verdict = sim.run_one(seed).verdict
+                    if verdict.passed:
+                        continue
+                    violations = dict(verdict.totals())
+                except Exception as exc:
+                    # The planted bug crashed the run: caught, when the protocol itself
+                    # runs this schedule without crashing.
+                    violations = {f"crashed ({type(exc).__name__})": 1}
+                try:
+                    if not self._protocol_holds(protocol, params, topology, seed):
+                        continue  # the protocol breaks here too: no evidence against the mutant
+                except Exception:
                     continue
-                if not self._protocol_holds(protocol, params, topology, seed):
-                    continue  # the protocol itself breaks here: no evidence against the mutant
                 result.topology, result.seed = topology, seed
-                result.violations = dict(outcome.verdict.totals())
+                result.violations = violations
                 result.seconds = time.perf_counter() - started
                 return result
         result.seconds = time.perf_counter() - started

@@ -81,6 +81,19 @@ CATCH: dict[str, tuple[str, int]] = {
     "progressive/no-adaptive-buffering": ("progressive-small", 1),
     "progressive/trim-on-persist": ("wordcount", 2),
     "progressive/sink-no-counts": ("progressive-small", 1),
+    "falkirk/phi-off-by-one": ("diamond", 1),
+    "falkirk/firewall-ignored": ("diamond", 1),
+    "falkirk/no-rewind": ("replica-chain", 1),
+    "falkirk/skip-fixpoint-iteration": ("diamond", 1),
+    "falkirk/no-inflight": ("wordcount", 3),
+    "falkirk/source-resumes-late": ("replica-chain", 2),
+    "falkirk/logging-after-sending": ("replica-chain", 3),
+    "falkirk/sink-keeps-rewound-output": ("replica-chain", 1),
+    "falkirk/sink-keeps-staged": ("diamond", 4),
+    "falkirk/no-positional-skip": ("replica-chain", 27),
+    "falkirk/gc-too-eager": ("progressive-small", 1),
+    "falkirk/report-without-persist": ("diamond", 1),
+    "falkirk/stateful-not-aligned": ("diamond", 1),
 }
 
 CASES = [c for p in PROTOCOLS if p not in BROKEN for c in guarantee_cases(p)
