@@ -157,9 +157,14 @@ def t_star(root: str, diffs: Iterable[TreeClock], t_min: int) -> TreeClock:
 
 
 def t_min_of(root: str, child_clocks: Iterable[TreeClock]) -> int:
-    """The latest time of ``root`` that every child clock has seen (0 if some saw nothing)."""
+    """The latest time of ``root`` that every child clock has seen (0 if some saw nothing).
+
+    Reads only the entry directly under each child's root (paper 000, recovery step 1): a
+    deeper occurrence of ``root``, reached through another path, says what that other
+    path saw, not what the child received from ``root`` itself.
+    """
     times = []
     for clock in child_clocks:
-        seen = [n.time for n in clock.find(root)]
-        times.append(max(seen, default=0))
+        direct = clock.children.get(root)
+        times.append(direct.time if direct is not None else 0)
     return min(times, default=0)

@@ -69,6 +69,16 @@ def test_t_min_is_zero_when_a_child_saw_nothing() -> None:
     assert t_min_of("B", [_tc("C1", 3, _tc("B", 4)), _tc("C2", 0)]) == 0
 
 
+def test_t_min_reads_the_level_one_entry_not_a_deeper_occurrence() -> None:
+    # C2 received B:3 from B directly, and also learned of B:7 through X (B -> X -> C2):
+    # only the direct entry says which of B's messages C2 has.
+    c1 = _tc("C1", 9, _tc("B", 6))
+    c2 = _tc("C2", 5, _tc("B", 3), _tc("X", 2, _tc("B", 7)))
+    assert t_min_of("B", [c1, c2]) == 3
+    # A child that saw B only through another path received nothing from B itself.
+    assert t_min_of("B", [c1, _tc("C3", 4, _tc("X", 2, _tc("B", 7)))]) == 0
+
+
 _IDS = st.sampled_from(["A", "B", "C", "D"])
 
 
