@@ -10,6 +10,9 @@ Normal operation (per instance, no coordination):
 - Diffs are truncated to ``depth + 1`` levels below the root (``depth``: how many
   concurrent failures the clock is sized for), so the piggyback is constant-size.
 - Every batch sent is kept in the **payload log** of its output channel.
+- **No silent events** (spec N5): an event that sends nothing on an output channel sends
+  an empty batch there, so each child's diff log holds every event of its parent up to
+  the child's position and replay can place all of them.
 - **Local snapshots.** Every ``snapshot_every`` processed batches per input channel
   (``snapshot_every`` times the number of inputs) an instance persists, in
   its own store slot, its operator state, per-input positions, clock, diff log and payload
@@ -68,7 +71,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ftctl.runtime.actions import Persist
+from ftctl.runtime.actions import Persist, Send
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Message
 from protocols.base import Control, CoordinatorProtocol, Event, PlanStep, Start, Stop
@@ -221,9 +224,27 @@ class CausalInstance(LoggedInstance):
             self.clock.apply_plain(diff)
             self.last_diff = diff
             self.dlog[ch].append((batch.seq, diff))
+        sent = len(self.core.actions)
         self.core.deliver(ch, batch)
+        if self.clocks and not self.core.is_sink:
+            self._no_silent_event(sent)
         self.after_deliver()
         self._tick()
+
+    def _no_silent_event(self, since: int) -> None:
+        """Every event sends on every output channel, an empty batch if nothing else.
+
+        Spec causal.md N5: an event no child sees leaves no diff anywhere, so a replacement
+        cannot place it, and where it lands changes what later events send (a watermark
+        that advances one event earlier or later adds or removes a watermark-only batch,
+        shifting every later ``seq`` its children de-duplicate by).
+        """
+        core = self.core
+        got = {a.channel for a in core.actions[since:] if type(a) is Send}
+        wm = core.wm_sent if core.needs_wm else None
+        for out in core.out_channels:
+            if out not in got:
+                core.send(out, Batch([], watermark=wm))
 
     def _tick(self) -> None:
         self.since += 1

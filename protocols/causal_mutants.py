@@ -109,6 +109,13 @@ class FallbackForgetsSinks(CausalCoordinator):
         return [Start(s.instance, init=s.init) if isinstance(s, Start) else s for s in steps]
 
 
+class SilentEvents(CausalInstance):
+    """An event that sends nothing stays silent (spec N5 off): no child logs its diff."""
+
+    def _no_silent_event(self, since: int) -> None:
+        return
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("resume-late", ResumeLate.__doc__ or "", coordinator=ResumeLate, budget=10),
     Mutant("replay-reversed", ReplayReversed.__doc__ or "", coordinator=ReplayReversed,
@@ -125,4 +132,5 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("no-sink-counts", NoSinkCounts.__doc__ or "", instance=NoSinkCounts, budget=10),
     Mutant("fallback-forgets-sinks", FallbackForgetsSinks.__doc__ or "",
            coordinator=FallbackForgetsSinks, budget=10),
+    Mutant("silent-events", SilentEvents.__doc__ or "", instance=SilentEvents, budget=10),
 )

@@ -14,6 +14,7 @@ from ftctl.sim.host import SimHost
 from ftctl.sim.runner import Simulator, golden_output, sim_params, sink_modes
 from ftctl.verify.checker import verify
 from protocols.base import Guarantee
+from protocols.mutants import planted
 from protocols.registry import PROTOCOLS
 from tests.conftest import load
 
@@ -41,6 +42,21 @@ def test_a_restarted_sink_keeps_its_predecessors_visible_counts() -> None:
         summary = sim.run_many(1, seed=seed)
         assert summary.failures > 0
         assert summary.failing_seeds == [], (topology, summary.violations)
+
+
+def test_an_event_that_sends_nothing_is_still_seen_by_every_child() -> None:
+    # progressive-small seed 4: cnt[0] fails; one of its events had an empty input batch
+    # and no watermark advance, so it sent nothing and no child logged it. Replayed later
+    # than it ran, that batch advanced the watermark and sent a batch that never existed,
+    # shifting every later seq: 28 duplicated records. An empty batch on every channel
+    # (spec N5) lets each child log every event, so the replay places it.
+    sim = Simulator(load("progressive-small"), PROTOCOLS["causal"], {})
+    summary = sim.run_many(1, seed=4)
+    assert summary.failures > 0
+    assert summary.failing_seeds == [], summary.violations
+    info, params = planted("causal/silent-events")
+    mutant = Simulator(load("progressive-small"), info, params)
+    assert mutant.run_many(1, seed=4).failing_seeds == [4]
 
 
 def _run(protocol: str, schedule: FailureSchedule, seed: int = 4,
