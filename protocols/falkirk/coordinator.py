@@ -336,6 +336,7 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
                 acts.append(RollBack(InstanceId(i), to=f, restore=self._restore_ref(i, f)))
                 moved[i] = f
         rewinds = self._rewinds(plan, restarted, moved)
+        self._forget_above(plan, restarted | set(moved), rewinds)
         acts += [Control(InstanceId(d), Rewind(r, up)) for d, up in sorted(rewinds.items())]
         self.restarted = restarted
         self.awaiting_ready = restarted | set(moved) | set(rewinds)
@@ -351,6 +352,32 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
                             "rolled_back": sorted(moved)})
         self.failed = set()
         return acts + self._resume_when_ready()
+
+    def _forget_above(self, plan: RollbackPlan, reset: set[str],
+                      rewinds: Mapping[str, Mapping[int, int]]) -> None:
+        """§3.6: after rolling back to f(p), F*'(p) = {f' ∈ F*(p) : f' ⊆ f(p)}.
+
+        A checkpoint above the frontier records the effect of events that are undone now
+        (epochs its senders re-execute, closes that died in flight); keeping it would
+        let a later round restore it over a receiver that no longer holds what it says
+        was sent, and let the low-watermark rise on it and trim logs still needed. A
+        sink's channel keeps nothing above what it was rewound to: its staged epochs of
+        that channel come again from the sender."""
+        for i in reset:
+            if self.graph.is_sink(i) or self.graph.is_source(i):
+                continue
+            f = plan.frontiers[i]
+            if f is not TOP:
+                self.chains[i] = [e for e in self.chains[i] if e.front <= f]
+        for sink in self.graph.sinks:
+            for ch in self.graph.inputs(sink):
+                node = sink_node(sink, ch)
+                k = plan.frontiers[node]
+                up = rewinds.get(sink, {}).get(ch)
+                if up is not None:
+                    k = up if k is TOP else min(k, up)
+                if k is not TOP:
+                    self.chains[node] = [e for e in self.chains[node] if e.front <= k]
 
     def _rewinds(self, plan: RollbackPlan, restarted: set[str],
                  moved: Mapping[str, int]) -> dict[str, dict[int, int]]:

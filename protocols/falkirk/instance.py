@@ -158,6 +158,7 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
     def _rewind(self, msg: Rewind) -> list[InstanceAction]:
         for ch, k in msg.upto.items():
             self.closed[ch] = min(self.closed[ch], k)
+            self.consumed[ch] = min(self.consumed[ch], k)  # M̄ at TOP: what it still holds
             self.pending = [p for p in self.pending
                             if p[1] != ch or self._epoch(p) <= k]
             self.later = [(c, b) for c, b in self.later if c != ch or b.meta[0] <= k]

@@ -247,4 +247,8 @@ MUTANTS: tuple[Mutant, ...] = (
            instance=_instance("skip", _duplicate=lambda self, ch, t, j: False)),
     Mutant("stateful-not-aligned", "a stateful instance processes later epochs early",
            instance=_instance("align", _waits=lambda self, t: False)),
+    Mutant("stale-checkpoints-kept", "after a rollback to f, entries of F* above f (and a "
+           "rewound sink channel's commits) stay restorable",
+           coordinator=_coordinator("stale", _forget_above=lambda self, plan, r, w: None),
+           params={"default_stateless": "log"}),
 )

@@ -95,6 +95,7 @@ CATCH: dict[str, tuple[str, int]] = {
     "falkirk/gc-too-eager": ("progressive-small", 1),
     "falkirk/report-without-persist": ("diamond", 1),
     "falkirk/stateful-not-aligned": ("diamond", 1),
+    "falkirk/stale-checkpoints-kept": ("diamond", 19),
 }
 
 CASES = [c for p in PROTOCOLS if p not in BROKEN for c in guarantee_cases(p)
