@@ -66,6 +66,7 @@ was never visible.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -77,7 +78,7 @@ from ftctl.runtime.messages import Batch, Message
 from protocols.base import Control, CoordinatorProtocol, Event, PlanStep, Start, Stop
 from protocols.contract.params import ProtocolParams
 from protocols.logged import SLOT, LoggedInstance, eos_ok
-from protocols.treeclock import Plain, TreeClock, plain_child, t_min_of, t_star
+from protocols.treeclock import Plain, TreeClock, plain_child, t_min_of
 
 
 class CausalParams(ProtocolParams):
@@ -308,16 +309,9 @@ class CausalInstance(LoggedInstance):
     def _answer(self, q: dict[str, Any]) -> None:
         about = q["about"]
         ch = self.chan_of[about]
-        events: list[ReplayEvent] = []
-        for _, diff in self.dlog[ch]:
-            node = plain_child(diff, about)
-            if node is None:
-                continue
-            cause = node[2][0] if node[2] else None
-            events.append((node[1], cause[0] if cause else None, cause[1] if cause else 0))
         self.report("answer", {"rid": q["rid"], "about": about, "channel": ch,
                                "pos": self.pos[ch], "clock": self.clock.copy(),
-                               "events": events})
+                               "trees": observations(self.dlog[ch], [about])})
 
     def _plan(self, plan: dict[str, Any]) -> None:
         self.awaiting = False
@@ -339,6 +333,83 @@ def _split(blob: Any) -> tuple[dict[str, Any] | None, dict[Any, int]]:
 def _time_of(diff: Plain, src: str) -> int:
     node = plain_child(diff, src)
     return node[1] if node is not None else 0
+
+
+# ---------------------------------------------------------------- recovery, pure
+
+def observations(dlog: Iterable[tuple[int, Plain]], via: Sequence[str]) -> list[Plain]:
+    """The subtrees rooted at ``via[-1]`` in the diffs of a diff log, read along ``via``.
+
+    ``via[0]`` is the sender at level 1 of each diff, ``via[1]`` its cause at level 2, and
+    so on: ``[B]`` reads a child's log of B's channel; ``[C, B]`` reads, in a log of C's
+    channel, the B events that caused C's. Each subtree is B's own diff as logged: its
+    root ``(B, B-time)`` and, below it, its cause (if the diff kept that level).
+    """
+    out: list[Plain] = []
+    for _, diff in dlog:
+        node: Plain | None = diff
+        for x in via:
+            node = plain_child(node, x) if node is not None else None
+        if node is not None:
+            out.append(node)
+    return out
+
+
+@dataclass(frozen=True)
+class RecoveryPlan:
+    """What the coordinator tells B' and its neighbours (spec causal.md R1-R6)."""
+
+    t: dict[str, int]  # per child: B's time in the child's level-1 entry (R1)
+    t_min: int
+    tstar: TreeClock  # R2
+    children: dict[str, int]  # B' sends to each child from 1 + t (R5)
+    parents: dict[str, int]  # each parent resends from 1 + R[A] (R4)
+    replay: list[ReplayEvent]  # observed B events after the restore time, by B-time (R6)
+
+
+def plan_recovery(b: str, child_clocks: Mapping[str, TreeClock], trees: Iterable[Plain],
+                  parents: Iterable[str], restore: TreeClock | None = None,
+                  after: int | None = None) -> RecoveryPlan:
+    """The recovery of ``b`` from what its children (and survivors below them) logged.
+
+    ``child_clocks``: each child's clock (a failed child's restore clock); ``trees``: every
+    logged subtree rooted at ``b`` (``observations``). ``restore`` is B's restore clock R:
+    a local snapshot's clock, or None for the paper's stateless case, where R is T*.
+    ``after``: replay events with a B-time above it (default R's time).
+    """
+    t = {c: t_min_of(b, [clock]) for c, clock in child_clocks.items()}
+    tmin = min(t.values(), default=0)
+    trees = list(trees)
+    tstar = TreeClock(b)
+    for node in trees:
+        if node[1] <= tmin:
+            tstar.apply_plain(node)
+    tstar.time = tmin
+    rclock = restore if restore is not None else tstar
+    cut = rclock.time if after is None else after
+    causes: dict[int, tuple[str, int]] = {}
+    for node in trees:
+        if node[1] > cut and node[2]:
+            causes.setdefault(node[1], (node[2][0][0], node[2][0][1]))
+    return RecoveryPlan(
+        t=t, t_min=tmin, tstar=tstar,
+        children={c: 1 + v for c, v in t.items()},
+        parents={a: 1 + t_min_of(a, [rclock]) for a in parents},
+        replay=[(bt, p, pt) for bt, (p, pt) in sorted(causes.items())])
+
+
+def longest_failed_path(members: Collection[str],
+                        downstream: Callable[[str], Iterable[str]]) -> int:
+    """L of spec M1: the number of instances on the longest directed path of a failed
+    component (a dataflow graph is acyclic)."""
+    memo: dict[str, int] = {}
+
+    def longest(n: str) -> int:
+        if n not in memo:
+            memo[n] = 1 + max((longest(c) for c in downstream(n) if c in members), default=0)
+        return memo[n]
+
+    return max((longest(m) for m in members), default=0)
 
 
 # ---------------------------------------------------------------- coordinator
@@ -403,19 +474,16 @@ class CausalCoordinator(CoordinatorProtocol):
             return []
         del self.recovering[b]
         self.replaying.add(b)
-        tmin = t_min_of(b, [a["clock"] for a in rec.answers])
-        observed: dict[int, tuple[str | None, int]] = {}
-        for a in rec.answers:
-            for t, parent, ptime in a["events"]:
-                observed[t] = (parent, ptime)
-        diffs = [TreeClock(b, t, {p: TreeClock(p, pt)} if p else {})
-                 for t, (p, pt) in observed.items()]
-        replay = [(t, p, pt) for t, (p, pt) in sorted(observed.items())]
+        chans = self.graph.channels
+        plan = plan_recovery(b, {chans[a["channel"]].dst: a["clock"] for a in rec.answers},
+                             (n for a in rec.answers for n in a["trees"]),
+                             self.graph.upstream(b), after=0)
         resume = {a["channel"]: a["pos"] + 1 for a in rec.answers}
-        plan = {"kind": "plan", "replay": replay, "resume": resume,
-                "tstar": t_star(b, diffs, tmin)}
-        return [Control(b, plan),
-                Event("causal-replay", {"instance": b, "t_min": tmin, "replay": len(replay),
+        payload = {"kind": "plan", "replay": plan.replay, "resume": resume,
+                   "tstar": plan.tstar}
+        return [Control(b, payload),
+                Event("causal-replay", {"instance": b, "t_min": plan.t_min,
+                                        "replay": len(plan.replay),
                                         "resume": {str(k): v for k, v in resume.items()}})]
 
     # ------------------------------------------------------------ failures
