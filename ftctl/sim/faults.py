@@ -1,14 +1,34 @@
 """Seeded failure schedules for the simulation host.
 
 A schedule strikes at event indices: after the host has processed that many events,
-one instance or several at once (a correlated burst) crash. Strike points spread over
-the whole run, so some land during a snapshot, some while a recovery is under way.
+one instance or several at once (a correlated burst) crash, or a non-crash fault starts:
+a pause, a partition, a delay, a slow unit or a node loss (``SimHost.inject``). Strike
+points spread over the whole run, so some land during a snapshot, some while a recovery
+is under way.
+
+Durations and sizes are simulated seconds, drawn against the host's time constants: a
+pause lasts 0.3-2.5 x ``HANG_TIMEOUT`` (so a share of them is declared hung), a delay
+adds 2-30 x ``NET_DELAY`` per message. Targets are drawn by the host when the fault
+strikes, among the live units (``target`` None), unless the fault names them.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+# Simulated-time constants shared with the host (seconds).
+NET_DELAY = 0.0004  # nominal one-way latency of a message
+# A unit that handles nothing for this long is declared failed (cause "heartbeat"), as the
+# Spark host's HEARTBEAT_TIMEOUT (1.5 s) does with a SIGSTOPped task. Scaled to sim time
+# like the detection delay of a crash (2-6 ms here, 150-300 ms on Spark).
+HANG_TIMEOUT = 0.01
+
+FaultKind = Literal["crash", "pause", "partition", "delay", "slow", "node"]
+FAULT_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
+CRASH_ONLY: tuple[FaultKind, ...] = ("crash",)
 
 
 @dataclass(frozen=True)
@@ -19,17 +39,126 @@ class Strike:
     targets: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Pause:
+    """The unit handles nothing for ``duration`` (SIGSTOP/SIGCONT); what reaches it waits."""
+
+    at_event: int
+    duration: float
+    target: str | None = None
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Messages between ``target`` and ``peer`` (both ways, channels and peer messages) are
+    dropped for ``duration``; ``peers`` empty: one neighbour of ``target`` drawn at strike
+    time (``draw_peer``), or every peer."""
+
+    at_event: int
+    duration: float
+    target: str | None = None
+    peers: tuple[str, ...] = ()
+    draw_peer: bool = True  # no peers given: one neighbour drawn at strike time (else all)
+
+
+@dataclass(frozen=True)
+class Delay:
+    """Every message ``target`` sends (channels and peer messages) takes ``extra`` seconds
+    longer for ``duration``; FIFO order per channel is kept."""
+
+    at_event: int
+    extra: float
+    duration: float
+    target: str | None = None
+    peers: tuple[str, ...] = ()  # empty: every peer
+    both_ways: bool = False  # also what the peers send to ``target`` (as on Spark)
+    jitter: float = 0.0  # uniform extra on top of ``extra``; FIFO still kept
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Each message between ``target`` and ``peers`` (both ways) is lost with
+    ``probability`` for ``duration`` (scenario files' ``drop``)."""
+
+    at_event: int
+    probability: float
+    duration: float
+    target: str | None = None
+    peers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Slow:
+    """The unit handles each event ``factor`` times slower for ``duration``."""
+
+    at_event: int
+    factor: float
+    duration: float
+    target: str | None = None
+
+
+@dataclass(frozen=True)
+class NodeLoss:
+    """A node (a random live one, or ``node``) goes down; it is back after ``down_for``."""
+
+    at_event: int
+    down_for: float
+    node: str | None = None
+
+
+SimFault = Strike | Pause | Partition | Delay | Drop | Slow | NodeLoss
+
+
 @dataclass
 class FailureSchedule:
-    strikes: list[Strike] = field(default_factory=list)
+    strikes: list[SimFault] = field(default_factory=list)
 
     @classmethod
     def random(cls, rng: random.Random, horizon: int, max_failures: int,
-               max_burst: int) -> FailureSchedule:
+               max_burst: int, kinds: Sequence[FaultKind] = CRASH_ONLY) -> FailureSchedule:
+        """Up to ``max_failures`` faults of the given kinds at event indices in [1, horizon].
+
+        Crash only (the default) draws exactly as before the other kinds existed, so every
+        seed pinned against crash schedules keeps its schedule.
+        """
+        kinds = tuple(kinds)
+        mixed = kinds != CRASH_ONLY
         n = rng.randint(1, max_failures)
-        strikes = []
+        strikes: list[SimFault] = []
         for _ in range(n):
-            burst = 1 if rng.random() < 0.7 else rng.randint(2, max(2, max_burst))
-            strikes.append(Strike(rng.randint(1, max(1, horizon)), burst))
+            kind = rng.choice(kinds) if mixed else "crash"
+            if kind == "crash":
+                burst = 1 if rng.random() < 0.7 else rng.randint(2, max(2, max_burst))
+                strikes.append(Strike(rng.randint(1, max(1, horizon)), burst))
+            else:
+                strikes.append(_draw(kind, rng.randint(1, max(1, horizon)), rng))
         strikes.sort(key=lambda s: s.at_event)
         return cls(strikes)
+
+
+def _draw(kind: FaultKind, at: int, rng: random.Random) -> SimFault:
+    span = rng.uniform(0.002, 0.02)  # how long a partition, delay, slow or node loss lasts
+    if kind == "pause":
+        return Pause(at, HANG_TIMEOUT * rng.uniform(0.3, 2.5))
+    if kind == "partition":
+        return Partition(at, span / 2)
+    if kind == "delay":
+        return Delay(at, NET_DELAY * rng.uniform(2, 30), span)
+    if kind == "slow":
+        return Slow(at, rng.uniform(2, 10), span)
+    if kind == "node":
+        return NodeLoss(at, span)
+    raise ValueError(f"unknown fault kind {kind!r}")
+
+
+def parse_kinds(text: str) -> tuple[FaultKind, ...]:
+    """``"crash,pause"`` -> ``("crash", "pause")`` (ValueError naming a bad kind)."""
+    out: list[FaultKind] = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if part not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {part!r} (known: {', '.join(FAULT_KINDS)})")
+        if part not in out:
+            out.append(part)
+    if not out:
+        raise ValueError(f"no fault kind given (known: {', '.join(FAULT_KINDS)})")
+    return tuple(out)

@@ -5,6 +5,25 @@ instance start is an event on one heap ordered by simulated time. Network delays
 random per message but FIFO per channel (as over TCP). A crash kills an instance's
 memory and everything in flight to or from it; the coordinator hears of it after a
 detection delay and answers with a plan that the host carries out. Same seed, same trace.
+
+Besides crashes (``Strike``) the host realizes the fault model's other kinds
+(``ftctl/sim/faults.py``, ``SimHost.inject``), with the Spark host's meaning:
+
+- pause: the unit handles nothing; what reaches it (deliveries, controls, timers, peer
+  messages, its own steps) waits in order. Paused longer than ``hang_timeout`` it is
+  declared failed (cause ``heartbeat``) and fenced: when it resumes it handles what waited,
+  and everything it does is dropped (a zombie, its incarnation stale; ``zombie-fenced``).
+- partition / drop: messages between the two units (both ways, channels and peer messages)
+  are lost. Channels are reliable while both ends live, so a receiver that lost one is
+  fenced as failed at once (Spark: "frame(s) lost to a channel fault") and detected after
+  the crash detection delay; ``fault-skipped`` if the protocol's fault model spares it.
+- delay: what the unit sends takes ``extra`` longer; each channel stays FIFO.
+- slow: each event the unit handles keeps it busy ``(factor - 1) x`` its cost (a source
+  batch: the source step; anything else: ``NET_DELAY``); what arrives meanwhile waits.
+- node loss: ``node_down``/``node_up`` with a ``SimCluster``.
+
+Each fault is logged (``fault-injected``, ``fault-healed``; crashes as ``fault``), and a
+fault whose target is not running is logged ``fault-skipped`` with the reason.
 """
 
 from __future__ import annotations
@@ -15,7 +34,7 @@ import random
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from ftctl.config.topology import Topology
 from ftctl.kernel.commands import (
@@ -35,12 +54,26 @@ from ftctl.kernel.unit import Unit, perform
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch, Message
 from ftctl.sim.cluster import ClusterSlots, SimCluster
-from ftctl.sim.faults import FailureSchedule
+from ftctl.sim.faults import (
+    HANG_TIMEOUT,
+    NET_DELAY,
+    Delay,
+    Drop,
+    FailureSchedule,
+    NodeLoss,
+    Partition,
+    Pause,
+    SimFault,
+    Slow,
+    Strike,
+)
 from ftctl.store import MemoryStore, SinkStore
 from protocols.base import ProtocolInfo
 from protocols.contract.events import (
     BatchIn,
     ControlIn,
+    FailureCause,
+    InstanceEvent,
     MarkerIn,
     PeerIn,
     SourceReady,
@@ -55,7 +88,7 @@ from protocols.contract.spec import ProtocolSpec
 from protocols.contract.view import GraphView
 
 # Simulated-time constants (seconds). Small, so runs are short; their ratios are what matter.
-NET_DELAY = 0.0004
+# NET_DELAY (a message's nominal latency) and HANG_TIMEOUT live in ftctl/sim/faults.py.
 STEP = 0.001  # between source batches when the topology runs as fast as possible
 MAX_EVENTS = 2_000_000  # a schedule that livelocks ends here (the golden run has no cap)
 
@@ -72,6 +105,95 @@ class SimStats:
     # messages per (kind, from operator, to operator): "data" for batches on channels,
     # the marker's kind for markers, the message class name for peer messages
     kinds: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    injected: int = 0  # faults of any kind that struck (crashes included)
+    skipped: int = 0  # faults logged fault-skipped
+    zombie_actions: Counter[str] = field(default_factory=Counter)  # dropped, by action
+
+
+@dataclass(eq=False)
+class _Gate:
+    """What holds one unit back (pauses, slowness) and what waits for it meanwhile."""
+
+    unit: Unit
+    pauses: set[int] = field(default_factory=set)  # ids of the pauses under way
+    slows: dict[int, float] = field(default_factory=dict)  # slow id -> factor
+    busy_until: float = 0.0
+    backlog: deque[tuple[str, Any]] = field(default_factory=deque)
+    waking: bool = False
+    zombie: bool = False  # fenced while paused: what it does after resuming is dropped
+
+    @property
+    def factor(self) -> float:
+        return max(self.slows.values(), default=1.0)
+
+
+@dataclass(eq=False)
+class _Link:
+    """A channel fault: messages between ``a`` and ``peers`` are lost or delayed."""
+
+    kind: Literal["partition", "delay", "drop"]
+    a: str
+    peers: frozenset[str] | None  # None: every peer of ``a``
+    both_ways: bool
+    rng: random.Random
+    extra: float = 0.0
+    jitter: float = 0.0
+    probability: float = 1.0
+
+    def hits(self, src: str, dst: str) -> bool:
+        if src == self.a and (self.peers is None or dst in self.peers):
+            return True
+        return self.both_ways and dst == self.a and (self.peers is None or src in self.peers)
+
+
+class _Fenced:
+    """The ports of a zombie: every action is counted and dropped."""
+
+    def __init__(self, counts: Counter[str]):
+        self.counts = counts
+
+    def _drop(self, what: str) -> None:
+        self.counts[what] += 1
+
+    def send(self, channel: int, msg: Any) -> None:
+        self._drop("Send")
+
+    def emit(self, slot: str, records: Sequence[tuple[Any, Any]],
+             uids: Sequence[Any] | None = None) -> None:
+        self._drop("Emit")
+
+    def stage(self, slot: str, epoch: int, records: Sequence[tuple[Any, Any]]) -> None:
+        self._drop("StageOutput")
+
+    def persist(self, slot: str, ref: int, blob: Any) -> None:
+        self._drop("Persist")
+
+    def report(self, slot: str, msg: Msg, unit: Unit | None = None) -> None:
+        self._drop("Report")
+
+    def send_peer(self, sender: str, to: str, msg: Msg, unit: str | None = None) -> None:
+        self._drop("SendPeer")
+
+    def set_timer(self, unit: Unit, key: str, after: float) -> None:
+        self._drop("SetTimer")
+
+    def cancel_timer(self, unit: Unit, key: str) -> None:
+        return None
+
+    def note(self, kind: str, data: Mapping[str, Any]) -> None:
+        self._drop("Note")
+
+    def phase(self, phase: str, on: bool, key: int | None) -> None:
+        self._drop("DeclarePhase")
+
+    def suspect(self, instance: str, reason: str, by: Unit | None = None) -> None:
+        self._drop("Suspect")
+
+    def route(self, slot: str, to: str) -> None:
+        self._drop("Route")
+
+    def adopt(self, unit: Unit, slot: str, restore: int | None) -> None:
+        self._drop("AdoptSlot")
 
 
 @dataclass
@@ -101,7 +223,7 @@ class SimHost:
                  seed: int, schedule: FailureSchedule | None = None, trace: bool = False,
                  hash_trace: bool = False,
                  max_events: int | Literal["default"] | None = "default",
-                 cluster: SimCluster | None = None):
+                 cluster: SimCluster | None = None, hang_timeout: float = HANG_TIMEOUT):
         self.graph = graph
         # None: no cap (a fault-free run always ends); read late so tests can lower it.
         self.max_events = MAX_EVENTS if max_events == "default" else max_events
@@ -144,6 +266,17 @@ class SimHost:
         spared = getattr(protocol, "spared", None)
         self.spared: tuple[frozenset[str], ...] = (spared(GraphView(graph)) if spared
                                                    else ())
+        # Non-crash faults: empty in a crash-only run, which then takes no new code path.
+        self.hang_timeout = hang_timeout
+        self.gates: dict[str, _Gate] = {}  # unit id -> its gate, while a fault holds it
+        self.links: dict[int, _Link] = {}  # fault id -> channel fault under way
+        self.fault_ids = 0
+        self.fenced = _Fenced(self.stats.zombie_actions)
+        # Scenario triggers: called after each detection, and at the first Persist of
+        # each snapshot id (the Spark host's "snapshot in progress" rule).
+        self.on_detected: list[Callable[[], object]] = []
+        self.on_snapshot: list[Callable[[], object]] = []
+        self.snapshots_seen: set[int] = set()
 
     # ------------------------------------------------------------------ event plumbing
 
@@ -174,7 +307,7 @@ class SimHost:
             self.stats.events += 1
             getattr(self, "_on_" + kind)(data)
             while strikes and self.stats.events >= strikes[0].at_event:
-                self._strike(strikes.popleft())
+                self.inject(strikes.popleft())
             if self.max_events is not None and self.stats.events > self.max_events:
                 break
         complete = self.kernel.finished()
@@ -193,12 +326,20 @@ class SimHost:
         unit = self._live(iid, inc)
         if unit is None:
             return
+        if self.gates and self._held(unit, "step", None):
+            return
+        self._do_step(unit, None)
+
+    def _do_step(self, unit: Unit, _: None) -> None:
         acts = unit.handle(SourceReady(unit.id, self.now), self.now)  # type: ignore[arg-type]
-        self._note(f"step {iid} offset={unit.core.offset}")
+        self._note(f"step {unit.id} offset={unit.core.offset}")
         perform(unit, acts, self)
+        free = self.now
+        if self.gates:
+            free = self._busy(unit, self.step_dt)
         if unit.logic.more_to_produce(unit.id):  # type: ignore[arg-type]
             jitter = self.step_dt * (0.5 + self.rng.random())
-            self._push(self.now + jitter, "step", (iid, inc))
+            self._push(free + jitter, "step", (unit.id, unit.inc))
 
     def _on_deliver(self, data: tuple[int, int] | tuple[int, int, str, int]) -> None:
         ch, epoch = data[0], data[1]
@@ -214,10 +355,19 @@ class SimHost:
                 unit = None
         if unit is None:
             return  # the receiver is dead: the message is lost with it
+        if self.gates and self._held(unit, "deliver", (ch, epoch, msg, dst)):
+            return
+        self._do_deliver(unit, (ch, epoch, msg, dst))
+
+    def _do_deliver(self, unit: Unit, data: tuple[int, int, Message, str]) -> None:
+        ch, epoch, msg, dst = data
+        if epoch != self.chan_epoch[ch]:
+            return  # waited while the sender died: lost with it, as in flight
         self._note(f"deliver ch{ch} {_describe(msg)} -> {dst}"
                    + ("" if unit.id == dst else f"@{unit.id}"))
-        ev = BatchIn(dst, ch, msg) if type(msg) is Batch else MarkerIn(dst, ch, msg)  # type: ignore[arg-type]
-        perform(unit, unit.handle(ev, self.now), self)
+        perform(unit, unit.handle(_delivered(msg, dst, ch), self.now), self)
+        if self.gates:
+            self._busy(unit, NET_DELAY)
 
     def _on_report(self, data: tuple[str, int, Msg] | tuple[str, int, Msg, str]) -> None:
         iid, inc, msg = data[0], data[1], data[2]
@@ -231,6 +381,23 @@ class SimHost:
         self._log("detected", instances=sorted(failed))
         self.stats.recoveries += 1
         self._apply(self.kernel.failure(failed, self.now))
+        self._hooks(self.on_detected)
+
+    def _on_fence_detect(self, data: tuple[frozenset[str], FailureCause,
+                                           dict[str, str]]) -> None:
+        failed, cause, reasons = data
+        self._detected(failed, cause, reasons)
+
+    def _detected(self, failed: frozenset[str], cause: FailureCause,
+                  reasons: dict[str, str]) -> None:
+        self._log("detected", instances=sorted(failed), cause=cause, reasons=reasons)
+        self.stats.recoveries += 1
+        self._apply(self.kernel.failure(failed, self.now, cause=cause))
+        self._hooks(self.on_detected)
+
+    def _hooks(self, hooks: list[Callable[[], object]]) -> None:
+        for hook in list(hooks):
+            hook()
 
     def _on_start(self, starts: tuple[tuple[str, int], ...]) -> None:
         # A plan's instances start together: a job resumes once its replacements are deployed.
@@ -262,22 +429,48 @@ class SimHost:
             return  # stale, or held until the new incarnation starts
         unit = self.live[iid]
         slot = data[3] if len(data) == 4 else None
+        if self.gates and self._held(unit, "control", (msg, slot)):
+            return
+        self._do_control(unit, (msg, slot))
+
+    def _do_control(self, unit: Unit, data: tuple[Msg, str | None]) -> None:
+        msg, slot = data
         perform(unit, unit.handle(ControlIn(msg, slot), self.now), self)  # type: ignore[arg-type]
+        if self.gates:
+            self._busy(unit, NET_DELAY)
 
     def _on_timer(self, data: tuple[str, int, str, int]) -> None:
         iid, inc, key, token = data
         unit = self._live(iid, inc)
         if unit is None or self.timers.get((iid, key)) != token:
             return
-        del self.timers[(iid, key)]
+        if self.gates and self._held(unit, "timer", (key, token)):
+            return
+        self._do_timer(unit, (key, token))
+
+    def _do_timer(self, unit: Unit, data: tuple[str, int]) -> None:
+        key, token = data
+        if self.timers.get((unit.id, key)) != token:
+            return  # replaced or cancelled while it waited
+        del self.timers[(unit.id, key)]
         perform(unit, unit.handle(TimerFired(key, self.now), self.now), self)
+        if self.gates:
+            self._busy(unit, NET_DELAY)
 
     def _on_peer(self, data: tuple[str, int, str, Msg, str]) -> None:
         dest, inc, sender, msg, to = data
         unit = self._live(dest, inc)
         if unit is None:
             return  # lost with its receiver
+        if self.gates and self._held(unit, "peer", (sender, msg, to)):
+            return
+        self._do_peer(unit, (sender, msg, to))
+
+    def _do_peer(self, unit: Unit, data: tuple[str, Msg, str]) -> None:
+        sender, msg, to = data
         perform(unit, unit.handle(PeerIn(sender, msg, to), self.now), self)  # type: ignore[arg-type]
+        if self.gates:
+            self._busy(unit, NET_DELAY)
 
     def _on_coordinator_timer(self, data: tuple[str, int]) -> None:
         key, token = data
@@ -289,12 +482,18 @@ class SimHost:
         alive = sorted(self.live)
         if strike.targets:
             victims = [t for t in strike.targets if t in self.live]
+            for t in strike.targets:
+                if t not in self.live:
+                    self._skip("crash", t, self._not_running(t))
         else:
             victims = self.rng.sample(alive, min(strike.count, len(alive)))
+            if not victims:
+                self._skip("crash", None, "no live instance")
         if self.spared:
             victims = self._spare(victims)
         if not victims:
             return
+        self.stats.injected += 1
         self.stats.failures += 1
         self.stats.failed_instances.extend(victims)
         self._log("fault", instances=sorted(victims), at_event=self.stats.events)
@@ -303,6 +502,255 @@ class SimHost:
             self._kill(v)
         detect = self.now + 0.002 + 0.004 * self.rng.random()
         self._push(detect, "detect", frozenset(victims))
+
+    # ------------------------------------------------------------------ other fault kinds
+
+    def inject(self, fault: SimFault) -> None:
+        """Strike with ``fault`` now (a schedule's, a scenario's or a test's)."""
+        if isinstance(fault, Strike):
+            self._strike(fault)
+        elif isinstance(fault, Pause):
+            self._pause(fault)
+        elif isinstance(fault, Slow):
+            self._slow(fault)
+        elif isinstance(fault, Partition | Delay | Drop):
+            self._link_fault(fault)
+        elif isinstance(fault, NodeLoss):
+            self._node_loss(fault)
+        else:
+            raise TypeError(f"not a fault: {fault!r}")
+
+    def _skip(self, kind: str, target: str | None, reason: str) -> None:
+        self.stats.skipped += 1
+        self._log("fault-skipped", fault=kind, target=target, reason=reason,
+                  at_event=self.stats.events)
+
+    def _not_running(self, iid: str) -> str:
+        if iid not in self.kernel.inc:
+            return f"no instance {iid}"
+        status = self.kernel.status(iid)  # type: ignore[arg-type]
+        return f"{iid} is restarting" if status == "pending" else f"{iid} is not running"
+
+    def _target(self, kind: str, target: str | None) -> Unit | None:
+        """The live unit a fault strikes (drawn when ``target`` is None); None: skipped."""
+        if target is None:
+            if not self.live:
+                self._skip(kind, None, "no live instance")
+                return None
+            return self.live[self.rng.choice(sorted(self.live))]
+        unit = self.live.get(target)
+        if unit is None:
+            self._skip(kind, target, self._not_running(target))
+        return unit
+
+    def _injected(self, kind: str, target: str, duration: float | None,
+                  **data: Any) -> int:
+        self.fault_ids += 1
+        self.stats.injected += 1
+        self._log("fault-injected", fault=kind, id=self.fault_ids, target=target,
+                  duration=None if duration is None else round(duration, 6), **data)
+        return self.fault_ids
+
+    def _healed(self, fid: int, kind: str, target: str) -> None:
+        self._log("fault-healed", fault=kind, id=fid, target=target)
+
+    def _gate(self, unit: Unit) -> _Gate:
+        gate = self.gates.get(unit.id)
+        if gate is None or gate.unit is not unit:
+            gate = self.gates[unit.id] = _Gate(unit)
+        return gate
+
+    def _pause(self, f: Pause) -> None:
+        unit = self._target("pause", f.target)
+        if unit is None:
+            return
+        fid = self._injected("pause", unit.id, f.duration)
+        gate = self._gate(unit)
+        gate.pauses.add(fid)
+        self.at(self.now + self.hang_timeout, lambda: self._hang(gate, fid))
+        self.at(self.now + f.duration, lambda: self._resume(gate, fid))
+
+    def _resume(self, gate: _Gate, fid: int) -> None:
+        gate.pauses.discard(fid)
+        self._healed(fid, "pause", gate.unit.id)
+        if gate.pauses:
+            return
+        if self.live.get(gate.unit.id) is gate.unit:
+            self._drain(gate)
+        elif gate.zombie:
+            self._zombie(gate)
+
+    def _hang(self, gate: _Gate, fid: int) -> None:
+        """The pause ``fid`` is still on after the hang timeout: the unit is declared
+        failed, as the Spark host does with a task whose heartbeats stopped."""
+        unit = gate.unit
+        if fid not in gate.pauses or self.live.get(unit.id) is not unit:
+            return
+        if self.spared and not self._spare([unit.id]):
+            return  # the protocol's fault model keeps it: it resumes when the pause ends
+        self.kernel.lost(unit.id)
+        self._kill(unit.id, crashed=False)
+        self.stats.failures += 1
+        self.stats.failed_instances.append(unit.id)
+        self._detected(frozenset({unit.id}), "heartbeat",
+                       {unit.id: f"missed heartbeats (paused {self.hang_timeout:g} s)"})
+
+    def _zombie(self, gate: _Gate) -> None:
+        """A fenced unit resumes: it handles what waited for it; nothing it does counts."""
+        unit, handled = gate.unit, 0
+        before = sum(self.stats.zombie_actions.values())
+        while gate.backlog:
+            kind, data = gate.backlog.popleft()
+            ev = _zombie_event(unit, kind, data, self.now)
+            if ev is not None:
+                handled += 1
+                perform(unit, unit.handle(ev, self.now), self.fenced)
+        self._log("zombie-fenced", instance=unit.id, incarnation=unit.inc, events=handled,
+                  dropped=sum(self.stats.zombie_actions.values()) - before)
+
+    def _slow(self, f: Slow) -> None:
+        unit = self._target("slow", f.target)
+        if unit is None:
+            return
+        fid = self._injected("slow", unit.id, f.duration, factor=round(f.factor, 3))
+        gate = self._gate(unit)
+        gate.slows[fid] = f.factor
+
+        def heal() -> None:
+            gate.slows.pop(fid, None)
+            self._healed(fid, "slow", unit.id)
+            self._retire(gate)
+
+        self.at(self.now + f.duration, heal)
+
+    def _held(self, unit: Unit, kind: str, data: Any) -> bool:
+        """Whether the event for ``unit`` must wait (paused, busy, or others wait)."""
+        gate = self.gates.get(unit.id)
+        if gate is None or gate.unit is not unit:
+            return False
+        if not gate.backlog and not gate.pauses and gate.busy_until <= self.now:
+            return False
+        gate.backlog.append((kind, data))
+        self._wake_later(gate)
+        return True
+
+    def _busy(self, unit: Unit, cost: float) -> float:
+        """A slow unit handled an event costing ``cost``: when it is free again."""
+        gate = self.gates.get(unit.id)
+        if gate is None or gate.unit is not unit or not gate.slows:
+            return self.now
+        gate.busy_until = self.now + (gate.factor - 1.0) * cost
+        return gate.busy_until
+
+    def _wake_later(self, gate: _Gate) -> None:
+        if not gate.pauses and not gate.waking:
+            gate.waking = True
+            self._push(max(self.now, gate.busy_until), "wake", gate)
+
+    def _on_wake(self, gate: _Gate) -> None:
+        gate.waking = False
+        self._drain(gate)
+
+    def _drain(self, gate: _Gate) -> None:
+        """Hand a free unit what waited for it, in order, while it stays free."""
+        unit = gate.unit
+        while gate.backlog:
+            if self.live.get(unit.id) is not unit:
+                gate.backlog.clear()
+                return
+            if gate.pauses:
+                return
+            if gate.busy_until > self.now:
+                self._wake_later(gate)
+                return
+            kind, data = gate.backlog.popleft()
+            getattr(self, "_do_" + kind)(unit, data)
+        self._retire(gate)
+
+    def _retire(self, gate: _Gate) -> None:
+        if (not gate.pauses and not gate.slows and not gate.backlog
+                and self.gates.get(gate.unit.id) is gate):
+            del self.gates[gate.unit.id]
+
+    def _link_fault(self, f: Partition | Delay | Drop) -> None:
+        kind = cast(Literal["partition", "delay", "drop"], type(f).__name__.lower())
+        unit = self._target(kind, f.target)
+        if unit is None:
+            return
+        peers: frozenset[str] | None = frozenset(f.peers) if f.peers else None
+        if isinstance(f, Partition) and peers is None and f.draw_peer:
+            near = sorted(set(self.graph.upstream(unit.id)) | set(self.graph.downstream(unit.id)))
+            if near:
+                peers = frozenset({self.rng.choice(near)})
+        link = _Link(kind, unit.id, peers, not isinstance(f, Delay) or f.both_ways,
+                     random.Random(self.rng.getrandbits(32)))
+        data: dict[str, Any] = {"peers": sorted(peers) if peers else "all"}
+        if isinstance(f, Delay):
+            link.extra, link.jitter = f.extra, f.jitter
+            data["extra"] = round(f.extra, 6)
+        elif isinstance(f, Drop):
+            link.probability = data["probability"] = f.probability
+        fid = self._injected(kind, unit.id, f.duration, **data)
+        self.links[fid] = link
+
+        def heal() -> None:
+            del self.links[fid]
+            self._healed(fid, kind, unit.id)
+
+        self.at(self.now + f.duration, heal)
+
+    def _through_links(self, src: str, dst: str, unit: str | None = None) -> float | None:
+        """The extra delay channel faults put on a message from ``src`` to slot ``dst``
+        (hosted by ``unit``); None: it is lost, and its receiver fenced."""
+        extra = 0.0
+        for link in self.links.values():
+            if not link.hits(src, dst):
+                continue
+            if link.kind == "delay":
+                extra += link.extra + link.jitter * link.rng.random()
+            elif link.kind == "partition" or link.rng.random() < link.probability:
+                to = unit or (self.routing.unit_of(dst) if self.routing.moved else dst)
+                if self._frame_lost(src, to):
+                    return None
+        return extra
+
+    def _frame_lost(self, src: str, to: str) -> bool:
+        """A message from ``src`` to the live unit ``to`` is lost: channels are reliable
+        while both ends live, so ``to`` is fenced as failed (Spark: "frame(s) lost to a
+        channel fault"). False when the protocol's fault model spares it: then the
+        message goes through."""
+        if to not in self.live:
+            return True  # lost with its receiver anyway
+        if self.spared and not self._spare([to]):
+            return False
+        self.kernel.lost(to)
+        self._kill(to, crashed=False)
+        self.stats.failures += 1
+        self.stats.failed_instances.append(to)
+        self._log("frame-lost", instance=to, sender=src)
+        detect = self.now + 0.002 + 0.004 * self.rng.random()
+        self._push(detect, "fence_detect", (frozenset({to}), "heartbeat",
+                                            {to: f"frame(s) from {src} lost to a channel "
+                                                 "fault"}))
+        return True
+
+    def _node_loss(self, f: NodeLoss) -> None:
+        if self.cluster is None:
+            self._skip("node", f.node, "no cluster (SimHost without nodes)")
+            return
+        up = [n.id for n in self.cluster.nodes.values() if n.alive]
+        node = f.node if f.node is not None else (self.rng.choice(up) if up else None)
+        if node is None or node not in up:
+            self._skip("node", node, "no live node" if node is None else f"{node} is down")
+            return
+        fid = self._injected("node", node, f.down_for)
+        self.node_down(node)
+
+        def heal() -> None:
+            self.node_up(node)
+            self._healed(fid, "node", node)
+
+        self.at(self.now + f.down_for, heal)
 
     # ------------------------------------------------------------------ nodes
 
@@ -356,8 +804,17 @@ class SimHost:
                       reason="would leave no unit of its group up")
         return kept
 
-    def _kill(self, iid: str) -> None:
+    def _kill(self, iid: str, crashed: bool = True) -> None:
+        """``iid``'s unit is gone: crashed (its memory lost), or fenced (``crashed`` False:
+        the process lives on; a paused one is a zombie when it resumes)."""
         unit = self.live.pop(iid, None)
+        if self.gates:
+            gate = self.gates.get(iid)
+            if gate is not None and gate.unit is unit:
+                del self.gates[iid]
+                gate.zombie = not crashed and bool(gate.pauses)
+                if not gate.zombie:
+                    gate.backlog.clear()
         for slot in unit.cores if unit is not None else (iid,):  # adopted slots die too
             for ch in self._touching(slot):
                 self.queues[ch].clear()
@@ -376,7 +833,14 @@ class SimHost:
             self.stats.kinds["data", *self.chan_ops[ch]] += 1
         else:
             self.stats.kinds[msg.kind, *self.chan_ops[ch]] += 1  # type: ignore[union-attr]
-        t = max(self.last_delivery[ch], self.now + NET_DELAY * (0.2 + 2 * self.rng.random()))
+        t = self.now + NET_DELAY * (0.2 + 2 * self.rng.random())
+        if self.links:
+            c = self.graph.channels[ch]
+            extra = self._through_links(c.src, c.dst)
+            if extra is None:
+                return  # lost to a channel fault (its receiver is fenced)
+            t += extra
+        t = max(self.last_delivery[ch], t)
         self.last_delivery[ch] = t
         self.queues[ch].append(msg)
         dst = self.graph.channels[ch].dst
@@ -397,6 +861,9 @@ class SimHost:
     def persist(self, slot: str, ref: int, blob: Any) -> None:
         self.store.put(ref, slot, blob)
         self.stats.persists += 1
+        if self.on_snapshot and isinstance(ref, int) and ref not in self.snapshots_seen:
+            self.snapshots_seen.add(ref)
+            self._hooks(self.on_snapshot)
 
     def report(self, slot: str, msg: Msg, unit: Unit | None = None) -> None:
         # The control connection is one TCP stream: reports arrive in order.
@@ -419,6 +886,11 @@ class SimHost:
             return  # lost: nobody runs the receiver
         # FIFO per pair of units, as over one connection
         t = self.now + NET_DELAY * (0.2 + 2 * self.rng.random())
+        if self.links:
+            extra = self._through_links(sender, to, dest)
+            if extra is None:
+                return
+            t += extra
         t = max(t, self.last_peer.get((sender, dest), 0.0))
         self.last_peer[sender, dest] = t
         self._push(t, "peer", (dest, receiver.inc, sender, msg, to))
@@ -467,7 +939,7 @@ class SimHost:
         for c in cmds:
             if isinstance(c, Fence):
                 for iid in c.instances:
-                    self._kill(iid)
+                    self._kill(iid, crashed=False)
                 self._note(f"stop {list(c.instances)}")
             elif isinstance(c, StartGroup):
                 delay = 0.001 + 0.004 * self.rng.random() if self.now > 0 else 0.0
@@ -500,6 +972,28 @@ def source_step(topology: Topology) -> float:
     """Simulated seconds between two batches of one source."""
     rate = topology.input.rate
     return topology.input.batch / rate if rate else STEP
+
+
+def _delivered(msg: Message, dst: str, ch: int) -> InstanceEvent:
+    if type(msg) is Batch:
+        return BatchIn(dst, ch, msg)  # type: ignore[arg-type]
+    return MarkerIn(dst, ch, msg)  # type: ignore[arg-type]
+
+
+def _zombie_event(unit: Unit, kind: str, data: Any, now: float) -> InstanceEvent | None:
+    """What a zombie handles for an event that waited for it."""
+    if kind == "step":
+        return SourceReady(unit.id, now)  # type: ignore[arg-type]
+    if kind == "deliver":
+        ch, _epoch, msg, dst = data
+        return _delivered(msg, dst, ch)
+    if kind == "control":
+        return ControlIn(data[0], data[1])
+    if kind == "timer":
+        return TimerFired(data[0], now)
+    if kind == "peer":
+        return PeerIn(data[0], data[1], data[2])
+    return None
 
 
 def _describe(msg: Message) -> str:

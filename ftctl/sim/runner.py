@@ -11,7 +11,8 @@ from typing import Any
 
 from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.sim.faults import FailureSchedule
+from ftctl.sim.cluster import SimCluster
+from ftctl.sim.faults import CRASH_ONLY, FailureSchedule, FaultKind
 from ftctl.sim.host import MAX_EVENTS, SimHost, SimResult, source_step
 from ftctl.verify.checker import Verdict, index_by_key, verify
 from protocols.base import Guarantee, ProtocolInfo
@@ -21,6 +22,10 @@ from protocols.contract.view import GraphView
 from protocols.registry import PROTOCOLS
 
 SNAPSHOTS_PER_RUN = 8
+# With node faults (``--faults ...,node``) a run has this many nodes, each with room for
+# every instance twice over (as ``ftctl chaos`` sizes its workers), so a lost node's
+# units restart on the others.
+SIM_NODES = 3
 STALL_FACTOR, STALL_FLOOR = 20, 100_000
 
 
@@ -105,7 +110,8 @@ class Simulator:
 
     def __init__(self, topology: Topology, protocol: ProtocolInfo | ProtocolSpec[Any],
                  given: Mapping[str, Any] | ProtocolParams,
-                 guarantee: Guarantee | None = None, max_failures: int = 3, max_burst: int = 3):
+                 guarantee: Guarantee | None = None, max_failures: int = 3, max_burst: int = 3,
+                 kinds: tuple[FaultKind, ...] = CRASH_ONLY):
         self.graph = ExecutionGraph(topology)
         self.protocol = protocol
         self.params = sim_params(self.graph, protocol, given)
@@ -115,6 +121,7 @@ class Simulator:
         self.golden_index = {s: index_by_key(out) for s, out in self.golden.items()}
         self.max_failures = max_failures
         self.max_burst = max_burst
+        self.kinds = kinds
         fault_free = SimHost(self.graph, protocol, self.params, 0).run()
         self.horizon = fault_free.stats.events
         # A run this many times longer than the fault-free one has stalled (a protocol
@@ -125,14 +132,21 @@ class Simulator:
 
     def run_one(self, seed: int, trace: bool = False) -> ScheduleOutcome:
         rng = random.Random(seed)
-        schedule = FailureSchedule.random(rng, self.horizon, self.max_failures, self.max_burst)
+        schedule = FailureSchedule.random(rng, self.horizon, self.max_failures, self.max_burst,
+                                          self.kinds)
         host = SimHost(self.graph, self.protocol, self.params, seed=rng.getrandbits(64),
                        schedule=schedule, trace=trace, hash_trace=trace,
-                       max_events=self.stall_after)
+                       max_events=self.stall_after, cluster=self.cluster())
         result = host.run()
         verdict = verify(self.modes, self.golden, result.outputs, self.guarantee,
                          complete=result.complete, golden_index=self.golden_index)
         return ScheduleOutcome(seed, result, verdict)
+
+    def cluster(self) -> SimCluster | None:
+        """A fresh cluster for one run when node faults are drawn; else none (no nodes)."""
+        if "node" not in self.kinds:
+            return None
+        return SimCluster.workers(SIM_NODES, 2 * len(self.graph.order))
 
     def run_many(self, n: int, seed: int, progress: Callable[[int], None] | None = None,
                  fail_fast: bool = False) -> SimSummary:
