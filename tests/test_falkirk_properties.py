@@ -88,6 +88,17 @@ def test_greatest_and_independent_of_order(flow: Dataflow, raw: set[str], rnd) -
 
 
 @settings(max_examples=60, deadline=None)
+@given(dataflows(), failed_sets)
+def test_chaotic_iteration_reaches_the_same_fixed_point(flow: Dataflow, raw: set[str]) -> None:
+    """The worklist solver the low-watermark uses gives Figure 6's result, f and fn."""
+    failed = _failed(flow, raw)
+    jacobi = FixedPoint(flow, failed).solve()
+    worklist = FixedPoint(flow, failed).solve_worklist()
+    assert (worklist.fronts, dict(worklist.fn)) == (jacobi.fronts, dict(jacobi.fn))
+    assert low_watermark(flow) == FixedPoint(flow, flow.nodes).solve().fronts
+
+
+@settings(max_examples=60, deadline=None)
 @given(dataflows(), failed_sets, failed_sets)
 def test_monotone_in_the_failed_set(flow: Dataflow, a: set[str], b: set[str]) -> None:
     small = _failed(flow, a)
