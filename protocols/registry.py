@@ -48,18 +48,6 @@ PROTOCOLS: dict[str, Protocol] = {
 }
 
 
-def on_spark(name: str) -> ProtocolInfo:
-    """The entry of a protocol the Spark host can run (KeyError saying why not).
-
-    The Spark host still drives the legacy contract; contract-v2 specs run on the
-    simulation host (``ftctl sim``) until it drives the kernel too.
-    """
-    info = get_protocol(name)
-    if not isinstance(info, ProtocolInfo):
-        raise KeyError(f"{name} runs on the simulation host only for now (ftctl sim)")
-    return info
-
-
 def get_protocol(name: str) -> Protocol:
     try:
         return PROTOCOLS[name]

@@ -25,6 +25,8 @@ from ftctl.spark.driver import (
     JobRunner,
 )
 from ftctl.spark.task import SparePayload, TaskPayload, wait_for_assignment
+from protocols.contract.events import Started
+from protocols.contract.names import InstanceId
 
 
 class _Job:
@@ -71,7 +73,8 @@ class FakeSC:
 
 def _payload(iid: str, inc: int, server: ControlServer, token: bytes) -> TaskPayload:
     return TaskPayload(run_id="r", instance=iid, inc=inc, protocol="none", params={},
-                       topology={}, blob=None, init=None, coordinator=server.address,
+                       topology={}, started=Started(InstanceId(iid), inc, "restart"),
+                       coordinator=server.address,
                        token=token)
 
 

@@ -26,7 +26,7 @@ from ftctl.commands.chaos_plan import (
     from_scenario,
 )
 from ftctl.commands.cluster_options import DEFAULT_BIND, Bind, Store, check_bind, check_store
-from ftctl.commands.common import Spares, protocol_and_params, spark_protocol, user_errors
+from ftctl.commands.common import Spares, check_scope, protocol_and_params, user_errors
 from ftctl.commands.runner import (
     DEFAULT_SPARES,
     SLOTS_PER_INSTANCE,
@@ -108,8 +108,8 @@ def chaos(
         raise ConfigError("--label", None, str(exc)) from None
     topology = load_topology(topology_file)
     info, given = protocol_and_params(protocol, param)
-    info = spark_protocol(info)
     params = info.resolve(given)
+    check_scope(params, topology, str(topology_file))
     replayed = None
     if replay is not None:
         schedule, replayed = from_replay(replay, results, ExecutionGraph(topology).order)

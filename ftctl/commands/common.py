@@ -10,11 +10,14 @@ import typer
 from rich.markup import escape
 
 from ftctl.config.errors import ConfigError
+from ftctl.config.topology import Topology
 from ftctl.console import EXIT_USAGE, err_console
+from ftctl.runtime.graph import ExecutionGraph
 from protocols.base import ProtocolInfo
 from protocols.contract.params import ParamError, ProtocolParams, parse_items, validate
 from protocols.contract.spec import ProtocolSpec
-from protocols.registry import get_protocol, on_spark
+from protocols.contract.view import GraphView
+from protocols.registry import get_protocol
 
 Spares = Annotated[int, typer.Option(
     "--spares", min=0, max=64, help="Idle Spark tasks kept ready: a restarted instance takes one "
@@ -50,12 +53,11 @@ def parse_params(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
-def spark_protocol(info: ProtocolInfo | ProtocolSpec[Any]) -> ProtocolInfo:
-    """``info`` if the Spark host can run it, else ConfigError naming ``--protocol``."""
-    try:
-        return on_spark(info.name)
-    except KeyError as exc:
-        raise ConfigError("--protocol", None, str(exc.args[0])) from None
+def check_scope(params: ProtocolParams, topology: Topology, where: str) -> None:
+    """ConfigError naming ``where`` when the protocol (its ``params``) refuses ``topology``
+    (e.g. replica-ring on a stateful operator without state mirroring)."""
+    for why in params.check(GraphView(ExecutionGraph(topology))):
+        raise ConfigError(where, "--protocol", why)
 
 
 def protocol_and_params(name: str,

@@ -13,20 +13,21 @@ from ftctl.cluster.labels import LabelSyntaxError, expand_labels
 from ftctl.commands.chaos_cmd import expected_seconds, size_input
 from ftctl.commands.chaos_plan import check_cluster, from_kills, from_scenario
 from ftctl.commands.cluster_options import DEFAULT_BIND, Bind, Store, check_bind, check_store
-from ftctl.commands.common import Spares, user_errors
+from ftctl.commands.common import Spares, check_scope, user_errors
 from ftctl.commands.runner import DEFAULT_SPARES, Verbose
 from ftctl.compare.report import COST, LEGEND, OUTCOME, row, write_report
 from ftctl.compare.runner import CompareRequest, needs_own_cluster, run_comparison
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
+from ftctl.config.topology import Topology
 from ftctl.console import EXIT_FAILED, EXIT_OK, console
 from ftctl.progress import LiveLine
 from ftctl.results import DEFAULT_ROOT, RunStore, atomic_write_json
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.tables import print_table
-from protocols.base import ProtocolInfo
 from protocols.contract.params import ParamError, parse_items, validate
-from protocols.registry import PROTOCOLS, on_spark
+from protocols.contract.view import GraphView
+from protocols.registry import PROTOCOLS, Protocol, get_protocol
 
 compare_app = typer.Typer(help="Compare protocols side by side.", no_args_is_help=True)
 
@@ -76,13 +77,15 @@ def protocols_cmd(
     """
     if (scenario is None) == (kill is None):
         raise ConfigError("ftctl compare protocols", None, "give exactly one of --scenario, --kill")
-    infos = _protocols(protocols)
+    topology = load_topology(topology_file)
+    infos = _protocols(protocols, topology)
     params = _params(param, infos)
+    for info in infos:
+        check_scope(info.resolve(params.get(info.name, {})), topology, str(topology_file))
     try:
         worker_labels = expand_labels(label, workers)
     except LabelSyntaxError as exc:
         raise ConfigError("--label", None, str(exc)) from None
-    topology = load_topology(topology_file)
     size_input(topology, records, rate)
     graph = ExecutionGraph(topology)
     duration = expected_seconds(graph)
@@ -124,13 +127,16 @@ def protocols_cmd(
     raise typer.Exit(EXIT_OK if passed else EXIT_FAILED)
 
 
-def _protocols(names: str | None) -> list[ProtocolInfo]:
-    if names is None:  # every protocol the Spark host can run
-        return [p for p in PROTOCOLS.values() if isinstance(p, ProtocolInfo)]
+def _protocols(names: str | None, topology: Topology) -> list[Protocol]:
+    """The named protocols, or every registered one that accepts ``topology`` with its
+    default params."""
+    if names is None:
+        view = GraphView(ExecutionGraph(topology))
+        return [p for p in PROTOCOLS.values() if not p.resolve({}).check(view)]
     out = []
     for name in (n.strip() for n in names.split(",") if n.strip()):
         try:
-            out.append(on_spark(name))
+            out.append(get_protocol(name))
         except KeyError as exc:
             raise ConfigError("--protocols", None, str(exc.args[0])) from None
     if not out:
@@ -138,7 +144,7 @@ def _protocols(names: str | None) -> list[ProtocolInfo]:
     return out
 
 
-def _params(items: list[str] | None, infos: list[ProtocolInfo]) -> dict[str, dict[str, Any]]:
+def _params(items: list[str] | None, infos: list[Protocol]) -> dict[str, dict[str, Any]]:
     """``checkpoint.interval=0.5`` -> {"checkpoint": {"interval": "0.5"}}, checked."""
     try:
         per = parse_items(items)

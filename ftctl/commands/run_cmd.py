@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ftctl.commands.cluster_options import DEFAULT_BIND, Bind, Store, check_bind, check_store
-from ftctl.commands.common import Spares, protocol_and_params, spark_protocol, user_errors
+from ftctl.commands.common import Spares, check_scope, protocol_and_params, user_errors
 from ftctl.commands.runner import DEFAULT_SPARES, RunRequest, Verbose, execute
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
@@ -62,8 +62,8 @@ def run(
     if backend not in ("local", "docker"):
         raise ConfigError("--backend", None, f"expected local or docker, got {backend!r}")
     info, given = protocol_and_params(protocol, param)
-    info = spark_protocol(info)
     params = info.resolve(given)
+    check_scope(params, topology, str(topology_file))
     code = execute(RunRequest(topology, info, params, master=master, workers=workers,
                               results=results, timeout=timeout, as_json=as_json,
                               backend=backend, spares=spares, verbose=verbose,

@@ -38,8 +38,8 @@ from ftctl.tables import print_table
 from ftctl.verify.checker import Verdict, verify
 from ftctl.verify.golden import golden_for
 from ftctl.verify.oracle import OracleResult, oracle_check
-from protocols.base import ProtocolInfo
 from protocols.contract.params import ProtocolParams
+from protocols.registry import Protocol
 
 EXIT_INTERRUPTED = 130
 LOGS = "logs"  # in the run folder: the driver's and executors' JVM output
@@ -59,7 +59,7 @@ Verbose = Annotated[bool, typer.Option(
 @dataclass
 class RunRequest:
     topology: Topology
-    info: ProtocolInfo
+    info: Protocol
     params: ProtocolParams  # resolved for the run (ProtocolInfo.resolve)
     master: str | None
     workers: int
@@ -307,7 +307,7 @@ def _run_line(step: Say, protocol: str, graph: ExecutionGraph,
     return update
 
 
-def _summary(run_store: RunStore, topology: Topology, info: ProtocolInfo, result: HostResult,
+def _summary(run_store: RunStore, topology: Topology, info: Protocol, result: HostResult,
              verdict: Verdict, oracle: OracleResult | None, timings: dict[str, float],
              code: int) -> dict[str, Any]:
     n_sources = sum(1 for op in topology.operators if op.type.startswith("source."))

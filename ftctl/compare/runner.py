@@ -40,7 +40,7 @@ from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.spark import wire
 from ftctl.spark.host import HostResult
-from protocols.base import ProtocolInfo
+from protocols.registry import Protocol
 
 
 class CaptureExtension(RunExtension):
@@ -133,7 +133,7 @@ class Comparison:
 class CompareRequest:
     topology: Topology
     schedule: Schedule
-    protocols: list[ProtocolInfo]
+    protocols: list[Protocol]
     params: dict[str, dict[str, Any]]
     repeat: int
     workers: int

@@ -53,6 +53,7 @@ from protocols.contract.events import (
 from protocols.contract.logic import CoordinatorLogic, InstanceLogic
 from protocols.contract.messages import Msg
 from protocols.contract.names import InstanceId
+from protocols.contract.spec import ProtocolSpec
 from protocols.contract.view import ClusterView, GraphView
 
 
@@ -166,4 +167,12 @@ def legacy_logic(info: ProtocolInfo) -> tuple[type[LegacyInstance], type[LegacyC
     return inst, coord
 
 
-__all__ = ["LegacyControl", "LegacyInit", "LegacyReport", "Marker", "legacy_logic"]
+def logic_of(protocol: ProtocolInfo | ProtocolSpec[Any],
+             ) -> tuple[type[InstanceLogic[Any]], type[CoordinatorLogic[Any]]]:
+    """The contract-v2 logic classes of a registered protocol (legacy ones wrapped)."""
+    if isinstance(protocol, ProtocolInfo):
+        return legacy_logic(protocol)
+    return protocol.instance, protocol.coordinator
+
+
+__all__ = ["LegacyControl", "LegacyInit", "LegacyReport", "Marker", "legacy_logic", "logic_of"]

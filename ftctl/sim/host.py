@@ -48,7 +48,7 @@ from ftctl.kernel.commands import (
     Trace,
 )
 from ftctl.kernel.coordinator import CoordinatorKernel
-from ftctl.kernel.legacy import legacy_logic
+from ftctl.kernel.legacy import logic_of
 from ftctl.kernel.outputs import Outputs
 from ftctl.kernel.unit import Unit, perform
 from ftctl.runtime.graph import ExecutionGraph
@@ -81,7 +81,6 @@ from protocols.contract.events import (
     Suspected,
     TimerFired,
 )
-from protocols.contract.logic import CoordinatorLogic, InstanceLogic
 from protocols.contract.messages import Msg
 from protocols.contract.params import ProtocolParams
 from protocols.contract.spec import ProtocolSpec
@@ -205,14 +204,6 @@ class SimResult:
     trace: list[str]
     events: list[dict[str, Any]]
     end_time: float
-
-
-def logic_of(protocol: ProtocolInfo | ProtocolSpec[Any],
-             ) -> tuple[type[InstanceLogic[Any]], type[CoordinatorLogic[Any]]]:
-    """The contract-v2 logic classes of a registered protocol (legacy ones wrapped)."""
-    if isinstance(protocol, ProtocolInfo):
-        return legacy_logic(protocol)
-    return protocol.instance, protocol.coordinator
 
 
 class SimHost:

@@ -1,19 +1,21 @@
-"""The Spark host: runs a topology under a protocol, one long-running Spark task per instance.
+"""The Spark host: runs a topology under a protocol, one long-running Spark task per unit.
 
-Mirrors the simulation host (``ftctl.sim.host``) with real processes and time: the same
-coordinator protocol decides, this host carries its plans out. Everything the
-coordinator sees passes through one event queue consumed by ``run()``'s loop:
-registrations, reports, snapshots and sink output from the tasks' control connections,
-and job completions and failures from Spark.
+The same kernel as the simulation host's (``ftctl.kernel``) drives the protocol: its
+``CoordinatorKernel`` runs here, in the driver, and each task runs a ``Unit``
+(``ftctl.spark.task``). This host keeps only transport (control connections, data
+connections between tasks, their wiring), time, stable storage and process control
+(Spark jobs, fencing). Everything the coordinator sees passes through one event queue
+consumed by ``run()``'s loop: registrations, reports, snapshots and sink output from the
+tasks' control connections, and job completions and failures from Spark.
 
-Incarnations: every Stop (and every detected failure) bumps an instance's incarnation;
-frames, reports and job events of an older incarnation are dropped, as in the
-simulation host.
+Incarnations are the kernel's: every Stop and every detected failure bumps one; frames,
+reports and job events of an older incarnation are dropped.
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
 import queue
 import time
 from collections.abc import Callable
@@ -25,7 +27,17 @@ from typing import Any
 import psutil
 
 from chaos.context import ChannelFault
-from ftctl.kernel.outputs import commit_epochs
+from ftctl.kernel.commands import (
+    Fence,
+    HostCommand,
+    Log,
+    SendControl,
+    SetCoordinatorTimer,
+    StartGroup,
+)
+from ftctl.kernel.coordinator import CoordinatorKernel
+from ftctl.kernel.legacy import LegacyInit, logic_of
+from ftctl.kernel.outputs import Outputs
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.spark import links, wire
 from ftctl.spark.driver import (
@@ -38,19 +50,13 @@ from ftctl.spark.driver import (
     JobRunner,
 )
 from ftctl.spark.task import TaskPayload
-from ftctl.store import DirectoryStore, SinkStore, start_blob
-from protocols.base import (
-    Commit,
-    Control,
-    CoordinatorProtocol,
-    Discard,
-    Event,
-    PlanStep,
-    ProtocolInfo,
-    Start,
-    Stop,
-)
+from ftctl.store import DirectoryStore, SinkStore
+from protocols.base import ProtocolInfo
+from protocols.contract.events import Started, Suspected
+from protocols.contract.messages import Msg
+from protocols.contract.names import InstanceId
 from protocols.contract.params import ProtocolParams
+from protocols.contract.spec import ProtocolSpec
 
 # Silence (heartbeats are 0.5 s apart) before an instance counts as hung. Judged by the
 # sender's stamp of the newest heartbeat read, and only when no heartbeat bytes wait
@@ -109,7 +115,8 @@ Progress = Callable[[dict[str, tuple[int, int]], float], None]
 
 
 class SparkHost:
-    def __init__(self, sc: Any, graph: ExecutionGraph, protocol: ProtocolInfo,
+    def __init__(self, sc: Any, graph: ExecutionGraph,
+                 protocol: ProtocolInfo | ProtocolSpec[Any],
                  params: ProtocolParams, run_id: str, store_dir: Path | str,
                  rate: float | None = None, on_event: EventSink | None = None,
                  progress: Progress | None = None, timeout: float = 3600.0,
@@ -134,12 +141,21 @@ class SparkHost:
         self.topology_data = graph.topology.model_dump(by_alias=True)
         self.store = DirectoryStore(store_dir)
         self.sinks = SinkStore()
-        self.coordinator: CoordinatorProtocol = protocol.coordinator(graph, params)
-        self.inc = dict.fromkeys(graph.order, 0)
+        self.outputs = Outputs(self.sinks, self.store,
+                               legacy_blobs=isinstance(protocol, ProtocolInfo))
+        _, coordinator_logic = logic_of(protocol)
+        self.kernel = CoordinatorKernel(coordinator_logic, graph, params, self.store,
+                                        self.outputs)
+        self.routing = self.kernel.routing
+        # The kernel's incarnations (the same dict): it bumps them, this host reads them.
+        self.inc = self.kernel.inc
         self.live: dict[str, _Task] = {}
         self.pending: dict[str, tuple[int, float]] = {}  # started, not registered: inc, when
         self.groups: list[dict[str, int]] = []  # each plan's starts, released together
-        self.held_controls: dict[str, list[tuple[int, Any]]] = {}
+        # Controls for a unit that has registered but not been released yet: (inc, frame).
+        self.held_controls: dict[str, list[tuple[int, tuple[Any, ...]]]] = {}
+        self.timers: list[tuple[float, int, str]] = []  # coordinator timers: (due, token, key)
+        self.phases: set[tuple[str, int | None]] = set()  # open DeclarePhase occurrences
         self.suspects: dict[str, str] = {}
         self.first_suspect = 0.0
         self.events: list[dict[str, Any]] = []
@@ -175,6 +191,8 @@ class SparkHost:
         return task.pid if task is not None else None
 
     def snapshot_in_progress(self) -> bool:
+        if any(phase == "snapshotting" for phase, _ in self.phases):
+            return True
         return bool(self.snap_open) and self.now() - self.snap_last < SNAPSHOT_STALE
 
     def recovery_in_progress(self) -> bool:
@@ -216,10 +234,10 @@ class SparkHost:
         self.server.on_spare = self.jobs.spare_ready
         complete = False
         try:
-            self._apply(self.coordinator.initial_plan())
+            self._apply(self.kernel.start(self.now()))
             self.jobs.start_spares(self.server.address, self.token)
             last_sample = last_progress = 0.0
-            while not self.coordinator.finished():
+            while not self.kernel.finished():
                 try:
                     ev = self.events_q.get(timeout=0.05)
                     self._handle(ev)
@@ -230,6 +248,7 @@ class SparkHost:
                 except queue.Empty:
                     pass
                 now = self.now()
+                self._fire_timers(now)
                 self._check_timeouts(now)
                 self._loop_at = time.monotonic()
                 if self.suspects and now - self.first_suspect >= DETECT_WINDOW:
@@ -244,7 +263,7 @@ class SparkHost:
                 if now > self.timeout:
                     self.log("timeout", seconds=self.timeout)
                     break
-            complete = self.coordinator.finished()
+            complete = self.kernel.finished()
         finally:
             self._shutdown()
         seconds = self.now()
@@ -328,33 +347,75 @@ class SparkHost:
 
     def _on_msg(self, iid: str, frame: tuple[Any, ...]) -> None:
         task = self.live.get(iid)
-        if task is None or frame[1] != task.inc or frame[1] != self.inc[iid]:
+        inc = frame[1]
+        if task is None or inc != task.inc or inc != self.inc[iid]:
             return  # from an incarnation that has been stopped since
         kind = frame[0]
         if kind == wire.MULTI:
             self.counts[iid] = (frame[3], frame[4])
             for item in frame[2]:
-                k = item[0]
-                if k == wire.EMIT:
-                    self.sinks.append(iid, item[1])
-                elif k == wire.PERSIST:
-                    self.store.put(item[1], iid, item[2])
-                    self._persisted(item[1], iid)
-                elif k == wire.PERSISTED:  # written by the task; ours once it is current
-                    try:
-                        self.store.adopt(item[1], iid, item[2], item[3])
-                    except (OSError, ValueError) as exc:
-                        self._suspect(iid, f"snapshot {item[1]} not adoptable: {exc}")
-                        return
-                    self._persisted(item[1], iid)
-                elif k == wire.REPORT:
-                    self._apply(self.coordinator.on_report(iid, item[1], item[2], self.now()))
-                    if self.inc[iid] != frame[1]:
-                        return  # the plan stopped this very instance: drop the rest
+                self._on_item(iid, item)
+                if self.inc[iid] != inc or iid in self.suspects:
+                    return  # the coordinator stopped this very unit: drop the rest
         elif kind == wire.HB:
             task.last_hb = time.monotonic()
             task.records_in, task.records_out = frame[2], frame[3]
             self.counts[iid] = (frame[2], frame[3])
+
+    def _on_item(self, iid: str, item: tuple[Any, ...]) -> None:
+        """One action of unit ``iid``, carried out in the order the unit took it."""
+        k = item[0]
+        if k == wire.EMIT:
+            self.sinks.append(item[1], item[2], item[3])
+        elif k == wire.PERSIST:
+            self.store.put(item[2], item[1], item[3])
+            self._persisted(item[2], item[1])
+        elif k == wire.PERSISTED:  # written by the task; ours once it is current
+            try:
+                self.store.adopt(item[2], item[1], item[3], item[4])
+            except (OSError, ValueError) as exc:
+                # Nothing more of this incarnation may count (``_on_msg`` stops here).
+                self._suspect(iid, f"snapshot {item[2]} not adoptable: {exc}")
+                return
+            self._persisted(item[2], item[1])
+        elif k == wire.REPORT:
+            slot = item[1] if item[1] != iid else None
+            self._apply(self.kernel.report(iid, self.inc[iid], item[2], self.now(), slot))
+        elif k == wire.STAGE:
+            self.outputs.stage(item[1], item[2], item[3])
+        elif k == wire.PEER:
+            self._relay_peer(item[1], item[2], item[3], item[4])
+        elif k == wire.NOTE:
+            self.log(item[1], **item[2])
+        elif k == wire.PHASE:
+            _, phase, on, key = item
+            (self.phases.add if on else self.phases.discard)((phase, key))
+            self.log("phase-entered" if on else "phase-left", phase=phase, key=key)
+        elif k == wire.SUSPECT:
+            self.log("failure-suspected", instance=item[1], by=iid, reason=item[2])
+            self._apply(self.kernel.handle(
+                Suspected(InstanceId(item[1]), InstanceId(iid), item[2], self.now())))
+        elif k == wire.ROUTE:
+            self._apply(self.kernel.route(item[1], item[2]))
+            self._rewire(item[1])
+
+    def _relay_peer(self, sender: str, to: str, msg: Msg, unit: str | None) -> None:
+        """A peer message goes to the unit that hosts ``to`` now (or the named unit);
+        lost when that unit is not running, as over a connection to a dead process."""
+        dest = unit if unit is not None else self.routing.unit_of(to)
+        task = self.live.get(dest)
+        if task is not None and task.gone:
+            self._tell(dest, (wire.PEER, sender, msg, to))
+
+    def _rewire(self, slot: str) -> None:
+        """``slot`` moved to another unit: its upstream tasks connect to that unit."""
+        unit = self.routing.unit_of(slot)
+        task = self.live.get(unit)
+        addr, inc = (task.address, task.inc) if task is not None else (None, self.inc[unit])
+        for up in self.graph.upstream(slot):
+            sender = self.routing.unit_of(up)
+            if sender in self.live and self.live[sender].gone:
+                self._tell(sender, (wire.CONNECT, slot, addr, inc))
 
     def _on_reg(self, iid: str, inc: int, pid: int, addr: wire.Address | None,
                 conn: Connection) -> None:
@@ -385,12 +446,15 @@ class SparkHost:
                 self._go(iid)
             for iid in members:
                 task = self.live[iid]
-                for up in self.graph.upstream(iid):
-                    if up not in group and up in self.live and self.live[up].gone:
-                        self._tell(up, (wire.CONNECT, iid, task.address, task.inc))
-                for payload_inc, payload in self.held_controls.pop(iid, []):
-                    if payload_inc == task.inc:
-                        self._tell(iid, (wire.CONTROL, payload))
+                if self.routing.unit_of(iid) == iid:  # not taken over meanwhile
+                    for up in self.graph.upstream(iid):
+                        sender = self.routing.unit_of(up)
+                        if (sender not in group and sender in self.live
+                                and self.live[sender].gone):
+                            self._tell(sender, (wire.CONNECT, iid, task.address, task.inc))
+                for frame_inc, frame in self.held_controls.pop(iid, []):
+                    if frame_inc == task.inc:
+                        self._tell(iid, frame)
             if first and self.on_start is not None:
                 self.on_start()
         if self.recovering and not self.groups and not self.pending:
@@ -400,7 +464,7 @@ class SparkHost:
     def _go(self, iid: str) -> None:
         wiring = {}
         for d in self.graph.downstream(iid):
-            t = self.live.get(d)
+            t = self.live.get(self.routing.unit_of(d))
             if t is not None:
                 wiring[d] = (t.address, t.inc)
         incs = {u: self.inc[u] for u in self.graph.upstream(iid)}
@@ -451,14 +515,16 @@ class SparkHost:
         if not self.recovering:
             self.detected_at = self.now()
         self.recovering = True
+        self.snap_open.clear()  # a recovery discards the snapshots under way
         for iid in failed:
-            self._kill(iid)
-        self._apply(self.coordinator.on_failure(set(failed), self.now()))
+            self.kernel.lost(iid)
+            self._drop(iid)
+        self._apply(self.kernel.failure(frozenset(failed), self.now()))
 
-    def _kill(self, iid: str) -> None:
-        """Fence an instance: a new incarnation number, its task told to go, peers told."""
-        old = self.inc[iid]
-        self.inc[iid] = old + 1
+    def _drop(self, iid: str) -> None:
+        """Carry out a fence the kernel made (a new incarnation number): the task is told
+        to go, its job cancelled if it lingers, its peers told."""
+        old = self.inc[iid] - 1
         self._refresh_counts()
         (din, dout), (rin, rout) = self.done_counts[iid], self.counts[iid]
         self.done_counts[iid] = (din + rin, dout + rout)
@@ -470,47 +536,66 @@ class SparkHost:
             del self.live[iid]
         assert self.jobs is not None
         self.jobs.cancel_later(iid, old, CANCEL_AFTER)
-        for d in self.graph.downstream(iid):
+        hosted = [s for s in self.graph.order if self.routing.unit_of(s) == iid]
+        receivers = {self.routing.unit_of(d) for s in hosted for d in self.graph.downstream(s)}
+        for d in sorted(receivers):
             if d in self.live and self.live[d].gone:
                 self._tell(d, (wire.FENCE, iid, self.inc[iid]))
-        for u in self.graph.upstream(iid):
-            if u in self.live and self.live[u].gone:
-                self._tell(u, (wire.CONNECT, iid, None, self.inc[iid]))
+        for slot in hosted:  # its own slot, and any it had adopted
+            for u in self.graph.upstream(slot):
+                sender = self.routing.unit_of(u)
+                if sender in self.live and self.live[sender].gone:
+                    self._tell(sender, (wire.CONNECT, slot, None, self.inc[iid]))
 
-    # ------------------------------------------------------------------ plans
+    # ------------------------------------------------------------------ kernel commands
 
-    def _apply(self, steps: list[PlanStep]) -> None:
-        starts: dict[str, int] = {}
-        for step in steps:
-            if isinstance(step, Stop):
-                for iid in step.instances:
-                    self._kill(iid)
-                self.log("stop", instances=list(step.instances))
-            elif isinstance(step, Start):
-                starts[step.instance] = self._start(step)
-            elif isinstance(step, Commit):
-                for sink in self.graph.sinks:
-                    commit_epochs(self.store, self.sinks, sink, step.snapshot)
-                for sid in [s for s in self.snap_open if s <= step.snapshot]:
-                    del self.snap_open[sid]
-            elif isinstance(step, Discard):
-                self.store.discard_after(step.after)
-                self.snap_open.clear()
-            elif isinstance(step, Control):
-                self._control(step.instance, step.payload)
-            elif isinstance(step, Event):
-                self.log(step.kind, **step.data)
-        if starts:
-            self.groups.append(starts)
+    def _apply(self, cmds: list[HostCommand]) -> None:
+        for c in cmds:
+            if isinstance(c, Fence):
+                for iid in c.instances:
+                    self._drop(iid)
+                self.log("stop", instances=list(c.instances))
+            elif isinstance(c, StartGroup):
+                starts = {}
+                for iid, inc in c.starts:
+                    if self._start(iid, inc):
+                        starts[iid] = inc
+                if starts:
+                    self.groups.append(starts)
+            elif isinstance(c, SendControl):
+                if self.kernel.control_arrived(c.instance, c.incarnation, c.msg):
+                    frame = ((wire.CONTROL, c.msg) if c.slot is None
+                             else (wire.CONTROL, c.msg, c.slot))
+                    self._control(c.instance, frame)
+            elif isinstance(c, Log):
+                self.log(c.kind, **c.data)
+            elif isinstance(c, SetCoordinatorTimer):
+                heapq.heappush(self.timers, (self.now() + c.after, c.token, c.key))
+            # Trace lines serve the simulation's replay; a cancelled timer's token is
+            # stale when it fires (the kernel drops it).
+        self._close_snapshots()
 
-    def _start(self, step: Start) -> int:
-        iid = step.instance
-        inc = self.inc[iid]
-        blob = start_blob(self.store, iid, step.restore, step.also)
+    def _fire_timers(self, now: float) -> None:
+        while self.timers and self.timers[0][0] <= now:
+            _, token, key = heapq.heappop(self.timers)
+            self._apply(self.kernel.timer_fired(key, token, now))
+
+    def _close_snapshots(self) -> None:
+        """Snapshot ids every sink has committed are no longer in progress."""
+        if self.snap_open and self.graph.sinks:
+            done = min(self.kernel.committed(InstanceId(s)) for s in self.graph.sinks)
+            for sid in [s for s in self.snap_open if s <= done]:
+                del self.snap_open[sid]
+
+    def _start(self, iid: str, inc: int) -> bool:
+        got = self.kernel.start_unit(iid, inc)
+        if got is None:
+            return False  # superseded by a later stop
+        started, held, restart = got
         payload = TaskPayload(
             run_id=self.run_id, instance=iid, inc=inc, protocol=self.info.name,
             params=self.params.model_dump(mode="json"), topology=self.topology_data,
-            blob=blob, init=step.init,
+            started=started, held=held,
             coordinator=self.server.address if self.server else ("127.0.0.1", 0),
             token=self.token, rate=self.rate, store_dir=str(self.store.root),
             store_key=self.store.key())
@@ -519,16 +604,18 @@ class SparkHost:
         spare = self.jobs.submit(payload)
         if inc > 0:
             self.restarts += 1
-            self.log("restart", instance=iid, incarnation=inc, restore=step.restore,
+            self.log("restart", instance=iid, incarnation=inc, restore=restart.restore,
                      spare=spare)
             if iid in self.graph.sources:
-                self._log_replay(iid, blob, step.init)
-        return inc
+                self._log_replay(iid, started)
+        return True
 
-    def _log_replay(self, iid: str, blob: Any, init: Any) -> None:
+    def _log_replay(self, iid: str, started: Started) -> None:
         """The source range a restarted source reads again: [resume offset, furthest seen)."""
         lo, _hi = self.graph.source_range(iid)
         start = lo
+        blob = started.restored
+        init = started.init.init if isinstance(started.init, LegacyInit) else None
         if isinstance(blob, dict) and isinstance(blob.get("core"), dict):
             start = int(blob["core"].get("offset", lo))
         elif isinstance(init, dict) and "offset" in init:
@@ -590,14 +677,13 @@ class SparkHost:
         if targets:
             self.log("channel-fault-cleared", id=fault_id)
 
-    def _control(self, iid: str, payload: Any) -> None:
+    def _control(self, iid: str, frame: tuple[Any, ...]) -> None:
         task = self.live.get(iid)
         if task is not None and task.gone:
-            self._tell(iid, (wire.CONTROL, payload))
+            self._tell(iid, frame)
         else:
-            # Not running yet: deliver once its plan is released (on_control is idempotent
-            # for the payloads protocols send, e.g. end-of-stream of a channel).
-            self.held_controls.setdefault(iid, []).append((self.inc[iid], payload))
+            # Started but not released yet: deliver once its group is released.
+            self.held_controls.setdefault(iid, []).append((self.inc[iid], frame))
 
 
 def _stopped(pid: int) -> bool:

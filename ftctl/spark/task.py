@@ -17,22 +17,35 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
 from ftctl.config.topology import Topology
-from ftctl.runtime.actions import Action, Emit, Persist, Report, Send
+from ftctl.kernel.legacy import logic_of
+from ftctl.kernel.unit import Unit, perform
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.runtime.instance import InstanceCore
+from ftctl.runtime.messages import Batch
 from ftctl.runtime.pace import Pace
 from ftctl.spark import wire
 from ftctl.spark.gcpolicy import ManualGC
 from ftctl.spark.latency import LatencyProbe
 from ftctl.spark.links import LinkFaults, is_link_payload
 from ftctl.store import DirectoryStore
-from protocols.registry import on_spark
+from protocols.contract.actions import Persist, Report
+from protocols.contract.events import (
+    BatchIn,
+    ControlIn,
+    MarkerIn,
+    PeerIn,
+    SourceReady,
+    Started,
+    TimerFired,
+)
+from protocols.contract.messages import Msg
+from protocols.contract.names import InstanceId
+from protocols.registry import get_protocol
 
 HEARTBEAT = 0.5  # seconds between heartbeats
 INBOX_FRAMES = 64  # bounded: a full inbox stops the readers, TCP then stops the senders
@@ -52,8 +65,7 @@ class TaskPayload:
     protocol: str
     params: dict[str, Any]  # the run's resolved ProtocolParams, dumped
     topology: dict[str, Any]
-    blob: Any
-    init: Any
+    started: Started  # the kernel's start event: restored blobs, init message
     coordinator: wire.Address
     token: bytes
     rate: float | None = None
@@ -61,6 +73,7 @@ class TaskPayload:
     # that sees the same directory writes its snapshots there itself.
     store_dir: str | None = None
     store_key: str | None = None
+    held: list[Msg] = field(default_factory=list)  # controls that came before the start
 
 
 @dataclass
@@ -101,19 +114,24 @@ def wait_for_assignment(p: SparePayload) -> TaskPayload | None:
 
 
 class InstanceTask:
+    """One incarnation of a unit: the kernel's ``Unit`` driven by frames and source steps.
+
+    The protocol is the same ``InstanceLogic`` the simulation host runs; this class is the
+    ``UnitPorts`` of ``ftctl.kernel.unit``: it turns actions into data frames to the
+    downstream tasks and control frames to the driver, and keeps the unit's timers.
+    """
+
     def __init__(self, p: TaskPayload):
         self.p = p
         self.iid = p.instance
         self.inc = p.inc
         topology = Topology.model_validate(p.topology)
-        graph = ExecutionGraph(topology)
-        self.core = InstanceCore(graph, p.instance)
-        self.src_of = {ch: graph.channels[ch].src for ch in self.core.inputs}
-        self.dst_of = {ch: graph.channels[ch].dst for ch in self.core.out_channels}
-        # The protocol may already act in its constructor (replaying channel state,
-        # ending inputs that ended before); those actions wait for ``go``.
-        info = on_spark(p.protocol)
-        self.proto = info.instance(self.core, info.resolve(p.params), p.blob, p.init)
+        self.graph = graph = ExecutionGraph(topology)
+        protocol = get_protocol(p.protocol)
+        logic_cls, _ = logic_of(protocol)
+        self.unit = Unit(logic_cls, graph, p.instance, protocol.resolve(p.params), p.inc)
+        self.core = self.unit.core
+        self.dst_of = {k: InstanceId(c.dst) for k, c in enumerate(graph.channels)}
         self.inbox: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=INBOX_FRAMES)
         self.ctl: collections.deque[tuple[Any, ...]] = collections.deque()
         self.out: dict[str, Connection | None] = {}
@@ -123,6 +141,10 @@ class InstanceTask:
         self.go_msg: tuple[Any, ...] | None = None
         self.ctrl_lock = threading.Lock()
         self.readers: list[Connection] = []
+        # What ``perform`` produced since the last flush.
+        self.sends: dict[str, list[tuple[int, Any]]] = {}
+        self.frames: list[tuple[Any, ...]] = []
+        self.timers: dict[str, float] = {}  # key -> due (monotonic); one per key
         # Chaos and measurement: channel faults on outgoing links, sink output latency.
         self.links = LinkFaults(self.stopping)
         self.pace = Pace.of(topology.input) if p.rate else None
@@ -135,6 +157,12 @@ class InstanceTask:
         # a sink's held output then never crosses the control connection.
         self.store = (DirectoryStore.shared(p.store_dir, p.store_key)
                       if p.store_dir and p.store_key else None)
+        # The protocol may already act when it starts (replaying channel state, ending
+        # inputs that ended before); those actions wait for ``go``.
+        now = time.monotonic()
+        self.first = self.unit.handle(p.started, now)
+        for msg in p.held:
+            self.first += self.unit.handle(ControlIn(msg), now)
         self.listener = wire.listen(p.token) if self.core.inputs else None
         self.ctrl = wire.connect(p.coordinator, p.token)
 
@@ -154,14 +182,16 @@ class InstanceTask:
             if self.listener is not None:
                 threading.Thread(target=self._acceptor, daemon=True).start()
             if self._wait_go():
-                self._flush(self.core.take_actions())
+                self._do(self.first)
                 if self.core.is_source:
                     self._source_loop()
                 else:
                     self._inner_loop()
-                # Finished instances stay until told: the job ending means failure.
+                # Finished instances stay until told (timers and peers still run): the
+                # job ending means failure.
                 while not self.stopping.is_set():
                     self._handle_ctl()
+                    self._fire_timers()
                     self.stopping.wait(0.05)
         finally:
             self._close()
@@ -281,8 +311,11 @@ class InstanceTask:
             elif kind == wire.CONTROL and is_link_payload(msg[1]):
                 self.links.control(msg[1])
             elif kind == wire.CONTROL:
-                self.proto.on_control(msg[1])
-                self._flush(self.core.take_actions())
+                slot = msg[2] if len(msg) > 2 else None
+                self._do(self.unit.handle(ControlIn(msg[1], slot), time.monotonic()))
+            elif kind == wire.PEER:
+                _, sender, payload, to = msg
+                self._do(self.unit.handle(PeerIn(sender, payload, to), time.monotonic()))
 
     def _connect(self, dst: str, addr: wire.Address | None, inc: int) -> None:
         wire.shutdown(self.out.get(dst))
@@ -294,25 +327,47 @@ class InstanceTask:
         except OSError:
             self.out[dst] = None
 
+    def _fire_timers(self) -> None:
+        if not self.timers:
+            return
+        now = time.monotonic()
+        for key in sorted((k for k, due in self.timers.items() if due <= now),
+                          key=self.timers.__getitem__):
+            if key in self.timers and self.timers[key] <= now:  # not replaced meanwhile
+                del self.timers[key]
+                self._do(self.unit.handle(TimerFired(key, now), now))
+
+    def _wait_for(self, most: float) -> float:
+        """How long the main thread may block: ``most``, or less if a timer is due."""
+        if not self.timers:
+            return most
+        return max(0.0, min(most, min(self.timers.values()) - time.monotonic()))
+
     # ------------------------------------------------------------------ loops
 
     def _inner_loop(self) -> None:
         get, get_nowait = self.inbox.get, self.inbox.get_nowait
-        on_message, min_inc = self.proto.on_message, self.min_inc
+        handle, min_inc, dst_of = self.unit.handle, self.min_inc, self.dst_of
+        monotonic = time.monotonic
         while not self.stopping.is_set():
             if self.ctl:
                 self._handle_ctl()
+            self._fire_timers()
             try:
-                frame = get(timeout=0.2)
+                frame = get(timeout=self._wait_for(0.2))
             except queue.Empty:
                 continue
             n = 0
+            acts: list[Any] = []
             while True:
                 if len(frame) == 3:
                     src, inc, items = frame
                     if inc >= min_inc.get(src, 0):  # frames of a stopped incarnation are dropped
+                        now = monotonic()
                         for ch, msg in items:
-                            on_message(ch, msg)
+                            ev = (BatchIn(dst_of[ch], ch, msg) if type(msg) is Batch
+                                  else MarkerIn(dst_of[ch], ch, msg))
+                            acts += handle(ev, now)
                 n += 1
                 if n >= DRAIN_FRAMES:
                     break
@@ -320,11 +375,11 @@ class InstanceTask:
                     frame = get_nowait()
                 except queue.Empty:
                     break
-            if self.core.actions:
-                self._flush(self.core.take_actions())
+            self._do(acts)
 
     def _source_loop(self) -> None:
         pace, lo = self.pace, self.core.lo
+        unit, slot = self.unit, InstanceId(self.iid)
         # Paced on the run's schedule, like a topic being written at `rate`: a source
         # restarted behind it reads its backlog at full speed, then keeps the pace.
         base = self.anchor
@@ -334,35 +389,35 @@ class InstanceTask:
         while more and not self.stopping.is_set():
             if self.ctl:
                 self._handle_ctl()
+            self._fire_timers()
             flush_at = time.monotonic() + SOURCE_FLUSH
+            acts: list[Any] = []
             while more:
                 if pace is not None:
                     delay = base + pace.due(self.core.offset - lo) - time.monotonic()
                     if delay > 0:
-                        time.sleep(delay)
-                more = self.proto.on_step(time.monotonic())
+                        time.sleep(self._wait_for(delay))
+                        if delay > SOURCE_FLUSH and self.timers:
+                            break  # a timer may be due: the outer loop fires it
+                now = time.monotonic()
+                acts += unit.handle(SourceReady(slot, now), now)
+                more = unit.logic.more_to_produce(slot)
                 if pace is not None or time.monotonic() >= flush_at:
                     break
-            self._flush(self.core.take_actions())
+            self._do(acts)
 
     # ------------------------------------------------------------------ actions
 
-    def _flush(self, acts: list[Action]) -> None:
+    def _do(self, acts: list[Any]) -> None:
+        """Carry out ``acts`` (``perform`` calls the ports below), then send what they
+        produced: data frames first, then one control frame to the driver."""
         if not acts:
             return
-        sends: dict[str, list[tuple[int, Any]]] = {}
-        ctrl: list[tuple[Any, ...]] = []
-        dst_of = self.dst_of
-        for a in _latest_persists(acts):
-            t = type(a)
-            if t is Send:
-                sends.setdefault(dst_of[a.channel], []).append((a.channel, a.msg))  # type: ignore[union-attr]
-            elif t is Emit:
-                ctrl.append((wire.EMIT, a.records))  # type: ignore[union-attr]
-            elif t is Persist:
-                ctrl.append(self._persist(a))  # type: ignore[arg-type]
-            elif t is Report:
-                ctrl.append((wire.REPORT, a.kind, a.data))  # type: ignore[union-attr]
+        perform(self.unit, _latest_persists(acts), self)
+        self._flush()
+
+    def _flush(self) -> None:
+        sends, self.sends = self.sends, {}
         for dst, items in sends.items():
             conn = self.out.get(dst)
             if conn is None:
@@ -374,24 +429,75 @@ class InstanceTask:
             except (OSError, ValueError):
                 wire.shutdown(conn)
                 self.out[dst] = None
-        if ctrl:
+        if self.frames:
+            frames, self.frames = self.frames, []
             try:
-                self._ctrl_send((wire.MULTI, self.inc, ctrl, self.core.records_in,
+                self._ctrl_send((wire.MULTI, self.inc, frames, self.core.records_in,
                                  self.core.records_out))
             except (OSError, ValueError):
                 self.stopping.set()
 
-    def _persist(self, a: Persist) -> tuple[Any, ...]:
+    # UnitPorts (ftctl/kernel/unit.py): what ``perform`` calls, in action order.
+
+    def send(self, channel: int, msg: Any) -> None:
+        self.sends.setdefault(self.dst_of[channel], []).append((channel, msg))
+
+    def emit(self, slot: str, records: Sequence[tuple[Any, Any]],
+             uids: Sequence[Any] | None = None) -> None:
+        self.frames.append((wire.EMIT, slot, records, uids))
+
+    def stage(self, slot: str, epoch: int, records: Sequence[tuple[Any, Any]]) -> None:
+        self.frames.append((wire.STAGE, slot, epoch, list(records)))
+
+    def persist(self, slot: str, ref: int, blob: Any) -> None:
         if self.store is None:
-            return (wire.PERSIST, a.snapshot, a.blob)
+            self.frames.append((wire.PERSIST, slot, ref, blob))
+            return
         try:
-            name, size = self.store.write_pending(a.snapshot, self.iid, a.blob)
+            name, size = self.store.write_pending(ref, slot, blob)
         except OSError:
             # A snapshot that cannot be written must not be reported: fail this task, the
             # protocol recovers it as any other failure.
             self.stopping.set()
             raise
-        return (wire.PERSISTED, a.snapshot, name, size)
+        self.frames.append((wire.PERSISTED, slot, ref, name, size))
+
+    def report(self, slot: str, msg: Msg, unit: Unit | None = None) -> None:
+        self.frames.append((wire.REPORT, slot, msg))
+
+    def send_peer(self, sender: str, to: str, msg: Msg, unit: str | None = None) -> None:
+        # Relayed by the driver, which knows the routing table: FIFO per pair of units,
+        # as both hops are one ordered connection each.
+        self.frames.append((wire.PEER, sender, to, msg, unit))
+
+    def set_timer(self, unit: Unit, key: str, after: float) -> None:
+        self.timers[key] = time.monotonic() + after
+
+    def cancel_timer(self, unit: Unit, key: str) -> None:
+        self.timers.pop(key, None)
+
+    def note(self, kind: str, data: Mapping[str, Any]) -> None:
+        self.frames.append((wire.NOTE, kind, dict(data)))
+
+    def phase(self, phase: str, on: bool, key: int | None) -> None:
+        self.frames.append((wire.PHASE, phase, on, key))
+
+    def suspect(self, instance: str, reason: str, by: Unit | None = None) -> None:
+        self.frames.append((wire.SUSPECT, instance, reason))
+
+    def route(self, slot: str, to: str) -> None:
+        self.frames.append((wire.ROUTE, slot, to))
+
+    def adopt(self, unit: Unit, slot: str, restore: int | None) -> None:
+        unit.adopt(slot)
+        restored = None
+        if restore is not None:
+            if self.store is None:
+                raise RuntimeError(f"{slot}: adopting from snapshot {restore} needs the "
+                                   "snapshot store on this executor")
+            restored = self.store.get(restore, slot)
+        started = Started(InstanceId(slot), unit.inc, "adopt", restored)
+        perform(unit, unit.handle(started, time.monotonic()), self)
 
     def _ctrl_send(self, frame: tuple[Any, ...]) -> None:
         data = wire.encode(frame)  # outside the lock: the heavy part
@@ -399,7 +505,7 @@ class InstanceTask:
             self.ctrl.send_bytes(data)
 
 
-def _latest_persists(acts: list[Action]) -> list[Action]:
+def _latest_persists(acts: list[Any]) -> list[Any]:
     """``acts`` without the Persists a later Persist of the same snapshot part overwrites.
 
     A log-based sink persists its de-duplication state with every batch it outputs; one
@@ -411,13 +517,13 @@ def _latest_persists(acts: list[Action]) -> list[Action]:
     if sum(1 for a in acts if type(a) is Persist) < 2:
         return acts
     later: set[tuple[int, str]] = set()
-    keep: list[Action] = []
+    keep: list[Any] = []
     for a in reversed(acts):
         t = type(a)
         if t is Report:
             later.clear()
         elif t is Persist:
-            key = (a.snapshot, a.instance)  # type: ignore[union-attr]
+            key = (a.ref, a.slot)
             if key in later:
                 continue
             later.add(key)

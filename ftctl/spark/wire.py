@@ -30,17 +30,25 @@ REG = "reg"  # (REG, inc, iid, pid, data_address)
 HB = "hb"  # (HB, inc, records_in, records_out)
 HBREG = "hbreg"  # (HBREG, inc, iid): opens a task's heartbeat-only connection
 SPARE = "spare"  # (SPARE, spare id, pid): an idle task, waiting to be given an instance
-MULTI = "multi"  # (MULTI, inc, [(EMIT|PERSIST|REPORT, ...), ...], records_in, records_out)
-EMIT = "emit"  # (EMIT, records)
-PERSIST = "persist"  # (PERSIST, snapshot, blob)
-PERSISTED = "persisted"  # (PERSISTED, snapshot, file name, bytes): the task wrote the blob
-REPORT = "report"  # (REPORT, kind, data)
+MULTI = "multi"  # (MULTI, inc, [item, ...], records_in, records_out): one flush's items
+# Items of a MULTI frame, one per instance action (``slot``: the slot it is for).
+EMIT = "emit"  # (EMIT, slot, records, uids | None)
+STAGE = "stage"  # (STAGE, slot, epoch, records)
+PERSIST = "persist"  # (PERSIST, slot, ref, blob)
+PERSISTED = "persisted"  # (PERSISTED, slot, ref, file name, bytes): the task wrote the blob
+REPORT = "report"  # (REPORT, slot, msg)
+PEER = "peer"  # (PEER, sender, to, msg, unit | None); relayed to the receiver as below
+NOTE = "note"  # (NOTE, kind, data): for the run's history
+PHASE = "phase"  # (PHASE, phase, on, key)
+SUSPECT = "suspect"  # (SUSPECT, instance, reason)
+ROUTE = "route"  # (ROUTE, slot, unit)
 
 # Control frames, driver -> task.
 GO = "go"  # (GO, {downstream iid: (address, inc)}, {upstream iid: inc})
 CONNECT = "connect"  # (CONNECT, downstream iid, address | None, inc)
 FENCE = "fence"  # (FENCE, upstream iid, inc): drop its frames from older incarnations
-CONTROL = "control"  # (CONTROL, payload) for the instance protocol
+CONTROL = "control"  # (CONTROL, msg[, slot]) for the instance protocol
+# PEER, driver -> task: (PEER, sender, msg, to)
 EXIT = "exit"  # (EXIT,)
 ASSIGN = "assign"  # (ASSIGN, TaskPayload): a spare becomes that instance
 
