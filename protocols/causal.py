@@ -7,8 +7,8 @@ Normal operation (per instance, no coordination):
 - Processing a batch from parent P builds the diff ``self:time+1 -> P's piggybacked diff``
   (``protocols/treeclock.py``), logs it in the **diff log** of that input channel and applies
   it to the instance's clock. Every batch sent carries the last diff in ``Batch.meta``.
-- Diffs are truncated to ``depth + 1`` levels below the root (``depth``: how many
-  concurrent failures the clock is sized for), so the piggyback is constant-size.
+- Diffs are truncated to ``depth + 1`` levels below the root (``depth`` is f, how many
+  adjacent failures are recovered locally), so the piggyback is constant-size.
 - Every batch sent is kept in the **payload log** of its output channel.
 - **No silent events** (spec N5): an event that sends nothing on an output channel sends
   an empty batch there, so each child's diff log holds every event of its parent up to
@@ -55,12 +55,22 @@ Fig. 3): batches carry no diff and no diff log is kept; local snapshots, payload
 sink de-duplication stay. With no record of the order children observed, every failure
 takes the fallback below.
 
-**Fallback (documented, still exactly-once).** If a failed instance is adjacent to another
-failed instance or to one still recovering (its replay not finished), the observations
-needed to pin B's order died with the neighbour. Then the whole graph is restarted from the
-sources in a new epoch (the lineage baseline applied to everything): stale snapshots are
-ignored, and sinks keep their per-key visible counts so the recomputation only adds what
-was never visible.
+**Adjacent failures: ``depth`` is f** (spec causal.md M1-M5). The failed *component* is a
+connected set of failed or still recovering instances (a recovering neighbour is restarted
+again with the new failure); L is the number of instances on its longest directed path.
+With L <= f the component alone restarts: each member's children (a restarted child
+answers from its restored snapshot) and every instance reached from it through restarting
+instances only, k <= f hops down, answer with what their diff logs say about it (at level
+k, its cause at level k + 1 <= f + 1: why diffs keep f + 1 levels), and each member gets
+its own plan. Nothing outside the component stops.
+
+**Beyond f (still exactly-once).** With L > f the causes of the most upstream member are
+cut from every surviving diff, so its order cannot be read. Then the whole graph is
+restarted from the sources in a new epoch (the lineage baseline applied to everything):
+stale snapshots are ignored, and sinks keep their per-key visible counts so the
+recomputation only adds what was never visible. The run's events get a
+``causal-fallback`` with reason ``beyond-f``, the failed instances, the component, L and
+f (or reason ``no-clocks`` under ``clocks: off``).
 """
 
 from __future__ import annotations
@@ -84,8 +94,9 @@ from protocols.treeclock import Plain, TreeClock, plain_child, t_min_of
 class CausalParams(ProtocolParams):
     """``--param`` keys of ``causal``."""
 
-    depth: int = Field(default=2, ge=1, description="Concurrent failures the tree clocks "
-                       "are sized for: diffs keep depth + 1 levels below the root.")
+    depth: int = Field(default=2, ge=1, description="f, the adjacent failures recovered "
+                       "locally: diffs keep depth + 1 levels below the root; a failed "
+                       "component with a longer path falls back to a whole-graph restart.")
     snapshot_every: int = Field(default=10, ge=1, description="Processed batches per "
                                 "input channel between two local snapshots.")
     clocks: Literal["on", "off"] = Field(default="on", description="off: no diffs are "
@@ -307,11 +318,13 @@ class CausalInstance(LoggedInstance):
         self.filter_sends()
 
     def _answer(self, q: dict[str, Any]) -> None:
-        about = q["about"]
-        ch = self.chan_of[about]
-        self.report("answer", {"rid": q["rid"], "about": about, "channel": ch,
+        # ``via``: the senders from this instance's parent down to B (spec M3); [B] for a
+        # child of B.
+        about, via = q["about"], q["via"]
+        ch = self.chan_of[via[0]]
+        self.report("answer", {"rid": q["rid"], "about": about, "via": via, "channel": ch,
                                "pos": self.pos[ch], "clock": self.clock.copy(),
-                               "trees": observations(self.dlog[ch], [about])})
+                               "trees": observations(self.dlog[ch], via)})
 
     def _plan(self, plan: dict[str, Any]) -> None:
         self.awaiting = False
@@ -417,7 +430,7 @@ def longest_failed_path(members: Collection[str],
 @dataclass
 class _Recovery:
     rid: int
-    waiting: set[str]
+    waiting: set[tuple[str, tuple[str, ...]]]  # (instance asked, path it reads along)
     answers: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -444,8 +457,10 @@ class CausalCoordinator(CoordinatorProtocol):
     def on_report(self, instance: str, kind: str, data: Any, now: float) -> list[PlanStep]:
         chans = self.graph.channels
         if kind == "ready":
+            # A parent recovering in the same component gets the same resume point in its
+            # plan (this instance's answer), so it is not asked twice.
             return [Control(chans[ch].src, {"kind": "resend", "channel": ch, "from": s})
-                    for ch, s in data.items()]
+                    for ch, s in data.items() if not self._asks(chans[ch].src, instance)]
         if kind == "persisted":
             steps: list[PlanStep] = [
                 Control(chans[ch].src, {"kind": "gc", "channel": ch, "upto": p})
@@ -461,11 +476,16 @@ class CausalCoordinator(CoordinatorProtocol):
             return []
         return super().on_report(instance, kind, data, now)
 
+    def _asks(self, parent: str, child: str) -> bool:
+        rec = self.recovering.get(parent)
+        return rec is not None and (child, (parent,)) in rec.waiting
+
     def _on_answer(self, child: str, data: dict[str, Any]) -> list[PlanStep]:
         rec = self.recovering.get(data["about"])
-        if rec is None or rec.rid != data["rid"] or child not in rec.waiting:
+        key = (child, tuple(data["via"]))
+        if rec is None or rec.rid != data["rid"] or key not in rec.waiting:
             return []
-        rec.waiting.discard(child)
+        rec.waiting.discard(key)
         rec.answers.append(data)
         return self._plan_if_ready(data["about"], rec)
 
@@ -475,10 +495,11 @@ class CausalCoordinator(CoordinatorProtocol):
         del self.recovering[b]
         self.replaying.add(b)
         chans = self.graph.channels
-        plan = plan_recovery(b, {chans[a["channel"]].dst: a["clock"] for a in rec.answers},
+        direct = [a for a in rec.answers if len(a["via"]) == 1]
+        plan = plan_recovery(b, {chans[a["channel"]].dst: a["clock"] for a in direct},
                              (n for a in rec.answers for n in a["trees"]),
                              self.graph.upstream(b), after=0)
-        resume = {a["channel"]: a["pos"] + 1 for a in rec.answers}
+        resume = {a["channel"]: a["pos"] + 1 for a in direct}
         payload = {"kind": "plan", "replay": plan.replay, "resume": resume,
                    "tstar": plan.tstar}
         return [Control(b, payload),
@@ -491,29 +512,71 @@ class CausalCoordinator(CoordinatorProtocol):
     def on_failure(self, failed: set[str], now: float) -> list[PlanStep]:
         if self.finished():
             return [Event("ignored", {"failed": sorted(failed), "reason": "run finished"})]
+        f = self.params.depth
         if self.params.clocks == "off":
-            return self._fallback(failed, "no clocks to pin the failed instances' order")
-        busy = set(failed) | set(self.recovering) | self.replaying
-        if any(n in busy for f in failed
-               for n in (*self.graph.upstream(f), *self.graph.downstream(f))):
-            return self._fallback(failed, "adjacent failed or recovering instances")
-        steps: list[PlanStep] = [Stop(sorted(failed))]
-        for b in sorted(failed):
+            return self._fallback(failed, {"reason": "no-clocks", "f": f})
+        comps = self.components(failed)
+        lengths = [longest_failed_path(c, self.graph.downstream) for c in comps]
+        beyond = [(n, sorted(c)) for n, c in zip(lengths, comps, strict=True) if n > f]
+        if beyond:
+            n, comp = max(beyond)
+            return self._fallback(failed, {"reason": "beyond-f", "component": comp,
+                                           "L": n, "f": f})
+        members = sorted(set().union(*comps))
+        steps: list[PlanStep] = [Stop(members)]
+        steps += [Event("causal-recover", {"members": sorted(c), "failed": sorted(c & failed),
+                                           "L": n, "f": f})
+                  for n, c in zip(lengths, comps, strict=True)]
+        recs: dict[str, _Recovery] = {}
+        for b in members:
             self.eos_sent.discard(b)
             self.replaying.discard(b)
             self.rid += 1
-            children = set(self.graph.downstream(b))
-            rec = _Recovery(self.rid, children)
-            self.recovering[b] = rec
-            steps.append(Event("causal-recover", {"instance": b, "children": sorted(children)}))
+            recs[b] = self.recovering[b] = _Recovery(self.rid, set(self._queries(b, members)))
             steps.append(Start(b, restore=SLOT, init=self._init(b, recover=True),
                                also=self._sink_slot(b)))
-            steps += [Control(c, {"kind": "query", "about": b, "rid": self.rid})
-                      for c in sorted(children)]
-            steps += self._plan_if_ready(b, rec)
+        for b in members:  # every replacement is up before any is asked
+            steps += [Control(x, {"kind": "query", "about": b, "via": list(via),
+                                  "rid": recs[b].rid})
+                      for x, via in sorted(recs[b].waiting)]
+        for b in members:
+            steps += self._plan_if_ready(b, recs[b])
         return steps
 
-    def _fallback(self, failed: set[str], reason: str) -> list[PlanStep]:
+    def components(self, failed: set[str]) -> list[set[str]]:
+        """Spec M1: the connected sets of failed or still recovering instances that hold a
+        newly failed one (a recovering neighbour is restarted again with it)."""
+        nodes = set(failed) | set(self.recovering) | self.replaying
+        seen: set[str] = set()
+        comps = []
+        for start in sorted(failed):
+            if start in seen:
+                continue
+            comp, todo = {start}, [start]
+            while todo:
+                n = todo.pop()
+                for m in (*self.graph.upstream(n), *self.graph.downstream(n)):
+                    if m in nodes and m not in comp:
+                        comp.add(m)
+                        todo.append(m)
+            seen |= comp
+            comps.append(comp)
+        return comps
+
+    def _queries(self, b: str, members: Collection[str]) -> list[tuple[str, tuple[str, ...]]]:
+        """Whom to ask about B, and along which path (spec M3): B's children, and every
+        instance reached from B through restarting instances only, at most f hops down,
+        where B sits at level k of the diffs and its cause at level k + 1 <= f + 1."""
+        out: list[tuple[str, tuple[str, ...]]] = []
+        todo: list[tuple[str, tuple[str, ...]]] = [(c, (b,)) for c in self.graph.downstream(b)]
+        while todo:
+            x, via = todo.pop()
+            out.append((x, via))
+            if x in members and len(via) < self.params.depth:
+                todo += [(y, (x, *via)) for y in self.graph.downstream(x)]
+        return out
+
+    def _fallback(self, failed: set[str], cause: dict[str, Any]) -> list[PlanStep]:
         self.epoch += 1
         self.recovering.clear()
         self.replaying.clear()
@@ -522,7 +585,7 @@ class CausalCoordinator(CoordinatorProtocol):
         steps: list[PlanStep] = [
             Stop(order),
             Event("causal-fallback", {"failed": sorted(failed), "epoch": self.epoch,
-                                      "reason": reason}),
+                                      **cause}),
         ]
         for iid in order:
             sink = self.graph.instances[iid].is_sink

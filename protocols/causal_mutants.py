@@ -104,8 +104,8 @@ class NoSinkCounts(CausalInstance):
 class FallbackForgetsSinks(CausalCoordinator):
     """The whole-graph fallback restarts sinks without their visible counts."""
 
-    def _fallback(self, failed: set[str], reason: str) -> list[PlanStep]:
-        steps = super()._fallback(failed, reason)
+    def _fallback(self, failed: set[str], cause: dict[str, Any]) -> list[PlanStep]:
+        steps = super()._fallback(failed, cause)
         return [Start(s.instance, init=s.init) if isinstance(s, Start) else s for s in steps]
 
 

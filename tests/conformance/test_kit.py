@@ -61,7 +61,7 @@ CATCH: dict[str, tuple[str, int]] = {
     "causal/payload-trimmed-early": ("sharder", 1),
     "causal/snapshot-without-payload-log": ("sharder", 3),
     "causal/no-sink-counts": ("wordcount", 3),
-    "causal/fallback-forgets-sinks": ("diamond", 5),
+    "causal/fallback-forgets-sinks": ("wordcount", 7),
     "causal/silent-events": ("progressive-small", 4),
     "replica-ring/takeover-ignores-pending": ("replica-chain", 2),
     "replica-ring/purge-before-ack": ("replica-chain", 2),

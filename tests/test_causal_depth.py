@@ -1,0 +1,114 @@
+"""``depth`` is f, the number of adjacent failures causal recovers locally (spec M1-M5).
+
+Within f only the failed component restarts; beyond f the whole graph is recomputed and
+the run's events say so with a ``causal-fallback`` naming the component, L and f."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.sim.faults import FailureSchedule, Strike
+from ftctl.sim.host import SimHost
+from ftctl.sim.runner import Simulator, golden_output, sim_params, sink_modes
+from ftctl.verify.checker import verify
+from protocols.base import Guarantee
+from protocols.contract.params import ParamError
+from protocols.registry import PROTOCOLS
+from tests.conftest import load
+
+pytestmark = pytest.mark.sim
+
+PAIR = ("ones[0]", "evens[0]")  # ones[0] -> evens[0]: two adjacent instances of diamond
+
+
+def _run(topology: str, targets: tuple[str, ...], depth: int, at: int = 400,
+         seed: int = 4) -> tuple[list[dict[str, Any]], bool]:
+    graph = ExecutionGraph(load(topology))
+    params = sim_params(graph, PROTOCOLS["causal"], {"depth": depth})
+    schedule = FailureSchedule([Strike(at, len(targets), targets)])
+    result = SimHost(graph, PROTOCOLS["causal"], params, seed, schedule).run()
+    ok = verify(sink_modes(graph.topology), golden_output(graph), result.outputs,
+                Guarantee.EXACTLY_ONCE, complete=result.complete).passed
+    assert result.complete
+    return result.events, ok
+
+
+def _of(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["event"] == kind]
+
+
+@pytest.mark.parametrize("at", [100, 250, 500])
+def test_two_adjacent_failures_recover_locally_with_depth_2(at: int) -> None:
+    events, ok = _run("diamond", PAIR, depth=2, at=at)
+    assert ok
+    assert _of(events, "causal-fallback") == []
+    assert sorted(e["instance"] for e in _of(events, "restarted")) == sorted(PAIR)
+    recover = _of(events, "causal-recover")
+    assert [(e["members"], e["failed"], e["L"], e["f"]) for e in recover] == [
+        (["evens[0]", "ones[0]"], ["evens[0]", "ones[0]"], 2, 2)]
+    # One plan each: evens[0]'s replacement resumes to merge[0] and merge[1], ones[0]'s to
+    # evens[0] (itself restarted: from its restored position), evens[1], all[0], all[1].
+    plans = {e["instance"]: e for e in _of(events, "causal-replay")}
+    assert sorted(plans) == sorted(PAIR)
+    assert len(plans["ones[0]"]["resume"]) == 4 and len(plans["evens[0]"]["resume"]) == 2
+
+
+@pytest.mark.parametrize("at", [100, 250, 500])
+def test_the_same_failures_fall_back_with_depth_1(at: int) -> None:
+    events, ok = _run("diamond", PAIR, depth=1, at=at)
+    assert ok
+    fallback = _of(events, "causal-fallback")
+    assert [(e["reason"], e["failed"], e["component"], e["L"], e["f"]) for e in fallback] == [
+        ("beyond-f", ["evens[0]", "ones[0]"], ["evens[0]", "ones[0]"], 2, 1)]
+    assert _of(events, "causal-replay") == []
+    restarted = {e["instance"] for e in _of(events, "restarted")}
+    assert restarted == set(ExecutionGraph(load("diamond")).order)
+
+
+def test_a_chain_of_three_needs_depth_3() -> None:
+    chain = ("split[0]", "count[0]", "out[0]")  # wordcount: split -> count -> sink
+    for depth, fallbacks in ((2, 1), (3, 0)):
+        events, ok = _run("wordcount", chain, depth=depth, at=100)
+        assert ok
+        assert len(_of(events, "causal-fallback")) == fallbacks, depth
+        if fallbacks:
+            assert _of(events, "causal-fallback")[0]["L"] == 3
+        else:
+            assert sorted(e["instance"] for e in _of(events, "restarted")) == sorted(chain)
+
+
+def test_seed_7_of_diamond_recovers_locally_with_depth_2_and_falls_back_with_1() -> None:
+    # `ftctl sim topologies/diamond.yaml -p causal --param depth=N --seed 7`: evens[0],
+    # evens[1] and merge[1] fail close together (evens -> merge: L = 2).
+    component = ["evens[0]", "evens[1]", "merge[1]"]
+    by_depth = {}
+    for depth in (1, 2):
+        out = Simulator(load("diamond"), PROTOCOLS["causal"], {"depth": depth}).run_one(7)
+        assert out.verdict.passed and out.result.complete
+        by_depth[depth] = out.result.events
+    local, fell_back = by_depth[2], by_depth[1]
+    assert _of(local, "causal-fallback") == []
+    assert [(e["members"], e["L"], e["f"]) for e in _of(local, "causal-recover")
+            if e["L"] > 1] == [(component, 2, 2)]
+    assert sorted(e["instance"] for e in _of(local, "restarted")) == component
+    assert [(e["reason"], e["component"], e["L"], e["f"])
+            for e in _of(fell_back, "causal-fallback")] == [("beyond-f", component, 2, 1)]
+    graph = ExecutionGraph(load("diamond"))
+    assert {e["instance"] for e in _of(fell_back, "restarted")} == set(graph.order)
+
+
+def test_non_adjacent_failures_stay_local_with_depth_1() -> None:
+    events, ok = _run("diamond", ("ones[0]", "merge[1]"), depth=1)
+    assert ok
+    assert _of(events, "causal-fallback") == []
+    assert [(e["members"], e["L"]) for e in _of(events, "causal-recover")] == [
+        (["merge[1]"], 1), (["ones[0]"], 1)]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "x"])
+def test_depth_below_one_is_refused(value: str) -> None:
+    with pytest.raises(ParamError, match=r"^depth must be"):
+        PROTOCOLS["causal"].resolve({"depth": value})
