@@ -1,5 +1,6 @@
 """falkirk on the simulation host (``ftctl sim``): exact regressions for schedules that once
-broke, replayed by seed."""
+broke, replayed by seed; a few hundred seeded schedules per policy mix; the firewall's
+restart count; every shipped mutant caught by a recorded seed."""
 
 from __future__ import annotations
 
@@ -7,8 +8,13 @@ from typing import Any
 
 import pytest
 
+from ftctl.sim.faults import FailureSchedule, Strike
+from ftctl.sim.host import SimHost
 from ftctl.sim.runner import ScheduleOutcome, Simulator
+from ftctl.verify.checker import verify
+from protocols.contract.spec import Mutant
 from protocols.falkirk.spec import SPEC
+from protocols.mutants import planted
 from tests.conftest import load
 
 pytestmark = pytest.mark.sim
@@ -81,3 +87,83 @@ def test_exactly_once_over_a_few_hundred_schedules(mix: str) -> None:
                                 dict(summary.violations))
         failures += summary.failures
     assert failures > sum(PER_MIX.values())  # bursts and repeated strikes did happen
+
+
+def strike(topology: str, params: dict[str, Any], *strikes: tuple[float | int, str],
+           seed: int = 5) -> tuple[ScheduleOutcome, Simulator]:
+    """One run with crashes of named instances, each at an event index (int) or a
+    fraction of the fault-free run's events (float)."""
+    sim = Simulator(load(topology), SPEC, params)
+    schedule = FailureSchedule([
+        Strike(at if isinstance(at, int) else int(at * sim.horizon), 1, (victim,))
+        for at, victim in strikes])
+    result = SimHost(sim.graph, sim.protocol, sim.params, seed=seed, schedule=schedule,
+                     max_events=sim.stall_after).run()
+    verdict = verify(sim.modes, sim.golden, result.outputs, sim.guarantee,
+                     complete=result.complete, golden_index=sim.golden_index)
+    return ScheduleOutcome(seed, result, verdict), sim
+
+
+def restarted(outcome: ScheduleOutcome) -> list[str]:
+    return sorted(e["instance"] for e in outcome.result.events
+                  if e.get("event") == "restarted")
+
+
+def test_the_firewall_restarts_the_struck_shard_alone() -> None:
+    """Spec §1 (c): with a logging sharder, one failed shard restarts 1 of 23 instances
+    and nobody else rolls back; without it the ephemeral fan-out drags the sharder and
+    every other shard back (restarted at their frontiers, rollback=restart)."""
+    fw, _ = strike("sharder", {"policy": "sharder=log", "default_stateful": "eager"},
+                   (0.5, "shard[7]"))
+    assert fw.verdict.passed and fw.result.complete
+    assert restarted(fw) == ["shard[7]"]
+    assert [r["restarted"] for r in rounds(fw)] == [["shard[7]"]]
+    plain, _ = strike("sharder", {"default_stateful": "eager"}, (0.5, "shard[7]"))
+    assert plain.verdict.passed and plain.result.complete
+    assert restarted(plain) == sorted(["sharder[0]", *(f"shard[{i}]" for i in range(20))])
+
+
+def test_a_restarted_logger_still_has_what_a_later_round_asks_for() -> None:
+    """split[1] (a logger) restarts at epoch 1; the sink then fails, rolling the counts
+    back to nothing: split[1] must replay epochs 0 and 1 from the segments it got back."""
+    out, sim = strike("wordcount", FIREWALL, (40, "split[1]"), (77, "out[0]"), seed=3)
+    assert out.verdict.passed and out.result.complete
+    first, second = rounds(out)
+    assert first["failed"] == ["split[1]"] and first["frontiers"]["split[1]"] == 1
+    assert second["failed"] == ["out[0]"] and "split[1]" not in second["restarted"]
+    assert second["frontiers"]["count[0]"] == -1  # reached back past split[1]'s restart
+    split1_to_count0 = next(c.id for c in sim.graph.channels
+                            if (c.src, c.dst) == ("split[1]", "count[0]"))
+    assert second["replay"][str(split1_to_count0)][0] == 0
+
+
+# Every shipped mutant, with the seed that catches it (the conformance kit's pins,
+# tests/conformance/test_kit.py): the protocol passes that schedule, the mutant loses,
+# duplicates or reorders output, or crashes (a restore of a deleted checkpoint, no
+# admissible frontier).
+CAUGHT_AT = {
+    "phi-off-by-one": ("diamond", 1), "firewall-ignored": ("diamond", 1),
+    "no-rewind": ("replica-chain", 1), "skip-fixpoint-iteration": ("diamond", 1),
+    "no-inflight": ("wordcount", 3), "source-resumes-late": ("replica-chain", 2),
+    "logging-after-sending": ("replica-chain", 3),
+    "sink-keeps-rewound-output": ("replica-chain", 1), "sink-keeps-staged": ("diamond", 4),
+    "no-positional-skip": ("replica-chain", 27), "gc-too-eager": ("progressive-small", 1),
+    "report-without-persist": ("diamond", 1), "stateful-not-aligned": ("diamond", 1),
+    "stale-checkpoints-kept": ("diamond", 19),
+}
+
+
+def test_at_least_thirteen_mutants_ship_each_with_a_seed() -> None:
+    assert len(SPEC.mutants) >= 13 and set(CAUGHT_AT) == {m.name for m in SPEC.mutants}
+
+
+@pytest.mark.parametrize("mutant", SPEC.mutants, ids=lambda m: m.name)
+def test_every_shipped_mutant_is_caught(mutant: Mutant) -> None:
+    topology, seed = CAUGHT_AT[mutant.name]
+    info, params = planted(f"falkirk/{mutant.name}")
+    assert replay(topology, params, seed).verdict.passed  # the protocol passes it
+    try:
+        got = Simulator(load(topology), info, params).run_one(seed)
+    except Exception:  # the planted bug crashed the run: caught
+        return
+    assert not got.verdict.passed, f"{mutant.name} survived {topology} seed {seed}"
