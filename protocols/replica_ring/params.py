@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
-from protocols.contract.params import ProtocolParams
+from protocols.contract.params import ProtocolParams, RunShape
 from protocols.contract.spec import Guarantee
 from protocols.contract.view import GraphView
 
@@ -34,6 +34,9 @@ class Variant(StrEnum):
     FIXED = "fixed"
 
 
+CLUSTER_TIMING = {"ping_every": 0.5, "ping_timeout": 5.0, "retry_every": 0.5}
+
+
 class ReplicaRingParams(ProtocolParams):
     """``--param`` keys of ``replica-ring`` (validated; errors name the field)."""
 
@@ -51,10 +54,15 @@ class ReplicaRingParams(ProtocolParams):
     without: frozenset[Flaw] = Field(
         default=frozenset(),
         description="Fixes to leave out of the fixed variant, e.g. F1,F3.")
-    ping_every: float = Field(default=0.05, gt=0, description="Ping period, seconds.")
+    # The defaults suit the simulation's time scale; a run on a real cluster that leaves
+    # them unset takes CLUSTER_TIMING instead (``for_run``).
+    ping_every: float = Field(default=0.05, gt=0, description="Ping period, seconds "
+                              "(unset on a cluster: 0.5).")
     ping_timeout: float = Field(
-        default=0.15, gt=0, description="A ping unanswered this long suspects the successor.")
-    retry_every: float = Field(default=0.05, gt=0, description="Resend period of unacked sends.")
+        default=0.15, gt=0, description="A ping unanswered this long suspects the successor "
+        "(unset on a cluster: 5.0).")
+    retry_every: float = Field(default=0.05, gt=0, description="Resend period of unacked "
+                               "sends (unset on a cluster: 0.5).")
     reinstate_after: float | None = Field(
         default=1.0, gt=0, description="Seconds from detection to restarting the dead "
         "replica; omitted (never): the taker keeps the slot.")
@@ -62,6 +70,16 @@ class ReplicaRingParams(ProtocolParams):
         default="refuse",
         description="Stateful operators (count, sum, max) are refused: tuple records carry "
         "no operator state, so a taker would continue from zero.")
+
+    def for_run(self, shape: RunShape) -> Self:
+        """On a real cluster (no nominal duration), timing params (when the user set none) take
+        ``CLUSTER_TIMING``: on Spark a ping travels through the driver's event loop and a
+        loaded executor's Python stalls for seconds (2 s timeouts still suspected live
+        replicas on this 2-core machine), and every false suspicion is a takeover.
+        Crashes are found sooner anyway: the host sees the task's connection drop."""
+        if shape.nominal_duration is not None or self.model_fields_set & CLUSTER_TIMING.keys():
+            return self  # the simulation, or a user who chose the timing
+        return self.model_copy(update=CLUSTER_TIMING)
 
     @field_validator("without", mode="before")
     @classmethod
