@@ -264,3 +264,24 @@ def test_none_is_caught_under_the_new_kinds() -> None:
     sim = Simulator(load("wordcount"), PROTOCOLS["none"], {},
                     kinds=("pause", "partition"))
     assert not sim.run_many(40, seed=1).passed
+
+
+def test_sim_cli_draws_the_kinds_given_and_refuses_unknown_ones() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from ftctl.cli import app
+    from tests.conftest import TOPOLOGIES
+
+    runner = CliRunner()
+    topo = str(TOPOLOGIES / "wordcount.yaml")
+    res = runner.invoke(app, ["sim", topo, "-p", "checkpoint", "-n", "8", "--json",
+                              "--faults", "pause,slow"])
+    out = json.loads(res.output)
+    assert res.exit_code == 0 and out["faults"] == ["pause", "slow"]
+    assert out["faults_injected"] >= 8 and out["passed"]
+    bad = runner.invoke(app, ["sim", topo, "--faults", "crash,kill"])
+    assert bad.exit_code == 2
+    assert bad.output == ("error: --faults: unknown fault kind 'kill' (known: crash, pause, "
+                          "partition, delay, slow, node)\n")

@@ -16,6 +16,7 @@ from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.console import EXIT_FAILED, EXIT_OK, console, err_console
 from ftctl.progress import LiveLine
+from ftctl.sim.faults import CRASH_ONLY, FAULT_KINDS, FaultKind, parse_kinds
 from ftctl.sim.runner import ScheduleOutcome, SimSummary, Simulator, refusals
 from ftctl.tables import print_table
 from protocols.base import Guarantee
@@ -48,6 +49,11 @@ def sim(
     ] = None,
     max_failures: Annotated[int, typer.Option(min=1, help="Most strikes per schedule.")] = 3,
     max_burst: Annotated[int, typer.Option(min=1, help="Most instances per strike.")] = 3,
+    faults: Annotated[
+        str,
+        typer.Option("--faults", help="Fault kinds the schedules draw, comma-separated: "
+                     f"{','.join(FAULT_KINDS)}."),
+    ] = "crash",
     expect: Annotated[
         str | None,
         typer.Option(
@@ -63,7 +69,9 @@ def sim(
 
     Each schedule crashes one or several instances at seeded points (during snapshots,
     during recovery, anywhere) and compares the sinks with the fault-free golden run.
-    Exits 1 on any violation of the protocol's guarantee and prints the seed to replay.
+    With --faults the schedules also pause units (past the hang timeout they are fenced),
+    partition, delay or slow them, or take nodes down. Exits 1 on any violation of the
+    protocol's guarantee and prints the seed to replay.
 
     Examples:
 
@@ -74,13 +82,16 @@ def sim(
       ftctl sim topologies/wordcount.yaml -p none --seed 17 --trace trace.txt
 
       ftctl sim topologies/diamond.yaml -p checkpoint/commit-early --seed 1
+
+      ftctl sim topologies/diamond.yaml -p causal --faults crash,pause,partition,delay,slow
     """
+    kinds = _kinds(faults)
     topo = load_topology(topology)
     info, given = protocol_and_params(protocol, param)
     for why in refusals(given, topo):  # a topology outside the protocol's scope
         raise ConfigError(str(topology), "--protocol", why)
     guarantee = _guarantee(expect) if expect else None
-    simulator = Simulator(topo, info, given, guarantee, max_failures, max_burst)
+    simulator = Simulator(topo, info, given, guarantee, max_failures, max_burst, kinds)
     if seed is not None:
         outcome = simulator.run_one(seed, trace=True)
         _show_replay(outcome, trace)
@@ -111,6 +122,17 @@ def sim(
     raise typer.Exit(EXIT_OK if summary.passed else EXIT_FAILED)
 
 
+def _kinds(value: str) -> tuple[FaultKind, ...]:
+    try:
+        return parse_kinds(value)
+    except ValueError as exc:
+        raise ConfigError("--faults", None, str(exc)) from None
+
+
+def _faults_option(sim: Simulator) -> str:
+    return "" if sim.kinds == CRASH_ONLY else f" --faults {','.join(sim.kinds)}"
+
+
 def _guarantee(value: str) -> Guarantee:
     try:
         return Guarantee(value)
@@ -129,6 +151,8 @@ def _summary_json(
         "protocol": proto,
         "guarantee": sim.guarantee.value,
         "schedules": s.schedules,
+        "faults": list(sim.kinds),
+        "faults_injected": s.faults,
         "failures_injected": s.failures,
         "violating_schedules": len(s.failing_seeds),
         "violations": dict(s.violations),
@@ -142,17 +166,19 @@ def _show_summary(
     s: SimSummary, topology: Path, proto: str, sim: Simulator, elapsed: float, params: list[str]
 ) -> None:
     table = Table(title=f"{sim.graph.topology.name} under {proto} (judged {sim.guarantee.value})")
-    for col in ("schedules", "failures injected", "violating", *_KINDS):
+    for col in ("schedules", "faults injected", "instances failed", "violating", *_KINDS):
         table.add_column(col, justify="right")
     table.add_row(
         str(s.schedules),
+        str(s.faults),
         str(s.failures),
         str(len(s.failing_seeds)),
         *(str(s.violations.get(k, 0)) for k in _KINDS),
     )
     print_table(table)
     rate = s.schedules / elapsed * 60 if elapsed > 0 else 0.0
-    console.print(f"{elapsed:.1f} s, {rate:,.0f} schedules/min")
+    faults = f"fault kinds: {', '.join(sim.kinds)}"
+    console.print(f"{elapsed:.1f} s, {rate:,.0f} schedules/min; {faults}", highlight=False)
     if s.first_failure is not None:
         bad = s.first_failure
         console.print(f"[red]violation[/red] in schedule {bad.seed}: {bad.verdict.totals()}")
@@ -161,7 +187,8 @@ def _show_summary(
                 console.print(f"  {sink.sink}: first divergence {d.describe()}", highlight=False)
         extra = "".join(f" --param {p}" for p in params)
         console.print(
-            f"reproduce: ftctl sim {topology} --protocol {proto}{extra} --seed {bad.seed}",
+            f"reproduce: ftctl sim {topology} --protocol {proto}{extra}"
+            f"{_faults_option(sim)} --seed {bad.seed}",
             highlight=False,
         )
     else:

@@ -10,10 +10,11 @@ topology with ``DEFAULT_GATE_SCHEDULES``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ftctl.sim.faults import CRASH_ONLY, FAULT_KINDS, FaultKind
 from protocols.contract.spec import Guarantee, Variant
 from protocols.registry import PROTOCOLS, get_protocol
 
@@ -22,6 +23,11 @@ DEFAULT_GATE_SCHEDULES = 50
 # Topologies sized for a Spark figure (hundreds of thousands of records) take minutes per
 # simulated schedule; the kit leaves them out and says so.
 MAX_SIM_RECORDS = 20_000
+# Besides its crash schedules, each guarantee case runs this share of them again (at least
+# one) drawing every fault kind: pauses past the hang timeout, partitions, delays, slow
+# units, node losses. A separate case set, so the crash cases' seeds and pins stay valid.
+ALL_FAULTS_SHARE = 3  # one schedule in three
+ALL_FAULTS_SUFFIX = "+all-faults"
 
 # Variants and gate schedules of the protocols registered before ``ProtocolSpec`` had them;
 # the gate entries reproduce the hand-written cases of gate/ci.yaml (and so its baseline).
@@ -78,12 +84,19 @@ class GuaranteeCase:
     topology: Path
     guarantee: Guarantee
     schedules: int = 0  # for the gate; the kit takes N from the user
+    kinds: tuple[FaultKind, ...] = CRASH_ONLY  # what the schedules draw
 
     @property
     def name(self) -> str:
-        """``{topology}-{protocol}[-{variant}]``: the gate's case names."""
+        """``{topology}-{protocol}[-{variant}]``: the gate's case names (crash schedules);
+        ``+all-faults`` for the case drawing every fault kind."""
         suffix = "" if self.variant.name == "default" else f"-{self.variant.name}"
-        return f"{self.topology.stem}-{self.protocol}{suffix}"
+        faults = "" if self.kinds == CRASH_ONLY else ALL_FAULTS_SUFFIX
+        return f"{self.topology.stem}-{self.protocol}{suffix}{faults}"
+
+    def schedules_for(self, n: int) -> int:
+        """Schedules the kit runs for this case when each crash case runs ``n``."""
+        return n if self.kinds == CRASH_ONLY else max(1, n // ALL_FAULTS_SHARE)
 
     @property
     def params(self) -> dict[str, Any]:
@@ -106,6 +119,12 @@ def guarantee_cases(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> list
     return [GuaranteeCase(protocol, v, t, guarantee_of(spec, v.params))
             for v in variants_of(protocol) for t in topologies(directory)
             if accepts(protocol, v.params, t)]
+
+
+def all_faults_cases(protocol: str,
+                     directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
+    """``guarantee_cases`` again, their schedules drawing every fault kind."""
+    return [replace(c, kinds=FAULT_KINDS) for c in guarantee_cases(protocol, directory)]
 
 
 def gate_of(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> dict[str, int]:

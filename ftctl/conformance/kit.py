@@ -18,11 +18,13 @@ from ftctl.conformance.cases import (
     BUNDLED_TOPOLOGIES,
     GuaranteeCase,
     accepts,
+    all_faults_cases,
     guarantee_cases,
     guarantee_of,
     too_large,
     topologies,
 )
+from ftctl.sim.faults import CRASH_ONLY, FaultKind
 from ftctl.sim.runner import Simulator
 from protocols.contract.spec import Mutant
 from protocols.mutants import mutants_of, planted
@@ -49,13 +51,16 @@ class CaseResult:
         if not self.failing_seeds:
             return None
         extra = "".join(f" --param {k}={v}" for k, v in self.case.params.items())
+        if self.case.kinds != CRASH_ONLY:
+            extra += f" --faults {','.join(self.case.kinds)}"
         return (f"ftctl sim {_shown(self.case.topology)} -p {self.case.protocol}{extra} "
                 f"--seed {self.failing_seeds[0]}")
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": "guarantee", "case": self.case.name, "protocol": self.case.protocol,
                 "variant": self.case.variant.name, "topology": self.case.topology.stem,
-                "guarantee": self.case.guarantee.value, "schedules": self.schedules,
+                "guarantee": self.case.guarantee.value, "faults": list(self.case.kinds),
+                "schedules": self.schedules,
                 "failures_injected": self.failures_injected, "passed": self.passed,
                 "violating_schedules": len(self.failing_seeds),
                 "first_violating_seed": self.failing_seeds[0] if self.failing_seeds else None,
@@ -129,15 +134,16 @@ class Kit:
         self.topology_dir = topology_dir
         self.first_seed = first_seed
         self.progress = progress
-        self._sims: dict[tuple[str, str, Path], Simulator] = {}
+        self._sims: dict[tuple[str, str, Path, tuple[FaultKind, ...]], Simulator] = {}
         self._broken: dict[Path, str] = {}  # topologies whose simulator cannot be built
         self._holds: dict[tuple[str, str, Path, int], bool] = {}
 
     def topologies(self) -> list[Path]:
         return topologies(self.topology_dir)
 
-    def _sim(self, protocol: str, params: dict[str, Any], topology: Path) -> Simulator:
-        key = (protocol, repr(sorted(params.items())), topology)
+    def _sim(self, protocol: str, params: dict[str, Any], topology: Path,
+             kinds: tuple[FaultKind, ...] = CRASH_ONLY) -> Simulator:
+        key = (protocol, repr(sorted(params.items())), topology, kinds)
         sim = self._sims.get(key)
         if sim is None:
             if "/" in protocol:
@@ -147,7 +153,7 @@ class Kit:
             else:
                 info = get_protocol(protocol)
                 judged = guarantee_of(info, params)
-            sim = Simulator(load_topology(topology), info, params, judged)
+            sim = Simulator(load_topology(topology), info, params, judged, kinds=kinds)
             self._sims[key] = sim
         return sim
 
@@ -156,12 +162,14 @@ class Kit:
             self.progress(what)
 
     def run_case(self, case: GuaranteeCase, n: int) -> CaseResult:
+        """``n`` seeded schedules of ``case`` (of the kinds it draws)."""
         import time
 
         started = time.perf_counter()
         result = CaseResult(case, 0, 0, [], {})
+        crash_only = case.kinds == CRASH_ONLY
         try:
-            sim = self._sim(case.protocol, case.params, case.topology)
+            sim = self._sim(case.protocol, case.params, case.topology, case.kinds)
         except Exception as exc:  # a topology the host cannot run: reported, not a crash
             result.error = self._broken[case.topology] = f"{type(exc).__name__}: {exc}"
             self._tick(case.name)
@@ -174,9 +182,11 @@ class Kit:
                 result.error = f"seed {seed}: {type(exc).__name__}: {exc}"
                 break
             result.schedules += 1
-            result.failures_injected += outcome.result.stats.failures
+            stats = outcome.result.stats
+            result.failures_injected += stats.failures if crash_only else stats.injected
             held = outcome.verdict.passed
-            self._holds[(case.protocol, key, case.topology, seed)] = held
+            if crash_only:  # what mutants are judged against
+                self._holds[(case.protocol, key, case.topology, seed)] = held
             if not held:
                 result.failing_seeds.append(seed)
                 for k, v in outcome.verdict.totals().items():
@@ -242,6 +252,8 @@ class Kit:
         for protocol in protocols:
             for case in guarantee_cases(protocol, self.topology_dir):
                 report.cases.append(self.run_case(case, n))
+            for case in all_faults_cases(protocol, self.topology_dir):
+                report.cases.append(self.run_case(case, case.schedules_for(n)))
             if mutants:
                 for m in mutants_of(protocol):
                     report.mutants.append(self.run_mutant(protocol, m, n))
@@ -254,6 +266,7 @@ class Kit:
         total = 0
         for p in protocols:
             total += len(guarantee_cases(p, self.topology_dir)) * n
+            total += sum(c.schedules_for(n) for c in all_faults_cases(p, self.topology_dir))
             if mutants:
                 total += len(mutants_of(p)) * n * tops
         return total

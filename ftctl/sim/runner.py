@@ -79,7 +79,8 @@ class ScheduleOutcome:
 @dataclass
 class SimSummary:
     schedules: int = 0
-    failures: int = 0
+    failures: int = 0  # instances lost: crashed, nodes lost, declared hung, fenced
+    faults: int = 0  # faults of any kind that struck
     violations: Counter[str] = field(default_factory=Counter)
     failing_seeds: list[int] = field(default_factory=list)
     first_failure: ScheduleOutcome | None = None
@@ -156,6 +157,7 @@ class Simulator:
             summary.schedules += 1
             stats = outcome.result.stats
             summary.failures += stats.failures
+            summary.faults += stats.injected
             summary.delays.append(max(0.0, outcome.result.end_time - self.fault_free_end))
             summary.resent.append(max(0, stats.records_sent - self.fault_free_records))
             if not outcome.verdict.passed:

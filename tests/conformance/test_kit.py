@@ -160,7 +160,8 @@ def test_cli_reports_json_and_exit_codes(tmp_path: Path) -> None:
     res = runner.invoke(app, ["conformance", "-p", "lineage", "-n", "1", "--json",
                               "--topologies", str(topo)])
     report = json.loads(res.output)
-    assert [(c["case"], c["passed"]) for c in report["cases"]] == [("diamond-lineage", True)]
+    assert [(c["case"], c["passed"]) for c in report["cases"]] == [
+        ("diamond-lineage", True), ("diamond-lineage+all-faults", True)]
     # Diamond alone at one seed misses two lineage mutants: the kit exits 1 and names them.
     assert res.exit_code == 1
     assert report["mutants_survived"] == ["lineage/purge-failed-only", "lineage/log-keeps-tail"]

@@ -1,0 +1,67 @@
+"""The conformance kit's all-faults cases: each guarantee case again, its schedules drawing
+every fault kind (pause, partition, delay, slow, node loss besides crashes). A separate case
+set, so the crash cases and the mutant pins of test_kit.py keep their seeds."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ftctl.conformance.cases import (
+    ALL_FAULTS_SUFFIX,
+    GuaranteeCase,
+    all_faults_cases,
+    guarantee_cases,
+)
+from ftctl.conformance.kit import Kit
+from ftctl.sim.faults import CRASH_ONLY, FAULT_KINDS
+from protocols.registry import PROTOCOLS
+
+pytestmark = pytest.mark.sim
+
+N = int(os.environ.get("FTCTL_KIT_N", "2"))
+BROKEN = {"none"}  # at-most-once breaks under crashes already (test_kit.py)
+
+CASES = [c for p in PROTOCOLS if p not in BROKEN for c in all_faults_cases(p)]
+
+
+KIT = Kit()  # shares simulators (and golden runs) across the cases of one topology
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_declared_guarantee_holds_under_every_fault_kind(case: GuaranteeCase) -> None:
+    result = KIT.run_case(case, N)
+    assert (result.schedules, result.passed) == (N, True), (result.violations,
+                                                           result.reproduce())
+    assert result.failures_injected > 0  # faults of any kind that struck
+
+
+def test_the_all_faults_cases_mirror_the_crash_cases() -> None:
+    for p in PROTOCOLS:
+        crash, every = guarantee_cases(p), all_faults_cases(p)
+        assert [c.name + ALL_FAULTS_SUFFIX for c in crash] == [c.name for c in every]
+        assert all(c.kinds == CRASH_ONLY for c in crash)
+        assert all(c.kinds == FAULT_KINDS for c in every)
+        assert [c.schedules_for(30) for c in every] == [10] * len(every)
+        assert [c.schedules_for(2) for c in every] == [1] * len(every)
+
+
+def test_a_broken_all_faults_case_replays_with_its_kinds() -> None:
+    case = next(c for c in all_faults_cases("none") if c.topology.stem == "wordcount")
+    result = Kit().run_case(case, 12)
+    assert not result.passed
+    assert result.reproduce() == (
+        f"ftctl sim topologies/wordcount.yaml -p none --faults {','.join(FAULT_KINDS)} "
+        f"--seed {result.failing_seeds[0]}")
+    assert result.to_json()["faults"] == list(FAULT_KINDS)
+
+
+def test_the_kit_runs_a_share_of_its_schedules_with_every_kind() -> None:
+    kit = Kit()
+    report = kit.run(["lineage"], 3, mutants=False)
+    names = [c.case.name for c in report.cases]
+    crash = [c.name for c in guarantee_cases("lineage")]
+    assert names == crash + [n + ALL_FAULTS_SUFFIX for n in crash]
+    assert [c.schedules for c in report.cases] == [3] * len(crash) + [1] * len(crash)
+    assert kit.planned_runs(["lineage"], 3, mutants=False) == 4 * len(crash)
