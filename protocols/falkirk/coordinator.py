@@ -114,6 +114,11 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
         self.unsettled: set[str] = set()  # reset (restart, rollback, rewind) since a resume
         self.gc_marks: dict[str, int] = {}  # per instance, refs below this are discarded
         self.trimmed: dict[int, int] = {}  # per logged channel, in-memory log trimmed to
+        self.gc_due = True  # lw moved since the last deletions were worked out
+        self.dsts = {c.id: sink_node(c.dst, c.id) if graph.is_sink(c.dst) else c.dst
+                     for c in graph.channels}  # a channel's receiving node
+        self.edges = {str(c.id): Edge(c.src, self.dsts[c.id]) for c in graph.channels}
+        self.shape: Dataflow | None = None  # the first flow built, for its edge lists
         self.rounds: list[dict[str, object]] = []
 
     # ------------------------------------------------------------ the model
@@ -160,11 +165,16 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
                         Entry(TOP, consumed={str(ch): rep.consumed.get(ch, -1)}))
             elif not self.graph.is_source(i):
                 chains[i].append(self._top(i, rep))
-        edges = {}
-        for c in self.graph.channels:
-            dst = sink_node(c.dst, c.id) if self.graph.is_sink(c.dst) else c.dst
-            edges[str(c.id)] = Edge(c.src, dst, closed=closed.get(c.id) if tops else None)
-        return Dataflow({p: Node(EPOCHS, tuple(c)) for p, c in chains.items()}, edges)
+        edges = self.edges
+        if tops:
+            edges = {e: Edge(x.src, x.dst, closed=closed.get(int(e)))
+                     for e, x in self.edges.items()}
+        flow = Dataflow({p: Node(EPOCHS, tuple(c)) for p, c in chains.items()}, edges)
+        if self.shape is None:
+            self.shape = flow
+        else:
+            flow.share_adjacency(self.shape)
+        return flow
 
     def nodes_of(self, instances: set[str]) -> set[str]:
         out = set()
@@ -235,8 +245,12 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
             if k is TOP or not sub(EPOCHS, self.lw[p], k) or k == self.lw[p]:
                 continue
             self.lw[p] = k
+            self.gc_due = True
             # D9: keep the entry at lw itself; everything below can never be restored
             self.chains[p] = [e for e in self.chains[p] if e.front is TOP or e.front >= k]
+        if not self.gc_due:
+            return []  # what follows reads only lw: unchanged, it was all done already
+        self.gc_due = False
         for i in self.graph.order:
             if self.graph.is_source(i) or self.graph.is_sink(i):
                 continue
@@ -257,8 +271,7 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
         return acts
 
     def flow_dst(self, ch: int) -> str:
-        c = self.graph.channels[ch]
-        return sink_node(c.dst, ch) if self.graph.is_sink(c.dst) else c.dst
+        return self.dsts[ch]
 
     def _gc_bound(self, i: str) -> int | None:
         """Refs ``< bound`` of ``i`` are garbage: checkpoints below lw(i), and log

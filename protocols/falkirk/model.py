@@ -104,6 +104,11 @@ class Dataflow:
     def domain(self, p: str) -> Domain:
         return self.nodes[p].domain
 
+    def share_adjacency(self, other: Dataflow) -> None:
+        """Reuse ``other``'s edge lists (the same instances and edges): the coordinator
+        builds a flow after every report."""
+        self.__dict__["_adjacent"] = other._adjacent
+
     def with_entries(self, entries: Mapping[str, tuple[Entry, ...]]) -> Dataflow:
         """The same graph with other chains (after GC, or a report)."""
         nodes = {p: Node(n.domain, tuple(entries.get(p, n.entries))) for p, n in
