@@ -28,5 +28,5 @@ SPEC: ProtocolSpec[FalkirkParams] = ProtocolSpec(
                                          "default_stateful": "eager+log"}),
               Variant("staggered", {"default_stateful": "lazy:3", "stagger": "on"})),
     mutants=MUTANTS,
-    gate={"diamond": 50, "wordcount": 50, "windowed/firewall": 50},
+    gate={"diamond": 50, "wordcount": 50, "windowed/firewall": 50, "diamond/firewall": 50},
 )
