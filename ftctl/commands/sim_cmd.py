@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -14,12 +14,16 @@ from rich.table import Table
 from ftctl.commands.common import protocol_and_params, user_errors
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
+from ftctl.config.topology import Topology
 from ftctl.console import EXIT_FAILED, EXIT_OK, console, err_console
 from ftctl.progress import LiveLine
 from ftctl.sim.faults import CRASH_ONLY, FAULT_KINDS, FaultKind, parse_kinds
 from ftctl.sim.runner import ScheduleOutcome, SimSummary, Simulator, refusals
 from ftctl.tables import print_table
 from protocols.base import Guarantee
+
+if TYPE_CHECKING:
+    from ftctl.sim.scenario import SimScenario
 
 _KINDS = ("lost", "duplicated", "unexpected", "reordered", "stalled")
 
@@ -54,6 +58,15 @@ def sim(
         typer.Option("--faults", help="Fault kinds the schedules draw, comma-separated: "
                      f"{','.join(FAULT_KINDS)}."),
     ] = "crash",
+    scenario: Annotated[
+        Path | None,
+        typer.Option("--scenario", help="Replay this chaos-scenario file (chaos/*.yaml) "
+                     "instead of random schedules; its seconds scale onto the simulated run."),
+    ] = None,
+    workers: Annotated[int, typer.Option(
+        "--workers", min=1, help="With --scenario: simulated nodes w0, w1, ...")] = 2,
+    node_label: Annotated[list[str] | None, typer.Option(
+        "--label", help="With --scenario: node labels, one per node, cycled (rack=a).")] = None,
     expect: Annotated[
         str | None,
         typer.Option(
@@ -71,7 +84,9 @@ def sim(
     during recovery, anywhere) and compares the sinks with the fault-free golden run.
     With --faults the schedules also pause units (past the hang timeout they are fenced),
     partition, delay or slow them, or take nodes down. Exits 1 on any violation of the
-    protocol's guarantee and prints the seed to replay.
+    protocol's guarantee and prints the seed to replay. With --scenario every schedule
+    replays a chaos-scenario file (as ftctl chaos --scenario), each with its own seeded
+    interleaving, on --workers simulated nodes.
 
     Examples:
 
@@ -84,14 +99,21 @@ def sim(
       ftctl sim topologies/diamond.yaml -p checkpoint/commit-early --seed 1
 
       ftctl sim topologies/diamond.yaml -p causal --faults crash,pause,partition,delay,slow
+
+      ftctl sim topologies/wordcount.yaml -p checkpoint --scenario chaos/flapping.yaml -n 50
     """
     kinds = _kinds(faults)
+    if scenario is not None and kinds != CRASH_ONLY:
+        raise ConfigError("--faults", None, "draws random schedules; --scenario replays a file "
+                          "instead: give one of them")
     topo = load_topology(topology)
     info, given = protocol_and_params(protocol, param)
     for why in refusals(given, topo):  # a topology outside the protocol's scope
         raise ConfigError(str(topology), "--protocol", why)
     guarantee = _guarantee(expect) if expect else None
-    simulator = Simulator(topo, info, given, guarantee, max_failures, max_burst, kinds)
+    planned = _scenario(scenario, topo, workers, node_label) if scenario is not None else None
+    simulator = Simulator(topo, info, given, guarantee, max_failures, max_burst, kinds,
+                          planned)
     if seed is not None:
         outcome = simulator.run_one(seed, trace=True)
         _show_replay(outcome, trace)
@@ -122,6 +144,20 @@ def sim(
     raise typer.Exit(EXIT_OK if summary.passed else EXIT_FAILED)
 
 
+def _scenario(path: Path, topo: Topology, workers: int,
+              labels: list[str] | None) -> SimScenario:
+    from ftctl.cluster.labels import LabelSyntaxError, expand_labels
+    from ftctl.runtime.graph import ExecutionGraph
+    from ftctl.sim.runner import nominal_duration
+    from ftctl.sim.scenario import load_sim_scenario
+
+    try:
+        node_labels = expand_labels(labels, workers)
+    except LabelSyntaxError as exc:
+        raise ConfigError("--label", None, str(exc)) from None
+    return load_sim_scenario(path, topo, nominal_duration(ExecutionGraph(topo)), node_labels)
+
+
 def _kinds(value: str) -> tuple[FaultKind, ...]:
     try:
         return parse_kinds(value)
@@ -130,6 +166,11 @@ def _kinds(value: str) -> tuple[FaultKind, ...]:
 
 
 def _faults_option(sim: Simulator) -> str:
+    if sim.scenario is not None:
+        cluster = sim.scenario.labels
+        labels = "".join(f" --label {','.join(f'{k}={v}' for k, v in x.items())}"
+                         for x in cluster if x)
+        return f" --scenario {sim.scenario.source} --workers {len(cluster)}{labels}"
     return "" if sim.kinds == CRASH_ONLY else f" --faults {','.join(sim.kinds)}"
 
 
@@ -151,7 +192,7 @@ def _summary_json(
         "protocol": proto,
         "guarantee": sim.guarantee.value,
         "schedules": s.schedules,
-        "faults": list(sim.kinds),
+        "faults": list(sim.kinds) if sim.scenario is None else sim.scenario.name,
         "faults_injected": s.faults,
         "failures_injected": s.failures,
         "violating_schedules": len(s.failing_seeds),
@@ -177,7 +218,8 @@ def _show_summary(
     )
     print_table(table)
     rate = s.schedules / elapsed * 60 if elapsed > 0 else 0.0
-    faults = f"fault kinds: {', '.join(sim.kinds)}"
+    faults = (f"fault kinds: {', '.join(sim.kinds)}" if sim.scenario is None
+              else f"scenario {sim.scenario.name} (x{sim.scenario.scale:.3g} s per scenario s)")
     console.print(f"{elapsed:.1f} s, {rate:,.0f} schedules/min; {faults}", highlight=False)
     if s.first_failure is not None:
         bad = s.first_failure

@@ -46,6 +46,7 @@ class Pause:
     at_event: int
     duration: float
     target: str | None = None
+    hang_after: float | None = None  # declared hung after this long; None: the host's timeout
 
 
 @dataclass(frozen=True)

@@ -475,11 +475,11 @@ class SimHost:
             victims = [t for t in strike.targets if t in self.live]
             for t in strike.targets:
                 if t not in self.live:
-                    self._skip("crash", t, self._not_running(t))
+                    self.skip_fault("crash", t, self._not_running(t))
         else:
             victims = self.rng.sample(alive, min(strike.count, len(alive)))
             if not victims:
-                self._skip("crash", None, "no live instance")
+                self.skip_fault("crash", None, "no live instance")
         if self.spared:
             victims = self._spare(victims)
         if not victims:
@@ -511,7 +511,7 @@ class SimHost:
         else:
             raise TypeError(f"not a fault: {fault!r}")
 
-    def _skip(self, kind: str, target: str | None, reason: str) -> None:
+    def skip_fault(self, kind: str, target: str | None, reason: str) -> None:
         self.stats.skipped += 1
         self._log("fault-skipped", fault=kind, target=target, reason=reason,
                   at_event=self.stats.events)
@@ -526,15 +526,15 @@ class SimHost:
         """The live unit a fault strikes (drawn when ``target`` is None); None: skipped."""
         if target is None:
             if not self.live:
-                self._skip(kind, None, "no live instance")
+                self.skip_fault(kind, None, "no live instance")
                 return None
             return self.live[self.rng.choice(sorted(self.live))]
         unit = self.live.get(target)
         if unit is None:
-            self._skip(kind, target, self._not_running(target))
+            self.skip_fault(kind, target, self._not_running(target))
         return unit
 
-    def _injected(self, kind: str, target: str, duration: float | None,
+    def fault_injected(self, kind: str, target: str, duration: float | None,
                   **data: Any) -> int:
         self.fault_ids += 1
         self.stats.injected += 1
@@ -542,7 +542,7 @@ class SimHost:
                   duration=None if duration is None else round(duration, 6), **data)
         return self.fault_ids
 
-    def _healed(self, fid: int, kind: str, target: str) -> None:
+    def fault_healed(self, fid: int, kind: str, target: str) -> None:
         self._log("fault-healed", fault=kind, id=fid, target=target)
 
     def _gate(self, unit: Unit) -> _Gate:
@@ -555,15 +555,16 @@ class SimHost:
         unit = self._target("pause", f.target)
         if unit is None:
             return
-        fid = self._injected("pause", unit.id, f.duration)
+        fid = self.fault_injected("pause", unit.id, f.duration)
         gate = self._gate(unit)
         gate.pauses.add(fid)
-        self.at(self.now + self.hang_timeout, lambda: self._hang(gate, fid))
+        hang = self.hang_timeout if f.hang_after is None else f.hang_after
+        self.at(self.now + hang, lambda: self._hang(gate, fid, hang))
         self.at(self.now + f.duration, lambda: self._resume(gate, fid))
 
     def _resume(self, gate: _Gate, fid: int) -> None:
         gate.pauses.discard(fid)
-        self._healed(fid, "pause", gate.unit.id)
+        self.fault_healed(fid, "pause", gate.unit.id)
         if gate.pauses:
             return
         if self.live.get(gate.unit.id) is gate.unit:
@@ -571,7 +572,7 @@ class SimHost:
         elif gate.zombie:
             self._zombie(gate)
 
-    def _hang(self, gate: _Gate, fid: int) -> None:
+    def _hang(self, gate: _Gate, fid: int, after: float) -> None:
         """The pause ``fid`` is still on after the hang timeout: the unit is declared
         failed, as the Spark host does with a task whose heartbeats stopped."""
         unit = gate.unit
@@ -584,7 +585,7 @@ class SimHost:
         self.stats.failures += 1
         self.stats.failed_instances.append(unit.id)
         self._detected(frozenset({unit.id}), "heartbeat",
-                       {unit.id: f"missed heartbeats (paused {self.hang_timeout:g} s)"})
+                       {unit.id: f"missed heartbeats (paused {after:g} s)"})
 
     def _zombie(self, gate: _Gate) -> None:
         """A fenced unit resumes: it handles what waited for it; nothing it does counts."""
@@ -603,13 +604,13 @@ class SimHost:
         unit = self._target("slow", f.target)
         if unit is None:
             return
-        fid = self._injected("slow", unit.id, f.duration, factor=round(f.factor, 3))
+        fid = self.fault_injected("slow", unit.id, f.duration, factor=round(f.factor, 3))
         gate = self._gate(unit)
         gate.slows[fid] = f.factor
 
         def heal() -> None:
             gate.slows.pop(fid, None)
-            self._healed(fid, "slow", unit.id)
+            self.fault_healed(fid, "slow", unit.id)
             self._retire(gate)
 
         self.at(self.now + f.duration, heal)
@@ -681,12 +682,12 @@ class SimHost:
             data["extra"] = round(f.extra, 6)
         elif isinstance(f, Drop):
             link.probability = data["probability"] = f.probability
-        fid = self._injected(kind, unit.id, f.duration, **data)
+        fid = self.fault_injected(kind, unit.id, f.duration, **data)
         self.links[fid] = link
 
         def heal() -> None:
             del self.links[fid]
-            self._healed(fid, kind, unit.id)
+            self.fault_healed(fid, kind, unit.id)
 
         self.at(self.now + f.duration, heal)
 
@@ -727,19 +728,19 @@ class SimHost:
 
     def _node_loss(self, f: NodeLoss) -> None:
         if self.cluster is None:
-            self._skip("node", f.node, "no cluster (SimHost without nodes)")
+            self.skip_fault("node", f.node, "no cluster (SimHost without nodes)")
             return
         up = [n.id for n in self.cluster.nodes.values() if n.alive]
         node = f.node if f.node is not None else (self.rng.choice(up) if up else None)
         if node is None or node not in up:
-            self._skip("node", node, "no live node" if node is None else f"{node} is down")
+            self.skip_fault("node", node, "no live node" if node is None else f"{node} is down")
             return
-        fid = self._injected("node", node, f.down_for)
+        fid = self.fault_injected("node", node, f.down_for)
         self.node_down(node)
 
         def heal() -> None:
             self.node_up(node)
-            self._healed(fid, "node", node)
+            self.fault_healed(fid, "node", node)
 
         self.at(self.now + f.down_for, heal)
 
@@ -854,7 +855,8 @@ class SimHost:
         self.stats.persists += 1
         if self.on_snapshot and isinstance(ref, int) and ref not in self.snapshots_seen:
             self.snapshots_seen.add(ref)
-            self._hooks(self.on_snapshot)
+            # after the unit's actions: a fault must not strike it halfway through them
+            self.at(self.now, lambda: self._hooks(self.on_snapshot))
 
     def report(self, slot: str, msg: Msg, unit: Unit | None = None) -> None:
         # The control connection is one TCP stream: reports arrive in order.

@@ -7,12 +7,12 @@ import random
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.cluster import SimCluster
-from ftctl.sim.faults import CRASH_ONLY, FailureSchedule, FaultKind
+from ftctl.sim.faults import CRASH_ONLY, HANG_TIMEOUT, FailureSchedule, FaultKind
 from ftctl.sim.host import MAX_EVENTS, SimHost, SimResult, source_step
 from ftctl.verify.checker import Verdict, index_by_key, verify
 from protocols.base import Guarantee, ProtocolInfo
@@ -20,6 +20,9 @@ from protocols.contract.params import NoParams, ProtocolParams, RunShape
 from protocols.contract.spec import ProtocolSpec
 from protocols.contract.view import GraphView
 from protocols.registry import PROTOCOLS
+
+if TYPE_CHECKING:
+    from ftctl.sim.scenario import SimScenario
 
 SNAPSHOTS_PER_RUN = 8
 # With node faults (``--faults ...,node``) a run has this many nodes, each with room for
@@ -112,7 +115,7 @@ class Simulator:
     def __init__(self, topology: Topology, protocol: ProtocolInfo | ProtocolSpec[Any],
                  given: Mapping[str, Any] | ProtocolParams,
                  guarantee: Guarantee | None = None, max_failures: int = 3, max_burst: int = 3,
-                 kinds: tuple[FaultKind, ...] = CRASH_ONLY):
+                 kinds: tuple[FaultKind, ...] = CRASH_ONLY, scenario: SimScenario | None = None):
         self.graph = ExecutionGraph(topology)
         self.protocol = protocol
         self.params = sim_params(self.graph, protocol, given)
@@ -123,6 +126,7 @@ class Simulator:
         self.max_failures = max_failures
         self.max_burst = max_burst
         self.kinds = kinds
+        self.scenario = scenario  # replayed by every run instead of a random schedule
         fault_free = SimHost(self.graph, protocol, self.params, 0).run()
         self.horizon = fault_free.stats.events
         # A run this many times longer than the fault-free one has stalled (a protocol
@@ -133,18 +137,26 @@ class Simulator:
 
     def run_one(self, seed: int, trace: bool = False) -> ScheduleOutcome:
         rng = random.Random(seed)
-        schedule = FailureSchedule.random(rng, self.horizon, self.max_failures, self.max_burst,
-                                          self.kinds)
+        schedule = None
+        if self.scenario is None:
+            schedule = FailureSchedule.random(rng, self.horizon, self.max_failures,
+                                              self.max_burst, self.kinds)
         host = SimHost(self.graph, self.protocol, self.params, seed=rng.getrandbits(64),
                        schedule=schedule, trace=trace, hash_trace=trace,
-                       max_events=self.stall_after, cluster=self.cluster())
+                       max_events=self.stall_after, cluster=self.cluster(),
+                       hang_timeout=self.scenario.hang_timeout if self.scenario else HANG_TIMEOUT)
+        if self.scenario is not None:
+            self.scenario.install(host)
         result = host.run()
         verdict = verify(self.modes, self.golden, result.outputs, self.guarantee,
                          complete=result.complete, golden_index=self.golden_index)
         return ScheduleOutcome(seed, result, verdict)
 
     def cluster(self) -> SimCluster | None:
-        """A fresh cluster for one run when node faults are drawn; else none (no nodes)."""
+        """A fresh cluster for one run when node faults are drawn or a scenario replayed;
+        else none (no nodes)."""
+        if self.scenario is not None:
+            return self.scenario.cluster()
         if "node" not in self.kinds:
             return None
         return SimCluster.workers(SIM_NODES, 2 * len(self.graph.order))

@@ -1,0 +1,174 @@
+"""``ftctl sim --scenario``: chaos-scenario files on the simulation host (ftctl/sim/scenario.py)
+and ``--faults``: every bundled scenario runs, its seconds scale onto the simulated run,
+its kinds keep their Spark meaning; what the sim cannot run is one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ftctl.cli import app
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.sim import scenario as simsc
+from ftctl.sim.runner import Simulator, nominal_duration
+from ftctl.sim.scenario import SimScenario, load_sim_scenario
+from protocols.registry import PROTOCOLS
+from tests.conftest import load
+
+pytestmark = pytest.mark.sim
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAOS = ROOT / "chaos"
+RACKS = ["--workers", "4", "--label", "rack=a", "--label", "rack=b"]
+runner = CliRunner()
+
+# The topology each bundled scenario is written for (the rest: wordcount) and the extra
+# options it needs.
+TOPOLOGY = {"kill-sharder": "sharder"}
+OPTIONS = {"rack-failure": RACKS}
+# What each scenario leaves in the events of every run.
+EXPECT = {
+    # w1 frozen 3 s (under the 4.5 s hang rule: its three units stall and resume), w0
+    # killed, then replaced
+    "container-faults": {"fault-injected": 5, "fault-healed": 4, "zombie-fenced": 0,
+                         "node-down": 1, "node-up": 1, "detected": 1},
+    "flapping": {"fault-injected": 2, "zombie-fenced": 2},
+    "kill-during-checkpoint": {"fault": 2},
+    "kill-sharder": {"fault": 1},
+    "partition": {"fault-injected": 1, "fault-healed": 1},
+    "rack-failure": {"fault-injected": 3, "fault-healed": 1, "node-down": 2, "node-up": 2},
+    "single-kill": {"fault": 1},
+}
+
+
+def _scenario(name: str, topology: str = "wordcount",
+              labels: list[dict[str, str]] | None = None) -> tuple[SimScenario, Simulator]:
+    topo = load(topology)
+    sc = load_sim_scenario(CHAOS / f"{name}.yaml", topo,
+                           nominal_duration(ExecutionGraph(topo)), labels or [{}, {}])
+    return sc, Simulator(topo, PROTOCOLS["checkpoint"], {}, scenario=sc)
+
+
+def _events(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["event"] == kind]
+
+
+def test_every_bundled_scenario_is_known_here() -> None:
+    assert sorted(p.stem for p in CHAOS.glob("*.yaml")) == sorted(EXPECT)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECT))
+def test_every_bundled_scenario_runs_on_the_sim(name: str) -> None:
+    topology = TOPOLOGY.get(name, "wordcount")
+    res = runner.invoke(app, ["sim", str(ROOT / "topologies" / f"{topology}.yaml"),
+                              "-p", "checkpoint", "-n", "3", "--json",
+                              "--scenario", str(CHAOS / f"{name}.yaml"),
+                              *OPTIONS.get(name, [])])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["faults"] == name and out["passed"] and out["faults_injected"] > 0
+    labels = [{"rack": "a"}, {"rack": "b"}] * 2 if name in OPTIONS else None
+    _, sim = _scenario(name, topology, labels)
+    for seed in (1, 2):
+        outcome = sim.run_one(seed)
+        assert outcome.verdict.passed
+        for kind, n in EXPECT[name].items():
+            assert len(_events(outcome.result.events, kind)) == n, (kind, seed)
+
+
+def test_scenario_seconds_scale_onto_the_simulated_run() -> None:
+    sc, sim = _scenario("single-kill")
+    nominal = nominal_duration(sim.graph)
+    assert sc.scale == pytest.approx(nominal / simsc.SPARK_RUN_SECONDS)
+    assert sc.hang_timeout == pytest.approx(simsc.SPARK_HEARTBEAT_TIMEOUT * sc.scale)
+    (fault,) = _events(sim.run_one(1).result.events, "fault")
+    assert fault["t"] == pytest.approx(3.0 * sc.scale, abs=1e-6)  # at: 3.0 (12% of 25 s)
+
+
+def test_the_scale_constants_are_the_spark_sides() -> None:
+    from ftctl.commands.chaos_cmd import TARGET_SECONDS
+    from ftctl.spark.host import HANG_TIMEOUT, HEARTBEAT_TIMEOUT
+
+    assert (simsc.SPARK_RUN_SECONDS, simsc.SPARK_HEARTBEAT_TIMEOUT, simsc.SPARK_HANG_TIMEOUT) == (
+        TARGET_SECONDS, HEARTBEAT_TIMEOUT, HANG_TIMEOUT)
+
+
+def test_flapping_pauses_are_declared_hung_and_fenced() -> None:
+    sc, sim = _scenario("flapping")
+    events = sim.run_one(4).result.events
+    injected = _events(events, "fault-injected")
+    assert [(e["target"], e["t"]) for e in injected] == [
+        ("count[0]", pytest.approx(8.0 * sc.scale)), ("count[0]", pytest.approx(16.0 * sc.scale))]
+    hung = [e for e in _events(events, "detected") if e.get("cause") == "heartbeat"]
+    assert [e["t"] for e in hung] == [pytest.approx(e["t"] + sc.hang_timeout) for e in injected]
+
+
+def test_partition_fences_the_receiver_for_frames_lost() -> None:
+    _, sim = _scenario("partition")
+    events = sim.run_one(1).result.events
+    (inj,) = _events(events, "fault-injected")
+    assert (inj["fault"], inj["target"], inj["peers"]) == ("partition", "split[0]", ["count[0]"])
+    lost = _events(events, "frame-lost")
+    assert lost and {(e["instance"], e["sender"]) for e in lost} <= {("count[0]", "split[0]"),
+                                                                    ("split[0]", "count[0]")}
+
+
+def test_rack_failure_takes_the_rack_down_within_the_window_and_brings_it_back() -> None:
+    sc, sim = _scenario("rack-failure", labels=[{"rack": "a"}, {"rack": "b"}] * 2)
+    events = sim.run_one(2).result.events
+    down = _events(events, "node-down")
+    assert sorted(e["node"] for e in down) == ["w0", "w2"]  # rack=a
+    assert all(5.0 * sc.scale <= e["t"] <= 7.0 * sc.scale + 1e-9 for e in down)
+    up = _events(events, "node-up")
+    assert sorted(e["node"] for e in up) == ["w0", "w2"]
+    gaps = sorted(e["t"] for e in up)
+    assert gaps[0] >= 11.0 * sc.scale - 1e-9  # 10 s + a 1-3 s gap
+    assert 1.0 * sc.scale - 1e-9 <= gaps[1] - gaps[0] <= 3.0 * sc.scale + 1e-9
+
+
+def test_kill_during_checkpoint_strikes_while_a_snapshot_is_taken() -> None:
+    _, sim = _scenario("kill-during-checkpoint")
+    events = sim.run_one(3).result.events
+    kills = _events(events, "fault")
+    assert len(kills) == 2
+    # each after a snapshot began and before it completed (or was abandoned for a rollback)
+    done = [e["t"] for e in _events(events, "snapshot-complete")]
+    assert all(not any(k["t"] == t for t in done) for k in kills)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["topologies/wordcount.yaml", "--scenario", "chaos/rack-failure.yaml"],
+     "error: chaos/rack-failure.yaml: target: kill-group: no worker has labels rack=a"),
+    (["topologies/wordcount.yaml", "--scenario", "chaos/kill-sharder.yaml"],
+     "error: chaos/kill-sharder.yaml: faults: fault 0 (kill-task): no instance 'sharder[0]'"),
+    (["topologies/wordcount.yaml", "--faults", "crash,kill"],
+     "error: --faults: unknown fault kind 'kill'"),
+    (["topologies/wordcount.yaml", "--faults", "pause", "--scenario", "chaos/flapping.yaml"],
+     "error: --faults: draws random schedules"),
+    (["topologies/wordcount.yaml", "--scenario", "chaos/flapping.yaml", "--label", "rack"],
+     "error: --label: bad label 'rack'"),
+])
+def test_what_cannot_run_is_one_line_and_exit_2(args: list[str], message: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    res = runner.invoke(app, ["sim", *args])
+    assert res.exit_code == 2, res.output
+    assert res.output.startswith(message) and res.output.count("\n") == 1, res.output
+
+
+def test_sim_faults_option_draws_every_kind_and_replays_a_seed() -> None:
+    topo = str(ROOT / "topologies" / "diamond.yaml")
+    res = runner.invoke(app, ["sim", topo, "-p", "none", "-n", "40", "--json",
+                              "--faults", "pause,partition"])
+    out = json.loads(res.output)
+    assert res.exit_code == 1 and out["faults"] == ["pause", "partition"]
+    assert out["faults_injected"] > 40 and out["violating_schedules"] > 0
+    seed = out["failing_seeds"][0]
+    again = runner.invoke(app, ["sim", topo, "-p", "none", "--faults", "pause,partition",
+                                "--seed", str(seed)])
+    assert again.exit_code == 1 and "violated" in again.output
+    assert "fault-injected" in again.output
