@@ -58,6 +58,11 @@ class FaultError(Exception):
     """A fault could not be injected (its target is not running, no worker matches ...)."""
 
 
+class NotRunning(FaultError):
+    """The target instance exists but has no running task now (it is being restarted);
+    the nemesis defers the fault until it runs again."""
+
+
 def _no_step(_kind: str, _data: dict[str, Any]) -> None:
     return None
 
@@ -144,7 +149,7 @@ class ChaosFault(ABC):
     def _task_pid(self, ctx: FaultContext, instance: str) -> int:
         pid = ctx.task_pid(instance)
         if pid is None:
-            raise FaultError(f"{instance} is not running")
+            raise NotRunning(f"{instance} is not running")
         return pid
 
     def _worker(self, ctx: FaultContext) -> WorkerRef:

@@ -28,13 +28,16 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from chaos.context import FaultContext, InjectRecord, Ledger
-from chaos.faults import ChaosFault, FaultError
+from chaos.faults import ChaosFault, FaultError, NotRunning
 from chaos.registry import FAULTS
 from chaos.schedule import PlannedFault, occurrence, plan, random_kills
 from ftctl.config.scenario import FAULT_TYPES, Scenario
 
 POLL = 0.01  # seconds between looks at the triggers' phases (snapshot/recovery)
 JOIN_TIMEOUT = 10.0
+# A fault whose target is being restarted waits this long for it to run again: under a
+# global rollback every instance restarts, and on a loaded machine that takes seconds.
+DEFER_LIMIT = 30.0
 
 
 class EventCallback(Protocol):
@@ -94,8 +97,10 @@ class Nemesis:
         seed: int = 0,
         name: str = "",
         poll: float = POLL,
+        defer_limit: float = DEFER_LIMIT,
     ) -> None:
         self.ctx = ctx
+        self.defer_limit = defer_limit
         self.on_event: EventCallback = on_event or _ignore
         self.seed = seed
         self.name = name
@@ -290,14 +295,26 @@ class Nemesis:
 
     def _strike(self, strike: _Strike) -> None:
         planned = strike.planned
-        try:
-            record = strike.fault.inject(self.ctx)
-        except Exception as exc:  # the run goes on; the log says what went wrong
-            known = isinstance(exc, FaultError)
-            strike.error = str(exc) if known else f"{type(exc).__name__}: {exc}"
-            self._event("fault-error", planned, error=strike.error, at=self.ctx.now(),
-                        offset=round(strike.fired_at, 6), planned=planned.to_json())
-            return
+        deferred: float | None = None
+        while True:
+            try:
+                record = strike.fault.inject(self.ctx)
+                break
+            except NotRunning as exc:
+                # Its target is being restarted: strike once it runs again, within a limit.
+                now = self.ctx.now()
+                if deferred is None:
+                    deferred = now
+                    self._event("fault-deferred", planned, reason=str(exc), at=now,
+                                offset=round(strike.fired_at, 6))
+                if self._stop.is_set() or now - deferred >= self.defer_limit:
+                    self._failed(strike, f"{exc} (waited {now - deferred:.1f} s)")
+                    return
+                self._stop.wait(self.poll)
+            except Exception as exc:  # the run goes on; the log says what went wrong
+                known = isinstance(exc, FaultError)
+                self._failed(strike, str(exc) if known else f"{type(exc).__name__}: {exc}")
+                return
         with strike.lock:
             strike.record = record
         self._event("fault-inject", planned, at=record.t, offset=round(strike.fired_at, 6),
@@ -310,6 +327,11 @@ class Nemesis:
         else:
             self._stop.wait()  # no duration: active until the nemesis stops
         self._heal(strike)
+
+    def _failed(self, strike: _Strike, error: str) -> None:
+        strike.error = error
+        self._event("fault-error", strike.planned, error=error, at=self.ctx.now(),
+                    offset=round(strike.fired_at, 6), planned=strike.planned.to_json())
 
     def _heal(self, strike: _Strike) -> None:
         with strike.lock:

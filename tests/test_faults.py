@@ -360,10 +360,27 @@ def test_failed_inject_is_logged_and_the_run_goes_on(ctx: FakeContext) -> None:
     nemesis = Nemesis.from_scenario(
         scenario({"type": "kill-task", "at": 0.0, "target": "out[0]"}), ctx, 1.0,
         on_event=lambda kind, **d: events.append((kind, d)))
+    nemesis.defer_limit = 0.3  # the target never comes back
     nemesis.start()
-    assert nemesis.wait(2.0)
+    assert nemesis.wait(3.0)
     nemesis.stop()
-    assert events[0][0] == "fault-error" and "not running" in str(events[0][1]["error"])
+    assert [k for k, _ in events] == ["fault-deferred", "fault-error"]
+    assert "not running" in str(events[1][1]["error"]) and "waited" in str(events[1][1]["error"])
+
+
+def test_a_kill_of_a_restarting_task_strikes_once_it_runs_again(ctx: FakeContext) -> None:
+    ctx.add_instances(*INSTANCES)  # out[0] is being restarted: no task yet
+    events: list[tuple[str, dict[str, object]]] = []
+    nemesis = Nemesis.from_scenario(
+        scenario({"type": "kill-task", "at": 0.0, "target": "out[0]"}), ctx, 1.0,
+        on_event=lambda kind, **d: events.append((kind, d)))
+    nemesis.start()
+    assert wait_for(lambda: [k for k, _ in events] == ["fault-deferred"])
+    pid = ctx.add_task("out[0]")  # the replacement registers
+    assert nemesis.wait(5.0)
+    nemesis.stop()
+    assert [k for k, _ in events] == ["fault-deferred", "fault-inject"]
+    assert events[1][1]["pids"] == [pid] and wait_for(lambda: not ctx.alive(pid))
 
 
 def test_record_and_replay_round_trip(ctx: FakeContext) -> None:
