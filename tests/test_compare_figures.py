@@ -47,3 +47,12 @@ def test_summary_medians_spread_and_overheads() -> None:
     assert none.lost == 3 and none.throughput_overhead == 0.0
     bad = summarize("x", "exactly-once", [_run("x", None, 1, 1), _run("x", None, 1, 1, ok=False)])
     assert not bad.guarantee_held and bad.recovery_s is None
+
+
+def test_summary_gives_the_scope_of_recovery() -> None:
+    runs = [_run("falkirk", 1.0, 900, 0.01), _run("falkirk", 1.0, 900, 0.01),
+            _run("falkirk", 1.0, 900, 0.01)]
+    for r, (restarts, replayed) in zip(runs, [(2, 400), (6, 100), (3, 250)], strict=True):
+        r.restarts, r.replayed = restarts, replayed
+    f = summarize("falkirk", "exactly-once", runs)
+    assert (f.restarts, f.replayed) == (3.0, 250.0)  # medians over the repeats

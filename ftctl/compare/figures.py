@@ -27,8 +27,9 @@ class RunFigures:
     latency_p50_s: float | None  # sink output latency before the first fault
     records_processed: int  # records every instance received, summed
     snapshot_bytes: int
-    restarts: int
+    restarts: int  # instance incarnations started after the first (every fault's)
     seconds: float
+    replayed: int = 0  # source records read again by restarted sources
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -94,6 +95,9 @@ class ProtocolFigures:
     records_processed: float | None
     snapshot_bytes: float | None
     run_ids: list[str]
+    # The scope of recovery: instances restarted and source records replayed per run.
+    restarts: float | None = None
+    replayed: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -113,7 +117,9 @@ def summarize(protocol: str, guarantee: str, runs: Sequence[RunFigures]) -> Prot
         throughput_overhead=None, latency_overhead=None,
         records_processed=_median([float(r.records_processed) for r in runs]),
         snapshot_bytes=_median([float(r.snapshot_bytes) for r in runs]),
-        run_ids=[r.run_id for r in runs])
+        run_ids=[r.run_id for r in runs],
+        restarts=_median([float(r.restarts) for r in runs]),
+        replayed=_median([float(r.replayed) for r in runs]))
 
 
 def add_overheads(figures: list[ProtocolFigures], reference: str = "none") -> None:

@@ -17,6 +17,7 @@ OUTCOME = [
     ("protocol", "protocol"), ("guarantee", "guarantee"), ("held", "guarantee_held"),
     ("lost", "lost"), ("dup", "duplicated"), ("detect s", "detection_s"),
     ("restart s", "restart_s"), ("recover s", "recovery_s"), ("spread s", "recovery_spread_s"),
+    ("restarted", "restarts"), ("replayed", "replayed"),
 ]
 COST = [
     ("protocol", "protocol"), ("rec/s", "throughput_rps"), ("thr ovh", "throughput_overhead"),
@@ -30,6 +31,8 @@ LEGEND = {
     "detect s": "fault to detection (median)", "restart s": "fault to restart (median)",
     "recover s": "fault to latency back within 10% (median)",
     "spread s": "max - min recovery over repeats", "rec/s": "sink records/s",
+    "restarted": "instances restarted per run (median)",
+    "replayed": "source records read again per run (median)",
     "thr ovh": "throughput overhead vs none", "p50 s": "median output latency",
     "lat ovh": "latency overhead vs none", "processed": "records all instances received",
     "snapshots B": "snapshot bytes stored",

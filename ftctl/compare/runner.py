@@ -76,7 +76,9 @@ class CaptureExtension(RunExtension):
             latency_p50_s=steady_latency(self.latency, window),
             records_processed=_records_processed(result),
             snapshot_bytes=result.snapshot_bytes, restarts=result.restarts,
-            seconds=round(result.seconds, 3))
+            seconds=round(result.seconds, 3),
+            replayed=sum(int(e.get("records", 0)) for e in result.events
+                         if e["event"] == "replay"))
 
     def close(self) -> None:
         self.inner.close()
