@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.spark
-PROTOCOLS = ["none", "checkpoint", "causal", "lineage"]
+PROTOCOLS = ["none", "checkpoint", "causal", "lineage", "falkirk"]
 
 
 class _ProtocolRows(HTMLParser):
@@ -61,12 +61,16 @@ def test_compare_protocols_under_single_kill(tmp_path: Path) -> None:
     doc = json.loads(proc.stdout.strip().splitlines()[-1])
     by_proto = {p["protocol"]: p for p in doc["protocols"]}
     assert list(by_proto) == PROTOCOLS
-    for name in ("checkpoint", "causal", "lineage"):
+    for name in ("checkpoint", "causal", "lineage", "falkirk"):
         fig = by_proto[name]
         assert fig["guarantee_held"], fig
         assert fig["lost"] == 0 and fig["duplicated"] == 0
         assert fig["detection_s"] is not None and fig["detection_s"] < 5
     assert by_proto["checkpoint"]["snapshot_bytes"] > 0
+    # The scope of recovery: checkpoint rolls the whole graph back, falkirk only what must.
+    n_instances = 6  # wordcount: source, 2 splits, 2 counts, sink
+    assert by_proto["checkpoint"]["restarts"] == n_instances
+    assert 1 <= by_proto["falkirk"]["restarts"] < n_instances
     # Every run after the first replayed the first one's recorded schedule.
     recorded = doc["recorded_from"]
     for run_id in [r["run_id"] for r in doc["runs"]][1:]:
@@ -78,6 +82,8 @@ def test_compare_protocols_under_single_kill(tmp_path: Path) -> None:
     rows = {r[0]: r for r in parser.rows if r}
     assert set(rows) == set(PROTOCOLS)
     detect_col = 5  # protocol, guarantee, kept, lost, duplicated, detection (s)
+    restarted_col = 8  # ..., restart (s), recovery (s), instances restarted
+    assert rows["falkirk"][restarted_col] == f"{by_proto['falkirk']['restarts']:,.0f}"
     for name in PROTOCOLS:  # shown to 10 ms
         assert float(rows[name][detect_col]) == pytest.approx(by_proto[name]["detection_s"],
                                                               abs=0.006)
