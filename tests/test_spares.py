@@ -43,6 +43,10 @@ class _Job:
             if group in self.sc.doomed or self.sc.doom_all:
                 raise RuntimeError("Python worker exited unexpectedly (crashed)")
             got = wait_for_assignment(p)
+            if group in self.sc.lost_when_assigned and got is not None:
+                # The executor dies under the first attempt; Spark runs the task again.
+                self.sc.lost_when_assigned.discard(group)
+                got = wait_for_assignment(p)
             if got is None:
                 return [{"spare": p.spare, "instance": None}]
             if group in self.sc.crash_when_assigned:
@@ -59,6 +63,7 @@ class FakeSC:
         self.doomed: set[str] = set()
         self.doom_all = False
         self.crash_when_assigned: set[str] = set()
+        self.lost_when_assigned: set[str] = set()
         self.cancelled: list[str] = []
 
     def setJobGroup(self, group: str, _desc: str, interruptOnCancel: bool) -> None:
@@ -149,6 +154,19 @@ def test_a_spare_that_fails_once_assigned_is_that_instance_failing(pool: Any) ->
     kind, iid, inc, reason = events.get(timeout=10)
     assert (kind, iid, inc) == (EV_JOB_FAILED, "out[0]", 4)
     assert "exited unexpectedly" in reason
+
+
+def test_a_spare_retried_after_its_executor_died_runs_the_instance_it_was_given(
+        pool: Any) -> None:
+    sc, jobs, server, token, events = pool
+    sc.lost_when_assigned.add("ftctl-r-spare-0")
+    jobs.start_spares(server.address, token)
+    _until(lambda: 0 in jobs.idle)
+    assert jobs.submit(_payload("out[0]", 4, server, token)) is True
+    # The retry registers as spare 0 again and is handed out[0] at once, not left idle.
+    assert events.get(timeout=10) == (EV_JOB_DONE, "out[0]", 4, {"instance": "out[0]", "inc": 4})
+    assert sc.ran == [("ftctl-r-spare-0", "out[0]", 4)]
+    assert 0 not in jobs.idle and 0 not in jobs.handed
 
 
 def test_released_spares_end_their_jobs_without_reporting(pool: Any) -> None:

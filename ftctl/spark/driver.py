@@ -172,6 +172,7 @@ class JobRunner:
         self.lock = threading.Lock()
         self.idle: dict[int, Connection] = {}  # spare id -> its waiting connection
         self.assigned: dict[int, tuple[str, int]] = {}  # spare id -> instance it runs
+        self.handed: dict[int, TaskPayload] = {}  # spare id -> the payload it was given
         self.next_spare = 0
         self.spare_base: SparePayload | None = None  # what every spare's payload shares
         self.closing = False
@@ -189,12 +190,14 @@ class JobRunner:
                     break
                 sid, conn = self.idle.popitem()
                 self.assigned[sid] = key
+                self.handed[sid] = payload
                 self.group_of[key] = self._spare_group(sid)
             try:
                 wire.send(conn, (wire.ASSIGN, payload))
             except (OSError, ValueError):
                 with self.lock:
                     reported = self.assigned.pop(sid, None) is None
+                    self.handed.pop(sid, None)
                     if not reported:
                         self.group_of.pop(key, None)
                 if reported:  # its job ended meanwhile and reported this instance failed
@@ -216,12 +219,23 @@ class JobRunner:
             self._submit_spare()
 
     def spare_ready(self, sid: int, conn: Connection) -> None:
-        """A spare registered (called on the control server's thread)."""
+        """A spare registered (called on the control server's thread).
+
+        A spare that registers again after it was given an instance is Spark retrying its
+        task: the executor that ran the first attempt was lost (Spark does not count that
+        against ``maxFailures``), so the instance never registered. The retry gets the
+        same payload at once, instead of idling while the coordinator waits out
+        ``REGISTER_TIMEOUT`` for the instance."""
         with self.lock:
-            if not self.closing and self._spare_group(sid) in self.threads:
+            live = not self.closing and self._spare_group(sid) in self.threads
+            handed = self.handed.get(sid) if live else None
+            if live and handed is None:
                 self.idle[sid] = conn
                 self.spare_failures = 0
                 return
+        if handed is not None:
+            with contextlib.suppress(OSError, ValueError):
+                wire.send(conn, (wire.ASSIGN, handed))
         conn.close()
 
     def _spare_group(self, sid: int) -> str:
@@ -272,6 +286,7 @@ class JobRunner:
         with self.lock:
             self.threads.pop(group, None)
             key = self.assigned.pop(sid, None)
+            self.handed.pop(sid, None)
             conn = self.idle.pop(sid, None)
         if key is None:
             # Lost while idle (its executor went): nobody depended on it; replace it,
