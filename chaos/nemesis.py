@@ -22,9 +22,10 @@ was not there). ``at`` in them is the context's run clock.
 from __future__ import annotations
 
 import contextlib
+import random
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from chaos.context import FaultContext, InjectRecord, Ledger
@@ -301,6 +302,13 @@ class Nemesis:
                 record = strike.fault.inject(self.ctx)
                 break
             except NotRunning as exc:
+                other = self._retarget(strike) if planned.retarget else None
+                if other is not None:
+                    self._event("fault-retargeted", planned, reason=str(exc), to=other,
+                                at=self.ctx.now())
+                    planned = strike.planned = replace(planned, target=other)
+                    strike.fault = self._make(planned)
+                    continue
                 # Its target is being restarted: strike once it runs again, within a limit.
                 now = self.ctx.now()
                 if deferred is None:
@@ -327,6 +335,14 @@ class Nemesis:
         else:
             self._stop.wait()  # no duration: active until the nemesis stops
         self._heal(strike)
+
+    def _retarget(self, strike: _Strike) -> str | None:
+        """Another instance that runs now, drawn with the fault's own seed (None: none)."""
+        running = sorted(i for i in self.ctx.instances()
+                         if i != strike.planned.target and self.ctx.task_pid(i) is not None)
+        if not running:
+            return None
+        return random.Random(f"retarget/{strike.planned.seed}").choice(running)
 
     def _failed(self, strike: _Strike, error: str) -> None:
         strike.error = error

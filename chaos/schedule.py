@@ -49,6 +49,10 @@ class PlannedFault:
     window: float | None = None
     params: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
+    optional: bool = False  # undelivered, it does not fail the run
+    # A random pick (``--kill N``, ``target: random``): when the instance drawn is being
+    # restarted, the fault takes another running instance instead of waiting for it.
+    retarget: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -117,6 +121,7 @@ def plan(scenario: Scenario, instances: Sequence[str], duration: float) -> list[
             index=index, occurrence=0, type=fault.type, target=fault.target, at=None,
             trigger=fault.trigger, count=fault.count, duration=fault.duration,
             window=fault.window, params=dict(fault.typed_params().model_dump()),
+            optional=fault.optional, retarget=fault.target == "random",
         )
         if fault.trigger is not None:
             # Checked now so a bad target fails before the run, not at the first trigger.
@@ -148,7 +153,7 @@ def random_kills(
     return [
         PlannedFault(
             index=i, occurrence=0, type="kill-task", target=rng.choice(list(instances)),
-            at=round(t, 6), seed=fault_seed(seed, i, 0),
+            at=round(t, 6), seed=fault_seed(seed, i, 0), retarget=True,
         )
         for i, t in enumerate(times)
     ]

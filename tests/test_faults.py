@@ -494,3 +494,37 @@ def test_host_context_adapts_a_cluster_backend(ctx: FakeContext) -> None:
     bare = HostFaultContext(clock=ctx.now, instance_ids=INSTANCES, task_pids=no_tasks.get)
     with pytest.raises(FaultError, match="--master"):
         KillWorker("rack=a").inject(bare)
+
+
+def test_a_random_kill_of_a_restarting_task_takes_a_running_one(ctx: FakeContext) -> None:
+    ctx.add_instances("lines[0]", "count[0]")  # neither runs: both being restarted
+    running = ctx.add_task("count[1]")
+    (planned,) = random_kills(1, ["count[0]"], 1.0, seed=3)
+    assert planned.retarget and planned.target == "count[0]"
+    events: list[tuple[str, dict[str, object]]] = []
+    nemesis = Nemesis([planned], ctx, lambda kind, **d: events.append((kind, d)))
+    nemesis.start()
+    assert nemesis.wait(5.0)
+    nemesis.stop()
+    assert [k for k, _ in events] == ["fault-retargeted", "fault-inject"]
+    assert events[0][1]["to"] == "count[1]" and events[1][1]["pids"] == [running]
+    assert nemesis.recorded()["faults"][0]["target"] == "count[1]"  # replays hit it too
+
+
+def test_undelivered_faults_fail_the_run_unless_optional() -> None:
+    from ftctl.metrics.runreport import injected, undelivered
+
+    planned = {"optional": True}
+    events = [
+        {"kind": "fault-inject", "t": 1.0, "fault": "kill-task", "resolved": "a[0]"},
+        {"kind": "fault-error", "t": 2.0, "fault": "kill-task", "target": "b[0]",
+         "error": "b[0] is not running (waited 30.0 s)", "planned": {"optional": False}},
+        {"kind": "fault-error", "t": 3.0, "fault": "pause", "target": "c[0]",
+         "error": "c[0] is not running (waited 30.0 s)", "planned": planned},
+    ]
+    assert [f["target"] for f in undelivered(injected(events))] == ["b[0]"]
+    sc = scenario({"type": "kill-task", "at": 1.0, "target": "random", "optional": True},
+                  {"type": "kill-task", "at": 2.0, "target": "count[0]"})
+    first, second = plan(sc, INSTANCES, 10.0)
+    assert (first.optional, first.retarget) == (True, True)
+    assert (second.optional, second.retarget) == (False, False)

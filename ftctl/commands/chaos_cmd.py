@@ -259,7 +259,8 @@ def print_recovery(summary: dict[str, Any]) -> None:
     print_table(table, RECOVERY_LEGEND)
     for f in summary.get("faults", []):
         if f.get("error"):
-            console.print(f"[yellow]fault not injected[/yellow]: {f['fault']} {f['target']}: "
+            what = "optional fault not injected" if f.get("optional") else "fault not injected"
+            console.print(f"[yellow]{what}[/yellow]: {f['fault']} {f['target']}: "
                           f"{f['error']}", highlight=False)
     avail = summary.get("availability")
     if avail:

@@ -200,6 +200,14 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         code = EXIT_OK if passed else EXIT_FAILED
         summary = _summary(run_store, topology, info, result, verdict, oracle, timings, code)
         ext.summarize(ctx, result, summary)
+        from ftctl.metrics.runreport import undelivered  # plotting: only when chaos ran
+
+        missed = undelivered(summary.get("faults") or [])
+        if missed and code == EXIT_OK:
+            code = EXIT_FAILED
+            # ``output_passed`` keeps the verdict on the output alone (compare reads it).
+            summary.update(exit_code=code, passed=False, output_passed=True,
+                           failed_because=f"{len(missed)} fault(s) not delivered")
         run_store.mark("complete" if result.complete else "incomplete",
                        None if result.complete else "the run did not finish")
         if not req.quiet:  # compare reports its runs together
@@ -354,6 +362,8 @@ def _print_summary(summary: dict[str, Any], verdict: Verdict, oracle: OracleResu
     verdict_text = "[green]PASSED[/green]" if summary["passed"] else "[red]FAILED[/red]"
     if not summary["complete"]:
         verdict_text = "[red]INCOMPLETE[/red]"
+    if summary.get("failed_because"):
+        verdict_text += f" ({summary['failed_because']})"
     console.print(f"{verdict_text}  results: {summary['path']}", highlight=False,
                   soft_wrap=True)
     if summary.get("report"):

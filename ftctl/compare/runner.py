@@ -68,7 +68,7 @@ class CaptureExtension(RunExtension):
         anomalies = summary.get("anomalies") or {}
         self.figures = RunFigures(
             run_id=ctx.store.run_id, protocol=ctx.request.info.name,
-            passed=bool(summary.get("passed")),
+            passed=bool(summary.get("output_passed", summary.get("passed"))),
             lost=int(anomalies.get("lost", 0)), duplicated=int(anomalies.get("duplicated", 0)),
             detection_s=_median_of(recs, "detection_s"), restart_s=_median_of(recs, "restart_s"),
             recovery_s=_median_of(recs, "recovery_s"),

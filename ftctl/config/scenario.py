@@ -251,6 +251,11 @@ class Fault(_Strict):
     params: dict[str, Any] = Field(
         default_factory=dict, description="Type-specific parameters, see `ftctl list faults`."
     )
+    optional: bool = Field(
+        default=False,
+        description="A fault that cannot be delivered (its target gone, or restarting for "
+        "longer than the nemesis waits) fails the run (exit 1) unless optional.",
+    )
 
     @field_validator("count")
     @classmethod

@@ -106,5 +106,12 @@ def injected(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "t": e["t"], "at": e.get("at"), "pids": e.get("pids", []),
                 "heal_t": heals.get((e.get("index"), e.get("occurrence"))),
                 "error": e.get("error"),
+                "optional": bool((e.get("planned") or {}).get("optional", False)),
             })
     return out
+
+
+def undelivered(faults: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The faults of ``injected`` that were never delivered and were not optional: the
+    run did not test what its schedule said, so it fails (exit 1)."""
+    return [f for f in faults if f.get("error") and not f.get("optional")]
