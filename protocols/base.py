@@ -186,6 +186,9 @@ class ProtocolInfo:
     coordinator: type[CoordinatorProtocol]
     params: type[ProtocolParams] = NoParams
     guarantee_from: Callable[[Any], Guarantee] | None = None
+    # Phases the protocol enters (as ``ProtocolSpec.phases``): ``snapshotting`` for one
+    # that takes global snapshots; fault triggers on a phase it never enters are refused.
+    phases: tuple[str, ...] = ()
 
     def resolve(self, given: Mapping[str, Any] | ProtocolParams,
                 shape: RunShape | None = None) -> ProtocolParams:

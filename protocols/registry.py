@@ -30,7 +30,7 @@ PROTOCOLS: dict[str, Protocol] = {
         "checkpoint", Guarantee.EXACTLY_ONCE,
         "snapshot tokens with channel state (or aligned), global rollback, transactional sinks",
         "003 (Noir)", CheckpointInstance, CheckpointCoordinator,
-        CheckpointParams),
+        CheckpointParams, phases=("snapshotting",)),
     "lineage": ProtocolInfo(
         "lineage", Guarantee.EXACTLY_ONCE,
         "purge the failed instances' downstream, recompute it from the sources and full "

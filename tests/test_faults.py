@@ -528,3 +528,21 @@ def test_undelivered_faults_fail_the_run_unless_optional() -> None:
     first, second = plan(sc, INSTANCES, 10.0)
     assert (first.optional, first.retarget) == (True, True)
     assert (second.optional, second.retarget) == (False, False)
+
+
+def test_a_trigger_on_a_phase_the_protocol_never_enters_is_refused() -> None:
+    from typer.testing import CliRunner
+
+    from ftctl.cli import app
+
+    root = Path(__file__).resolve().parent.parent
+    args = [str(root / "topologies/wordcount.yaml"), "--scenario",
+            str(root / "chaos/kill-during-checkpoint.yaml")]
+    for protocol in ("causal", "lineage", "falkirk"):
+        res = CliRunner().invoke(app, ["chaos", *args, "-p", protocol])
+        assert res.exit_code == 2, res.output
+        assert "kill-during-checkpoint.yaml" in res.output
+        assert f"{protocol} never enters 'snapshotting'" in res.output
+    res = CliRunner().invoke(app, ["compare", "protocols", *args, "--protocols",
+                                   "checkpoint,causal"])
+    assert res.exit_code == 2 and "causal never enters 'snapshotting'" in res.output

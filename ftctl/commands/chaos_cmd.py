@@ -21,6 +21,7 @@ from ftctl.cluster.labels import LabelSyntaxError, expand_labels
 from ftctl.commands.chaos_plan import (
     Schedule,
     check_cluster,
+    check_triggers,
     from_kills,
     from_replay,
     from_scenario,
@@ -122,6 +123,7 @@ def chaos(
     elif scenario is not None:
         schedule = from_scenario(scenario, graph.order, duration, seed)
     check_cluster(schedule, master, worker_labels, backend)
+    check_triggers(schedule, [info])
     request = RunRequest(
         topology, info, params, master=master, workers=workers, results=results,
         timeout=timeout, as_json=as_json, backend=backend, labels=label,

@@ -116,6 +116,23 @@ def check_cluster(schedule: Schedule, master: str | None,
                               "kill-group random needs labelled workers (--label)")
 
 
+# The phase each protocol-aware trigger waits for; during-recovery is the host's own.
+TRIGGER_PHASES = {"during-checkpoint": "snapshotting"}
+
+
+def check_triggers(schedule: Schedule, protocols: Sequence[Any]) -> None:
+    """Refuse a trigger on a phase one of ``protocols`` never enters: it would never
+    fire (or, asked of the wrong protocol, fire at nonsense times)."""
+    for p in schedule.faults:
+        phase = TRIGGER_PHASES.get(p.trigger or "")
+        for info in protocols:
+            if phase is not None and phase not in info.phases:
+                raise ConfigError(schedule.source, "trigger",
+                                  f"{p.trigger} needs a protocol that takes snapshots; "
+                                  f"{info.name} never enters {phase!r} (its phases: "
+                                  f"{', '.join(info.phases) or 'none'})")
+
+
 def _check_selector(schedule: Schedule, fault: str, wanted: dict[str, str], target: str,
                     worker_labels: Sequence[Mapping[str, str]]) -> None:
     """Some worker must carry the selector's labels; ``worker=`` names one (``w0``...,

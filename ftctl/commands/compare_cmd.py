@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ftctl.cluster.labels import LabelSyntaxError, expand_labels
 from ftctl.commands.chaos_cmd import expected_seconds, size_input
-from ftctl.commands.chaos_plan import check_cluster, from_kills, from_scenario
+from ftctl.commands.chaos_plan import check_cluster, check_triggers, from_kills, from_scenario
 from ftctl.commands.cluster_options import DEFAULT_BIND, Bind, Store, check_bind, check_store
 from ftctl.commands.common import Spares, check_scope, user_errors
 from ftctl.commands.runner import DEFAULT_SPARES, Verbose
@@ -95,6 +95,7 @@ def protocols_cmd(
         assert scenario is not None
         schedule = from_scenario(scenario, graph.order, duration, seed)
     check_cluster(schedule, None, worker_labels, backend)
+    check_triggers(schedule, infos)
 
     bind, store_at = check_bind(bind), check_store(store_at)
     store = RunStore.create(results, topology=topology.name, protocol="compare", kind="compare")

@@ -191,6 +191,12 @@ class SparkHost:
         return task.pid if task is not None else None
 
     def snapshot_in_progress(self) -> bool:
+        """Whether a snapshot is being taken: only a protocol that declares the
+        ``snapshotting`` phase ever is (lineage and causal persist all the time, which
+        is not a snapshot). Contract-v2 protocols say so with ``DeclarePhase``; the
+        legacy checkpoint, by persisting a snapshot id not all instances have yet."""
+        if "snapshotting" not in self.info.phases:
+            return False
         if any(phase == "snapshotting" for phase, _ in self.phases):
             return True
         return bool(self.snap_open) and self.now() - self.snap_last < SNAPSHOT_STALE
