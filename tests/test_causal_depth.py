@@ -5,10 +5,13 @@ the run's events say so with a ``causal-fallback`` naming the component, L and f
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from ftctl.cli import app
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.faults import FailureSchedule, Strike
 from ftctl.sim.host import SimHost
@@ -17,7 +20,7 @@ from ftctl.verify.checker import verify
 from protocols.base import Guarantee
 from protocols.contract.params import ParamError
 from protocols.registry import PROTOCOLS
-from tests.conftest import load
+from tests.conftest import TOPOLOGIES, load
 
 pytestmark = pytest.mark.sim
 
@@ -112,3 +115,20 @@ def test_non_adjacent_failures_stay_local_with_depth_1() -> None:
 def test_depth_below_one_is_refused(value: str) -> None:
     with pytest.raises(ParamError, match=r"^depth must be"):
         PROTOCOLS["causal"].resolve({"depth": value})
+
+
+def test_sim_json_counts_fallbacks_over_all_schedules() -> None:
+    # Diamond seeds 1-12: 4 components longer than one instance (each a fallback with
+    # depth 1), none longer than two; without clocks every failure falls back (3 of 3).
+    runner = CliRunner()
+    topo = str(TOPOLOGIES / "diamond.yaml")
+    counts = {}
+    for given in ("depth=1", "depth=2", "clocks=off"):
+        n = "3" if given == "clocks=off" else "12"
+        res = runner.invoke(app, ["sim", topo, "-p", "causal", "--param", given, "-n", n,
+                                  "--json"])
+        assert res.exit_code == 0, res.output
+        report = json.loads(res.output)
+        assert report["violating_schedules"] == 0
+        counts[given] = (report["failures_injected"], report["fallbacks"])
+    assert counts == {"depth=1": (22, 4), "depth=2": (22, 0), "clocks=off": (3, 3)}

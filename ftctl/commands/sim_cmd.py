@@ -198,6 +198,7 @@ def _summary_json(
         "violating_schedules": len(s.failing_seeds),
         "violations": dict(s.violations),
         "failing_seeds": s.failing_seeds[:50],
+        "fallbacks": s.fallbacks,
         "passed": s.passed,
         "seconds": round(elapsed, 3),
     }

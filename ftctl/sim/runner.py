@@ -91,6 +91,9 @@ class SimSummary:
     # run, and records sent again. Deterministic for given seeds, so fit for a regression gate.
     delays: list[float] = field(default_factory=list)
     resent: list[int] = field(default_factory=list)
+    # Whole-graph fallbacks the protocol logged, over all schedules (events named
+    # ``*fallback``: causal's ``causal-fallback``, beyond f or without clocks).
+    fallbacks: int = 0
 
     def medians(self) -> dict[str, float]:
         return {"recovery_delay_ms": round(_median(self.delays) * 1000, 3),
@@ -172,6 +175,8 @@ class Simulator:
             summary.faults += stats.injected
             summary.delays.append(max(0.0, outcome.result.end_time - self.fault_free_end))
             summary.resent.append(max(0, stats.records_sent - self.fault_free_records))
+            summary.fallbacks += sum(1 for e in outcome.result.events
+                                     if e["event"].endswith("fallback"))
             if not outcome.verdict.passed:
                 summary.failing_seeds.append(outcome.seed)
                 summary.violations.update(outcome.verdict.totals())
