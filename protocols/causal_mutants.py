@@ -9,6 +9,16 @@ nothing in today's recovery (issue 14), so they cannot change an output until th
 uses T* and depth as the paper does. "Diff log trimmed beyond g" (10), planted as trimming
 to twice the snapshot's time, survived seeds 1-20 on every bundled topology, as the spec
 predicts: it needs the silent-event rule (N5) and the incompleteness check (R7) of issue 14.
+
+Rules of ``depth`` = f (spec M1-M5) not planted, because no bundled topology can tell:
+"diffs keep f levels" (row 12), "fallback not triggered beyond f" and "members asked by
+their children only" (M3). Each removes only the observations a member's causes are read
+from below a restarted child; with N5 every event of a member reaches each of its children,
+so those observations add something only when all of its children restart with it and one
+of them has a surviving child. Every bundled member with a single child is a source (its
+events are regenerated, not replayed) or feeds a sink (nothing below it): planted, each
+survived 60 seeds on every bundled topology with identical outputs. tests/
+test_causal_depth.py and tests/test_causal_examples.py (E3) catch them by their plans.
 """
 
 from __future__ import annotations
@@ -18,6 +28,11 @@ from typing import Any
 from protocols.base import Control, PlanStep, Start
 from protocols.causal import CausalCoordinator, CausalInstance, _Recovery
 from protocols.contract.spec import Mutant
+
+
+def _line(cls: type) -> str:
+    """A mutant's description: its docstring on one line."""
+    return " ".join((cls.__doc__ or "").split())
 
 
 def _plans(steps: list[PlanStep]) -> list[dict[str, Any]]:
@@ -116,6 +131,28 @@ class SilentEvents(CausalInstance):
         return
 
 
+class ClocksOneLevel(CausalInstance):
+    """depth ignored: diffs keep one level (the sender), so a failed member's causes are
+    read nowhere below a restarted child."""
+
+    def __init__(self, *args: Any):
+        super().__init__(*args)
+        self.depth = 1
+
+
+class RecoveringNeighbourKept(CausalCoordinator):
+    """A neighbour still recovering is left out of a new failure's component (spec M1): it
+    keeps replaying while the instance it depends on restarts under it."""
+
+    def components(self, failed: set[str]) -> list[set[str]]:
+        recovering, replaying = self.recovering, self.replaying
+        self.recovering, self.replaying = {}, set()
+        try:
+            return super().components(failed)
+        finally:
+            self.recovering, self.replaying = recovering, replaying
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("resume-late", ResumeLate.__doc__ or "", coordinator=ResumeLate, budget=10),
     Mutant("replay-reversed", ReplayReversed.__doc__ or "", coordinator=ReplayReversed,
@@ -133,4 +170,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("fallback-forgets-sinks", FallbackForgetsSinks.__doc__ or "",
            coordinator=FallbackForgetsSinks, budget=10),
     Mutant("silent-events", SilentEvents.__doc__ or "", instance=SilentEvents, budget=10),
+    Mutant("clocks-one-level", _line(ClocksOneLevel), instance=ClocksOneLevel, budget=10),
+    Mutant("recovering-neighbour-kept", _line(RecoveringNeighbourKept),
+           coordinator=RecoveringNeighbourKept, budget=10),
 )

@@ -13,13 +13,17 @@ from typer.testing import CliRunner
 
 from ftctl.cli import app
 from ftctl.runtime.graph import ExecutionGraph
+from ftctl.runtime.instance import InstanceCore
+from ftctl.runtime.messages import Batch
 from ftctl.sim.faults import FailureSchedule, Strike
 from ftctl.sim.host import SimHost
 from ftctl.sim.runner import Simulator, golden_output, sim_params, sink_modes
 from ftctl.verify.checker import verify
 from protocols.base import Guarantee
+from protocols.causal import CausalCoordinator, CausalInstance, CausalParams
 from protocols.contract.params import ParamError
 from protocols.registry import PROTOCOLS
+from protocols.treeclock import Plain, TreeClock
 from tests.conftest import TOPOLOGIES, load
 
 pytestmark = pytest.mark.sim
@@ -132,3 +136,29 @@ def test_sim_json_counts_fallbacks_over_all_schedules() -> None:
         assert report["violating_schedules"] == 0
         counts[given] = (report["failures_injected"], report["fallbacks"])
     assert counts == {"depth=1": (22, 4), "depth=2": (22, 0), "clocks=off": (3, 3)}
+
+
+def test_a_member_is_asked_about_below_restarted_children_up_to_f_hops() -> None:
+    # Spec M3: evens[0] and merge[1] restart together; evens[0]'s events are read in its
+    # children's logs (level 1) and, below merge[1], in out[0]'s log (level 2).
+    graph = ExecutionGraph(load("diamond"))
+    members = {"evens[0]", "merge[1]"}
+    for depth, deep in ((2, [("out[0]", ("merge[1]", "evens[0]"))]), (1, [])):
+        coord = CausalCoordinator(graph, CausalParams(depth=depth))
+        asked = sorted(coord._queries("evens[0]", members))
+        assert asked == sorted([("merge[0]", ("evens[0]",)), ("merge[1]", ("evens[0]",)),
+                                *deep])
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_an_instance_logs_diffs_of_depth_plus_one_levels(depth: int) -> None:
+    # T1: however deep the sender's diff, the logged one keeps f + 1 levels below its root.
+    graph = ExecutionGraph(load("wordcount"))
+    core = InstanceCore(graph, "count[0]")
+    inst = CausalInstance(core, CausalParams(depth=depth), None,
+                          {"parents": {"split[0]": core.inputs[0]}})
+    deep: Plain = ("split[0]", 9, (("lines[0]", 8, (("x", 7, (("y", 6, ()),)),)),))
+    inst._run(core.inputs[0], Batch([], 1, meta=deep))
+    logged = inst.dlog[core.inputs[0]][-1][1]
+    assert logged == TreeClock.receive_plain("count[0]", 1, deep, depth + 1)
+    assert TreeClock.from_plain(logged).depth() == depth + 2  # root + f + 1 levels

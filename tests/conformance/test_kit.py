@@ -63,6 +63,8 @@ CATCH: dict[str, tuple[str, int]] = {
     "causal/no-sink-counts": ("wordcount", 3),
     "causal/fallback-forgets-sinks": ("wordcount", 7),
     "causal/silent-events": ("progressive-small", 4),
+    "causal/clocks-one-level": ("diamond", 3),
+    "causal/recovering-neighbour-kept": ("progressive-small", 6),
     "replica-ring/takeover-ignores-pending": ("replica-chain", 2),
     "replica-ring/purge-before-ack": ("replica-chain", 2),
     "replica-ring/sync-skips-successor": ("replica-chain", 2),
