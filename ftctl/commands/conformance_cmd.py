@@ -16,6 +16,7 @@ from ftctl.config.errors import ConfigError
 from ftctl.conformance.cases import BUNDLED_TOPOLOGIES, topologies
 from ftctl.conformance.kit import Kit, KitReport
 from ftctl.console import EXIT_FAILED, EXIT_OK, console
+from ftctl.tables import print_table
 from protocols.registry import PROTOCOLS
 
 
@@ -87,7 +88,7 @@ def _show(report: KitReport, n: int) -> None:
                       str(c.failing_seeds[0]) if c.failing_seeds else "-",
                       "[green]holds[/green]" if c.passed
                       else "[red]error[/red]" if c.error else "[red]broken[/red]")
-    console.print(cases)
+    print_table(cases)
     if report.mutants:
         muts = Table(title="mutants (planted bugs)")
         for col in ("mutant", "caught on", "violations", "runs", ""):
@@ -98,7 +99,7 @@ def _show(report: KitReport, n: int) -> None:
             where = f"{m.topology.stem} seed {m.seed}" if m.topology else "-"
             muts.add_row(m.qualified, where, totals or "-", str(m.schedules),
                          "[green]caught[/green]" if m.caught else "[red]survived[/red]")
-        console.print(muts)
+        print_table(muts)
     for stem, why in report.skipped.items():
         console.print(f"skipped {stem}: {why}", highlight=False)
     for c in report.cases:
