@@ -285,3 +285,19 @@ def test_sim_cli_draws_the_kinds_given_and_refuses_unknown_ones() -> None:
     assert bad.exit_code == 2
     assert bad.output == ("error: --faults: unknown fault kind 'kill' (known: crash, pause, "
                           "partition, delay, slow, node)\n")
+
+
+def test_node_loss_keeps_the_protocols_fault_model() -> None:
+    # replica-ring keeps one unit of each ring up: a node holding a whole ring stays up.
+    graph = ExecutionGraph(load("replica-chain"))
+    spec = PROTOCOLS["replica-ring"]
+    host = SimHost(graph, spec, sim_params(graph, spec, {}), 1,
+                   cluster=SimCluster.workers(1, 2 * len(graph.order)))
+    host.at(0.005, lambda: host.inject(NodeLoss(0, 0.005)))
+    res = host.run()
+    (skip,) = _events(res, "fault-skipped")
+    assert skip["reason"] == "no live node whose loss leaves a unit of each group up"
+    assert not _events(res, "node-down") and res.stats.failures == 0
+    # the schedule that lost records when a node took a ring's last units with it
+    sim = Simulator(load("replica-chain"), spec, {}, kinds=FAULT_KINDS)
+    assert sim.run_one(17).verdict.passed

@@ -731,9 +731,14 @@ class SimHost:
             self.skip_fault("node", f.node, "no cluster (SimHost without nodes)")
             return
         up = [n.id for n in self.cluster.nodes.values() if n.alive]
+        if self.spared:  # the protocol's fault model keeps one unit of each group up
+            up = [n for n in up if not self._empties_group(self.cluster.on(n))]
         node = f.node if f.node is not None else (self.rng.choice(up) if up else None)
         if node is None or node not in up:
-            self.skip_fault("node", node, "no live node" if node is None else f"{node} is down")
+            why = ("no live node" if node is None and not self.spared
+                   else "no live node whose loss leaves a unit of each group up"
+                   if node is None else f"{node} is down or holds a group's last units")
+            self.skip_fault("node", node, why)
             return
         fid = self.fault_injected("node", node, f.down_for)
         self.node_down(node)
@@ -782,6 +787,12 @@ class SimHost:
         self._log("detected", instances=sorted(failed), nodes=sorted(nodes))
         self.stats.recoveries += 1
         self._apply(self.kernel.failure(failed, self.now, nodes=nodes))
+
+    def _empties_group(self, victims: list[str]) -> bool:
+        """Whether losing ``victims`` leaves a group of ``spared`` with no unit up."""
+        lost = set(victims)
+        return any(lost & group and not any(u in self.live and u not in lost for u in group)
+                   for group in self.spared)
 
     def _spare(self, victims: list[str]) -> list[str]:
         """The protocol's fault model (``ProtocolSpec.spared``): keep one unit of each
