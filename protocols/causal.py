@@ -503,9 +503,11 @@ class CausalCoordinator(CoordinatorProtocol):
         payload = {"kind": "plan", "replay": plan.replay, "resume": resume,
                    "tstar": plan.tstar}
         return [Control(b, payload),
-                Event("causal-replay", {"instance": b, "t_min": plan.t_min,
+                Event("causal-replay", {"instance": b, "t": plan.t, "t_min": plan.t_min,
+                                        "tstar": plan.tstar.to_plain(),
                                         "replay": len(plan.replay),
-                                        "resume": {str(k): v for k, v in resume.items()}})]
+                                        "resume": {str(k): v for k, v in resume.items()},
+                                        "children": plan.children})]
 
     # ------------------------------------------------------------ failures
 
