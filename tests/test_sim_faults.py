@@ -301,3 +301,15 @@ def test_node_loss_keeps_the_protocols_fault_model() -> None:
     # the schedule that lost records when a node took a ring's last units with it
     sim = Simulator(load("replica-chain"), spec, {}, kinds=FAULT_KINDS)
     assert sim.run_one(17).verdict.passed
+
+
+def test_a_message_sent_to_a_dead_receiver_never_reaches_its_replacement() -> None:
+    # split[0] hangs at once and is replaced; lines[0]'s sends are slowed meanwhile, so
+    # batches sent while split[0] was down would arrive after its replacement started.
+    # They went to the dead incarnation: falkirk, which replays the source's log to the
+    # replacement, lost its tail when they got through (seed 11).
+    _, res = _run("wordcount", "falkirk",
+                  [(0.001026, Pause(0, 0.022524, "split[0]")),
+                   (0.011026, Delay(0, 0.011437, 0.009857, "lines[0]"))], seed=11)
+    assert _events(res, "detected")[0]["instances"] == ["split[0]"]
+    assert res.complete and _exactly_once("wordcount", res)

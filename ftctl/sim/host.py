@@ -848,9 +848,11 @@ class SimHost:
         self.queues[ch].append(msg)
         dst = self.graph.channels[ch].dst
         to = self.routing.unit_of(dst) if self.routing.moved else dst
-        if to == dst:
+        if to == dst and to in self.live:
             self._push(t, "deliver", (ch, self.chan_epoch[ch]))
-        else:  # the route is resolved now: a unit that dies meanwhile loses it
+        else:  # the route is resolved now: a unit that dies meanwhile loses it, and one
+            # not running now (dead, its replacement not started) never gets it: a
+            # replacement that starts before a slow message arrives must not see it
             unit = self.live.get(to)
             self._push(t, "deliver", (ch, self.chan_epoch[ch], to, unit.inc if unit else -1))
 

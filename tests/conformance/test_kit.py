@@ -79,7 +79,7 @@ CATCH: dict[str, tuple[str, int]] = {
     "progressive/fit-strict": ("diamond", 5),
     "progressive/buffers-off-early": ("progressive-small", 5),
     "progressive/arrival-order": ("progressive-small", 6),
-    "progressive/dedup-ge": ("replica-chain", 1),
+    "progressive/dedup-ge": ("replica-chain", 2),
     "progressive/no-gen-fence": ("replica-chain", 6),
     "progressive/no-adaptive-buffering": ("progressive-small", 1),
     "progressive/trim-on-persist": ("wordcount", 2),
