@@ -145,6 +145,10 @@ def test_kill_during_checkpoint_strikes_while_a_snapshot_is_taken() -> None:
      "error: chaos/rack-failure.yaml: target: kill-group: no worker has labels rack=a"),
     (["topologies/wordcount.yaml", "--scenario", "chaos/kill-sharder.yaml"],
      "error: chaos/kill-sharder.yaml: faults: fault 0 (kill-task): no instance 'sharder[0]'"),
+    (["topologies/wordcount.yaml", "-p", "causal", "--scenario",
+      "chaos/kill-during-checkpoint.yaml"],
+     "error: chaos/kill-during-checkpoint.yaml: trigger: during-checkpoint needs a protocol "
+     "that takes snapshots; causal never enters 'snapshotting'"),
     (["topologies/wordcount.yaml", "--faults", "crash,kill"],
      "error: --faults: unknown fault kind 'kill'"),
     (["topologies/wordcount.yaml", "--faults", "pause", "--scenario", "chaos/flapping.yaml"],

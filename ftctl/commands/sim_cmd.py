@@ -111,7 +111,8 @@ def sim(
     for why in refusals(given, topo):  # a topology outside the protocol's scope
         raise ConfigError(str(topology), "--protocol", why)
     guarantee = _guarantee(expect) if expect else None
-    planned = _scenario(scenario, topo, workers, node_label) if scenario is not None else None
+    planned = (_scenario(scenario, topo, workers, node_label, info) if scenario is not None
+               else None)
     simulator = Simulator(topo, info, given, guarantee, max_failures, max_burst, kinds,
                           planned)
     if seed is not None:
@@ -144,8 +145,8 @@ def sim(
     raise typer.Exit(EXIT_OK if summary.passed else EXIT_FAILED)
 
 
-def _scenario(path: Path, topo: Topology, workers: int,
-              labels: list[str] | None) -> SimScenario:
+def _scenario(path: Path, topo: Topology, workers: int, labels: list[str] | None,
+              protocol: object) -> SimScenario:
     from ftctl.cluster.labels import LabelSyntaxError, expand_labels
     from ftctl.runtime.graph import ExecutionGraph
     from ftctl.sim.runner import nominal_duration
@@ -155,7 +156,8 @@ def _scenario(path: Path, topo: Topology, workers: int,
         node_labels = expand_labels(labels, workers)
     except LabelSyntaxError as exc:
         raise ConfigError("--label", None, str(exc)) from None
-    return load_sim_scenario(path, topo, nominal_duration(ExecutionGraph(topo)), node_labels)
+    return load_sim_scenario(path, topo, nominal_duration(ExecutionGraph(topo)), node_labels,
+                             protocol=protocol)
 
 
 def _kinds(value: str) -> tuple[FaultKind, ...]:

@@ -29,7 +29,8 @@ Kinds:
 - partition, delay (``ms`` + ``jitter_ms``), drop (``probability``): between the target and
   ``peer`` (omitted: every peer), both ways, as on Spark.
 - triggers: ``during-checkpoint`` fires at the first Persist of each snapshot id (the Spark
-  host's rule), ``during-recovery`` at each failure detection; ``count`` occurrences at most.
+  host's rule), and is refused for a protocol that never declares ``snapshotting``;
+  ``during-recovery`` at each failure detection; ``count`` occurrences at most.
 
 Every occurrence is logged ``fault-injected``/``fault-healed`` (crashes and node losses also
 as ``fault``/``node-down``), or ``fault-skipped`` with the reason when its target is not up.
@@ -47,7 +48,7 @@ from typing import Any
 from chaos.arrivals import arrival_offsets
 from chaos.context import matches
 from chaos.schedule import PlannedFault, occurrence
-from ftctl.commands.chaos_plan import check_cluster, from_scenario
+from ftctl.commands.chaos_plan import check_cluster, check_triggers, from_scenario
 from ftctl.config.scenario import WORKER_KEY, RestoreParams, parse_target
 from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
@@ -101,12 +102,15 @@ class SimScenario:
 
 def load_sim_scenario(path: Path, topology: Topology, nominal: float,
                       labels: Sequence[Mapping[str, str]], seed: int | None = None,
-                      ) -> SimScenario:
-    """Plan ``path`` for ``topology`` (raises ``ConfigError`` naming the file and field)."""
+                      protocol: Any = None) -> SimScenario:
+    """Plan ``path`` for ``topology`` (raises ``ConfigError`` naming the file and field);
+    with ``protocol``, a trigger on a phase it never enters is refused, as ftctl chaos does."""
     graph = ExecutionGraph(topology)
     seconds = spark_seconds(topology)
     schedule = from_scenario(path, graph.order, seconds, seed)
     check_cluster(schedule, None, labels, backend="docker")  # containers are nodes here
+    if protocol is not None:
+        check_triggers(schedule, [protocol])
     return SimScenario(schedule.name, str(path), schedule.faults, schedule.seed,
                        nominal / seconds, [dict(x) for x in labels], list(graph.order),
                        seconds)
