@@ -41,8 +41,9 @@ def conformance(
     For each protocol (or the ones named), each of its variants runs on every topology in
     --topologies over N seeded schedules on the simulation host (crashes; a third of them
     again with every fault kind: pause, partition, drop, delay, slow, node loss, as cases
-    named +all-faults) and must hold the guarantee the protocol declares. Then every mutant the protocol ships (a planted bug,
-    listed by `ftctl list mutants`) runs through the same seeds, each seed on every
+    named +all-faults) and must hold the guarantee the protocol declares. Then every
+    mutant the protocol ships (a planted bug, listed by `ftctl list mutants`) runs
+    through the same seeds, each seed on every
     topology, until a schedule on which the protocol holds breaks it: the mutant is caught.
     Every failure names its first violating seed, replayable with `ftctl sim`. Exits 1 if a
     guarantee breaks or a mutant survives.
