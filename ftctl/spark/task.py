@@ -126,7 +126,7 @@ class InstanceTask:
         self.iid = p.instance
         self.inc = p.inc
         topology = Topology.model_validate(p.topology)
-        self.graph = graph = ExecutionGraph(topology)
+        graph = ExecutionGraph(topology)
         protocol = get_protocol(p.protocol)
         logic_cls, _ = logic_of(protocol)
         self.unit = Unit(logic_cls, graph, p.instance, protocol.resolve(p.params), p.inc)
@@ -394,11 +394,12 @@ class InstanceTask:
             acts: list[Any] = []
             while more:
                 if pace is not None:
-                    delay = base + pace.due(self.core.offset - lo) - time.monotonic()
+                    due = base + pace.due(self.core.offset - lo)
+                    delay = due - time.monotonic()
                     if delay > 0:
                         time.sleep(self._wait_for(delay))
-                        if delay > SOURCE_FLUSH and self.timers:
-                            break  # a timer may be due: the outer loop fires it
+                        if due > time.monotonic():
+                            break  # woken early for a timer: the outer loop fires it
                 now = time.monotonic()
                 acts += unit.handle(SourceReady(slot, now), now)
                 more = unit.logic.more_to_produce(slot)
