@@ -34,13 +34,9 @@ INPUT = ["--records", "24000", "--rate", "2000"]
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     # 23 instances, each with room for its replacement while the old task is cancelled.
-    c = LocalCluster(workers=2, cores=24, memory="2g",
-                     state_dir=tmp_path_factory.mktemp("causal-cluster"))
-    try:
-        c.up()
+    with LocalCluster(workers=2, cores=24, memory="2g",
+                      state_dir=tmp_path_factory.mktemp("causal-cluster")) as c:
         yield c
-    finally:
-        c.down()
 
 
 def _kill_sharder(protocol: str, master: str, tmp_path: Path,

@@ -43,12 +43,9 @@ def _events(results: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = LocalCluster(workers=2, cores=12, state_dir=tmp_path_factory.mktemp("chaos-cluster"))
-    try:
-        c.up()
+    state = tmp_path_factory.mktemp("chaos-cluster")
+    with LocalCluster(workers=2, cores=12, state_dir=state) as c:
         yield c
-    finally:
-        c.down()
 
 
 def test_kills_under_checkpoint_are_exactly_once(cluster: LocalCluster, tmp_path: Path) -> None:

@@ -26,12 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = LocalCluster(workers=2, cores=14, state_dir=tmp_path_factory.mktemp("kernel-cluster"))
-    try:
-        c.up()
+    state = tmp_path_factory.mktemp("kernel-cluster")
+    with LocalCluster(workers=2, cores=14, state_dir=state) as c:
         yield c
-    finally:
-        c.down()
 
 
 def _chaos(topology: str, protocol: str, cluster: LocalCluster,
