@@ -172,3 +172,20 @@ def test_cli_refuses_what_replica_ring_cannot_run_correctly():
         res = CliRunner().invoke(app, [cmd[0], "topologies/wordcount.yaml", "-p",
                                        "replica-ring", *cmd[1:]])
         assert res.exit_code == 2 and "operator 'count' keeps state" in res.output, res.output
+
+
+def test_timing_left_unset_takes_the_cluster_values_on_a_real_cluster():
+    from protocols.contract.params import RunShape
+    from protocols.registry import PROTOCOLS
+    from protocols.replica_ring.params import CLUSTER_TIMING
+
+    spec = PROTOCOLS["replica-ring"]
+    on_cluster = spec.resolve({})  # no nominal duration: a real cluster
+    assert {k: getattr(on_cluster, k) for k in CLUSTER_TIMING} == CLUSTER_TIMING
+    in_sim = spec.resolve({}, RunShape(nominal_duration=3.0))
+    assert (in_sim.ping_every, in_sim.ping_timeout, in_sim.retry_every) == (0.05, 0.15, 0.05)
+    # A user who sets any timing param chooses all of it; a task re-resolving the
+    # driver's params (all fields set) keeps them.
+    chosen = spec.resolve({"ping_every": "0.1", "ping_timeout": "1"})
+    assert (chosen.ping_every, chosen.ping_timeout, chosen.retry_every) == (0.1, 1.0, 0.05)
+    assert spec.resolve(on_cluster.model_dump(mode="json")) == on_cluster
