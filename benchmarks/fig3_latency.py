@@ -31,8 +31,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ftctl.commands.runner import RunContext, RunExtension, RunRequest, execute
 from ftctl.config.load import load_topology
+from ftctl.run.execute import RunContext, RunExtension, RunRequest, execute
 from ftctl.spark.host import HostResult
 from protocols.registry import PROTOCOLS
 

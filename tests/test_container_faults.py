@@ -19,8 +19,8 @@ from chaos.containers import ContainerKill, ContainerPause, ContainerRestart, Co
 from chaos.context import Ledger
 from chaos.faults import FaultError, KillWorker, RestoreCapacity
 from chaos.hostctx import NOT_CONTAINERS, HostFaultContext
+from chaos.plan import Schedule, check_cluster, from_kills
 from chaos.schedule import plan
-from ftctl.commands.chaos_plan import Schedule, check_cluster, from_kills
 from ftctl.config.errors import ConfigError
 from ftctl.config.scenario import Scenario
 from tests.fakectx import FakeContext

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ftctl.commands.chaos_cmd import expected_seconds
 from ftctl.config.topology import InputSpec, RateChange
+from ftctl.run.chaos import expected_seconds
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.pace import Pace
 from ftctl.spark.latency import LatencyProbe

@@ -90,7 +90,7 @@ def test_scenario_seconds_scale_onto_the_simulated_run() -> None:
 
 
 def test_the_scale_constants_are_the_spark_sides() -> None:
-    from ftctl.commands.chaos_cmd import TARGET_SECONDS
+    from ftctl.run.chaos import TARGET_SECONDS
     from ftctl.spark.host import HANG_TIMEOUT, HEARTBEAT_TIMEOUT
 
     assert (simsc.SPARK_RUN_SECONDS, simsc.SPARK_HEARTBEAT_TIMEOUT, simsc.SPARK_HANG_TIMEOUT) == (

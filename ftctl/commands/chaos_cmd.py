@@ -8,49 +8,35 @@ and a steady pre-fault baseline for the recovery metrics.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
-from chaos.hostctx import HostFaultContext
-from chaos.nemesis import Nemesis
+from chaos.plan import check_cluster, check_triggers, from_kills, from_scenario
 from ftctl.cluster.labels import LabelSyntaxError, expand_labels
-from ftctl.commands.chaos_plan import (
-    Schedule,
-    check_cluster,
-    check_triggers,
-    from_kills,
-    from_replay,
-    from_scenario,
-)
-from ftctl.commands.cluster_options import DEFAULT_BIND, Bind, Store, check_bind, check_store
-from ftctl.commands.common import Spares, check_scope, protocol_and_params, user_errors
-from ftctl.commands.runner import (
-    DEFAULT_SPARES,
-    SLOTS_PER_INSTANCE,
-    RunContext,
-    RunExtension,
-    RunRequest,
+from ftctl.commands.cluster_options import (
+    DEFAULT_BIND,
+    Bind,
+    Store,
     Verbose,
-    execute,
+    check_bind,
+    check_store,
 )
+from ftctl.commands.common import Spares, check_scope, protocol_and_params, user_errors
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
-from ftctl.console import console
-from ftctl.metrics.runreport import analyze, build_series
-from ftctl.results import DEFAULT_ROOT, atomic_write_json
+from ftctl.results import DEFAULT_ROOT
+from ftctl.run.chaos import (
+    DEFAULT_RECORDS,
+    ChaosExtension,
+    expected_seconds,
+    from_replay,
+    size_input,
+)
+from ftctl.run.execute import DEFAULT_SPARES, SLOTS_PER_INSTANCE, RunRequest, execute
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.runtime.pace import Pace
-from ftctl.spark.host import HostResult
-from ftctl.tables import print_table
-
-DEFAULT_RECORDS = 50_000
-TARGET_SECONDS = 25.0  # default run length: room for a baseline before and after faults
-FAULTS_GRACE = 60.0  # how long a finished run waits for faults still at work (restores)
 
 
 def register(app: typer.Typer) -> None:
@@ -136,26 +122,6 @@ def chaos(
     raise typer.Exit(execute(request, ChaosExtension(schedule, duration)))
 
 
-def expected_seconds(graph: ExecutionGraph) -> float:
-    pace = Pace.of(graph.topology.input) or Pace(1.0)
-    spans = [hi - lo for lo, hi in (graph.source_range(s) for s in graph.sources)]
-    return pace.due(max(spans, default=0))
-
-
-def size_input(topology: Topology, records: int | None, rate: float | None) -> None:
-    if records is not None:
-        topology.input.records = records
-    elif topology.input.rate is None:
-        topology.input.records = max(topology.input.records, DEFAULT_RECORDS)
-    if rate is not None:
-        topology.input.rate = rate
-    elif topology.input.rate is None:
-        graph = ExecutionGraph(topology)
-        per_source = max((hi - lo for lo, hi in map(graph.source_range, graph.sources)),
-                         default=topology.input.records)
-        topology.input.rate = round(per_source / TARGET_SECONDS, 3)
-
-
 def _inherit_input(topology: Topology, config: dict[str, Any], records: int | None,
                    rate: float | None) -> None:
     """A replay runs the recorded run's input unless told otherwise."""
@@ -164,108 +130,3 @@ def _inherit_input(topology: Topology, config: dict[str, Any], records: int | No
         topology.input.records = int(recorded["records"])
     if rate is None and recorded.get("rate"):
         topology.input.rate = float(recorded["rate"])
-
-
-class ChaosExtension(RunExtension):
-    def __init__(self, schedule: Schedule, duration: float):
-        self.schedule = schedule
-        self.duration = duration
-        self.nemesis: Nemesis | None = None
-        self.shift = 0.0
-
-    def attach(self, ctx: RunContext) -> None:
-        host, store = ctx.host, ctx.store
-        fault_ctx = HostFaultContext(
-            clock=host.now, instance_ids=ctx.graph.order, task_pids=host.task_pid,
-            cluster=ctx.cluster, snapshot=host.snapshot_in_progress,
-            recovery=host.recovery_in_progress, apply_channel=host.apply_channel,
-            clear_channel=host.clear_channel)
-        counters = ctx.counters
-
-        def log(kind: str, **data: Any) -> None:
-            store.event(kind, **data)
-            if kind == "fault-inject":  # shown on the run's progress line
-                counters["faults injected"] = counters.get("faults injected", 0) + 1
-
-        self.nemesis = self.schedule.nemesis(fault_ctx, log)
-        store.event("chaos-schedule", name=self.schedule.name, seed=self.schedule.seed,
-                    faults=[p.to_json() for p in self.schedule.faults],
-                    expected_s=round(self.duration, 3))
-        # Offsets count from when the topology is running, not from cluster start.
-        host.on_start = self.nemesis.start
-
-    def host_done(self, ctx: RunContext, result: HostResult) -> None:
-        assert self.nemesis is not None
-        self.shift = ctx.store.clock() - ctx.host.now()
-        deadline = time.monotonic() + FAULTS_GRACE
-        if self.nemesis.busy():
-            ctx.say("waiting for faults still at work (restores, pauses) to finish")
-        while self.nemesis.busy() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        self.nemesis.stop()
-        atomic_write_json(ctx.store.path / "schedule.json", self.nemesis.recorded())
-
-    def summarize(self, ctx: RunContext, result: HostResult, summary: dict[str, Any]) -> None:
-        series = build_series(result.latency, result.metrics, ctx.graph.sinks, self.shift)
-        events = ctx.store.read_events()
-        report, _ = analyze(ctx.store.path, events, series, self.shift,
-                            title=f"{ctx.request.topology.name} / {ctx.request.info.name}")
-        doc = report.to_json()
-        summary["schedule"] = {"name": self.schedule.name, "seed": self.schedule.seed,
-                               "source": self.schedule.source}
-        summary["faults"] = _injected(events)
-        summary["recovery"] = doc["faults"]
-        summary["availability"] = doc["availability"]
-        summary["events"] = {k: sum(1 for e in events if e.get("kind") == k)
-                             for k in ("fault-inject", "fault-error", "detected", "restart",
-                                       "replay", "recovered")}
-
-    def print(self, summary: dict[str, Any]) -> None:
-        print_recovery(summary)
-
-    def close(self) -> None:
-        if self.nemesis is not None:
-            self.nemesis.stop()  # continue paused processes, lift channel faults
-
-
-def _injected(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from ftctl.metrics.runreport import injected
-
-    return injected(events)
-
-
-def _s(v: Any) -> str:
-    return "-" if v is None else f"{v:.2f}"
-
-
-RECOVERY_LEGEND = {
-    "at s": "fault time into the run", "detect s": "fault to detection",
-    "restart s": "fault to restart", "first out s": "fault to first output after restart",
-    "recover 10% s": "fault to latency back within 10% of before",
-    "recover 1.2x s": "within 1.2x (relative-latency threshold)",
-    "thr dip": "lowest throughput vs before",
-}
-
-
-def print_recovery(summary: dict[str, Any]) -> None:
-    table = Table(title=f"recovery per fault ({summary['schedule']['name']})")
-    cols = ("fault", "target", "at s", "detect s", "restart s", "first out s",
-            "recover 10% s", "recover 1.2x s", "thr dip")
-    for col in cols:
-        table.add_column(col, justify="left" if col in ("fault", "target") else "right")
-    for r in summary.get("recovery", []):
-        dip = r.get("throughput_dip")
-        table.add_row(r["fault"], r["target"], f"{r['t_fault']:.2f}", _s(r["detection_s"]),
-                      _s(r["restart_s"]), _s(r["first_output_s"]), _s(r["recovery_s"]),
-                      _s(r["recovery_rl_s"]), "-" if dip is None else f"{dip:.0%}")
-    print_table(table, RECOVERY_LEGEND)
-    for f in summary.get("faults", []):
-        if f.get("error"):
-            what = "optional fault not injected" if f.get("optional") else "fault not injected"
-            console.print(f"[yellow]{what}[/yellow]: {f['fault']} {f['target']}: "
-                          f"{f['error']}", highlight=False)
-    avail = summary.get("availability")
-    if avail:
-        low = min(avail["available"], default=avail["total"])
-        console.print(f"available queries: {low} of {avail['total']} at the lowest",
-                      highlight=False)

@@ -13,6 +13,10 @@ from ftctl.store import open_location
 
 DEFAULT_BIND = wire.HOST
 
+Verbose = Annotated[bool, typer.Option(
+    "--verbose", "-v", help="Also stream Spark's JVM logs to stderr (they are always "
+    "written to logs/ in the run folder).")]
+
 Bind = Annotated[str, typer.Option(
     "--bind", help="Address the driver listens on for its tasks' control connections "
     "(default loopback). Set it to an address of this machine that the cluster's executors "

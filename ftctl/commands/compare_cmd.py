@@ -9,12 +9,17 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from chaos.plan import check_cluster, check_triggers, from_kills, from_scenario
 from ftctl.cluster.labels import LabelSyntaxError, expand_labels
-from ftctl.commands.chaos_cmd import expected_seconds, size_input
-from ftctl.commands.chaos_plan import check_cluster, check_triggers, from_kills, from_scenario
-from ftctl.commands.cluster_options import DEFAULT_BIND, Bind, Store, check_bind, check_store
+from ftctl.commands.cluster_options import (
+    DEFAULT_BIND,
+    Bind,
+    Store,
+    Verbose,
+    check_bind,
+    check_store,
+)
 from ftctl.commands.common import Spares, check_scope, user_errors
-from ftctl.commands.runner import DEFAULT_SPARES, Verbose
 from ftctl.compare.report import COST, LEGEND, OUTCOME, row, write_report
 from ftctl.compare.runner import CompareRequest, needs_own_cluster, run_comparison
 from ftctl.config.errors import ConfigError
@@ -23,6 +28,8 @@ from ftctl.config.topology import Topology
 from ftctl.console import EXIT_FAILED, EXIT_OK, console
 from ftctl.progress import LiveLine
 from ftctl.results import DEFAULT_ROOT, RunStore, atomic_write_json
+from ftctl.run.chaos import expected_seconds, size_input
+from ftctl.run.execute import DEFAULT_SPARES
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.tables import print_table
 from protocols.contract.params import ParamError, parse_items, validate

@@ -7,12 +7,19 @@ from typing import Annotated
 
 import typer
 
-from ftctl.commands.cluster_options import DEFAULT_BIND, Bind, Store, check_bind, check_store
+from ftctl.commands.cluster_options import (
+    DEFAULT_BIND,
+    Bind,
+    Store,
+    Verbose,
+    check_bind,
+    check_store,
+)
 from ftctl.commands.common import Spares, check_scope, protocol_and_params, user_errors
-from ftctl.commands.runner import DEFAULT_SPARES, RunRequest, Verbose, execute
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.results import DEFAULT_ROOT
+from ftctl.run.execute import DEFAULT_SPARES, RunRequest, execute
 
 
 def register(app: typer.Typer) -> None:

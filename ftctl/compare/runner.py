@@ -14,18 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chaos.plan import CLUSTER_FAULTS, Schedule
 from ftctl.backends import make_cluster
 from ftctl.cluster import LocalCluster
-from ftctl.commands.chaos_cmd import ChaosExtension, expected_seconds
-from ftctl.commands.chaos_plan import CLUSTER_FAULTS, Schedule, from_replay
-from ftctl.commands.runner import (
-    DEFAULT_SPARES,
-    SLOTS_PER_INSTANCE,
-    RunContext,
-    RunExtension,
-    RunRequest,
-    execute,
-)
 from ftctl.compare.figures import (
     ProtocolFigures,
     RunFigures,
@@ -37,6 +28,15 @@ from ftctl.compare.figures import (
 )
 from ftctl.config.scenario import parse_target
 from ftctl.config.topology import Topology
+from ftctl.run.chaos import ChaosExtension, expected_seconds, from_replay
+from ftctl.run.execute import (
+    DEFAULT_SPARES,
+    SLOTS_PER_INSTANCE,
+    RunContext,
+    RunExtension,
+    RunRequest,
+    execute,
+)
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.spark import wire
 from ftctl.spark.host import HostResult

@@ -47,8 +47,8 @@ from typing import Any
 
 from chaos.arrivals import arrival_offsets
 from chaos.context import matches
+from chaos.plan import check_cluster, check_triggers, from_scenario
 from chaos.schedule import PlannedFault, occurrence
-from ftctl.commands.chaos_plan import check_cluster, check_triggers, from_scenario
 from ftctl.config.scenario import WORKER_KEY, RestoreParams, parse_target
 from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
@@ -57,7 +57,7 @@ from ftctl.sim.cluster import SimCluster, SimNode
 from ftctl.sim.faults import Delay, Drop, Partition, Pause, Slow, Strike
 from ftctl.sim.host import SimHost
 
-SPARK_RUN_SECONDS = 25.0  # ftctl chaos's run length without a rate (chaos_cmd.TARGET_SECONDS)
+SPARK_RUN_SECONDS = 25.0  # ftctl chaos's run length without a rate (run.chaos.TARGET_SECONDS)
 SPARK_HEARTBEAT_TIMEOUT = 1.5  # ftctl/spark/host.py HEARTBEAT_TIMEOUT: a stopped task
 SPARK_HANG_TIMEOUT = 4.5  # ftctl/spark/host.py HANG_TIMEOUT: a silent one not seen stopped
 SLOTS_PER_INSTANCE = 2  # each node holds every instance twice over, as ftctl chaos sizes them

@@ -1,10 +1,10 @@
-"""The fault schedule of ``ftctl chaos``: from ``--kill``, ``--scenario`` or ``--replay``,
-checked against the topology and the cluster before anything starts."""
+"""The fault schedule of a run: from ``--kill`` or ``--scenario`` (``--replay``'s comes from
+a stored run, ``ftctl.run.chaos``), checked against the topology and the cluster before
+anything starts. Both hosts plan through it."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -15,7 +15,6 @@ from chaos.schedule import PlannedFault, ScheduleError, fault_seed, plan, random
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_scenario
 from ftctl.config.scenario import CONTAINER_FAULTS, FAULT_TYPES, WORKER_KEY, parse_target
-from ftctl.results import RunStore
 
 TARGET_FAULTS = {"task": "kill-task", "executor": "kill-executor", "worker": "kill-worker",
                  "container": "container-kill"}
@@ -65,31 +64,6 @@ def from_scenario(path: Path, instances: Sequence[str], duration: float,
     except ScheduleError as exc:
         raise ConfigError(str(path), "faults", str(exc)) from None
     return Schedule(faults, scenario.name, scenario.seed, str(path))
-
-
-def from_replay(run_id: str, root: Path, instances: Sequence[str]) -> tuple[Schedule, RunStore]:
-    """The schedule a stored run recorded (schedule.json, else its fault events)."""
-    try:
-        store = RunStore.open(run_id, root)
-    except (FileNotFoundError, ValueError, LookupError) as exc:
-        raise ConfigError("--replay", None, str(exc)) from None
-    path = store.path / "schedule.json"
-    record: Mapping[str, Any]
-    if path.exists():
-        record = json.loads(path.read_text())
-        nemesis_faults = Nemesis.from_record(record, _NO_CONTEXT).schedule
-    else:
-        nemesis_faults = Nemesis.from_events(store.read_events(), _NO_CONTEXT).schedule
-        record = {}
-    if not nemesis_faults:
-        raise ConfigError("--replay", None, f"run {store.run_id} recorded no fault to replay")
-    for p in nemesis_faults:
-        if parse_target(p.target).kind == "instance" and p.target not in instances:
-            raise ConfigError("--replay", None,
-                              f"{p.type} targets {p.target}, which this topology does not have")
-    schedule = Schedule(nemesis_faults, str(record.get("name", f"replay-{store.run_id}")),
-                        int(record.get("seed", 0)), f"replay of {store.run_id}")
-    return schedule, store
 
 
 def check_cluster(schedule: Schedule, master: str | None,
@@ -147,16 +121,3 @@ def _check_selector(schedule: Schedule, fault: str, wanted: dict[str, str], targ
     if not any(all(worker_labels[i].get(k) == v for k, v in wanted.items()) for i in named):
         raise ConfigError(schedule.source, "target",
                           f"{fault}: no worker has labels {target} (give them with --label)")
-
-
-class _NoContext:
-    """Enough of a FaultContext to build a schedule from a record; never struck."""
-
-    def instances(self) -> list[str]:
-        return []
-
-    def now(self) -> float:
-        return 0.0
-
-
-_NO_CONTEXT: Any = _NoContext()

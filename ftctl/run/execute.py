@@ -17,9 +17,8 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
 from rich.table import Table
 
 from ftctl.backends import check_backend, make_cluster
@@ -50,11 +49,6 @@ SLOTS_PER_INSTANCE = 2
 DEFAULT_SPARES = 1
 
 Say = Callable[[str], None]
-
-Verbose = Annotated[bool, typer.Option(
-    "--verbose", "-v", help="Also stream Spark's JVM logs to stderr (they are always "
-    "written to logs/ in the run folder).")]
-
 
 @dataclass
 class RunRequest:
