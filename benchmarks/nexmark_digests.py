@@ -19,7 +19,7 @@ from typing import Any
 
 from ftctl.config.load import load_topology
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.sim.runner import golden_output
+from ftctl.sim.golden import golden_output
 from ftctl.verify.oracle import final_per_key
 
 ROOT = Path(__file__).resolve().parent.parent / "topologies" / "nexmark"

@@ -16,8 +16,9 @@ from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch
 from ftctl.sim.faults import FailureSchedule, Strike
+from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost
-from ftctl.sim.runner import Simulator, golden_output, sim_params, sink_modes
+from ftctl.sim.runner import Simulator, sim_params
 from ftctl.verify.checker import verify
 from protocols.base import Guarantee
 from protocols.causal import CausalCoordinator, CausalInstance, CausalParams
@@ -37,7 +38,7 @@ def _run(topology: str, targets: tuple[str, ...], depth: int, at: int = 400,
     params = sim_params(graph, PROTOCOLS["causal"], {"depth": depth})
     schedule = FailureSchedule([Strike(at, len(targets), targets)])
     result = SimHost(graph, PROTOCOLS["causal"], params, seed, schedule).run()
-    ok = verify(sink_modes(graph.topology), golden_output(graph), result.outputs,
+    ok = verify(graph.topology.sink_modes(), golden_output(graph), result.outputs,
                 Guarantee.EXACTLY_ONCE, complete=result.complete).passed
     assert result.complete
     return result.events, ok

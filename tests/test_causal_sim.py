@@ -10,8 +10,9 @@ import pytest
 
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.faults import FailureSchedule, Strike
+from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost
-from ftctl.sim.runner import Simulator, golden_output, sim_params, sink_modes
+from ftctl.sim.runner import Simulator, sim_params
 from ftctl.verify.checker import verify
 from protocols.base import Guarantee
 from protocols.mutants import planted
@@ -64,7 +65,7 @@ def _run(protocol: str, schedule: FailureSchedule, seed: int = 4,
     graph = ExecutionGraph(load("sharder"))
     params = sim_params(graph, PROTOCOLS[protocol], given or {})
     result = SimHost(graph, PROTOCOLS[protocol], params, seed, schedule).run()
-    ok = verify(sink_modes(graph.topology), golden_output(graph), result.outputs,
+    ok = verify(graph.topology.sink_modes(), golden_output(graph), result.outputs,
                 Guarantee.EXACTLY_ONCE, complete=result.complete).passed
     return result, ok
 

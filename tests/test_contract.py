@@ -12,7 +12,7 @@ from pydantic import Field
 from ftctl.config.load import load_topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
-from ftctl.sim.runner import golden_output, sink_modes
+from ftctl.sim.golden import golden_output
 from ftctl.verify.checker import verify
 from protocols.contract import (
     BatchIn,
@@ -166,7 +166,7 @@ def _report(iid: str, a: Report) -> Any:
 
 def _golden(graph: ExecutionGraph, out: dict[str, list[Any]]) -> bool:
     topo = graph.topology
-    return verify(sink_modes(topo), golden_output(graph), out, Guarantee.EXACTLY_ONCE,
+    return verify(topo.sink_modes(), golden_output(graph), out, Guarantee.EXACTLY_ONCE,
                   complete=True).passed
 
 

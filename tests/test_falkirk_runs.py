@@ -15,7 +15,7 @@ from functools import cache
 import pytest
 
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.sim.runner import golden_output
+from ftctl.sim.golden import golden_output
 from protocols.falkirk.params import FalkirkParams
 from tests.conftest import load
 from tests.falkirk_kernel import FalkirkKernel, judge, schedule

@@ -13,9 +13,8 @@ from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim import host
+from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost
-from ftctl.sim.runner import golden_output
-from ftctl.verify import golden
 from ftctl.verify.golden import golden_for, topology_hash
 from ftctl.verify.oracle import final_per_key, oracle_check, oracle_expected, oracle_for
 from protocols.registry import PROTOCOLS
@@ -39,30 +38,29 @@ def test_hash_is_keyed_by_the_input() -> None:
 def test_cache_hit_returns_identical_output(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     topo = _topology("wordcount", 300)
-    first = golden_for(topo, tmp_path)
+    first = golden_for(topo, golden_output, tmp_path)
     assert len(list(tmp_path.iterdir())) == 1
 
     def no_recompute(graph: Any) -> Any:
         raise AssertionError("cache miss")
 
-    monkeypatch.setattr(golden, "golden_output", no_recompute)
-    assert golden_for(topo, tmp_path) == first
+    assert golden_for(topo, no_recompute, tmp_path) == first
 
 
 def test_changed_input_misses_the_cache(tmp_path: Path) -> None:
-    a = golden_for(_topology("wordcount", 300), tmp_path)
-    b = golden_for(_topology("wordcount", 200), tmp_path)
+    a = golden_for(_topology("wordcount", 300), golden_output, tmp_path)
+    b = golden_for(_topology("wordcount", 200), golden_output, tmp_path)
     assert len(list(tmp_path.iterdir())) == 2
     assert sum(len(v) for v in b.values()) < sum(len(v) for v in a.values())
 
 
 def test_corrupt_cache_is_recomputed(tmp_path: Path) -> None:
     topo = _topology("sharder", 300)
-    good = golden_for(topo, tmp_path)
+    good = golden_for(topo, golden_output, tmp_path)
     (cache,) = tmp_path.iterdir()
     cache.write_bytes(b"\x80\x05 truncated")
-    assert golden_for(topo, tmp_path) == good
-    assert golden_for(topo, tmp_path) == good  # and the rewritten file reads back
+    assert golden_for(topo, golden_output, tmp_path) == good
+    assert golden_for(topo, golden_output, tmp_path) == good  # and the rewritten file reads back
 
 
 def test_golden_output_is_never_cut_short(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -127,7 +125,7 @@ def spark() -> Iterator[Any]:
 def test_oracle_agrees_with_golden_and_catches_a_wrong_count(spark: Any,
                                                              tmp_path: Path) -> None:
     topo = _topology("wordcount", 300)
-    outputs = golden_for(topo, tmp_path)
+    outputs = golden_for(topo, golden_output, tmp_path)
     expected = oracle_expected(spark, topo)
     assert expected == final_per_key(outputs["out"], "max")
     assert sum(expected.values()) == 300 * 8
@@ -147,7 +145,7 @@ def test_oracle_agrees_with_golden_and_catches_a_wrong_count(spark: Any,
 @pytest.mark.spark
 def test_vote_count_oracle_matches_golden(spark: Any, tmp_path: Path) -> None:
     topo = _topology("sharder", 300)
-    outputs = golden_for(topo, tmp_path)
+    outputs = golden_for(topo, golden_output, tmp_path)
     result = oracle_check(spark, topo, outputs)
     assert result is not None
     assert result.passed, result.describe()

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from ftctl.sim.golden import golden_output
 from ftctl.verify.golden import golden_for
 from ftctl.verify.oracle import oracle_check
 from tests.test_nexmark_queries import EXPECTED, seeded
@@ -40,7 +41,7 @@ def test_oracle_matches_golden(spark: Any, tmp_path: Path, query: str) -> None:
     # The default rate at 20,000 events spans 2 s of event time: several Q5/Q7/Q8
     # windows need the spec's slower seeded rate, so use it.
     topo = seeded(query, records=20_000, seed=3)
-    outputs = golden_for(topo, tmp_path)
+    outputs = golden_for(topo, golden_output, tmp_path)
     result = oracle_check(spark, topo, outputs)
     assert result is not None
     assert result.passed, result.describe()

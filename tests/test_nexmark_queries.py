@@ -14,7 +14,7 @@ from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.sources import make_source
-from ftctl.sim.runner import golden_output
+from ftctl.sim.golden import golden_output
 from ftctl.verify.oracle import final_per_key
 
 pytestmark = pytest.mark.sim

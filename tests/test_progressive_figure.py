@@ -13,7 +13,7 @@ from ftctl.figures.fig_004_fig5 import TOPOLOGY, arrivals
 from ftctl.figures.fig_004_runs import baselines, run_fig5
 from ftctl.metrics.queries import QueryMetricsParams
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.sim.runner import golden_output
+from ftctl.sim.golden import golden_output
 from protocols.registry import get_protocol
 
 

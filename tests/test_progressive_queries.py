@@ -10,7 +10,6 @@ from typer.testing import CliRunner
 
 from ftctl.cli import app
 from ftctl.config.load import load_topology
-from ftctl.config.queries import topology_queries
 from ftctl.metrics.queries import (
     QueryAvailability,
     QueryMetricsParams,
@@ -22,6 +21,7 @@ from ftctl.metrics.queries import (
     relative_latency,
     up_intervals,
 )
+from ftctl.runtime.queries import topology_queries
 
 TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
 SMALL = (TOPOLOGIES / "progressive-small.yaml").read_text()

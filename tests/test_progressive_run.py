@@ -21,8 +21,8 @@ from ftctl.config.load import load_topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.cluster import SimCluster, SimNode
 from ftctl.sim.faults import Strike
+from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost, SimResult
-from ftctl.sim.runner import golden_output, sink_modes
 from ftctl.verify.checker import verify
 from protocols.base import Guarantee
 from protocols.progressive.params import ProgressiveParams
@@ -84,7 +84,7 @@ def exactly_once(graph: ExecutionGraph, result: SimResult) -> bool:
     topo = graph.topology
     if topo.name not in GOLDEN:
         GOLDEN[topo.name] = golden_output(graph)
-    return verify(sink_modes(topo), GOLDEN[topo.name], result.outputs,
+    return verify(topo.sink_modes(), GOLDEN[topo.name], result.outputs,
                   Guarantee.EXACTLY_ONCE, complete=result.complete).passed
 
 

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ftctl.config.load import load_topology
-from ftctl.config.queries import topology_queries
 from ftctl.runtime.graph import ExecutionGraph
+from ftctl.runtime.queries import topology_queries
 from protocols.progressive.schedule import (
     Blocking,
     Planner,

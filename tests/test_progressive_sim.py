@@ -14,8 +14,9 @@ from ftctl.config.load import load_topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.bursts import BurstRunner
 from ftctl.sim.faults import FailureSchedule
+from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost
-from ftctl.sim.runner import Simulator, golden_output, nominal_duration, sink_modes
+from ftctl.sim.runner import Simulator, nominal_duration
 from ftctl.verify.checker import verify
 from protocols.progressive.params import ProgressiveParams
 from protocols.progressive.spec import SPEC
@@ -35,7 +36,7 @@ def test_seeded_failures_are_exactly_once(name: str) -> None:
     golden = golden_output(graph)
     fault_free = SimHost(graph, SPEC, params, 0).run()
     assert fault_free.complete
-    modes = sink_modes(topo)
+    modes = topo.sink_modes()
     for seed in range(4):
         rng = random.Random(seed)
         schedule = FailureSchedule.random(rng, fault_free.stats.events, 3, 3)

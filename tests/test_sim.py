@@ -10,8 +10,9 @@ from typer.testing import CliRunner
 from ftctl.cli import app
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.faults import FailureSchedule, Strike
+from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost
-from ftctl.sim.runner import Simulator, golden_output, sim_params, sink_modes
+from ftctl.sim.runner import Simulator, sim_params
 from ftctl.verify.checker import verify
 from protocols.base import Guarantee
 from protocols.registry import PROTOCOLS
@@ -62,7 +63,7 @@ def test_fault_free_checkpoint_equals_golden() -> None:
         assert result.complete
         # Interleavings differ between runs; the per-key order must not.
         assert verify(
-            sink_modes(graph.topology), golden, result.outputs, Guarantee.EXACTLY_ONCE
+            graph.topology.sink_modes(), golden, result.outputs, Guarantee.EXACTLY_ONCE
         ).passed
         assert result.stats.persists > 0  # snapshots were actually taken
 
@@ -96,7 +97,7 @@ def test_kill_during_recovery_is_survived() -> None:
     result = SimHost(graph, PROTOCOLS["checkpoint"], params, 3, sched).run()
     assert result.complete
     assert verify(
-        sink_modes(graph.topology), golden_output(graph), result.outputs, Guarantee.EXACTLY_ONCE
+        graph.topology.sink_modes(), golden_output(graph), result.outputs, Guarantee.EXACTLY_ONCE
     ).passed
     assert sum(e["event"] == "rollback" for e in result.events) >= 2
 

@@ -12,8 +12,9 @@ import pytest
 from ftctl.kernel.placement import Placement
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.cluster import SimCluster, SimNode, parse_labels
+from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost
-from ftctl.sim.runner import golden_output, sim_params, sink_modes
+from ftctl.sim.runner import sim_params
 from ftctl.verify.checker import verify
 from protocols.base import Guarantee
 from protocols.contract.events import CapacityChanged
@@ -147,7 +148,7 @@ def test_node_down_kills_its_units_and_restart_waits_for_node_up() -> None:
     assert kinds[up + 1:] == ["restarted"] * 6
     assert all(e["t"] >= 0.05 for e in ev[up:])
     assert result.complete
-    assert verify(sink_modes(graph.topology), golden_output(graph), result.outputs,
+    assert verify(graph.topology.sink_modes(), golden_output(graph), result.outputs,
                   Guarantee.EXACTLY_ONCE, complete=True).passed
     assert sorted(host.cluster.where.values()) == sorted(  # type: ignore[union-attr]
         ["worker-1", "worker-1", "worker-2", "worker-2", "worker-3", "worker-3"])

@@ -14,8 +14,9 @@ from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim import faults as sf
 from ftctl.sim.cluster import SimCluster
 from ftctl.sim.faults import FAULT_KINDS, HANG_TIMEOUT, NET_DELAY, FailureSchedule, parse_kinds
+from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost, SimResult
-from ftctl.sim.runner import Simulator, golden_output, sim_params, sink_modes
+from ftctl.sim.runner import Simulator, sim_params
 from ftctl.verify.checker import verify
 from protocols.base import Guarantee
 from protocols.registry import PROTOCOLS
@@ -47,7 +48,7 @@ def _run(topology: str, protocol: str, faults: list[tuple[float, SimFault]], see
 def _exactly_once(topology: str, result: SimResult) -> bool:
     if topology not in _GOLDEN:
         _GOLDEN[topology] = golden_output(ExecutionGraph(load(topology)))
-    return verify(sink_modes(load(topology)), _GOLDEN[topology], result.outputs,
+    return verify(load(topology).sink_modes(), _GOLDEN[topology], result.outputs,
                   Guarantee.EXACTLY_ONCE, complete=result.complete).passed
 
 

@@ -20,7 +20,7 @@ from ftctl.figures.fig_003_snapshot_frequency import (
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.costs import CostedSimHost, CostModel, percentile
 from ftctl.sim.host import SimHost
-from ftctl.sim.runner import sim_params, sink_modes
+from ftctl.sim.runner import sim_params
 from ftctl.verify.checker import verify
 from protocols.base import Guarantee
 from protocols.contract.params import NoParams
@@ -41,7 +41,7 @@ def test_costs_change_the_clock_not_the_output():
     costed = CostedSimHost(graph, PROTOCOLS["none"], NoParams(), seed=0)
     result = costed.run()
     # Other timing, other interleavings: the same output by the sink's own judgement.
-    modes = sink_modes(graph.topology)
+    modes = graph.topology.sink_modes()
     assert verify(modes, plain.outputs, result.outputs, Guarantee.EXACTLY_ONCE).passed
     # Every word passes split, count and the sink: each instance is a single server, so
     # the run cannot end before the busiest chain of work is done.

@@ -24,7 +24,7 @@ import pytest
 from ftctl.cluster import LocalCluster
 from ftctl.config.load import load_topology
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.sim.runner import sink_modes
+from ftctl.sim.golden import golden_output
 from ftctl.spark.host import SparkHost
 from ftctl.spark.session import start_session, stop_session
 from ftctl.verify.checker import verify
@@ -195,6 +195,6 @@ def test_kill_under_checkpoint_is_exactly_once(spark: Any, tmp_path: Path) -> No
     assert killed, "the run ended before the kill"
     assert result.complete and result.detections >= 1
     assert any(e["event"] == "rollback" for e in result.events)
-    verdict = verify(sink_modes(topology), golden_for(topology), result.outputs,
+    verdict = verify(topology.sink_modes(), golden_for(topology, golden_output), result.outputs,
                      info.guarantee, complete=result.complete)
     assert verdict.passed, verdict.totals()

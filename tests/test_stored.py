@@ -14,8 +14,9 @@ from ftctl.cli import app
 from ftctl.results import RunStore
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.faults import FailureSchedule, Strike
+from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost
-from ftctl.sim.runner import sim_params, sink_modes
+from ftctl.sim.runner import sim_params
 from ftctl.verify.checker import verify
 from ftctl.verify.golden import golden_for
 from protocols.registry import PROTOCOLS
@@ -35,8 +36,9 @@ def _stored_run(root: Path, protocol: str) -> RunStore:
     run.write_config({"topology": topo.model_dump(by_alias=True), "protocol": protocol,
                       "params": {}, "host": "sim"})
     run.write_outputs(result.outputs)
-    verdict = verify(sink_modes(topo), golden_for(topo, root / ".golden"), result.outputs,
-                     info.guarantee, complete=result.complete)
+    golden = golden_for(topo, golden_output, root / ".golden")
+    verdict = verify(topo.sink_modes(), golden, result.outputs, info.guarantee,
+                     complete=result.complete)
     run.write_verdict(verdict.to_json())
     run.mark("complete")
     return run

@@ -15,6 +15,7 @@ from ftctl.config.errors import ConfigError
 from ftctl.console import EXIT_FAILED, EXIT_OK, console
 from ftctl.report.run_report import run_summary, write_run_report
 from ftctl.results import RunStore
+from ftctl.sim.golden import golden_output
 from ftctl.tables import print_table
 from ftctl.verify.reverify import reverify
 from protocols.base import Guarantee
@@ -45,7 +46,7 @@ def analyze(
             guarantee = Guarantee(expect)
         except ValueError:
             raise ConfigError("--expect", None, f"unknown guarantee {expect!r}") from None
-    rv = reverify(run, guarantee)
+    rv = reverify(run, golden_output, guarantee)
     if as_json:
         print(json.dumps({"run_id": run.run_id, "status": rv.status, "passed": rv.passed,
                           "matches_stored": rv.matches_stored,

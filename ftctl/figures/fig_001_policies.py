@@ -33,8 +33,9 @@ from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.faults import FailureSchedule, Strike
+from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost
-from ftctl.sim.runner import STALL_FACTOR, STALL_FLOOR, golden_output, sim_params, sink_modes
+from ftctl.sim.runner import STALL_FACTOR, STALL_FLOOR, sim_params
 from ftctl.verify.checker import index_by_key, verify
 from protocols.registry import PROTOCOLS
 
@@ -96,7 +97,7 @@ class Config:
         self.params = sim_params(graph, proto, {} if name == BASELINE else MIXES[name])
         self.guarantee = proto.guarantee_of(self.params)
         self.golden, self.index = golden, {s: index_by_key(o) for s, o in golden.items()}
-        self.modes = sink_modes(graph.topology)
+        self.modes = graph.topology.sink_modes()
         free = SimHost(graph, proto, self.params, 0).run()
         self.horizon, self.end, self.sent = free.stats.events, free.end_time, \
             free.stats.records_sent

@@ -38,7 +38,8 @@ from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.costs import CostedSimHost, CostModel, percentile
 from ftctl.sim.faults import FailureSchedule, Strike
-from ftctl.sim.runner import golden_output, sim_params, sink_modes
+from ftctl.sim.golden import golden_output
+from ftctl.sim.runner import sim_params
 from ftctl.verify.checker import verify
 from protocols.registry import PROTOCOLS
 
@@ -84,7 +85,7 @@ def measure(workload: str, topo: Topology, intervals: tuple[str, ...],
             costs: CostModel) -> list[Point]:
     graph = ExecutionGraph(topo)
     golden = golden_output(graph)
-    modes = sink_modes(topo)
+    modes = topo.sink_modes()
     multi = multi_input_channels(graph)
     points: list[Point] = []
     base: float | None = None

@@ -39,12 +39,12 @@ from matplotlib.figure import Figure as MplFigure
 from chaos.arrivals import arrival_offsets
 from chaos.schedule import fault_seed
 from ftctl.config.load import load_topology
-from ftctl.config.queries import topology_queries
 from ftctl.config.scenario import RestoreParams
 from ftctl.figures.fig_004_runs import Fig5Run, baselines, run_fig5
 from ftctl.metrics.queries import QueryMetricsParams
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.sim.runner import golden_output
+from ftctl.runtime.queries import topology_queries
+from ftctl.sim.golden import golden_output
 from protocols.progressive.schedule import Plan, Planner, Query, Timeline, planner, replay
 from protocols.registry import get_protocol
 

@@ -28,8 +28,9 @@ from ftctl.metrics.queries import (
 )
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.cluster import SimCluster, SimNode
+from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost, SimResult
-from ftctl.sim.runner import golden_output, sim_params, sink_modes
+from ftctl.sim.runner import sim_params
 from ftctl.verify.checker import verify
 from protocols.contract.spec import ProtocolSpec
 
@@ -131,7 +132,7 @@ def run_fig5(name: str, topology: Topology, protocol: ProtocolSpec[Any] | Any,
         host.at(kill + dt, lambda n=n: host.node_up(n))  # type: ignore[misc]
     result = host.run()
     golden = golden if golden is not None else golden_output(graph)
-    ok = verify(sink_modes(topology), golden, result.outputs,
+    ok = verify(topology.sink_modes(), golden, result.outputs,
                 protocol.guarantee_of(host.params), complete=result.complete).passed
     avail = query_availability(host.latency, base, 0.0, result.end_time, metrics,
                                t_fault=kill)

@@ -28,7 +28,7 @@ from ftctl.console import EXIT_FAILED, EXIT_INFRA, EXIT_OK, console, err_console
 from ftctl.progress import LiveLine
 from ftctl.results import RunStore
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.sim.runner import sink_modes
+from ftctl.sim.golden import golden_output
 from ftctl.spark import wire
 from ftctl.spark.host import HostResult, SparkHost
 from ftctl.spark.session import collect_executor_logs, start_session, stop_session
@@ -131,7 +131,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
     step: Say = req.live or live.update
     with live:
         step("the golden run: the topology without faults, on the simulation host")
-        golden = golden_for(topology)
+        golden = golden_for(topology, golden_output)
     timings: dict[str, float] = {}
     cluster: LocalCluster | None = None
     spark: Any = None
@@ -180,7 +180,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
             result = host.run()
         ext.host_done(ctx, result)
         timings["run_s"] = round(result.seconds, 2)
-        verdict = verify(sink_modes(topology), golden, result.outputs,
+        verdict = verify(topology.sink_modes(), golden, result.outputs,
                          info.guarantee_of(req.params), complete=result.complete)
         oracle = oracle_check(spark, topology, result.outputs) if result.complete else None
         run_store.write_outputs(result.outputs)

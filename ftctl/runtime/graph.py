@@ -6,10 +6,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ftctl.config.topology import Topology
 from ftctl.runtime.operators import OPERATORS, Operator, build_operator, is_source
 from ftctl.runtime.records import ANY, Record
 from ftctl.runtime.sources import make_source
+from ftctl.runtime.topology import Topology
 from ftctl.runtime.types import record_types
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ftctl.config.topology import InputSpec
+from ftctl.runtime.topology import InputSpec
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@ operators can name value fields (key_by field, argmax field) instead of indices.
 
 from __future__ import annotations
 
-from ftctl.config.topology import OperatorSpec, Topology
 from ftctl.runtime.records import ANY, SAME
+from ftctl.runtime.topology import OperatorSpec, Topology
 
 
 def made_type(op: OperatorSpec, in_type: str) -> str:

@@ -18,8 +18,9 @@ from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.cluster import SimCluster
 from ftctl.sim.faults import Strike
+from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost, SimResult
-from ftctl.sim.runner import golden_output, nominal_duration, sim_params, sink_modes
+from ftctl.sim.runner import nominal_duration, sim_params
 from ftctl.verify.checker import Verdict, index_by_key, verify
 from protocols.contract.spec import ProtocolSpec
 
@@ -92,7 +93,7 @@ class BurstRunner:
         self.protocol = protocol
         self.params = sim_params(self.graph, protocol, scaled)
         self.guarantee = protocol.guarantee_of(self.params)
-        self.modes = sink_modes(topology)
+        self.modes = topology.sink_modes()
         self.golden = golden_output(self.graph)
         self.index = {s: index_by_key(out) for s, out in self.golden.items()}
         self.workers, self.lose = workers, lose

@@ -13,13 +13,13 @@ from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.cluster import SimCluster
 from ftctl.sim.faults import CRASH_ONLY, HANG_TIMEOUT, FailureSchedule, FaultKind
+from ftctl.sim.golden import golden_output
 from ftctl.sim.host import MAX_EVENTS, SimHost, SimResult, source_step
 from ftctl.verify.checker import Verdict, index_by_key, verify
 from protocols.base import Guarantee, ProtocolInfo
-from protocols.contract.params import NoParams, ProtocolParams, RunShape
+from protocols.contract.params import ProtocolParams, RunShape
 from protocols.contract.spec import ProtocolSpec
 from protocols.contract.view import GraphView
-from protocols.registry import PROTOCOLS
 
 if TYPE_CHECKING:
     from ftctl.sim.scenario import SimScenario
@@ -30,10 +30,6 @@ SNAPSHOTS_PER_RUN = 8
 # units restart on the others.
 SIM_NODES = 3
 STALL_FACTOR, STALL_FLOOR = 20, 100_000
-
-
-def sink_modes(topology: Topology) -> dict[str, str]:
-    return {op.name: op.mode or "multiset" for op in topology.operators if op.type == "sink"}
 
 
 def nominal_duration(graph: ExecutionGraph) -> float:
@@ -58,18 +54,6 @@ def sim_params(graph: ExecutionGraph, protocol: ProtocolInfo | ProtocolSpec[Any]
 def refusals(params: ProtocolParams, topology: Topology) -> list[str]:
     """Why ``params``' protocol cannot run ``topology`` (one line each; none: it can)."""
     return params.check(GraphView(ExecutionGraph(topology)))
-
-
-def golden_output(graph: ExecutionGraph) -> dict[str, list[tuple[Any, Any]]]:
-    """The fault-free output: same topology, input and seed, no failures.
-
-    No cap on the number of events: without failures the run always ends, and a golden
-    output cut short would make every complete run look like it produced extra records.
-    """
-    result = SimHost(graph, PROTOCOLS["none"], NoParams(), seed=0, max_events=None).run()
-    if not result.complete:
-        raise RuntimeError(f"the fault-free run of {graph.topology.name} did not finish")
-    return result.outputs
 
 
 @dataclass
@@ -123,7 +107,7 @@ class Simulator:
         self.protocol = protocol
         self.params = sim_params(self.graph, protocol, given)
         self.guarantee = guarantee or protocol.guarantee_of(self.params)
-        self.modes = sink_modes(topology)
+        self.modes = topology.sink_modes()
         self.golden = golden_output(self.graph)
         self.golden_index = {s: index_by_key(out) for s, out in self.golden.items()}
         self.max_failures = max_failures

@@ -1,7 +1,8 @@
 """The golden run: a topology's fault-free output, computed once and cached.
 
-The golden output comes from the same runtime code as every run (the simulation host with
-the ``none`` protocol and no failures). It is cached under a hash of the topology model's
+A producer computes the golden output (``ftctl.sim.golden.golden_output``: the same runtime
+code as every run, on the simulation host with the ``none`` protocol and no failures);
+verification never runs a host itself. The output is cached under a hash of the topology model's
 canonical JSON, which covers the operators, edges and the input (records, seed, batch),
 plus a fingerprint of the code that computes it so a change to an operator invalidates
 the cache instead of silently comparing runs against a stale golden output.
@@ -12,19 +13,21 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ftctl.config.topology import Topology
 from ftctl.results import atomic_write_bytes
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.sim.runner import golden_output
 
 Outputs = dict[str, list[tuple[Any, Any]]]
+# Computes a topology's fault-free output per sink.
+Producer = Callable[[ExecutionGraph], Outputs]
 DEFAULT_CACHE = Path("results/.golden")
 _REPO = Path(__file__).resolve().parent.parent.parent
-# The code a golden output depends on: the operators and sources, the simulation host
-# and the `none` protocol it runs under.
+# The code a golden output depends on: the operators and sources, and the producer's (the
+# simulation host and the `none` protocol it runs under).
 _GOLDEN_CODE = ("ftctl/runtime/*.py", "ftctl/sim/*.py", "protocols/base.py", "protocols/none.py")
 
 
@@ -54,13 +57,14 @@ def cache_path(topology: Topology, cache_dir: Path = DEFAULT_CACHE) -> Path:
     return Path(cache_dir) / name
 
 
-def golden_for(topology: Topology, cache_dir: Path = DEFAULT_CACHE) -> Outputs:
-    """The fault-free output per sink operator, from the cache when it holds it."""
+def golden_for(topology: Topology, produce: Producer, cache_dir: Path = DEFAULT_CACHE) -> Outputs:
+    """The fault-free output per sink operator: from the cache when it holds it, else from
+    ``produce``."""
     path = cache_path(topology, cache_dir)
     cached = _load(path)
     if cached is not None:
         return cached
-    outputs = golden_output(ExecutionGraph(topology))
+    outputs = produce(ExecutionGraph(topology))
     atomic_write_bytes(path, pickle.dumps(outputs, protocol=pickle.HIGHEST_PROTOCOL))
     return outputs
 

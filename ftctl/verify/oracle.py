@@ -20,7 +20,6 @@ from ftctl.config.errors import ConfigError
 from ftctl.config.topology import Topology
 from ftctl.runtime.records import Record
 from ftctl.runtime.sources import make_source
-from ftctl.sim.runner import sink_modes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -156,7 +155,7 @@ def oracle_for(topology: Topology) -> Oracle | None:
 
 def oracle_sink(topology: Topology) -> str:
     """The one sink an oracle's result is compared with."""
-    sinks = list(sink_modes(topology))
+    sinks = list(topology.sink_modes())
     if len(sinks) != 1:
         raise ConfigError(topology.name, "oracle",
                           f"an oracle needs exactly one sink, found {len(sinks)}"

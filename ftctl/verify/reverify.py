@@ -8,9 +8,8 @@ from typing import Any
 from ftctl.config.checks import check_topology
 from ftctl.config.topology import Topology
 from ftctl.results import RunStore
-from ftctl.sim.runner import sink_modes
 from ftctl.verify.checker import Verdict, verify
-from ftctl.verify.golden import golden_for
+from ftctl.verify.golden import Producer, golden_for
 from protocols.base import Guarantee
 from protocols.registry import get_protocol
 
@@ -49,14 +48,16 @@ def stored_topology(run: RunStore) -> Topology:
     return check_topology(topo, file=str(run.path / "config.json"))
 
 
-def reverify(run: RunStore, guarantee: Guarantee | None = None) -> Reverification:
-    """Judge a stored run's outputs against golden; an unfinished run never passes."""
+def reverify(run: RunStore, produce: Producer,
+             guarantee: Guarantee | None = None) -> Reverification:
+    """Judge a stored run's outputs against golden (from the cache, else ``produce``); an
+    unfinished run never passes."""
     cfg = run.read_config()
     topo = stored_topology(run)
     info = get_protocol(cfg["protocol"])
     declared = info.guarantee_of(info.resolve(cfg.get("params") or {}))
     status = run.status()
     complete = status == "complete"
-    verdict = verify(sink_modes(topo), golden_for(topo), run.read_outputs(),
+    verdict = verify(topo.sink_modes(), golden_for(topo, produce), run.read_outputs(),
                      guarantee or declared, complete=complete)
     return Reverification(verdict, run.read_verdict(), status)

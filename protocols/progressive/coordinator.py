@@ -79,7 +79,7 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
     def make_queries(graph: GraphView, params: ProgressiveParams) -> list[Query]:
         """Every sink's query in declaration order, priorities from the topology's
         ``queries`` list, overridden by the ``priorities`` param."""
-        from ftctl.config.queries import topology_queries
+        from ftctl.runtime.queries import topology_queries
 
         return [Query(q.name, q.operators, params.priorities.get(q.name, q.priority))
                 for q in topology_queries(graph.execution.topology)]

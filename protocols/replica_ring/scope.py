@@ -5,8 +5,8 @@ Refusals are one line naming the operator; the caller reports them with exit cod
 
 from __future__ import annotations
 
-from ftctl.config.topology import Topology
 from ftctl.runtime.operators import is_source
+from ftctl.runtime.topology import Topology
 from protocols.replica_ring.params import ReplicaRingParams
 
 STATEFUL = frozenset({"count", "sum", "max"})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ftctl.config.topology import Topology
+from ftctl.runtime.topology import Topology
 
 
 @dataclass(frozen=True, slots=True)
