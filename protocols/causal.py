@@ -88,7 +88,7 @@ from ftctl.runtime.messages import Batch, Message
 from protocols.base import Control, CoordinatorProtocol, Event, PlanStep, Start, Stop
 from protocols.contract.params import ProtocolParams
 from protocols.logged import SLOT, LoggedInstance, eos_ok
-from protocols.treeclock import Plain, TreeClock, plain_child, t_min_of
+from protocols.shared.treeclock import Plain, TreeClock, plain_child, t_min_of
 
 
 class CausalParams(ProtocolParams):

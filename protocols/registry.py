@@ -14,7 +14,7 @@ from protocols.causal import CausalCoordinator, CausalInstance, CausalParams
 from protocols.checkpoint import CheckpointCoordinator, CheckpointInstance, CheckpointParams
 from protocols.contract.spec import ProtocolSpec
 from protocols.falkirk.spec import SPEC as FALKIRK
-from protocols.lineage import LineageCoordinator, LineageInstance
+from protocols.lineage.spec import SPEC as LINEAGE
 from protocols.none import NoneCoordinator, NoneInstance
 from protocols.progressive import spec as progressive
 from protocols.replica_ring.spec import SPEC as REPLICA_RING
@@ -31,11 +31,7 @@ PROTOCOLS: dict[str, Protocol] = {
         "snapshot tokens with channel state (or aligned), global rollback, transactional sinks",
         "003 (Noir)", CheckpointInstance, CheckpointCoordinator,
         CheckpointParams, phases=("snapshotting",)),
-    "lineage": ProtocolInfo(
-        "lineage", Guarantee.EXACTLY_ONCE,
-        "purge the failed instances' downstream, recompute it from the sources and full "
-        "payload logs; sinks suppress already-visible records per key",
-        "000 (baseline)", LineageInstance, LineageCoordinator),
+    "lineage": LINEAGE,
     "causal": ProtocolInfo(
         "causal", Guarantee.EXACTLY_ONCE,
         "tree-clock causal logging: only failed instances restart, from local snapshots, "

@@ -24,7 +24,7 @@ from protocols.base import Guarantee
 from protocols.causal import CausalCoordinator, CausalInstance, CausalParams
 from protocols.contract.params import ParamError
 from protocols.registry import PROTOCOLS
-from protocols.treeclock import Plain, TreeClock
+from protocols.shared.treeclock import Plain, TreeClock
 from tests.conftest import TOPOLOGIES, load
 
 pytestmark = pytest.mark.sim

@@ -2,7 +2,7 @@
 
 Literal inputs, literal expected values: the numbers are those asserted by the spec's
 reference script (shared/specs/checks/causal_examples.py). Clocks and diffs are built with
-``protocols.treeclock`` exactly as instances build them (``TreeClock.receive_plain`` with
+``protocols.shared.treeclock`` exactly as instances build them (``TreeClock.receive_plain`` with
 ``depth + 1`` levels), children's diff logs are read with ``observations`` (what a child
 answers to a recovery query) and the plan is ``plan_recovery`` (what the coordinator
 sends). Where the paper covers a rule (stateless B: E1, T*, t_min, replay order, resume
@@ -13,7 +13,7 @@ a snapshot) and E3 (a failed child's restore clock) are ftctl's extensions (spec
 from __future__ import annotations
 
 from protocols.causal import longest_failed_path, observations, plan_recovery
-from protocols.treeclock import Plain, TreeClock
+from protocols.shared.treeclock import Plain, TreeClock
 
 Log = list[tuple[int, Plain]]
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocols.treeclock import TreeClock, plain_child, t_min_of, t_star, truncate_plain
+from protocols.shared.treeclock import TreeClock, plain_child, t_min_of, t_star, truncate_plain
 
 
 def _tc(id_: str, time: int, *children: TreeClock) -> TreeClock:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ftctl.codec import MARSHAL_TAG
 from ftctl.runtime.messages import Batch, Marker
 from ftctl.spark import wire
-from protocols.treeclock import TreeClock
+from protocols.shared.treeclock import TreeClock
 
 
 @dataclass(frozen=True)

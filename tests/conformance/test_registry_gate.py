@@ -29,7 +29,8 @@ def test_ci_suite_reproduces_the_baselined_case_names() -> None:
 
 def test_a_newly_registered_protocol_is_gated_without_editing_the_suite(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    new = dataclasses.replace(registry.PROTOCOLS["lineage"], name="lineage-copy")
+    # A copy of lineage that declares no gate entries of its own: every topology is gated.
+    new = dataclasses.replace(registry.PROTOCOLS["lineage"], name="lineage-copy", gate={})
     monkeypatch.setitem(registry.PROTOCOLS, "lineage-copy", new)
     suite = tmp_path / "s.yaml"
     suite.write_text("name: s\ninclude: registry\n")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
 
-from ftctl.runtime.actions import Emit
 from ftctl.runtime.messages import Batch
-from protocols.base import Start, Stop
+from protocols.contract.actions import CoordinatorAction, Emit, Restart, Stop
+from protocols.contract.events import FailureDetected, ReportIn, Started
 from protocols.contract.spec import Mutant
-from protocols.lineage import LineageCoordinator, LineageInstance
+from protocols.contract.view import ClusterView
+from protocols.lineage.coordinator import LineageCoordinator
+from protocols.lineage.instance import LineageInstance
+from protocols.shared.logged import Ready
 
 
 class NoSinkDedup(LineageInstance):
@@ -17,41 +20,43 @@ class NoSinkDedup(LineageInstance):
     def flush_sink(self) -> None:
         out, self.core.pending_output = self.core.pending_output, []
         if out:
-            self.core.actions.append(Emit(self.core.id, out))
+            self.out.append(Emit(self.me.id, out))
 
 
 class SinkForgetsVisible(LineageInstance):
     """A restarted sink ignores its stored visible counts and starts suppressing nothing."""
 
-    def __init__(self, core: Any, params: Any, blob: Any, init: Any):
-        super().__init__(core, params, None if core.is_sink else blob, init)
+    def start(self, ev: Started) -> None:
+        super().start(dataclasses.replace(ev, restored=None) if self.core.is_sink else ev)
 
 
 class PurgeFailedOnly(LineageCoordinator):
     """A failure purges the failed instances but not their downstream."""
 
-    def on_failure(self, failed: set[str], now: float) -> list[Any]:
-        ended = self.eos_sent - failed
-        steps = super().on_failure(failed, now)
-        self.eos_sent = ended
-        return [Stop(sorted(failed)) if isinstance(s, Stop) else s for s in steps
-                if not isinstance(s, Start) or s.instance in failed]
+    def on_failure(self, ev: FailureDetected, view: ClusterView) -> list[CoordinatorAction]:
+        failed = ev.instances
+        ended = self.ended - failed
+        acts = super().on_failure(ev, view)
+        self.ended = ended
+        return [Stop(tuple(sorted(failed))) if isinstance(a, Stop) else a for a in acts
+                if not isinstance(a, Restart) or a.instance in failed]
 
 
 class ResendFromSecond(LineageCoordinator):
     """A purged instance's parents resend their history from the second batch, not the first."""
 
-    def on_report(self, instance: str, kind: str, data: Any, now: float) -> list[Any]:
-        if kind == "ready":
-            data = {ch: start + 1 for ch, start in data.items()}
-        return super().on_report(instance, kind, data, now)
+    def on_report(self, ev: ReportIn, view: ClusterView) -> list[CoordinatorAction]:
+        if isinstance(ev.msg, Ready):
+            ev = dataclasses.replace(
+                ev, msg=Ready({ch: start + 1 for ch, start in ev.msg.starts.items()}))
+        return super().on_report(ev, view)
 
 
 class LogKeepsTail(LineageInstance):
     """The payload log keeps only the newest 10 batches per channel, as if garbage-collected."""
 
-    def _on_send(self, ch: int, batch: Batch) -> None:
-        super()._on_send(ch, batch)
+    def sent(self, ch: int, batch: Batch) -> None:
+        super().sent(ch, batch)
         if len(self.plog[ch]) > 10:
             del self.plog[ch][0]
 

@@ -1,0 +1,20 @@
+"""``LineageInstance``: the logged channel machinery, and a sink slot that always exists."""
+
+from __future__ import annotations
+
+from protocols.contract.events import Started
+from protocols.contract.params import NoParams
+from protocols.shared.logged import SLOT, LoggedInstance, Ready
+
+
+class LineageInstance(LoggedInstance[NoParams]):
+    def start(self, ev: Started) -> None:
+        core = self.core
+        if core.is_sink:
+            if ev.restored is not None:
+                self.emitted = dict(ev.restored["emitted"])
+            else:
+                # A slot must exist before any failure so a replacement can always restore.
+                self.persist(SLOT, self.sink_blob())
+        if ev.reason == "restart":  # every restart is a purge's: the parents resend all
+            self.report(Ready({ch: 1 for ch in core.inputs}))

@@ -1,0 +1,248 @@
+"""Channel machinery shared by the log-based protocols (``lineage`` and ``causal``).
+
+- **Per-channel positions.** A receiver accepts a batch only if its ``seq`` is the next one
+  on that channel; duplicates (replays of what it has) and gaps (a sender resent from its
+  log while a newer batch was already on the wire) are dropped. A gap is always closed
+  later: a resend covers everything from the requested position to the sender's newest
+  batch, in order, on the same FIFO channel.
+- **Payload logs.** Every instance logs what it sent per output channel so it can resend
+  from any position (``Resend`` control); ``TrimPayloadLog`` controls drop the prefix a
+  child no longer needs.
+- **End of stream** carries the channel's final ``seq`` so a receiver ignores it until it
+  has every batch before it; a resend repeats it once the sender has finished.
+- **Sinks** are de-duplicated per key: a sink counts how many records of each key it has
+  made visible (persisted together with the output, in the same step, so a crash can
+  never separate them) and, in a re-execution from the start, suppresses the first that
+  many records of each key. This is exact when each key's output sequence is
+  deterministic — what the ``ordered-per-key`` / ``final-per-key`` sink modes assert.
+
+``LoggedInstance`` collects one event's actions in ``out``: what the core produced (moved
+there by ``take`` right after each core call, so every batch is stamped and logged with
+the state it was sent in) and what the protocol adds, in order. ``flush`` returns them
+without the batches a child already has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ftctl.runtime.instance import InstanceCore
+from ftctl.runtime.messages import Batch, Marker
+from protocols.contract.actions import Emit, InstanceAction, Persist, Report, Send
+from protocols.contract.events import BatchIn, ControlIn, MarkerIn, SourceReady, Started
+from protocols.contract.logic import EOS, InstanceLogic
+from protocols.contract.messages import Ended, Msg
+from protocols.contract.names import ChannelId, InstanceId
+from protocols.contract.params import P
+from protocols.contract.view import InstanceView
+
+# Each instance owns one slot of the snapshot store, overwritten in place: a replacement
+# always restores the newest local snapshot, and no snapshot id is shared between instances.
+SLOT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Resend(Msg):
+    """Control: send ``channel``'s payload log again from batch ``start`` on, and filter
+    newer sends on it below ``start`` (the child already has them)."""
+
+    channel: ChannelId
+    start: int
+
+
+@dataclass(frozen=True, slots=True)
+class TrimPayloadLog(Msg):
+    """Control: the child of ``channel`` never needs batches up to ``upto`` again."""
+
+    channel: ChannelId
+    upto: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ready(Msg):
+    """Report: a replacement runs; each input channel's sender should resend from
+    ``starts[channel]``."""
+
+    starts: Mapping[ChannelId, int]
+
+
+MESSAGES: tuple[type[Msg], ...] = (Resend, TrimPayloadLog, Ready)
+
+
+def eos_ok(marker: Marker, pos: int) -> bool:
+    return marker.meta is None or marker.meta == pos
+
+
+class LoggedInstance(InstanceLogic[P]):
+    more = True  # sources: whether another step is worth offering
+
+    def __init__(self, me: InstanceView, cores: Mapping[InstanceId, InstanceCore], params: P):
+        super().__init__(me, cores, params)
+        core = self.core
+        self.pos: dict[int, int] = dict.fromkeys(core.inputs, 0)
+        self.plog: dict[int, list[Batch]] = {ch: [] for ch in core.out_channels}
+        self.resume: dict[int, int] = {}  # out channel -> lowest seq worth sending
+        self.done = False
+        self.emitted: dict[Any, int] = {}
+        self.seen: dict[Any, int] = {}
+        self.out: list[InstanceAction] = []  # the current event's actions, in order
+        core.hold_output = core.is_sink  # the sink filters its output before it is visible
+
+    # ------------------------------------------------------------ hooks for subclasses
+
+    def start(self, ev: Started) -> None:
+        """The incarnation starts: restore what ``ev`` carries."""
+
+    def stamp(self, ch: int, batch: Batch) -> None:
+        """Fill ``batch.meta`` before it is logged and sent."""
+
+    def sent(self, ch: int, batch: Batch) -> None:
+        """The core sent ``batch`` on ``ch``: stamp it and keep it in the payload log."""
+        self.stamp(ch, batch)
+        self.plog[ch].append(batch)
+
+    def process(self, ch: int, batch: Batch) -> None:
+        """An accepted batch: run it (subclasses may buffer and reorder)."""
+        self.core.deliver(ch, batch)
+        self.take()
+        self.after_deliver()
+
+    def control(self, msg: Msg) -> None:
+        if isinstance(msg, Resend):
+            self.resend(msg.channel, msg.start)
+        elif isinstance(msg, TrimPayloadLog):
+            self.gc(msg.channel, msg.upto)
+
+    def sink_blob(self) -> dict[str, Any]:
+        return {"emitted": dict(self.emitted)}
+
+    # ------------------------------------------------------------ actions of one event
+
+    def take(self) -> None:
+        """Move what the core produced into this event's actions, logging each batch sent."""
+        out = self.out
+        for a in self.core.take_actions():
+            if type(a) is Send and type(a.msg) is Batch:
+                self.sent(a.channel, a.msg)
+            out.append(a)  # type: ignore[arg-type]  # the core makes Send and Emit only
+
+    def report(self, msg: Msg) -> None:
+        self.out.append(Report(msg))
+
+    def persist(self, ref: int, blob: Any) -> None:
+        self.out.append(Persist(self.me.id, ref, blob))
+
+    def flush(self) -> list[InstanceAction]:
+        """This event's actions, without the batches a child already has (a replacement
+        regenerating old output)."""
+        self.take()
+        acts, self.out = self.out, []
+        resume = self.resume
+        if not resume:
+            return acts
+        return [a for a in acts
+                if not (type(a) is Send and type(a.msg) is Batch
+                        and a.msg.seq < resume.get(a.channel, 0))]
+
+    # ------------------------------------------------------------ events
+
+    def on_started(self, ev: Started, now: float) -> list[InstanceAction]:
+        self.start(ev)
+        return self.flush()
+
+    def on_batch(self, ev: BatchIn, now: float) -> list[InstanceAction]:
+        ch, batch = ev.channel, ev.batch
+        if batch.seq == self.pos[ch] + 1:
+            self.pos[ch] = batch.seq
+            self.process(ch, batch)
+        return self.flush()
+
+    def on_marker(self, ev: MarkerIn, now: float) -> list[InstanceAction]:
+        if ev.marker.kind == EOS and eos_ok(ev.marker, self.pos[ev.channel]):
+            self.on_eos(ev.channel)
+        return self.flush()
+
+    def on_source(self, ev: SourceReady, now: float) -> list[InstanceAction]:
+        self.step()
+        return self.flush()
+
+    def more_to_produce(self, slot: InstanceId) -> bool:
+        return self.more
+
+    def on_control(self, ev: ControlIn, now: float) -> list[InstanceAction]:
+        self.control(ev.msg)
+        return self.flush()
+
+    # ------------------------------------------------------------ input
+
+    def on_eos(self, ch: int) -> None:
+        core = self.core
+        if ch in core.finished:
+            return
+        if core.end_of_stream(ch):
+            self.take()
+            self.close_outputs()
+
+    def after_deliver(self) -> None:
+        if self.core.is_sink and self.core.pending_output:
+            self.flush_sink()
+
+    def flush_sink(self) -> None:
+        out = []
+        seen, emitted = self.seen, self.emitted
+        for k, v in self.core.pending_output:
+            n = seen.get(k, 0) + 1
+            seen[k] = n
+            if n > emitted.get(k, 0):
+                emitted[k] = n
+                out.append((k, v))
+        self.core.pending_output = []
+        if out:
+            # Output and its de-duplication state reach the outside world in one step.
+            self.out.append(Emit(self.me.id, out))
+            self.persist_sink(out)
+
+    def persist_sink(self, out: list[tuple[Any, Any]]) -> None:
+        """Persist the de-duplication state after ``out`` was made visible."""
+        self.persist(SLOT, self.sink_blob())
+
+    # ------------------------------------------------------------ output
+
+    def close_outputs(self) -> None:
+        """Every input ended (or the source ran dry): end of stream on every output
+        channel, carrying its final ``seq``, and report it."""
+        self.done = True
+        core = self.core
+        self.out += [Send(ch, Marker(EOS, meta=core.out_seq[ch])) for ch in core.out_channels]
+        self.report(Ended())
+
+    def step(self) -> None:
+        """Sources: the next batch."""
+        self.more = more = self.core.source_next()
+        self.take()
+        if not more:
+            self.close_outputs()
+
+    # ------------------------------------------------------------ controls
+
+    def resend(self, ch: int, start: int) -> None:
+        # A child that needs everything (a purged one, under lineage) leaves nothing to
+        # filter; recording it would make every later step rescan its queued sends, and
+        # a replacement replaying a whole history in one frame would do so per batch.
+        if start > 1:
+            self.resume[ch] = start
+        else:
+            self.resume.pop(ch, None)
+        self.out += [Send(ch, b) for b in self.plog.get(ch, []) if b.seq >= start]
+        if self.done:
+            self.out.append(Send(ch, Marker(EOS, meta=self.core.out_seq[ch])))
+
+    def gc(self, ch: int, upto: int) -> None:
+        log = self.plog.get(ch)
+        if log and log[0].seq <= upto:
+            self.plog[ch] = [b for b in log if b.seq > upto]
+
+    def log_size(self) -> int:
+        return sum(len(v) for v in self.plog.values())
