@@ -59,3 +59,13 @@ def test_incomplete_run_never_passes() -> None:
                      Guarantee.EXACTLY_ONCE, complete=False)
     assert not verdict.passed
     assert verdict.totals() == {"stalled": 1}
+
+
+def test_no_delivery_promise_judges_only_that_the_run_finished() -> None:
+    wrong = [*GOLDEN[1:], ("b", 2), ("z", 9)]  # lost, duplicated and unexpected at once
+    verdict = verify({"out": "multiset"}, {"out": GOLDEN}, {"out": wrong}, Guarantee.NONE)
+    assert verdict.passed and verdict.to_json()["guarantee"] == "none"
+    assert set(verdict.totals()) == {"lost", "duplicated", "unexpected"}  # still reported
+    unfinished = verify({"out": "multiset"}, {"out": GOLDEN}, {"out": GOLDEN}, Guarantee.NONE,
+                        complete=False)
+    assert not unfinished.passed

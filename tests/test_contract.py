@@ -184,3 +184,20 @@ def test_a_replacement_learns_which_inputs_ended() -> None:
     sink = graph.sinks[-1]
     assert len(graph.instances[sink].inputs) == 2  # the second marker alone cannot end it
     assert _golden(graph, _run(graph, lose_eos_to=sink))
+
+
+def test_a_guarantee_may_depend_on_the_topology() -> None:
+    from dataclasses import replace
+
+    from protocols.contract import Guarantee
+    from protocols.contract.view import GraphView
+    from protocols.replica_ring.spec import SPEC
+
+    chain = GraphView(ExecutionGraph(load_topology(TOPOLOGIES / "replica-chain.yaml")))
+    wide = GraphView(ExecutionGraph(load_topology(TOPOLOGIES / "diamond.yaml")))
+    narrowed = replace(SPEC, guarantee_on=lambda p, g: (  # diamond sums in "merge"
+        Guarantee.NONE if any(g.operator_of(i) == "merge" for i in g.order) else p.semantics))
+    params = narrowed.default_params()
+    assert narrowed.guarantee_of(params) is Guarantee.EXACTLY_ONCE  # no graph: the params'
+    assert narrowed.guarantee_of(params, chain) is Guarantee.EXACTLY_ONCE
+    assert narrowed.guarantee_of(params, wide) is Guarantee.NONE

@@ -11,13 +11,14 @@ from __future__ import annotations
 import pytest
 
 from protocols.base import Guarantee
+from protocols.replica_ring.model import SEMANTICS
 from protocols.replica_ring.mutants import MUTANTS
 from protocols.replica_ring.params import ReplicaRingParams
 from tests.replica_ring_runs import STALL, judge, run, spec_with
 from tests.replica_ring_topologies import chain, replica_chain
 
 
-@pytest.mark.parametrize("semantics", list(Guarantee))
+@pytest.mark.parametrize("semantics", SEMANTICS)
 @pytest.mark.parametrize("victim", ["A[1]", "B[2]"])
 def test_a_replica_killed_mid_run_keeps_each_guarantee(semantics, victim):
     topo = chain(3, 120)
@@ -78,7 +79,7 @@ KILLS_ON_CHAIN = (
 )
 
 
-@pytest.mark.parametrize("semantics", list(Guarantee))
+@pytest.mark.parametrize("semantics", SEMANTICS)
 def test_the_bundled_replica_chain_keeps_each_guarantee_under_kills(semantics):
     topo = replica_chain(240)
     for kills in KILLS_ON_CHAIN:

@@ -46,6 +46,7 @@ def test_without_names_single_fixes():
 @pytest.mark.parametrize(("given", "field"), [
     ({"ping_every": 0.2, "ping_timeout": 0.1}, "ping_timeout"),
     ({"semantics": "twice"}, "semantics"),
+    ({"semantics": "none"}, "semantics"),  # no delivery promise: not a ring semantics
     ({"variant": "faithful", "without": "F1"}, "without"),
     ({"without": "F2"}, "without"),
     ({"replicas": 1}, "replicas"),

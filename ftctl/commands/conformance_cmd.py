@@ -14,7 +14,7 @@ from rich.table import Table
 from ftctl.commands.common import user_errors
 from ftctl.config.errors import ConfigError
 from ftctl.conformance.cases import BUNDLED_TOPOLOGIES, topologies
-from ftctl.conformance.kit import Kit, KitReport
+from ftctl.conformance.kit import CaseResult, Kit, KitReport
 from ftctl.console import EXIT_FAILED, EXIT_OK, console
 from ftctl.tables import print_table
 from protocols.registry import PROTOCOLS
@@ -41,7 +41,9 @@ def conformance(
     For each protocol (or the ones named), each of its variants runs on every topology in
     --topologies over N seeded schedules on the simulation host (crashes; a third of them
     again with every fault kind: pause, partition, drop, delay, slow, node loss, as cases
-    named +all-faults) and must hold the guarantee the protocol declares. Then every
+    named +all-faults) and must hold the guarantee the protocol declares on that topology
+    (a protocol may declare none, no delivery promise: `none` where an operator keeps state;
+    such a case only has to finish, shown as finished or stalled). Then every
     mutant the protocol ships (a planted bug, listed by `ftctl list mutants`) runs
     through the same seeds, each seed on every
     topology, until a schedule on which the protocol holds breaks it: the mutant is caught.
@@ -79,6 +81,16 @@ def conformance(
     raise typer.Exit(EXIT_OK if report.passed else EXIT_FAILED)
 
 
+def _status(c: CaseResult) -> str:
+    """``holds``/``broken`` for a delivery guarantee; with no delivery promise (guarantee
+    ``none``) only completion is checked: ``finished``/``stalled``."""
+    if c.error:
+        return "[red]error[/red]"
+    if c.checks == "completion":
+        return "[green]finished[/green]" if c.passed else "[red]stalled[/red]"
+    return "[green]holds[/green]" if c.passed else "[red]broken[/red]"
+
+
 def _show(report: KitReport, n: int) -> None:
     cases = Table(title=f"guarantees over {n} seeded schedules per case")
     for col in ("case", "guarantee", "runs", "faults", "violating", "first seed", ""):
@@ -88,8 +100,7 @@ def _show(report: KitReport, n: int) -> None:
         cases.add_row(c.case.name, c.case.guarantee.value, str(c.schedules),
                       str(c.failures_injected), str(len(c.failing_seeds)),
                       str(c.failing_seeds[0]) if c.failing_seeds else "-",
-                      "[green]holds[/green]" if c.passed
-                      else "[red]error[/red]" if c.error else "[red]broken[/red]")
+                      _status(c))
     print_table(cases)
     if report.mutants:
         muts = Table(title="mutants (planted bugs)")
@@ -109,7 +120,8 @@ def _show(report: KitReport, n: int) -> None:
             console.print(f"[red]could not run[/red] {c.case.name}: {escape(c.error)}",
                           highlight=False)
         elif not c.passed:
-            console.print(f"[red]guarantee broken[/red]: {c.case.name} "
+            what = "guarantee broken" if c.checks == "delivery" else "did not finish"
+            console.print(f"[red]{what}[/red]: {c.case.name} "
                           f"({', '.join(f'{k}={v}' for k, v in sorted(c.violations.items()))})")
             console.print(f"  reproduce: {escape(c.reproduce() or '')}", highlight=False)
     for m in report.mutants:

@@ -50,12 +50,16 @@ def variants_of(protocol: str) -> tuple[Variant, ...]:
     return LEGACY.get(protocol, ((Variant("default"),), {}))[0]
 
 
-def guarantee_of(spec: Any, params: Mapping[str, Any]) -> Guarantee:
-    """The guarantee ``spec`` declares for ``params`` (a function of them where it says so)."""
-    resolve, derive = getattr(spec, "resolve", None), getattr(spec, "guarantee_of", None)
-    if resolve is not None and derive is not None:
-        return Guarantee(derive(resolve(dict(params))))
-    return Guarantee(spec.guarantee)
+def guarantee_of(spec: Any, params: Mapping[str, Any], topology: Path | None = None) -> Guarantee:
+    """The guarantee ``spec`` declares for ``params`` (a function of them where it says so),
+    on ``topology`` when given (``none`` promises at-most-once only without stateful operators)."""
+    from ftctl.config.load import load_topology
+    from ftctl.runtime.graph import ExecutionGraph
+    from ftctl.verify.checker import declared_guarantee
+    from protocols.contract.view import GraphView
+
+    graph = GraphView(ExecutionGraph(load_topology(topology))) if topology else None
+    return declared_guarantee(spec, spec.resolve(dict(params)), graph)
 
 
 def topologies(directory: Path = BUNDLED_TOPOLOGIES) -> list[Path]:
@@ -116,7 +120,7 @@ def accepts(protocol: str, params: Mapping[str, Any], topology: Path) -> bool:
 def guarantee_cases(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
     """Every variant of ``protocol`` on every topology in ``directory`` it accepts."""
     spec = get_protocol(protocol)
-    return [GuaranteeCase(protocol, v, t, guarantee_of(spec, v.params))
+    return [GuaranteeCase(protocol, v, t, guarantee_of(spec, v.params, t))
             for v in variants_of(protocol) for t in topologies(directory)
             if accepts(protocol, v.params, t)]
 
@@ -145,6 +149,7 @@ def gate_cases(directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
         for key, schedules in gate_of(protocol, directory).items():
             stem, _, variant = key.partition("/")
             v = by_name[variant or "default"]
-            out.append(GuaranteeCase(protocol, v, directory / f"{stem}.yaml",
-                                     guarantee_of(spec, v.params), schedules))
+            topology = directory / f"{stem}.yaml"
+            out.append(GuaranteeCase(protocol, v, topology,
+                                     guarantee_of(spec, v.params, topology), schedules))
     return out

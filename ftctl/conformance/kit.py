@@ -26,7 +26,7 @@ from ftctl.conformance.cases import (
 )
 from ftctl.sim.faults import CRASH_ONLY, FaultKind
 from ftctl.sim.runner import Simulator
-from protocols.contract.spec import Mutant
+from protocols.contract.spec import Guarantee, Mutant
 from protocols.mutants import mutants_of, planted
 from protocols.registry import get_protocol
 
@@ -47,6 +47,12 @@ class CaseResult:
     def passed(self) -> bool:
         return not self.failing_seeds and self.error is None
 
+    @property
+    def checks(self) -> str:
+        """What a schedule is judged on: the delivery property of the guarantee, or, with
+        no delivery promise (``none`` on a stateful topology), only that the run finished."""
+        return "completion" if self.case.guarantee is Guarantee.NONE else "delivery"
+
     def reproduce(self) -> str | None:
         if not self.failing_seeds:
             return None
@@ -59,7 +65,8 @@ class CaseResult:
     def to_json(self) -> dict[str, Any]:
         return {"kind": "guarantee", "case": self.case.name, "protocol": self.case.protocol,
                 "variant": self.case.variant.name, "topology": self.case.topology.stem,
-                "guarantee": self.case.guarantee.value, "faults": list(self.case.kinds),
+                "guarantee": self.case.guarantee.value, "checks": self.checks,
+                "faults": list(self.case.kinds),
                 "schedules": self.schedules,
                 "failures_injected": self.failures_injected, "passed": self.passed,
                 "violating_schedules": len(self.failing_seeds),
@@ -149,10 +156,10 @@ class Kit:
             if "/" in protocol:
                 info, _ = planted(protocol)
                 base = get_protocol(protocol.partition("/")[0])
-                judged = guarantee_of(base, params)
+                judged = guarantee_of(base, params, topology)
             else:
                 info = get_protocol(protocol)
-                judged = guarantee_of(info, params)
+                judged = guarantee_of(info, params, topology)
             sim = Simulator(load_topology(topology), info, params, judged, kinds=kinds)
             self._sims[key] = sim
         return sim

@@ -4,7 +4,8 @@ Anomalies per sink: ``lost`` (in golden, missing from the output), ``duplicated`
 copies than golden), ``unexpected`` (never in golden, or for final-per-key a final value
 golden does not have) and ``reordered`` (ordered-per-key: same records, other order).
 A verdict holds when the anomalies fit a guarantee: at-most-once tolerates ``lost``,
-at-least-once tolerates ``duplicated`` (and the reordering replays cause).
+at-least-once tolerates ``duplicated`` (and the reordering replays cause); ``none`` (no
+delivery promise) tolerates every anomaly: only an unfinished run fails it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from protocols.base import Guarantee
+from protocols.contract.params import ProtocolParams
+from protocols.contract.spec import Guarantee, ProtocolSpec
+from protocols.contract.view import GraphView
 
 Out = list[tuple[Any, Any]]
 
@@ -48,6 +51,8 @@ class SinkVerdict:
                                   ("reordered", self.reordered)) if v}
 
     def holds(self, guarantee: Guarantee) -> bool:
+        if guarantee is Guarantee.NONE:
+            return True
         if guarantee is Guarantee.EXACTLY_ONCE:
             return not self.anomalies()
         if guarantee is Guarantee.AT_LEAST_ONCE:
@@ -157,6 +162,15 @@ class Verdict:
     def to_json(self) -> dict[str, Any]:
         return {"guarantee": self.guarantee.value, "passed": self.passed,
                 "complete": self.complete, "sinks": [s.to_json() for s in self.sinks]}
+
+
+def declared_guarantee(protocol: Any, params: ProtocolParams,
+                       graph: GraphView | None = None) -> Guarantee:
+    """What a registered protocol promises with ``params`` on ``graph``'s topology (a
+    contract-v2 spec may narrow its guarantee per topology; a legacy entry cannot)."""
+    if isinstance(protocol, ProtocolSpec):
+        return protocol.guarantee_of(params, graph)
+    return Guarantee(protocol.guarantee_of(params))
 
 
 def verify(modes: dict[str, str], golden: dict[str, Out], output: dict[str, Out],

@@ -8,9 +8,11 @@ from typing import Any
 from ftctl.config.checks import check_topology
 from ftctl.config.topology import Topology
 from ftctl.results import RunStore
-from ftctl.verify.checker import Verdict, verify
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.verify.checker import Verdict, declared_guarantee, verify
 from ftctl.verify.golden import Producer, golden_for
-from protocols.base import Guarantee
+from protocols.contract.spec import Guarantee
+from protocols.contract.view import GraphView
 from protocols.registry import get_protocol
 
 # What must agree between a stored verdict and a fresh one.
@@ -55,7 +57,8 @@ def reverify(run: RunStore, produce: Producer,
     cfg = run.read_config()
     topo = stored_topology(run)
     info = get_protocol(cfg["protocol"])
-    declared = info.guarantee_of(info.resolve(cfg.get("params") or {}))
+    declared = declared_guarantee(info, info.resolve(cfg.get("params") or {}),
+                                  GraphView(ExecutionGraph(topo)))
     status = run.status()
     complete = status == "complete"
     verdict = verify(topo.sink_modes(), golden_for(topo, produce), run.read_outputs(),

@@ -21,6 +21,9 @@ class Guarantee(StrEnum):
     AT_MOST_ONCE = "at-most-once"
     AT_LEAST_ONCE = "at-least-once"
     EXACTLY_ONCE = "exactly-once"
+    # No delivery promise: a run is judged only on finishing (no stall, no crash). What
+    # ``none`` declares where an operator keeps state and restarts empty.
+    NONE = "none"
 
 
 Need = Literal["peers", "timers", "routing", "capacity", "parallel"]
@@ -55,7 +58,9 @@ class ProtocolSpec(Generic[P]):
     """A protocol as the registry, the kernel, the CLI and the conformance kit see it.
 
     ``guarantee`` is a function of the params (replica-ring's ``semantics`` param chooses
-    it). ``phases`` lists what ``DeclarePhase`` may name, so fault triggers can be refused
+    it); ``guarantee_on``, where given, narrows it per topology and is what a run on a known
+    graph is judged against (``none``: at-most-once only without stateful operators).
+    ``phases`` lists what ``DeclarePhase`` may name, so fault triggers can be refused
     when the protocol never enters a phase. ``needs`` tells the kit which topologies and
     hosts can run it. ``gate`` maps a topology stem to the schedules the registry gate runs.
     """
@@ -67,6 +72,7 @@ class ProtocolSpec(Generic[P]):
     instance: type[InstanceLogic[P]]
     coordinator: type[CoordinatorLogic[P]]
     guarantee: Callable[[P], Guarantee]
+    guarantee_on: Callable[[P, GraphView], Guarantee] | None = None
     messages: tuple[type[Msg], ...] = ()
     phases: tuple[str, ...] = ()
     needs: frozenset[Need] = frozenset()
@@ -78,7 +84,10 @@ class ProtocolSpec(Generic[P]):
     # Hosts narrow a strike that would kill a whole group and log ``fault-skipped``.
     spared: Callable[[GraphView], tuple[frozenset[str], ...]] | None = None
 
-    def guarantee_of(self, params: P) -> Guarantee:
+    def guarantee_of(self, params: P, graph: GraphView | None = None) -> Guarantee:
+        """What the protocol promises with ``params``; on ``graph``'s topology if given."""
+        if graph is not None and self.guarantee_on is not None:
+            return self.guarantee_on(params, graph)
         return self.guarantee(params)
 
     def default_params(self) -> P:

@@ -81,6 +81,13 @@ class ReplicaRingParams(ProtocolParams):
             return self  # the simulation, or a user who chose the timing
         return self.model_copy(update=CLUSTER_TIMING)
 
+    @field_validator("semantics")
+    @classmethod
+    def _delivery(cls, v: Guarantee) -> Guarantee:
+        if v is Guarantee.NONE:  # no delivery promise: not a semantics the ring offers
+            raise ValueError("'at-most-once', 'at-least-once' or 'exactly-once'")
+        return v
+
     @field_validator("without", mode="before")
     @classmethod
     def _split(cls, v: object) -> object:
