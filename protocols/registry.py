@@ -11,7 +11,7 @@ from typing import Any
 
 from protocols.base import Guarantee, ProtocolInfo
 from protocols.causal import CausalCoordinator, CausalInstance, CausalParams
-from protocols.checkpoint import CheckpointCoordinator, CheckpointInstance, CheckpointParams
+from protocols.checkpoint.spec import SPEC as CHECKPOINT
 from protocols.contract.spec import ProtocolSpec
 from protocols.falkirk.spec import SPEC as FALKIRK
 from protocols.lineage.spec import SPEC as LINEAGE
@@ -26,11 +26,7 @@ PROTOCOLS: dict[str, Protocol] = {
         "none", Guarantee.AT_MOST_ONCE,
         "no fault tolerance: a failed instance restarts empty (the control)",
         "-", NoneInstance, NoneCoordinator),
-    "checkpoint": ProtocolInfo(
-        "checkpoint", Guarantee.EXACTLY_ONCE,
-        "snapshot tokens with channel state (or aligned), global rollback, transactional sinks",
-        "003 (Noir)", CheckpointInstance, CheckpointCoordinator,
-        CheckpointParams, phases=("snapshotting",)),
+    "checkpoint": CHECKPOINT,
     "lineage": LINEAGE,
     "causal": ProtocolInfo(
         "causal", Guarantee.EXACTLY_ONCE,

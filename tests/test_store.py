@@ -9,12 +9,15 @@ import pytest
 from ftctl import codec
 from ftctl.codec import MARSHAL_TAG
 from ftctl.config.load import load_topology
-from ftctl.runtime.actions import Persist
+from ftctl.kernel.unit import Unit
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
 from ftctl.store import DirectoryStore
-from protocols.checkpoint import SNAPSHOT, CheckpointInstance, CheckpointParams
+from protocols.checkpoint.instance import SNAPSHOT, CheckpointInstance
+from protocols.checkpoint.params import CheckpointParams
+from protocols.contract.actions import Persist, StageOutput
+from protocols.contract.events import BatchIn, MarkerIn, Started
+from protocols.contract.names import InstanceId
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,24 +67,25 @@ def test_plain_blobs_are_marshalled_and_others_pickled(tmp_path: Path) -> None:
 
 
 def test_a_checkpoint_blob_with_channel_state_is_plain_and_restores() -> None:
-    # Channel state travels as tuples, so a sink's blob (held output included) is
-    # marshalled; restoring it replays the recorded batches.
+    # Channel state travels as tuples, so a sink's blob is marshalled; its held output is
+    # staged beside it; restoring the blob replays the recorded batches.
     topology = load_topology(ROOT / "topologies" / "wordcount.yaml")
     graph = ExecutionGraph(topology)
-    core = InstanceCore(graph, "out[0]")
-    proto = CheckpointInstance(core, CheckpointParams(interval=1.0), None, None)
-    first, second = core.inputs
-    proto.on_message(first, Batch([("a", 1, 5)], 1))
-    proto.on_message(first, Marker(SNAPSHOT, 1))
-    proto.on_message(second, Batch([("b", 2, 6)], 1))  # in flight: channel state
-    proto.on_message(second, Marker(SNAPSHOT, 1))
-    blob = next(a for a in core.take_actions() if isinstance(a, Persist)).blob
+    params = CheckpointParams(interval=1.0)
+    sink = InstanceId("out[0]")
+    unit = Unit(CheckpointInstance, graph, sink, params, 0)
+    unit.handle(Started(sink, 0, "initial"), 0.0)
+    first, second = unit.core.inputs
+    acts = [*unit.handle(BatchIn(sink, first, Batch([("a", 1, 5)], 1)), 0.0),
+            *unit.handle(MarkerIn(sink, first, Marker(SNAPSHOT, 1)), 0.0),
+            *unit.handle(BatchIn(sink, second, Batch([("b", 2, 6)], 1)), 0.0),  # channel state
+            *unit.handle(MarkerIn(sink, second, Marker(SNAPSHOT, 1)), 0.0)]
+    blob = next(a for a in acts if isinstance(a, Persist)).blob
     assert codec.encode(blob)[:1] == MARSHAL_TAG
-    assert blob["output"] == [("a", 1)]
-    again = InstanceCore(graph, "out[0]")
-    CheckpointInstance(again, CheckpointParams(interval=1.0), codec.decode(codec.encode(blob)),
-                       None)
-    assert again.pending_output == [("b", 2)] and again.records_in == 1
+    assert next(a for a in acts if isinstance(a, StageOutput)).records == [("a", 1)]
+    again = Unit(CheckpointInstance, graph, sink, params, 1)
+    again.handle(Started(sink, 1, "restart", codec.decode(codec.encode(blob))), 0.0)
+    assert again.core.pending_output == [("b", 2)] and again.core.records_in == 1
 
 
 def test_a_store_behind_a_file_uri_works_like_a_folder(tmp_path: Path) -> None:

@@ -135,6 +135,14 @@ class CostedSimHost(SimHost):
         self.refs.add(ref)
         self._charge(slot, self.costs.persist + self.costs.byte * size)
 
+    def stage(self, slot: str, epoch: int, records: Sequence[tuple[Any, Any]]) -> None:
+        # A transactional sink's output is written with its part of a snapshot: its bytes
+        # cost what they would inside the snapshot blob.
+        super().stage(slot, epoch, records)
+        size = len(encode(list(records)))
+        self.persisted_bytes += size
+        self._charge(slot, self.costs.byte * size)
+
     def visible_now(self, sink: str, n: int) -> None:
         """``n`` records of ``sink`` became visible: pair them with their arrivals, oldest
         first. A sink that emits more than it received (or after a rewind) has no
