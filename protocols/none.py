@@ -1,51 +1,69 @@
-"""``none``: the at-most-once control.
+"""``none``: no fault tolerance, the control every other protocol is compared with.
 
-A failed instance comes back empty; nothing is replayed. A source resumes after the
-last offset it reported (like a consumer that commits offsets before processing), so
+A failed instance comes back empty; nothing is replayed. A source reports its offset after
+each batch; a restarted source resumes after the last offset the coordinator received, so
 what was in flight or held in lost state is simply gone.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from protocols.base import (
-    CoordinatorProtocol,
-    InstanceProtocol,
-    PlanStep,
-    Start,
-    Stop,
-)
-
-
-class NoneInstance(InstanceProtocol):
-    def __init__(self, core: Any, params: Any, blob: Any, init: Any):
-        super().__init__(core, params, blob, init)
-        init = init or {}
-        if core.is_source and "offset" in init:
-            core.offset = max(core.lo, min(init["offset"], core.hi))
-        for ch in init.get("ended", []):
-            self.on_eos(ch)
+from protocols.contract.actions import Control, CoordinatorAction, InstanceAction, Restart, Stop
+from protocols.contract.events import FailureDetected, ReportIn, Started
+from protocols.contract.logic import CoordinatorLogic, InstanceLogic
+from protocols.contract.messages import SHARED_MESSAGES, InputEnded, Offset
+from protocols.contract.names import InstanceId
+from protocols.contract.params import NoParams
+from protocols.contract.spec import Guarantee, ProtocolSpec, fixed
+from protocols.contract.view import ClusterView, GraphView
 
 
-class NoneCoordinator(CoordinatorProtocol):
-    def __init__(self, graph: Any, params: Any):
+class NoneInstance(InstanceLogic[NoParams]):
+    """Batches in arrival order (the contract's defaults); a restarted source resumes at
+    the offset its ``Restart`` carries."""
+
+    def on_started(self, ev: Started, now: float) -> list[InstanceAction]:
+        core = self.cores[ev.slot]
+        if core.is_source and isinstance(ev.init, Offset):
+            core.offset = self.resume_at(ev.init.offset, core.lo, core.hi)
+        return []
+
+    def resume_at(self, stored: int, lo: int, hi: int) -> int:
+        """Where a restarted source reads on, given the offset committed for it."""
+        return max(lo, min(stored, hi))
+
+
+class NoneCoordinator(CoordinatorLogic[NoParams]):
+    """Restart a failed instance empty; a source after the last offset it reported."""
+
+    def __init__(self, graph: GraphView, params: NoParams):
         super().__init__(graph, params)
-        self.offsets: dict[str, int] = {}
+        self.offsets: dict[InstanceId, int] = {}
 
-    def on_report(self, instance: str, kind: str, data: Any, now: float) -> list[PlanStep]:
-        if kind == "offset":
-            self.offsets[instance] = data
+    def on_report(self, ev: ReportIn, view: ClusterView) -> list[CoordinatorAction]:
+        if isinstance(ev.msg, Offset):
+            self.offsets[ev.instance] = ev.msg.offset
             return []
-        return super().on_report(instance, kind, data, now)
+        return super().on_report(ev, view)
 
-    def on_failure(self, failed: set[str], now: float) -> list[PlanStep]:
-        steps: list[PlanStep] = [Stop(sorted(failed))]
-        for iid in sorted(failed):
-            self.restarted.add(iid)
-            self.eos_sent.discard(iid)
-            init: dict[str, Any] = {"ended": self.ended_inputs(iid)}
-            if iid in self.offsets:
-                init["offset"] = self.offsets[iid]
-            steps.append(Start(iid, init=init))
-        return steps
+    def on_failure(self, ev: FailureDetected, view: ClusterView) -> list[CoordinatorAction]:
+        failed = sorted(ev.instances)
+        self.ended.difference_update(failed)
+        acts: list[CoordinatorAction] = [Stop(tuple(failed))]
+        for i in failed:
+            offset = self.offsets.get(i)
+            acts.append(Restart(i, init=None if offset is None else Offset(offset)))
+            acts += [Control(i, InputEnded(ch)) for ch in self.ended_inputs(i)]
+        return acts
+
+
+SPEC: ProtocolSpec[NoParams] = ProtocolSpec(
+    name="none",
+    paper="-",
+    description="no fault tolerance: a failed instance restarts empty (the control)",
+    params=NoParams,
+    instance=NoneInstance,
+    coordinator=NoneCoordinator,
+    guarantee=fixed(Guarantee.AT_MOST_ONCE),
+    messages=SHARED_MESSAGES,
+    # The mutants (protocols/none_mutants.py, found there by name) subclass the classes above.
+)

@@ -6,61 +6,65 @@ see again; the conformance kit catches it on a schedule where ``none`` itself ho
 
 from __future__ import annotations
 
-from typing import Any
-
+from protocols.contract.actions import CoordinatorAction, InstanceAction
+from protocols.contract.events import FailureDetected, ReportIn, Started
+from protocols.contract.messages import Offset
+from protocols.contract.names import InstanceId
+from protocols.contract.params import NoParams
 from protocols.contract.spec import Mutant
+from protocols.contract.view import ClusterView, GraphView
 from protocols.none import NoneCoordinator, NoneInstance
 
 
 class SourceFromStart(NoneInstance):
     """A restarted source ignores its committed offset and reads from its first record."""
 
-    def __init__(self, core: Any, params: Any, blob: Any, init: Any):
-        super().__init__(core, params, blob, init)
-        if core.is_source:
-            core.offset = core.lo
+    def resume_at(self, stored: int, lo: int, hi: int) -> int:
+        return lo
 
 
 class RewindOneBatch(NoneInstance):
     """A restarted source resumes one batch before its committed offset."""
 
-    def __init__(self, core: Any, params: Any, blob: Any, init: Any):
-        super().__init__(core, params, blob, init)
-        if core.is_source and init and "offset" in init:
+    def on_started(self, ev: Started, now: float) -> list[InstanceAction]:
+        acts = super().on_started(ev, now)
+        core = self.cores[ev.slot]
+        if core.is_source and ev.init is not None:
             core.offset = max(core.lo, core.offset - core.batch_size)
+        return acts
 
 
 class FirstOffsetKept(NoneCoordinator):
     """The coordinator keeps the first offset a source reported, not the latest."""
 
-    def on_report(self, instance: str, kind: str, data: Any, now: float) -> list[Any]:
-        if kind == "offset" and instance in self.offsets:
+    def on_report(self, ev: ReportIn, view: ClusterView) -> list[CoordinatorAction]:
+        if isinstance(ev.msg, Offset) and ev.instance in self.offsets:
             return []
-        return super().on_report(instance, kind, data, now)
+        return super().on_report(ev, view)
 
 
 class OffsetOneReportBehind(NoneCoordinator):
     """The coordinator commits a source's previous report instead of its latest one."""
 
-    def __init__(self, graph: Any, params: Any):
+    def __init__(self, graph: GraphView, params: NoParams):
         super().__init__(graph, params)
-        self.latest: dict[str, int] = {}
+        self.latest: dict[InstanceId, int] = {}
 
-    def on_report(self, instance: str, kind: str, data: Any, now: float) -> list[Any]:
-        if kind == "offset":
-            if instance in self.latest:
-                self.offsets[instance] = self.latest[instance]
-            self.latest[instance] = data
+    def on_report(self, ev: ReportIn, view: ClusterView) -> list[CoordinatorAction]:
+        if isinstance(ev.msg, Offset):
+            if ev.instance in self.latest:
+                self.offsets[ev.instance] = self.latest[ev.instance]
+            self.latest[ev.instance] = ev.msg.offset
             return []
-        return super().on_report(instance, kind, data, now)
+        return super().on_report(ev, view)
 
 
 class ForgetOffsetsOnFailure(NoneCoordinator):
     """Every failure wipes the committed offsets, so any restarted source reads from the start."""
 
-    def on_failure(self, failed: set[str], now: float) -> list[Any]:
+    def on_failure(self, ev: FailureDetected, view: ClusterView) -> list[CoordinatorAction]:
         self.offsets.clear()
-        return super().on_failure(failed, now)
+        return super().on_failure(ev, view)
 
 
 MUTANTS: tuple[Mutant, ...] = (

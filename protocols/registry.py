@@ -15,17 +15,14 @@ from protocols.checkpoint.spec import SPEC as CHECKPOINT
 from protocols.contract.spec import ProtocolSpec
 from protocols.falkirk.spec import SPEC as FALKIRK
 from protocols.lineage.spec import SPEC as LINEAGE
-from protocols.none import NoneCoordinator, NoneInstance
+from protocols.none import SPEC as NONE
 from protocols.progressive import spec as progressive
 from protocols.replica_ring.spec import SPEC as REPLICA_RING
 
 Protocol = ProtocolInfo | ProtocolSpec[Any]
 
 PROTOCOLS: dict[str, Protocol] = {
-    "none": ProtocolInfo(
-        "none", Guarantee.AT_MOST_ONCE,
-        "no fault tolerance: a failed instance restarts empty (the control)",
-        "-", NoneInstance, NoneCoordinator),
+    "none": NONE,
     "checkpoint": CHECKPOINT,
     "lineage": LINEAGE,
     "causal": ProtocolInfo(

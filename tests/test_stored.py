@@ -17,8 +17,9 @@ from ftctl.sim.faults import FailureSchedule, Strike
 from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost
 from ftctl.sim.runner import sim_params
-from ftctl.verify.checker import verify
+from ftctl.verify.checker import declared_guarantee, verify
 from ftctl.verify.golden import golden_for
+from protocols.contract.view import GraphView
 from protocols.registry import PROTOCOLS
 from tests.conftest import load
 
@@ -31,13 +32,15 @@ def _stored_run(root: Path, protocol: str) -> RunStore:
     graph = ExecutionGraph(topo)
     info = PROTOCOLS[protocol]
     sched = FailureSchedule([Strike(90, 1, ("count[0]",))])
-    result = SimHost(graph, info, sim_params(graph, info, {}), 4, sched).run()
+    params = sim_params(graph, info, {})
+    result = SimHost(graph, info, params, 4, sched).run()
     run = RunStore.create(root, topology=topo.name, protocol=protocol)
     run.write_config({"topology": topo.model_dump(by_alias=True), "protocol": protocol,
                       "params": {}, "host": "sim"})
     run.write_outputs(result.outputs)
     golden = golden_for(topo, golden_output, root / ".golden")
-    verdict = verify(topo.sink_modes(), golden, result.outputs, info.guarantee,
+    verdict = verify(topo.sink_modes(), golden, result.outputs,
+                     declared_guarantee(info, params, GraphView(graph)),
                      complete=result.complete)
     run.write_verdict(verdict.to_json())
     run.mark("complete")
