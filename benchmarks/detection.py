@@ -41,9 +41,7 @@ PAUSE_FOR = 3.0
 
 
 def trial(sc: Any, how: str, work: Path) -> float | None:
-    topology = load_topology(WORDCOUNT)
-    topology.input.records = 20_000
-    topology.input.rate = 5_000
+    topology = load_topology(WORDCOUNT).with_input(records=20_000, rate=5_000)
     info = PROTOCOLS["none"]
     host = SparkHost(sc, ExecutionGraph(topology), info, info.resolve({}),
                      f"bench-{how}", work / f"{how}-{time.monotonic_ns()}", rate=5_000,
@@ -74,8 +72,7 @@ def trial(sc: Any, how: str, work: Path) -> float | None:
 
 
 def load_run(sc: Any, records: int, work: Path) -> tuple[int, float, list[dict[str, Any]]]:
-    topology = load_topology(WORDCOUNT)
-    topology.input.records = records
+    topology = load_topology(WORDCOUNT).with_input(records=records)
     info = PROTOCOLS["checkpoint"]
     host = SparkHost(sc, ExecutionGraph(topology), info, info.resolve({}),
                      "bench-load", work / "load", timeout=600)

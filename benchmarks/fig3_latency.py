@@ -56,9 +56,7 @@ class Capture(RunExtension):
 def point(master: str, protocol: str, rate: float, seconds: float,
           work: Path) -> dict[str, Any]:
     """One run; ``protocol`` is a name, optionally with ``:key=value`` parameters."""
-    topology = load_topology(SHARDER)
-    topology.input.records = int(rate * seconds)
-    topology.input.rate = rate
+    topology = load_topology(SHARDER).with_input(records=int(rate * seconds), rate=rate)
     name, _, spec = protocol.partition(":")
     given = dict(kv.split("=", 1) for kv in spec.split("+") if kv)
     info = PROTOCOLS[name]

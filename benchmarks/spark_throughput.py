@@ -41,10 +41,7 @@ def plain_loop(records: int, batch: int | None) -> float:
     from ftctl.runtime.graph import ExecutionGraph
     from ftctl.runtime.instance import InstanceCore
 
-    topology = load_topology(WORDCOUNT)
-    topology.input.records = records
-    if batch is not None:
-        topology.input.batch = batch
+    topology = load_topology(WORDCOUNT).with_input(records=records, batch=batch)
     graph = ExecutionGraph(topology)
     cores = {i: InstanceCore(graph, i) for i in graph.order}
     dst = {c.id: cores[c.dst] for c in graph.channels}

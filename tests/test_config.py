@@ -419,3 +419,47 @@ def test_good_scenario_fills_params(tmp_path: Path) -> None:
 def test_scenario_errors(tmp_path: Path, old: str, new: str, message: str) -> None:
     assert old in SCENARIO
     assert scenario_error(tmp_path, SCENARIO.replace(old, new)) == message
+
+
+TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
+
+
+def test_a_loaded_topology_is_frozen() -> None:
+    """Nothing changes a loaded topology in place: its input, operators, their params'
+    owners and its edges refuse assignment; overrides make a copy."""
+    from pydantic import ValidationError
+
+    topo = load_topology(TOPOLOGIES / "wordcount.yaml")
+    with pytest.raises(ValidationError, match="frozen"):
+        topo.input.records = 5
+    with pytest.raises(ValidationError, match="frozen"):
+        topo.input = topo.input
+    with pytest.raises(ValidationError, match="frozen"):
+        topo.operators[0].parallelism = 3
+    with pytest.raises(ValidationError, match="frozen"):
+        topo.edges[0].partition = "hash"
+    before = topo.model_dump()
+    bigger = topo.with_input(records=7000, rate=50.0, seed=9)
+    assert (bigger.input.records, bigger.input.rate, bigger.input.seed) == (7000, 50.0, 9)
+    assert bigger.input.batch == topo.input.batch and bigger.operators == topo.operators
+    assert topo.model_dump() == before
+    assert topo.with_input() is topo and topo.with_input(seed=None) is topo
+    with pytest.raises(ValidationError):
+        topo.with_input(records=0)  # validated like the file
+
+
+def test_run_and_chaos_overrides_leave_the_topology_file_alone() -> None:
+    """``ftctl chaos`` sizes a copy: the loaded topology keeps its own input."""
+    from ftctl.run.chaos import DEFAULT_RECORDS, TARGET_SECONDS, size_input
+    from ftctl.runtime.graph import ExecutionGraph
+
+    topo = load_topology(TOPOLOGIES / "wordcount.yaml")
+    before = topo.model_dump()
+    sized = size_input(topo, None, None)
+    assert topo.model_dump() == before
+    assert sized.input.records == max(topo.input.records, DEFAULT_RECORDS)
+    graph = ExecutionGraph(sized)
+    per_source = max(hi - lo for lo, hi in map(graph.source_range, graph.sources))
+    assert sized.input.rate == round(per_source / TARGET_SECONDS, 3)
+    assert size_input(topo, 800, 10.0).input.model_dump(include={"records", "rate"}) == {
+        "records": 800, "rate": 10.0}

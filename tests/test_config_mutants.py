@@ -77,8 +77,7 @@ def mutants(draw: st.DrawFn) -> tuple[str, Any]:
 
 def _small(topo: Topology) -> Topology:
     """The validated topology with few records, so a schedule takes milliseconds."""
-    topo.input.records = min(topo.input.records, 300)
-    return topo
+    return topo.with_input(records=min(topo.input.records, 300))
 
 
 @settings(max_examples=120, deadline=None, derandomize=True,

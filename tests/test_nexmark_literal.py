@@ -55,16 +55,19 @@ SCALED = {  # operator -> params, windows of 10 ms (Q5 sliding by 5)
 
 
 def literal_result(query: str, parallelism: int = 2) -> dict[Any, Any]:
-    topo = load_topology(ROOT / f"{query}.yaml")
-    for op in topo.operators:
+    loaded = load_topology(ROOT / f"{query}.yaml")
+    operators = []
+    for op in loaded.operators:
+        change: dict[str, Any] = {}
         if op.type == "source.nexmark":
-            op.type, op.params = "source.table", {"rows": LITERAL,
-                                                  "record_type": "nexmark.event"}
+            change = {"type": "source.table",
+                      "params": {"rows": LITERAL, "record_type": "nexmark.event"}}
         if op.name in SCALED:
-            op.params = dict(SCALED[op.name])
+            change["params"] = dict(SCALED[op.name])
         if op.type != "sink":
-            op.parallelism = parallelism
-    check_topology(topo)
+            change["parallelism"] = parallelism
+        operators.append(op.model_copy(update=change))
+    topo = check_topology(loaded.with_operators(operators))
     (records,) = golden_output(ExecutionGraph(topo)).values()
     return final_per_key(records)
 

@@ -43,12 +43,10 @@ def digest(result: dict[Any, Any]) -> str:
 
 
 def seeded(query: str, records: int = 5000, seed: int = 42, **params: Any) -> Topology:
-    topo = load_topology(ROOT / f"{query}.yaml")
-    topo.input.records, topo.input.seed = records, seed
-    for op in topo.operators:
-        if op.type == "source.nexmark":
-            op.params.update({**SEEDED, **params})
-    return topo
+    topo = load_topology(ROOT / f"{query}.yaml").with_input(records=records, seed=seed)
+    return topo.with_operators([
+        op.model_copy(update={"params": {**op.params, **SEEDED, **params}})
+        if op.type == "source.nexmark" else op for op in topo.operators])
 
 
 def test_generator_first_events_and_proportions() -> None:

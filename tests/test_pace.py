@@ -32,10 +32,8 @@ def test_the_pace_changes_once_at_the_given_record() -> None:
 
 
 def test_the_sink_judges_latency_by_the_changed_schedule() -> None:
-    topology = load("sharder")
-    topology.input.records = 10_000
-    topology.input.rate = 1000.0
-    topology.input.rate_change = RateChange(at=2000, rate=100.0)
+    topology = load("sharder").with_input(records=10_000, rate=1000.0,
+                                          rate_change=RateChange(at=2000, rate=100.0))
     graph = ExecutionGraph(topology)
     probe = LatencyProbe(graph, topology.input.rate)
     probe.anchor = 50.0

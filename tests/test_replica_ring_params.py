@@ -99,8 +99,8 @@ def test_stateless_chain_is_accepted_and_parallelism_checked(tmp_path):
     assert check_topology(topo, ReplicaRingParams()) is None
     assert "'b' has parallelism 2, not replicas=3" in str(
         check_topology(topo, ReplicaRingParams(replicas=3)))
-    single = load_topology(path).model_copy(deep=True)
-    single.operators[1].parallelism = 1
+    ops = topo.operators
+    single = topo.with_operators([ops[0], ops[1].model_copy(update={"parallelism": 1}), *ops[2:]])
     assert "'a' has parallelism 1; a ring needs at least 2" in str(
         check_topology(single, ReplicaRingParams()))
 

@@ -170,9 +170,7 @@ def spark(cluster: LocalCluster) -> Iterator[Any]:
 
 
 def test_kill_under_checkpoint_is_exactly_once(spark: Any, tmp_path: Path) -> None:
-    topology = load_topology(WORDCOUNT)
-    topology.input.records = 20000
-    topology.input.rate = 5000
+    topology = load_topology(WORDCOUNT).with_input(records=20000, rate=5000)
     graph = ExecutionGraph(topology)
     info = PROTOCOLS["checkpoint"]
     params = info.resolve({"interval": 0.5})

@@ -100,8 +100,8 @@ def chaos(
     replayed = None
     if replay is not None:
         schedule, replayed = from_replay(replay, results, ExecutionGraph(topology).order)
-        _inherit_input(topology, replayed.read_config(), records, rate)
-    size_input(topology, records, rate)
+        topology = _inherit_input(topology, replayed.read_config(), records, rate)
+    topology = size_input(topology, records, rate)
     graph = ExecutionGraph(topology)
     duration = expected_seconds(graph)
     if kill is not None:
@@ -123,10 +123,9 @@ def chaos(
 
 
 def _inherit_input(topology: Topology, config: dict[str, Any], records: int | None,
-                   rate: float | None) -> None:
+                   rate: float | None) -> Topology:
     """A replay runs the recorded run's input unless told otherwise."""
     recorded = (config.get("topology") or {}).get("input") or {}
-    if records is None and recorded.get("records"):
-        topology.input.records = int(recorded["records"])
-    if rate is None and recorded.get("rate"):
-        topology.input.rate = float(recorded["rate"])
+    return topology.with_input(
+        records=int(recorded["records"]) if records is None and recorded.get("records") else None,
+        rate=float(recorded["rate"]) if rate is None and recorded.get("rate") else None)

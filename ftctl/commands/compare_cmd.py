@@ -93,7 +93,7 @@ def protocols_cmd(
         worker_labels = expand_labels(label, workers)
     except LabelSyntaxError as exc:
         raise ConfigError("--label", None, str(exc)) from None
-    size_input(topology, records, rate)
+    topology = size_input(topology, records, rate)
     graph = ExecutionGraph(topology)
     duration = expected_seconds(graph)
     if kill is not None:

@@ -57,13 +57,7 @@ def run(
     verbose: Verbose = False,
 ) -> None:
     """Run TOPOLOGY on a Spark cluster under a protocol and verify its output."""
-    topology = load_topology(topology_file)
-    if records is not None:
-        topology.input.records = records
-    if rate is not None:
-        topology.input.rate = rate
-    if seed is not None:
-        topology.input.seed = seed
+    topology = load_topology(topology_file).with_input(records=records, rate=rate, seed=seed)
     if master is not None and not master.startswith("spark://"):
         raise ConfigError("--master", None, f"expected spark://host:port, got {master!r}")
     if backend not in ("local", "docker"):

@@ -50,12 +50,11 @@ def dotted(loc: Loc) -> str:
 def check_topology(
     topology: Topology, file: str = "<topology>", lines: Mapping[Loc, int] | None = None
 ) -> Topology:
-    """Raise ConfigError for the first problem; otherwise fill defaults and return it."""
+    """Raise ConfigError for the first problem; otherwise return it with defaults filled."""
     problem = next(find_problems(topology), None)
     if problem is not None:
         raise ConfigError(file, problem.field or None, problem.message, line_of(lines, problem.loc))
-    fill_defaults(topology)
-    return topology
+    return fill_defaults(topology)
 
 
 def line_of(lines: Mapping[Loc, int] | None, loc: Loc) -> int | None:
@@ -69,10 +68,13 @@ def line_of(lines: Mapping[Loc, int] | None, loc: Loc) -> int | None:
     return None
 
 
-def fill_defaults(topology: Topology) -> None:
-    for op in topology.operators:
-        if op.type == "sink" and op.mode is None:
-            op.mode = DEFAULT_SINK_MODE
+def fill_defaults(topology: Topology) -> Topology:
+    """The topology with every sink's comparison mode set (a copy when one was missing)."""
+    if all(op.type != "sink" or op.mode is not None for op in topology.operators):
+        return topology
+    return topology.with_operators([
+        op.model_copy(update={"mode": DEFAULT_SINK_MODE})
+        if op.type == "sink" and op.mode is None else op for op in topology.operators])
 
 
 def find_problems(topology: Topology) -> Iterator[Problem]:

@@ -71,9 +71,7 @@ class Point:
 
 def with_events(topo: Topology, events: int, workload: str) -> Topology:
     records = max(1, events // WORDS_PER_LINE) if workload == "wordcount" else events
-    copy = topo.model_copy(deep=True)
-    copy.input.records = records
-    return copy
+    return topo.with_input(records=records)
 
 
 def multi_input_channels(graph: ExecutionGraph) -> int:

@@ -38,18 +38,19 @@ def expected_seconds(graph: ExecutionGraph) -> float:
     return pace.due(max(spans, default=0))
 
 
-def size_input(topology: Topology, records: int | None, rate: float | None) -> None:
-    if records is not None:
-        topology.input.records = records
-    elif topology.input.rate is None:
-        topology.input.records = max(topology.input.records, DEFAULT_RECORDS)
-    if rate is not None:
-        topology.input.rate = rate
-    elif topology.input.rate is None:
-        graph = ExecutionGraph(topology)
+def size_input(topology: Topology, records: int | None, rate: float | None) -> Topology:
+    """The topology with its input sized for a paced run: ``records`` and ``rate`` when
+    given; an unpaced topology gets at least ``DEFAULT_RECORDS`` and the rate that emits
+    them in ``TARGET_SECONDS``."""
+    if records is None and topology.input.rate is None:
+        records = max(topology.input.records, DEFAULT_RECORDS)
+    sized = topology.with_input(records=records, rate=rate)
+    if sized.input.rate is None:
+        graph = ExecutionGraph(sized)
         per_source = max((hi - lo for lo, hi in map(graph.source_range, graph.sources)),
-                         default=topology.input.records)
-        topology.input.rate = round(per_source / TARGET_SECONDS, 3)
+                         default=sized.input.records)
+        sized = sized.with_input(rate=round(per_source / TARGET_SECONDS, 3))
+    return sized
 
 
 def from_replay(run_id: str, root: Path, instances: Sequence[str]) -> tuple[Schedule, RunStore]:

@@ -17,7 +17,10 @@ SinkMode = Literal["multiset", "final-per-key", "ordered-per-key"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # Frozen: a loaded topology is never changed in place; a command that overrides its
+    # input gets a copy (``Topology.with_input``), so golden caches and stored configs
+    # always see the topology a run really used.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
 
 class RateChange(_Strict):
@@ -136,6 +139,23 @@ class Topology(_Strict):
         if op.input is not None and op.input.seed is not None:
             return op.input.seed
         return self.input.seed
+
+    def with_input(self, records: int | None = None, rate: float | None = None,
+                   seed: int | None = None, batch: int | None = None,
+                   rate_change: RateChange | None = None) -> Topology:
+        """A copy whose ``input`` takes the given values (None: keep the topology's own),
+        validated like the file's; the topology itself is frozen."""
+        given = {"records": records, "rate": rate, "seed": seed, "batch": batch,
+                 "rate_change": rate_change}
+        changes = {k: v for k, v in given.items() if v is not None}
+        if not changes:
+            return self
+        spec = InputSpec.model_validate({**dict(self.input), **changes})
+        return self.model_copy(update={"input": spec})
+
+    def with_operators(self, operators: list[OperatorSpec]) -> Topology:
+        """A copy with these operators (same edges and input)."""
+        return self.model_copy(update={"operators": list(operators)})
 
     def sink_modes(self) -> dict[str, str]:
         """How each sink's output is compared to golden, by sink name."""
