@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocols.base import Guarantee, ProtocolInfo
-from protocols.causal import CausalCoordinator, CausalInstance, CausalParams
+from protocols.base import ProtocolInfo
+from protocols.causal.spec import SPEC as CAUSAL
 from protocols.checkpoint.spec import SPEC as CHECKPOINT
 from protocols.contract.spec import ProtocolSpec
 from protocols.falkirk.spec import SPEC as FALKIRK
@@ -25,12 +25,7 @@ PROTOCOLS: dict[str, Protocol] = {
     "none": NONE,
     "checkpoint": CHECKPOINT,
     "lineage": LINEAGE,
-    "causal": ProtocolInfo(
-        "causal", Guarantee.EXACTLY_ONCE,
-        "tree-clock causal logging: only failed instances restart, from local snapshots, "
-        "replaying their children's observed order; per-channel seq de-duplication",
-        "000", CausalInstance, CausalCoordinator,
-        CausalParams),
+    "causal": CAUSAL,
     "falkirk": FALKIRK,
     "replica-ring": REPLICA_RING,
     "progressive": progressive.SPEC,

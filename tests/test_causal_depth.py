@@ -20,9 +20,15 @@ from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost
 from ftctl.sim.runner import Simulator, sim_params
 from ftctl.verify.checker import verify
-from protocols.base import Guarantee
-from protocols.causal import CausalCoordinator, CausalInstance, CausalParams
+from protocols.causal.coordinator import CausalCoordinator
+from protocols.causal.instance import CausalInstance
+from protocols.causal.messages import CausalInit
+from protocols.causal.params import CausalParams
+from protocols.contract.events import Started
+from protocols.contract.names import InstanceId
 from protocols.contract.params import ParamError
+from protocols.contract.spec import Guarantee
+from protocols.contract.view import GraphView, InstanceView
 from protocols.registry import PROTOCOLS
 from protocols.shared.treeclock import Plain, TreeClock
 from tests.conftest import TOPOLOGIES, load
@@ -145,7 +151,7 @@ def test_a_member_is_asked_about_below_restarted_children_up_to_f_hops() -> None
     graph = ExecutionGraph(load("diamond"))
     members = {"evens[0]", "merge[1]"}
     for depth, deep in ((2, [("out[0]", ("merge[1]", "evens[0]"))]), (1, [])):
-        coord = CausalCoordinator(graph, CausalParams(depth=depth))
+        coord = CausalCoordinator(GraphView(graph), CausalParams(depth=depth))
         asked = sorted(coord._queries("evens[0]", members))
         assert asked == sorted([("merge[0]", ("evens[0]",)), ("merge[1]", ("evens[0]",)),
                                 *deep])
@@ -155,9 +161,11 @@ def test_a_member_is_asked_about_below_restarted_children_up_to_f_hops() -> None
 def test_an_instance_logs_diffs_of_depth_plus_one_levels(depth: int) -> None:
     # T1: however deep the sender's diff, the logged one keeps f + 1 levels below its root.
     graph = ExecutionGraph(load("wordcount"))
-    core = InstanceCore(graph, "count[0]")
-    inst = CausalInstance(core, CausalParams(depth=depth), None,
-                          {"parents": {"split[0]": core.inputs[0]}})
+    me = InstanceId("count[0]")
+    core = InstanceCore(graph, me)
+    inst = CausalInstance(InstanceView.of(graph, me), {me: core}, CausalParams(depth=depth))
+    inst.handle(Started(me, 0, "initial", init=CausalInit(parents={"split[0]": core.inputs[0]})),
+                0.0)
     deep: Plain = ("split[0]", 9, (("lines[0]", 8, (("x", 7, (("y", 6, ()),)),)),))
     inst._run(core.inputs[0], Batch([], 1, meta=deep))
     logged = inst.dlog[core.inputs[0]][-1][1]

@@ -12,7 +12,7 @@ a snapshot) and E3 (a failed child's restore clock) are ftctl's extensions (spec
 
 from __future__ import annotations
 
-from protocols.causal import longest_failed_path, observations, plan_recovery
+from protocols.causal.recovery import longest_failed_path, observations, plan_recovery
 from protocols.shared.treeclock import Plain, TreeClock
 
 Log = list[tuple[int, Plain]]

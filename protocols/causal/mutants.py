@@ -3,7 +3,7 @@
 Each is one overridden method; the conformance kit must find a seeded schedule on which it
 breaks exactly-once. Spec rows not planted here and why: "children resumed one early" (4)
 and "parents resumed one early" (5) are masked by the receivers' per-channel ``seq``
-de-duplication (protocols/logged.py), so they send duplicates that are never visible;
+de-duplication (protocols/shared/logged.py), so they send duplicates that are never visible;
 "t_min = max", "T* from the parents' clocks" and "depth off by one" (6, 7, 11, 12) decide
 nothing in today's recovery (issue 14), so they cannot change an output until the recovery
 uses T* and depth as the paper does. "Diff log trimmed beyond g" (10), planted as trimming
@@ -23,11 +23,18 @@ test_causal_depth.py and tests/test_causal_examples.py (E3) catch them by their 
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from typing import Any
 
-from protocols.base import Control, PlanStep, Start
-from protocols.causal import CausalCoordinator, CausalInstance, _Recovery
+from protocols.causal.coordinator import CausalCoordinator, _Recovery
+from protocols.causal.instance import CausalInstance
+from protocols.causal.messages import Plan, Query
+from protocols.contract.actions import Control, CoordinatorAction, Restart
+from protocols.contract.events import ReportIn
 from protocols.contract.spec import Mutant
+from protocols.contract.view import ClusterView
+from protocols.shared.logged import Ready
 
 
 def _line(cls: type) -> str:
@@ -35,56 +42,52 @@ def _line(cls: type) -> str:
     return " ".join((cls.__doc__ or "").split())
 
 
-def _plans(steps: list[PlanStep]) -> list[dict[str, Any]]:
-    return [s.payload for s in steps
-            if isinstance(s, Control) and isinstance(s.payload, dict)
-            and s.payload.get("kind") == "plan"]
+def _replan(acts: list[CoordinatorAction],
+            change: Callable[[Plan], Plan]) -> list[CoordinatorAction]:
+    """``acts`` with every recovery plan sent replaced by ``change(plan)``."""
+    return [Control(a.instance, change(a.msg)) if isinstance(a, Control)
+            and isinstance(a.msg, Plan) else a for a in acts]
 
 
 class ResumeLate(CausalCoordinator):
     """A recovered instance resumes to each child one batch too late."""
 
-    def _plan_if_ready(self, b: str, rec: _Recovery) -> list[PlanStep]:
-        steps = super()._plan_if_ready(b, rec)
-        for plan in _plans(steps):
-            plan["resume"] = {ch: p + 1 for ch, p in plan["resume"].items()}
-        return steps
+    def _plan_if_ready(self, b: str, rec: _Recovery) -> list[CoordinatorAction]:
+        return _replan(super()._plan_if_ready(b, rec), lambda p: dataclasses.replace(
+            p, resume={ch: s + 1 for ch, s in p.resume.items()}))
 
 
 class ReplayReversed(CausalCoordinator):
     """The observed events are replayed in reverse B-time order."""
 
-    def _plan_if_ready(self, b: str, rec: _Recovery) -> list[PlanStep]:
-        steps = super()._plan_if_ready(b, rec)
-        for plan in _plans(steps):
-            plan["replay"] = list(reversed(plan["replay"]))
-        return steps
+    def _plan_if_ready(self, b: str, rec: _Recovery) -> list[CoordinatorAction]:
+        return _replan(super()._plan_if_ready(b, rec),
+                       lambda p: dataclasses.replace(p, replay=list(reversed(p.replay))))
 
 
 class NoReplay(CausalCoordinator):
     """Replay is switched off: a replacement processes its parents' batches in arrival order."""
 
-    def _plan_if_ready(self, b: str, rec: _Recovery) -> list[PlanStep]:
-        steps = super()._plan_if_ready(b, rec)
-        for plan in _plans(steps):
-            plan["replay"] = []
-        return steps
+    def _plan_if_ready(self, b: str, rec: _Recovery) -> list[CoordinatorAction]:
+        return _replan(super()._plan_if_ready(b, rec),
+                       lambda p: dataclasses.replace(p, replay=[]))
 
 
 class ParentsResumeLate(CausalCoordinator):
     """A replacement's parents resend from one batch after the one it needs next."""
 
-    def on_report(self, instance: str, kind: str, data: Any, now: float) -> list[PlanStep]:
-        if kind == "ready":
-            data = {ch: s + 1 for ch, s in data.items()}
-        return super().on_report(instance, kind, data, now)
+    def on_report(self, ev: ReportIn, view: ClusterView) -> list[CoordinatorAction]:
+        if isinstance(ev.msg, Ready):
+            ev = dataclasses.replace(
+                ev, msg=Ready({ch: s + 1 for ch, s in ev.msg.starts.items()}))
+        return super().on_report(ev, view)
 
 
 class AnswerDropsNewest(CausalInstance):
     """A child answering a recovery query leaves out the newest diff-log entry about B."""
 
-    def _answer(self, q: dict[str, Any]) -> None:
-        ch = self.chan_of.get(q["about"])
+    def _answer(self, q: Query) -> None:
+        ch = self.chan_of.get(q.about)
         log = self.dlog.get(ch, []) if ch is not None else []
         newest = log.pop() if log else None
         super()._answer(q)
@@ -119,9 +122,10 @@ class NoSinkCounts(CausalInstance):
 class FallbackForgetsSinks(CausalCoordinator):
     """The whole-graph fallback restarts sinks without their visible counts."""
 
-    def _fallback(self, failed: set[str], cause: dict[str, Any]) -> list[PlanStep]:
-        steps = super()._fallback(failed, cause)
-        return [Start(s.instance, init=s.init) if isinstance(s, Start) else s for s in steps]
+    def _fallback(self, failed: set[str], cause: dict[str, Any]) -> list[CoordinatorAction]:
+        acts = super()._fallback(failed, cause)
+        return [Restart(a.instance, init=a.init) if isinstance(a, Restart) else a
+                for a in acts]
 
 
 class SilentEvents(CausalInstance):

@@ -1,0 +1,80 @@
+"""``causal``: causal logging with tree clocks (paper 000), extended to stateful instances.
+
+Normal operation (per instance, no coordination):
+
+- The message unit is a **batch**: one tree-clock diff per batch, not per record. An
+  instance's time counts the batches it has processed (a source's, the batches it made).
+- Processing a batch from parent P builds the diff ``self:time+1 -> P's piggybacked diff``
+  (``protocols/shared/treeclock.py``), logs it in the **diff log** of that input channel and applies
+  it to the instance's clock. Every batch sent carries the last diff in ``Batch.meta``.
+- Diffs are truncated to ``depth + 1`` levels below the root (``depth`` is f, how many
+  adjacent failures are recovered locally), so the piggyback is constant-size.
+- Every batch sent is kept in the **payload log** of its output channel.
+- **No silent events** (spec N5): an event that sends nothing on an output channel sends
+  an empty batch there, so each child's diff log holds every event of its parent up to
+  the child's position and replay can place all of them.
+- **Local snapshots.** Every ``snapshot_every`` processed batches per input channel
+  (``snapshot_every`` times the number of inputs) an instance persists, in
+  its own store slot, its operator state, per-input positions, clock, diff log and payload
+  log (the payload log, because batches in flight when it crashes must be resent). No
+  instance waits for another. A sink also persists, with every output it makes visible
+  and in the same step, the visible count of each key output since its last local
+  snapshot (a second slot, ``SINK_SLOT``): a few plain entries per output instead of a
+  whole snapshot. A replacement sink takes the larger count per key of the two slots.
+  The paper recovers stateless nodes from T* alone; here the
+  per-channel batch numbering and round-robin counters are state even in a stateless
+  operator, so every instance takes these local snapshots (tiny for stateless ones).
+- **Garbage collection.** When an instance reports a snapshot, its parents drop payload
+  log entries up to the snapshot's input positions and its children drop diff-log entries
+  about it up to the snapshot's time: a replacement never needs older ones.
+
+Recovery of a failed instance B (nobody else stops, pauses or rolls back):
+
+1. B' restores B's newest local snapshot and holds all input. It reports ``Ready`` with its
+   input positions; the coordinator asks each parent to resend from there (payload logs).
+2. The coordinator asks B's children (``Query`` controls, ``Answer`` reports) for their
+   position on the channel from B and the diffs in which B appears: B's time and the
+   parent batch (parent id, parent time) that caused it. ``t_min`` is the smallest B time
+   the children have seen, T* applies every B diff up to it to an all-zero clock.
+3. The plan tells B' where to resume to each child (1 + the child's position: regenerated
+   batches below it are filtered, i.e. sent duplicates are never sent) and the observed
+   events in B-time order. B' processes its parents' batches in exactly that order
+   (**execution replay**), so the batches it regenerates are the ones its children saw;
+   batches that no child observed are processed afterwards in arrival order.
+4. Children de-duplicate by per-channel ``seq`` in any case; sinks also persist, with each
+   output, how many records per key they made visible (``protocols/shared/logged.py``).
+
+Batches a parent's FIFO channel delivers before an observed one are processed first even if
+unobserved. An unobserved batch processed after later observed ones cannot change what was
+observed when, as in every operator here, a record's effect reaches a child on the channel
+its key is routed to; operators that spread one key's effect over several output channels
+(or round-robin output from several inputs) would need the full determinant log.
+
+**Without clocks** (``clocks: off``, for measuring what the clocks cost, paper 000's
+Fig. 3): batches carry no diff and no diff log is kept; local snapshots, payload logs and
+sink de-duplication stay. With no record of the order children observed, every failure
+takes the fallback below.
+
+**Adjacent failures: ``depth`` is f** (spec causal.md M1-M5). The failed *component* is a
+connected set of failed or still recovering instances (a recovering neighbour is restarted
+again with the new failure); L is the number of instances on its longest directed path.
+With L <= f the component alone restarts: each member's children (a restarted child
+answers from its restored snapshot) and every instance reached from it through restarting
+instances only, k <= f hops down, answer with what their diff logs say about it (at level
+k, its cause at level k + 1 <= f + 1: why diffs keep f + 1 levels), and each member gets
+its own plan. Nothing outside the component stops.
+
+**Beyond f (still exactly-once).** With L > f the causes of the most upstream member are
+cut from every surviving diff, so its order cannot be read. Then the whole graph is
+restarted from the sources in a new epoch (the lineage baseline applied to everything):
+stale snapshots are ignored, and sinks keep their per-key visible counts so the
+recomputation only adds what was never visible. The run's events get a
+``causal-fallback`` with reason ``beyond-f``, the failed instances, the component, L and
+f (or reason ``no-clocks`` under ``clocks: off``).
+
+Modules: ``params`` (``CausalParams``), ``messages`` (inits, controls and reports),
+``recovery`` (the pure plan: observations, t_min, T*, resume points, replay order),
+``instance`` (``CausalInstance``), ``coordinator`` (``CausalCoordinator``), ``mutants``
+(planted bugs) and ``spec`` (``SPEC``, what the registry holds); the tree clock and the
+channel machinery are shared (``protocols/shared/``).
+"""

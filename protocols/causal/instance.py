@@ -1,0 +1,268 @@
+"""``CausalInstance``: tree-clock diffs, diff and payload logs, local snapshots, and the
+replay of a recovery plan (see the package docstring)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from ftctl.runtime.instance import InstanceCore
+from ftctl.runtime.messages import Batch
+from protocols.causal.messages import (
+    Answer,
+    CausalInit,
+    LocalSnapshot,
+    Plan,
+    Query,
+    Replayed,
+    TrimDiffLog,
+)
+from protocols.causal.params import CausalParams
+from protocols.causal.recovery import ReplayEvent, observations
+from protocols.contract.actions import Send
+from protocols.contract.events import Started
+from protocols.contract.messages import Ended, Msg
+from protocols.contract.names import InstanceId
+from protocols.contract.view import InstanceView
+from protocols.shared.logged import SLOT, LoggedInstance, Ready
+from protocols.shared.treeclock import Plain, TreeClock, plain_child
+
+SINK_SLOT = 2  # a sink's visible counts per key since its last local snapshot
+
+
+class CausalInstance(LoggedInstance[CausalParams]):
+    def __init__(self, me: InstanceView, cores: Mapping[InstanceId, InstanceCore],
+                 params: CausalParams):
+        super().__init__(me, cores, params)
+        core = self.core
+        self.depth = params.depth + 1
+        # ``clocks: off`` measures what the clocks cost (paper 000, Fig. 3): no diff is
+        # piggybacked or logged, so a failure can only be recovered by the fallback.
+        self.clocks = params.clocks == "on"
+        # Per input channel: a merging instance (a sink behind 20 shards) gets many small
+        # batches, each a slice of one upstream batch.
+        self.every = params.snapshot_every * max(1, len(core.inputs))
+        self.epoch = 0
+        self.clock = TreeClock(core.id)
+        self.time = 0
+        # Diffs in plain form (``TreeClock.receive_plain``): shared by the batches that
+        # carry them, the diff log and snapshots, and marshal-able on the wire.
+        self.last_diff: Plain | None = None
+        self.dlog: dict[int, list[tuple[int, Plain]]] = {ch: [] for ch in core.inputs}
+        self.pending: dict[int, deque[Batch]] = {ch: deque() for ch in core.inputs}
+        self.eos_wait: set[int] = set()
+        self.replay: deque[ReplayEvent] = deque()
+        self.tstar: TreeClock | None = None
+        self.awaiting = False
+        self.since = 0
+        self.snaps = 0
+        self.touched: dict[Any, int] = {}  # sinks: visible counts since the last snapshot
+        # The coordinator names each input channel's parent: a diff names instances.
+        self.chan_of: dict[str, int] = {}
+
+    def start(self, ev: Started) -> None:
+        init = ev.init if isinstance(ev.init, CausalInit) else CausalInit()
+        self.epoch = init.epoch
+        self.awaiting = init.recover
+        self.chan_of = dict(init.parents)
+        blob: dict[str, Any] | None = ev.restored
+        # A sink also restores SINK_SLOT: what it made visible since that snapshot.
+        visible: dict[Any, int] = ev.extra.get(SINK_SLOT) or {}
+        current = blob is not None and blob["epoch"] == self.epoch
+        if current:
+            assert blob is not None
+            self._restore(blob)
+        elif blob is not None:
+            self.emitted = dict(blob["emitted"])  # visible output outlives epochs
+        for k, n in visible.items():
+            if n > self.emitted.get(k, 0):
+                self.emitted[k] = n
+        # Until the next local snapshot, SINK_SLOT must keep what the last incarnation
+        # made visible, or this incarnation's first output would overwrite it.
+        self.touched = dict(visible)
+        if not current:
+            self._persist()  # a slot exists before any failure can need it
+        if self.awaiting:
+            self.report(Ready({ch: self.pos[ch] + 1 for ch in self.core.inputs}))
+            if self.done:
+                self.report(Ended())
+
+    # ------------------------------------------------------------ snapshots
+
+    def _blob(self) -> dict[str, Any]:
+        done = {ch: self.pos[ch] - len(q) for ch, q in self.pending.items()}
+        return {
+            "epoch": self.epoch, "n": self.snaps, "core": self.core.snapshot_state(),
+            # Clocks and batches as plain tuples: the blob is marshalled, several times
+            # cheaper than pickling thousands of small objects (``ftctl.codec``).
+            "pos": done, "time": self.time, "clock": self.clock.to_plain(),
+            "last": self.last_diff,
+            "plog": {ch: [(b.records, b.seq, b.watermark, b.meta) for b in v]
+                     for ch, v in self.plog.items()},
+            "dlog": {ch: list(v) for ch, v in self.dlog.items()},
+            "done": self.done, "seen": dict(self.seen), "emitted": dict(self.emitted),
+        }
+
+    def _restore(self, blob: dict[str, Any]) -> None:
+        self.core.restore_state(blob["core"])
+        self.pos = dict(blob["pos"])
+        self.time = blob["time"]
+        self.snaps = blob["n"]
+        self.clock = TreeClock.from_plain(blob["clock"])
+        self.last_diff = blob["last"]
+        self.plog = {ch: [Batch(r, seq, wm, m) for r, seq, wm, m in v]
+                     for ch, v in blob["plog"].items()}
+        self.dlog = {ch: list(v) for ch, v in blob["dlog"].items()}
+        self.done = blob["done"]
+        self.seen = dict(blob["seen"])
+        self.emitted = dict(blob["emitted"])
+
+    def _persist(self) -> None:
+        self.snaps += 1
+        self.since = 0
+        blob = self._blob()
+        self.touched = {}  # the snapshot holds every visible count
+        self.persist(SLOT, blob)
+        self.report(LocalSnapshot(blob["pos"], self.time))
+
+    def persist_sink(self, out: list[tuple[Any, Any]]) -> None:
+        # Only what this output changed since the last local snapshot: plain values, so
+        # cheap to store with every output (``SINK_SLOT``).
+        touched, emitted = self.touched, self.emitted
+        for k, _ in out:
+            touched[k] = emitted[k]
+        self.persist(SINK_SLOT, dict(touched))
+
+    # ------------------------------------------------------------ normal operation
+
+    def stamp(self, ch: int, batch: Batch) -> None:
+        batch.meta = self.last_diff if self.clocks else None
+
+    def step(self) -> None:
+        if self.awaiting:
+            self.more = True  # a recovering source waits for where to resume
+            return
+        self.time += 1
+        self.last_diff = (self.core.id, self.time, ())
+        self.clock.time = self.time
+        super().step()
+        self._tick()
+
+    def on_eos(self, ch: int) -> None:
+        # Held until every batch before it ran (and the replay, if any, is over).
+        if ch not in self.core.finished:
+            self.eos_wait.add(ch)
+            self._pump()
+
+    def process(self, ch: int, batch: Batch) -> None:
+        self.pending[ch].append(batch)
+        self._pump()
+
+    def _run(self, ch: int, batch: Batch, at: int | None = None) -> None:
+        self.time = at if at is not None and at > self.time else self.time + 1
+        if self.clocks:
+            diff = TreeClock.receive_plain(self.core.id, self.time, batch.meta, self.depth)
+            self.clock.apply_plain(diff)
+            self.last_diff = diff
+            self.dlog[ch].append((batch.seq, diff))
+        sent = len(self.out)
+        self.core.deliver(ch, batch)
+        self.take()
+        if self.clocks and not self.core.is_sink:
+            self._no_silent_event(sent)
+        self.after_deliver()
+        self._tick()
+
+    def _no_silent_event(self, since: int) -> None:
+        """Every event sends on every output channel, an empty batch if nothing else.
+
+        Spec causal.md N5: an event no child sees leaves no diff anywhere, so a replacement
+        cannot place it, and where it lands changes what later events send (a watermark
+        that advances one event earlier or later adds or removes a watermark-only batch,
+        shifting every later ``seq`` its children de-duplicate by).
+        """
+        core = self.core
+        got = {a.channel for a in self.out[since:] if type(a) is Send}
+        wm = core.wm_sent if core.needs_wm else None
+        for out in core.out_channels:
+            if out not in got:
+                core.send(out, Batch([], watermark=wm))
+        self.take()
+
+    def _tick(self) -> None:
+        self.since += 1
+        if self.since >= self.every:
+            self._persist()
+
+    def _pump(self) -> None:
+        while not self.awaiting:
+            if self.replay:
+                t, parent, ptime = self.replay[0]
+                ch = self.chan_of.get(parent) if parent is not None else None
+                q = self.pending.get(ch) if ch is not None else None
+                if ch is None or q is None:
+                    self.replay.popleft()  # nothing to match (a source's own event)
+                    continue
+                if not q:
+                    return  # the batch to replay next has not been resent yet
+                b = q.popleft()
+                btime = b.meta[1] if b.meta is not None else 0
+                if btime == ptime:
+                    self.replay.popleft()
+                    self._run(ch, b, t)
+                elif btime < ptime:
+                    self._run(ch, b)  # FIFO forces it before the observed one
+                else:  # the observed batch is already behind us: stop steering
+                    q.appendleft(b)
+                    self.replay.popleft()
+                continue
+            if self.tstar is not None:
+                self.clock.apply(self.tstar)
+                self.tstar = None
+                self.report(Replayed())
+            ran = False
+            for ch, q in self.pending.items():
+                if q:
+                    self._run(ch, q.popleft())
+                    ran = True
+            if not ran:
+                break
+        if not self.awaiting and not self.replay:
+            for ch in sorted(self.eos_wait):
+                if not self.pending[ch]:
+                    self.eos_wait.discard(ch)
+                    super().on_eos(ch)
+
+    # ------------------------------------------------------------ controls
+
+    def control(self, msg: Msg) -> None:
+        if isinstance(msg, Query):
+            self._answer(msg)
+        elif isinstance(msg, Plan):
+            self._plan(msg)
+        elif isinstance(msg, TrimDiffLog):
+            ch, upto, src = msg.channel, msg.upto, msg.src
+            self.dlog[ch] = [e for e in self.dlog[ch] if _time_of(e[1], src) > upto]
+        else:
+            super().control(msg)
+
+    def _answer(self, q: Query) -> None:
+        # ``via``: the senders from this instance's parent down to B (spec M3); [B] for a
+        # child of B.
+        ch = self.chan_of[q.via[0]]
+        self.report(Answer(q.rid, q.about, q.via, ch, self.pos[ch], self.clock.copy(),
+                           observations(self.dlog[ch], q.via)))
+
+    def _plan(self, plan: Plan) -> None:
+        self.awaiting = False
+        for ch, start in plan.resume.items():
+            self.resend(ch, start)
+        self.replay = deque(e for e in plan.replay if e[0] > self.time)
+        self.tstar = plan.tstar
+        self._pump()
+
+
+def _time_of(diff: Plain, src: str) -> int:
+    node = plain_child(diff, src)
+    return node[1] if node is not None else 0

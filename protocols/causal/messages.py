@@ -1,0 +1,94 @@
+"""What ``causal``'s coordinator and instances tell each other (besides the shared
+``Resend``/``TrimPayloadLog``/``Ready`` of ``protocols/shared/logged.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from protocols.causal.recovery import ReplayEvent
+from protocols.contract.messages import Msg
+from protocols.contract.names import ChannelId
+from protocols.shared.treeclock import Plain, TreeClock
+
+# ---------------------------------------------------------------- init
+
+
+@dataclass(frozen=True, slots=True)
+class CausalInit(Msg):
+    """Every start's init: the run's ``epoch`` (a whole-graph fallback starts a new one;
+    snapshots of older epochs are stale), whether the instance ``recover``s (holds its
+    input until its ``Plan``), and each input channel by its parent's id (a diff names
+    instances, not channels: one channel per parent and child in these graphs)."""
+
+    epoch: int = 0
+    recover: bool = False
+    parents: Mapping[str, ChannelId] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- controls
+
+
+@dataclass(frozen=True, slots=True)
+class Query(Msg):
+    """Recovery ``rid`` of ``about``: what does this instance's diff log say about it,
+    read along ``via`` (from this instance's parent down to ``about``; spec M3)?"""
+
+    about: str
+    via: tuple[str, ...]
+    rid: int
+
+
+@dataclass(frozen=True, slots=True)
+class Plan(Msg):
+    """A replacement's recovery: resend to each output channel from ``resume[channel]``,
+    process the observed events ``replay`` in B-time order, then merge ``tstar``."""
+
+    replay: Sequence[ReplayEvent]
+    resume: Mapping[ChannelId, int]
+    tstar: TreeClock
+
+
+@dataclass(frozen=True, slots=True)
+class TrimDiffLog(Msg):
+    """``src`` persisted a local snapshot at time ``upto``: diff-log entries of
+    ``channel`` about ``src`` up to it are never needed again."""
+
+    channel: ChannelId
+    upto: int
+    src: str
+
+
+# ---------------------------------------------------------------- reports
+
+
+@dataclass(frozen=True, slots=True)
+class LocalSnapshot(Msg):
+    """A local snapshot is durable: its input positions (the parents trim their payload
+    logs to them) and its time (the children trim their diff logs)."""
+
+    pos: Mapping[ChannelId, int]
+    time: int
+
+
+@dataclass(frozen=True, slots=True)
+class Answer(Msg):
+    """The answer to ``Query`` ``rid``: this instance's position on ``channel``, its
+    clock, and the subtrees rooted at ``about`` its diff log holds, read along ``via``."""
+
+    rid: int
+    about: str
+    via: tuple[str, ...]
+    channel: ChannelId
+    pos: int
+    clock: TreeClock
+    trees: Sequence[Plain]
+
+
+@dataclass(frozen=True, slots=True)
+class Replayed(Msg):
+    """The replacement processed every observed event of its plan."""
+
+
+MESSAGES: tuple[type[Msg], ...] = (CausalInit, Query, Plan, TrimDiffLog, LocalSnapshot,
+                                   Answer, Replayed)
