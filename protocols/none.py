@@ -1,69 +1,123 @@
 """``none``: no fault tolerance, the control every other protocol is compared with.
 
-A failed instance comes back empty; nothing is replayed. A source reports its offset after
-each batch; a restarted source resumes after the last offset the coordinator received, so
-what was in flight or held in lost state is simply gone.
+A failed instance comes back empty; nothing is replayed. A source commits before it
+processes: with every batch it first persists the offset after that batch (its resume
+point) and only then sends the batch, so a crash can lose a batch but never send it twice.
+A restarted source resumes from that stored offset.
+
+What this promises depends on the topology (``promise``). Where no operator keeps state,
+a crash only loses what was in flight or not yet produced: at most once. A stateful
+operator (count, window, join, ...) restarts empty, so after a crash it outputs values the
+fault-free run never had (a running count starting again at 1): no delivery promise
+there, only that the run finishes.
 """
 
 from __future__ import annotations
 
-from protocols.contract.actions import Control, CoordinatorAction, InstanceAction, Restart, Stop
-from protocols.contract.events import FailureDetected, ReportIn, Started
-from protocols.contract.logic import CoordinatorLogic, InstanceLogic
-from protocols.contract.messages import SHARED_MESSAGES, InputEnded, Offset
+from protocols.contract.actions import (
+    Control,
+    CoordinatorAction,
+    InstanceAction,
+    Persist,
+    Restart,
+    Stop,
+)
+from protocols.contract.events import FailureDetected, SourceReady, Started
+from protocols.contract.logic import CoordinatorLogic, InstanceLogic, core_actions
+from protocols.contract.messages import SHARED_MESSAGES, InputEnded
 from protocols.contract.names import InstanceId
 from protocols.contract.params import NoParams
 from protocols.contract.spec import Guarantee, ProtocolSpec, fixed
 from protocols.contract.view import ClusterView, GraphView
 
+# Where a source keeps its resume offset in stable storage (overwritten with every batch).
+OFFSET_REF = 0
+
 
 class NoneInstance(InstanceLogic[NoParams]):
-    """Batches in arrival order (the contract's defaults); a restarted source resumes at
-    the offset its ``Restart`` carries."""
+    """Batches in arrival order; a source persists its resume offset before each batch."""
 
     def on_started(self, ev: Started, now: float) -> list[InstanceAction]:
         core = self.cores[ev.slot]
-        if core.is_source and isinstance(ev.init, Offset):
-            core.offset = self.resume_at(ev.init.offset, core.lo, core.hi)
+        if core.is_source and ev.restored is not None:
+            core.offset = self.resume_at(int(ev.restored), core.lo, core.hi)
         return []
 
     def resume_at(self, stored: int, lo: int, hi: int) -> int:
-        """Where a restarted source reads on, given the offset committed for it."""
+        """Where a restarted source reads on, given the offset it stored."""
         return max(lo, min(stored, hi))
+
+    def on_source(self, ev: SourceReady, now: float) -> list[InstanceAction]:
+        core = self.cores[ev.slot]
+        start = core.offset
+        more = core.source_next()
+        # Commit before process: the offset is durable before the batch it covers leaves.
+        acts: list[InstanceAction] = [
+            Persist(ev.slot, OFFSET_REF, self.offset_to_store(start, core.offset))]
+        acts += core_actions(core)
+        if not more:
+            acts += self.finish(ev.slot)
+        return acts
+
+    def offset_to_store(self, start: int, end: int) -> int:
+        """The resume offset persisted with the batch ``[start, end)``: its end."""
+        return end
 
 
 class NoneCoordinator(CoordinatorLogic[NoParams]):
-    """Restart a failed instance empty; a source after the last offset it reported."""
-
-    def __init__(self, graph: GraphView, params: NoParams):
-        super().__init__(graph, params)
-        self.offsets: dict[InstanceId, int] = {}
-
-    def on_report(self, ev: ReportIn, view: ClusterView) -> list[CoordinatorAction]:
-        if isinstance(ev.msg, Offset):
-            self.offsets[ev.instance] = ev.msg.offset
-            return []
-        return super().on_report(ev, view)
+    """Restart a failed instance empty; a source from the offset it stored."""
 
     def on_failure(self, ev: FailureDetected, view: ClusterView) -> list[CoordinatorAction]:
         failed = sorted(ev.instances)
         self.ended.difference_update(failed)
         acts: list[CoordinatorAction] = [Stop(tuple(failed))]
         for i in failed:
-            offset = self.offsets.get(i)
-            acts.append(Restart(i, init=None if offset is None else Offset(offset)))
+            acts.append(Restart(i, self.restore_from(i, view)))
             acts += [Control(i, InputEnded(ch)) for ch in self.ended_inputs(i)]
         return acts
+
+    def restore_from(self, instance: InstanceId, view: ClusterView) -> int | None:
+        """A source's stored resume offset, once it stored one; nothing for the others."""
+        if self.graph.is_source(instance) and OFFSET_REF in view.stored(instance):
+            return OFFSET_REF
+        return None
+
+
+def keeps_state(graph: GraphView) -> list[str]:
+    """Operators of ``graph`` whose output after a restart depends on what a crash lost:
+    those keeping state between batches, and sinks judged by their final value per key
+    (losing a key's last records changes the value it ends with)."""
+    eg = graph.execution
+    modes = eg.topology.sink_modes()
+    out: dict[str, None] = {}
+    for iid, spec in eg.instances.items():
+        if spec.is_source:
+            continue
+        if spec.is_sink:
+            if modes.get(spec.op) == "final-per-key":
+                out[spec.op] = None
+        elif getattr(eg.make_operator(iid), "stateful", False):
+            out[spec.op] = None
+    return list(out)
+
+
+def promise(params: NoParams, graph: GraphView) -> Guarantee:
+    """At most once where nothing keeps state; elsewhere no delivery promise."""
+    return Guarantee.NONE if keeps_state(graph) else Guarantee.AT_MOST_ONCE
 
 
 SPEC: ProtocolSpec[NoParams] = ProtocolSpec(
     name="none",
     paper="-",
-    description="no fault tolerance: a failed instance restarts empty (the control)",
+    description="no fault tolerance: a failed instance restarts empty, a source from the "
+                "offset it persisted before each batch (the control); at-most-once only "
+                "where no operator keeps state",
     params=NoParams,
     instance=NoneInstance,
     coordinator=NoneCoordinator,
-    guarantee=fixed(Guarantee.AT_MOST_ONCE),
+    guarantee=fixed(Guarantee.AT_MOST_ONCE),  # on a topology not known yet
+    guarantee_on=promise,
     messages=SHARED_MESSAGES,
-    # The mutants (protocols/none_mutants.py, found there by name) subclass the classes above.
+    # Its mutants live in protocols/none_mutants.py (found there by name): they subclass
+    # the classes above.
 )

@@ -103,22 +103,25 @@ def test_kill_during_recovery_is_survived() -> None:
 
 
 def test_none_loses_records_and_exits_1() -> None:
-    res = runner.invoke(
-        app,
-        [
-            "sim",
-            str(TOPOLOGIES / "wordcount.yaml"),
-            "--protocol",
-            "none",
-            "--schedules",
-            "40",
-            "--json",
-        ],
-    )
+    args = ["sim", str(TOPOLOGIES / "wordcount.yaml"), "--protocol", "none",
+            "--schedules", "40", "--json"]
+    # Its count restarts empty: on wordcount none promises nothing, the runs only finish.
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["guarantee"] == "none"
+    res = runner.invoke(app, [*args, "--expect", "exactly-once"])
     assert res.exit_code == 1, res.output
     summary = json.loads(res.output)
     assert summary["violations"]["lost"] > 0
     assert summary["violating_schedules"] > 0
+
+
+def test_none_holds_at_most_once_where_no_operator_keeps_state() -> None:
+    res = runner.invoke(app, ["sim", str(TOPOLOGIES / "replica-chain.yaml"), "-p", "none",
+                              "-n", "40", "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output)
+    assert summary["guarantee"] == "at-most-once" and summary["failures_injected"] > 0
 
 
 def test_sim_cli_passes_for_checkpoint() -> None:
@@ -131,7 +134,8 @@ def test_sim_cli_passes_for_checkpoint() -> None:
 
 def test_sim_seed_replays_with_trace() -> None:
     res = runner.invoke(
-        app, ["sim", str(TOPOLOGIES / "wordcount.yaml"), "-p", "none", "--seed", "6"]
+        app, ["sim", str(TOPOLOGIES / "wordcount.yaml"), "-p", "none", "--seed", "6",
+              "--expect", "at-most-once"]
     )
     assert res.exit_code == 1
     assert "deliver ch" in res.output and "trace hash" in res.output

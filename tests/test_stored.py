@@ -48,7 +48,8 @@ def _stored_run(root: Path, protocol: str) -> RunStore:
 
 
 def test_analyze_reproduces_the_stored_verdict(tmp_path: Path) -> None:
-    # none loses what the killed count held: fine for at-most-once, not for exactly-once.
+    # none loses what the killed count held: it promises nothing where a count keeps state
+    # (the run only has to finish), and that is not exactly-once.
     for protocol, extra, code in (("checkpoint", [], 0), ("none", [], 0),
                                   ("none", ["--expect", "exactly-once"], 1)):
         run = _stored_run(tmp_path, protocol)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from typer.testing import CliRunner
 from ftctl.cli import app
 from ftctl.conformance.cases import BUNDLED_TOPOLOGIES, GuaranteeCase, guarantee_cases
 from ftctl.conformance.kit import Kit
+from protocols.contract.spec import Guarantee
 from protocols.mutants import all_mutants, get_mutant
 from protocols.registry import PROTOCOLS
 
@@ -26,23 +28,17 @@ pytestmark = pytest.mark.sim
 
 N = int(os.environ.get("FTCTL_KIT_N", "2"))
 
-# ``none`` restarts state empty and commits a source's offset only when its report after a
-# batch arrives: a restarted count repeats values and a crash between a batch and its report
-# replays the batch, so at-most-once breaks on every bundled topology (see
-# test_a_broken_guarantee_is_reported_with_a_replayable_seed). Its mutants are still judged,
-# on the schedules where it holds.
-BROKEN = {"none"}
-
 # Bundled topologies the simulation host cannot run today, each with why; the kit reports
 # them as errors (test_an_unrunnable_topology_is_an_error_not_a_crash).
 UNRUNNABLE: dict[str, str] = {}
 
 CATCH: dict[str, tuple[str, int]] = {
-    "none/source-from-start": ("diamond", 2),
-    "none/rewind-one-batch": ("diamond", 2),
-    "none/first-offset-kept": ("diamond", 2),
-    "none/offset-one-report-behind": ("diamond", 2),
-    "none/forget-offsets-on-failure": ("diamond", 2),
+    # none promises at most once only where no operator keeps state: replica-chain
+    "none/source-from-start": ("replica-chain", 3),
+    "none/rewind-one-batch": ("replica-chain", 3),
+    "none/first-offset-kept": ("replica-chain", 3),
+    "none/offset-one-report-behind": ("replica-chain", 3),
+    "none/forget-offsets-on-failure": ("replica-chain", 3),
     "checkpoint/no-channel-state": ("diamond", 2),
     "checkpoint/rewind-too-far": ("replica-chain", 1),
     "checkpoint/commit-early": ("diamond", 1),
@@ -100,7 +96,7 @@ CATCH: dict[str, tuple[str, int]] = {
     "falkirk/stale-checkpoints-kept": ("diamond", 19),
 }
 
-CASES = [c for p in PROTOCOLS if p not in BROKEN for c in guarantee_cases(p)
+CASES = [c for p in PROTOCOLS for c in guarantee_cases(p)
          if c.topology.stem not in UNRUNNABLE]
 MUTANTS = [f"{p}/{m.name}" for p, ms in all_mutants().items() for m in ms]
 
@@ -145,13 +141,25 @@ def test_every_protocol_ships_five_mutants_with_a_description() -> None:
 
 
 def test_a_broken_guarantee_is_reported_with_a_replayable_seed() -> None:
-    case = next(c for c in guarantee_cases("none") if c.topology.stem == "wordcount")
-    result = Kit(first_seed=5).run_case(case, 2)  # seed 6 breaks it
+    held = next(c for c in guarantee_cases("none") if c.topology.stem == "replica-chain")
+    case = replace(held, protocol="none/rewind-one-batch")  # a planted bug breaks it
+    result = Kit(first_seed=2).run_case(case, 2)  # seed 3 breaks it
     assert not result.passed and result.reproduce()
     args = (result.reproduce() or "").split()[1:]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 1, res.output
     assert "violated" in res.output
+
+
+def test_none_promises_at_most_once_only_where_no_operator_keeps_state() -> None:
+    # replica-chain: flat_map, filter, map; every other bundled topology counts, sums or
+    # windows (and progressive-small also has a final-per-key sink).
+    declared = {c.topology.stem: c.guarantee for c in guarantee_cases("none")}
+    assert declared.pop("replica-chain") is Guarantee.AT_MOST_ONCE
+    assert set(declared.values()) == {Guarantee.NONE}
+    case = next(c for c in guarantee_cases("none") if c.topology.stem == "wordcount")
+    doc = Kit().run_case(case, 1).to_json()
+    assert (doc["guarantee"], doc["checks"], doc["passed"]) == ("none", "completion", True)
 
 
 def test_cli_reports_json_and_exit_codes(tmp_path: Path) -> None:

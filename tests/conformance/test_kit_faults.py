@@ -5,6 +5,7 @@ set, so the crash cases and the mutant pins of test_kit.py keep their seeds."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -21,9 +22,8 @@ from protocols.registry import PROTOCOLS
 pytestmark = pytest.mark.sim
 
 N = int(os.environ.get("FTCTL_KIT_N", "2"))
-BROKEN = {"none"}  # at-most-once breaks under crashes already (test_kit.py)
 
-CASES = [c for p in PROTOCOLS if p not in BROKEN for c in all_faults_cases(p)]
+CASES = [c for p in PROTOCOLS for c in all_faults_cases(p)]
 
 
 KIT = Kit()  # shares simulators (and golden runs) across the cases of one topology
@@ -48,12 +48,13 @@ def test_the_all_faults_cases_mirror_the_crash_cases() -> None:
 
 
 def test_a_broken_all_faults_case_replays_with_its_kinds() -> None:
-    case = next(c for c in all_faults_cases("none") if c.topology.stem == "wordcount")
+    held = next(c for c in all_faults_cases("none") if c.topology.stem == "replica-chain")
+    case = replace(held, protocol="none/source-from-start")  # a planted bug breaks it
     result = Kit().run_case(case, 12)
     assert not result.passed
     assert result.reproduce() == (
-        f"ftctl sim topologies/wordcount.yaml -p none --faults {','.join(FAULT_KINDS)} "
-        f"--seed {result.failing_seeds[0]}")
+        f"ftctl sim topologies/replica-chain.yaml -p none/source-from-start "
+        f"--faults {','.join(FAULT_KINDS)} --seed {result.failing_seeds[0]}")
     assert result.to_json()["faults"] == list(FAULT_KINDS)
 
 
