@@ -242,6 +242,52 @@ def test_u5_normal_only_after_a_checkpoint_with_nothing_pending() -> None:
     assert persist_all(c, v, 3)[1] == Control(Iid("src[0]"), Trim(3))
 
 
+def test_r20_episode_ends_only_past_what_a_partition_failed_during_recovery_sent() -> None:
+    """o1[0] fails (burst: progressive from P1); the survivor src[0] goes on, sends and
+    persists P2 and P3, then fails too. o1 accepted src's output up to P4, so cp(P2) and
+    cp(P3), completed by the replacement's replay in mini-batch order, must not end the
+    episode: Normal there renumbers src's stream and o1 drops the rest as duplicates
+    (conformance, replica-chain +all-faults, seed 6: 79 records lost). cp(P4) ends it."""
+    c, v = coordinator(burst_unit="instances", burst_threshold=0)
+    persist_all(c, v, 1)
+    c.handle(FailureDetected(frozenset({Iid("o1[0]")}), 5.0), v)
+    ready(c, v, "o1[0]")
+    assert c.mode is Mode.PROGRESSIVE and c.k == 1
+    persist_all(c, v, 2, ["src[0]"])
+    persist_all(c, v, 3, ["src[0]"])
+    v.stored = lambda i: (0, 1, 2, 3) if i == "src[0]" else (1,)  # type: ignore[method-assign]
+    acts = c.handle(FailureDetected(frozenset({Iid("src[0]")}), 8.0), v)
+    assert notes(acts, "failed-during-recovery") == [{"failed": ["src[0]"], "snapshot": 1}]
+    v.stored = lambda i: (1,)  # type: ignore[method-assign]
+    ready(c, v, "src[0]")
+    assert c.recovered()
+    for k in (2, 3):
+        acts = persist_all(c, v, k)
+        assert acts == [Note("snapshot-complete", {"snapshot": k})]
+    assert c.mode is Mode.PROGRESSIVE
+    v.now = 12.0
+    acts = persist_all(c, v, 4)
+    assert [a for a in acts if isinstance(a, Control)] == \
+        [Control(Iid(i), Normal(4)) for i in c.graph.order]
+    assert notes(acts, "recovery-complete") == [{"k": 1, "m": 4, "mode": "progressive",
+                                                 "seconds": 7.0}]
+    assert c.mode is Mode.NORMAL
+
+
+def test_r20_a_rollback_forgets_what_the_failed_had_sent() -> None:
+    """Sent before a global rollback is of an older generation: the horizon is the new k."""
+    c, v = coordinator(burst_unit="instances", burst_threshold=5)
+    persist_all(c, v, 1)
+    v.stored = lambda i: (0, 1, 2, 3)  # type: ignore[method-assign]
+    c.handle(FailureDetected(frozenset({Iid("o3[0]")}), 5.0), v)
+    assert c.mode is Mode.BLOCKING and c.horizon == 1
+    v.now = 5.0
+    ready(c, v, "o3[0]")
+    acts = persist_all(c, v, 2)
+    assert notes(acts, "recovery-complete") == [{"k": 1, "m": 2, "mode": "blocking",
+                                                 "seconds": 0.0}]
+
+
 def test_priorities_param_overrides_and_is_checked() -> None:
     c, _ = coordinator(priorities={"o3": 4.0})
     assert [(q.name, q.priority) for q in c.queries] == [("o2", 1.0), ("o3", 4.0)]

@@ -77,3 +77,19 @@ def test_a_dead_incarnations_persist_does_not_end_recovery() -> None:
     assert outcome.verdict.passed, outcome.verdict.totals()
     kinds = [e["event"] for e in outcome.result.events]
     assert kinds.count("failed-during-recovery") == 2 and "recovery-complete" in kinds
+
+
+def test_recovery_ends_past_what_a_source_failed_during_recovery_sent() -> None:
+    """Seed 6 of the kit's every-failure-progressive case with every fault kind on
+    replica-chain: the source survives the first rollback to P_2, sends P_3 and more, and
+    dies; its replacement replays in mini-batch order. Normal at cp(P_3) renumbered its
+    stream below what split had accepted from the dead source (out lost 79 records);
+    the episode now ends at cp(P_4), past everything the dead source sent."""
+    sim = Simulator(load_topology(TOPOLOGIES / "replica-chain.yaml"), SPEC,
+                    {"burst_unit": "instances", "burst_threshold": 0},
+                    kinds=("crash", "pause", "partition", "delay", "slow", "node"))
+    outcome = sim.run_one(6)
+    assert outcome.verdict.passed, outcome.verdict.totals()
+    ev = outcome.result.events
+    assert [e["failed"] for e in ev if e["event"] == "failed-during-recovery"] == [["lines[0]"]]
+    assert [(e["k"], e["m"]) for e in ev if e["event"] == "recovery-complete"] == [(2, 4)]

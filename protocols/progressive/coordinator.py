@@ -67,6 +67,10 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
         self.mode = Mode.NORMAL
         self.gen = 0
         self.k = 0  # the episode's restore point
+        # The last punctuation a partition that failed during this episode had sent: its
+        # downstream may hold its output up to the next one, so the episode may end only
+        # at a later checkpoint (R20).
+        self.horizon = 0
         self.began = 0.0
         self.pending: list[InstanceId] = []  # failed, not started; execution order
         self.starting: set[InstanceId] = set()  # started, not ready yet
@@ -121,13 +125,22 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
         acts: list[CoordinatorAction] = [Note("snapshot-complete", {"snapshot": k})]
         if self.mode is Mode.NORMAL:
             acts += [Control(s, Trim(k)) for s in self.graph.sources]
-        elif self.recovered() and k > self.k:
+        elif self.recovered() and self.may_end(k):
             acts += self.end_episode(k, view)
         return acts
 
     def recovered(self) -> bool:
         """Nothing pending or starting: the episode may end at the next checkpoint (R20)."""
         return not self.pending and not self.starting
+
+    def may_end(self, m: int) -> bool:
+        """R20: ``cp(P_m)`` ends the episode only if it is new to every partition restored
+        in it. A partition that failed after sending ``P_h`` (h > k) had downstream
+        neighbours accept its output up to ``P_{h+1}``; its replacement reproduces that
+        output number for number only while order preservation is on, so ``Normal`` before
+        it sent ``P_{h+1}`` would renumber the rest and the neighbours would drop it as
+        duplicates (§4: the new checkpoint means the failure is completely recovered)."""
+        return m > self.k and (m > self.horizon or m == FINAL)
 
     def end_episode(self, m: int, view: ClusterView) -> list[CoordinatorAction]:
         note = Note("recovery-complete", {"k": self.k, "m": m, "mode": str(self.mode),
@@ -149,7 +162,7 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
             if up not in self.pending:
                 acts.append(Control(up, Resend(ch, start)))
         acts += self.query_events(view)
-        if self.recovered() and self.cps.complete > self.k and self.mode is not Mode.NORMAL:
+        if self.recovered() and self.may_end(self.cps.complete) and self.mode is not Mode.NORMAL:
             acts += self.end_episode(self.cps.complete, view)
         return acts
 
@@ -183,11 +196,13 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
             self.planned = 0
         for i in failed:
             self.starting.discard(i)
+        self.horizon = max(self.horizon, self.reached(failed, view))
         self.cps.forget(failed)
         self.pending = [i for i in self.graph.order if i in self.pending or i in failed]
         if step.rollback:
             self.gen += 1
             self.k = self.cps.rollback()
+            self.horizon = self.k  # everything sent after P_k is of an older generation
             self.mode = step.mode
             acts += [DiscardSnapshots(i, after=self.k) for i in self.graph.order]
             acts.append(Note("rollback", {"failed": failed, "snapshot": self.k, "gen": self.gen,
@@ -199,6 +214,13 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
             acts.append(Note("failed-during-recovery", {"failed": failed, "snapshot": self.k}))
         acts += self.query_events(view)
         return acts + self.plan(view, "failure")
+
+    def reached(self, failed: Sequence[InstanceId], view: ClusterView) -> int:
+        """The last punctuation any of ``failed`` sent: a partition persists its part of
+        ``P_h`` in the step that sends ``P_h``, so stable storage knows it even when the
+        ``Persisted`` report died with the partition."""
+        return max((h for i in failed for h in view.stored(i)
+                    if isinstance(h, int) and h not in (SINK_COUNTS, FINAL)), default=0)
 
     # ------------------------------------------------------------ capacity
 
