@@ -28,6 +28,7 @@ from typing import Any
 
 from ftctl.cluster import LocalCluster
 from ftctl.config.load import load_topology
+from ftctl.kernel.history import HistoryEvent, read_history
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.spark.host import HEARTBEAT_TIMEOUT, SparkHost
 from ftctl.spark.session import start_session, stop_session
@@ -66,18 +67,18 @@ def trial(sc: Any, how: str, work: Path) -> float | None:
     result = host.run()
     if not struck:
         return None
-    detected = [e["t"] for e in result.events if e["event"] == "detected"
-                and VICTIM in e["instances"] and e["t"] >= struck[0]]
+    detected = [e.t for e in read_history(result.events) if e.kind == "failure-detected"
+                and VICTIM in e.data["instances"] and e.t >= struck[0]]
     return detected[0] - struck[0] if detected else None
 
 
-def load_run(sc: Any, records: int, work: Path) -> tuple[int, float, list[dict[str, Any]]]:
+def load_run(sc: Any, records: int, work: Path) -> tuple[int, float, list[HistoryEvent]]:
     topology = load_topology(WORDCOUNT).with_input(records=records)
     info = PROTOCOLS["checkpoint"]
     host = SparkHost(sc, ExecutionGraph(topology), info, info.resolve({}),
                      "bench-load", work / "load", timeout=600)
     result = host.run()
-    false = [e for e in result.events if e["event"] == "detected"]
+    false = [e for e in read_history(result.events) if e.kind == "failure-detected"]
     return result.detections, result.seconds - result.started_at, false
 
 

@@ -42,7 +42,7 @@ def main() -> int:
                 bad.append(seed)
             incomplete += not o.result.complete
             further += o.burst.further is not None
-            plans += sum(1 for e in o.result.events if e["event"] == "plan")
+            plans += sum(1 for e in o.result.events if e.note == "plan")
         failed |= bool(bad)
         print(f"  {path.stem:<18} {args.n:>5} schedules  {len(bad):>3} violations "
               f"{bad[:5]}  {incomplete} incomplete  {further} with a further crash  "

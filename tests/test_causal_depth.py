@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ftctl.cli import app
+from ftctl.kernel.history import HistoryEvent
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch
@@ -50,8 +51,13 @@ def _run(topology: str, targets: tuple[str, ...], depth: int, at: int = 400,
     return result.events, ok
 
 
-def _of(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [e for e in events if e["event"] == kind]
+def _get(e: HistoryEvent, *keys: str) -> tuple[Any, ...]:
+    return tuple(e.payload[k] for k in keys)
+
+
+def _of(events: list[HistoryEvent], kind: str) -> list[HistoryEvent]:
+    """Host events of ``kind`` or protocol notes named ``kind``."""
+    return [e for e in events if kind in (e.kind, e.note)]
 
 
 @pytest.mark.parametrize("at", [100, 250, 500])
@@ -59,15 +65,16 @@ def test_two_adjacent_failures_recover_locally_with_depth_2(at: int) -> None:
     events, ok = _run("diamond", PAIR, depth=2, at=at)
     assert ok
     assert _of(events, "causal-fallback") == []
-    assert sorted(e["instance"] for e in _of(events, "restarted")) == sorted(PAIR)
+    assert sorted(e.instance for e in _of(events, "instance-started")) == sorted(PAIR)
     recover = _of(events, "causal-recover")
-    assert [(e["members"], e["failed"], e["L"], e["f"]) for e in recover] == [
+    assert [_get(e, "members", "failed", "L", "f") for e in recover] == [
         (["evens[0]", "ones[0]"], ["evens[0]", "ones[0]"], 2, 2)]
     # One plan each: evens[0]'s replacement resumes to merge[0] and merge[1], ones[0]'s to
     # evens[0] (itself restarted: from its restored position), evens[1], all[0], all[1].
-    plans = {e["instance"]: e for e in _of(events, "causal-replay")}
+    plans = {e.payload["instance"]: e for e in _of(events, "causal-replay")}
     assert sorted(plans) == sorted(PAIR)
-    assert len(plans["ones[0]"]["resume"]) == 4 and len(plans["evens[0]"]["resume"]) == 2
+    assert len(plans["ones[0]"].payload["resume"]) == 4
+    assert len(plans["evens[0]"].payload["resume"]) == 2
 
 
 @pytest.mark.parametrize("at", [100, 250, 500])
@@ -75,10 +82,10 @@ def test_the_same_failures_fall_back_with_depth_1(at: int) -> None:
     events, ok = _run("diamond", PAIR, depth=1, at=at)
     assert ok
     fallback = _of(events, "causal-fallback")
-    assert [(e["reason"], e["failed"], e["component"], e["L"], e["f"]) for e in fallback] == [
+    assert [_get(e, "reason", "failed", "component", "L", "f") for e in fallback] == [
         ("beyond-f", ["evens[0]", "ones[0]"], ["evens[0]", "ones[0]"], 2, 1)]
     assert _of(events, "causal-replay") == []
-    restarted = {e["instance"] for e in _of(events, "restarted")}
+    restarted = {e.instance for e in _of(events, "instance-started")}
     assert restarted == set(ExecutionGraph(load("diamond")).order)
 
 
@@ -89,9 +96,9 @@ def test_a_chain_of_three_needs_depth_3() -> None:
         assert ok
         assert len(_of(events, "causal-fallback")) == fallbacks, depth
         if fallbacks:
-            assert _of(events, "causal-fallback")[0]["L"] == 3
+            assert _of(events, "causal-fallback")[0].payload["L"] == 3
         else:
-            assert sorted(e["instance"] for e in _of(events, "restarted")) == sorted(chain)
+            assert sorted(e.instance for e in _of(events, "instance-started")) == sorted(chain)
 
 
 def test_seed_7_of_diamond_recovers_locally_with_depth_2_and_falls_back_with_1() -> None:
@@ -105,20 +112,20 @@ def test_seed_7_of_diamond_recovers_locally_with_depth_2_and_falls_back_with_1()
         by_depth[depth] = out.result.events
     local, fell_back = by_depth[2], by_depth[1]
     assert _of(local, "causal-fallback") == []
-    assert [(e["members"], e["L"], e["f"]) for e in _of(local, "causal-recover")
-            if e["L"] > 1] == [(component, 2, 2)]
-    assert sorted(e["instance"] for e in _of(local, "restarted")) == component
-    assert [(e["reason"], e["component"], e["L"], e["f"])
+    assert [_get(e, "members", "L", "f") for e in _of(local, "causal-recover")
+            if e.payload["L"] > 1] == [(component, 2, 2)]
+    assert sorted(e.instance for e in _of(local, "instance-started")) == component
+    assert [_get(e, "reason", "component", "L", "f")
             for e in _of(fell_back, "causal-fallback")] == [("beyond-f", component, 2, 1)]
     graph = ExecutionGraph(load("diamond"))
-    assert {e["instance"] for e in _of(fell_back, "restarted")} == set(graph.order)
+    assert {e.instance for e in _of(fell_back, "instance-started")} == set(graph.order)
 
 
 def test_non_adjacent_failures_stay_local_with_depth_1() -> None:
     events, ok = _run("diamond", ("ones[0]", "merge[1]"), depth=1)
     assert ok
     assert _of(events, "causal-fallback") == []
-    assert [(e["members"], e["L"]) for e in _of(events, "causal-recover")] == [
+    assert [_get(e, "members", "L") for e in _of(events, "causal-recover")] == [
         (["merge[1]"], 1), (["ones[0]"], 1)]
 
 

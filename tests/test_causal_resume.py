@@ -24,15 +24,15 @@ SEEN = [8, 7, 8, 7, 8, 8, 7, 8, 8, 8, 8, 8, 6, 7, 8, 8, 7, 8, 8, 6]
 def test_the_sharder_resumes_each_shard_one_past_what_it_saw() -> None:
     result, ok = _run("causal", FailureSchedule([Strike(400, 1, ("sharder[0]",))]))
     assert ok and result.complete
-    [plan] = [e for e in result.events if e["event"] == "causal-replay"]
-    assert plan["t"] == {f"shard[{i}]": t for i, t in enumerate(SEEN)}
-    assert plan["t_min"] == 6
-    assert plan["tstar"] == ("sharder[0]", 6, (("votes[0]", 6, ()),))
-    assert plan["children"] == {f"shard[{i}]": t + 1 for i, t in enumerate(SEEN)}
-    assert sorted(plan["resume"].values()) == sorted(t + 1 for t in SEEN)
+    [plan] = [e for e in result.events if e.note == "causal-replay"]
+    assert plan.payload["t"] == {f"shard[{i}]": t for i, t in enumerate(SEEN)}
+    assert plan.payload["t_min"] == 6
+    assert plan.payload["tstar"] == ("sharder[0]", 6, (("votes[0]", 6, ()),))
+    assert plan.payload["children"] == {f"shard[{i}]": t + 1 for i, t in enumerate(SEEN)}
+    assert sorted(plan.payload["resume"].values()) == sorted(t + 1 for t in SEEN)
     # Every observed B-time, 1..8: the replacement replays those above the time of the
     # snapshot it restored.
-    assert plan["replay"] == 8
+    assert plan.payload["replay"] == 8
 
 
 @pytest.mark.parametrize("topology", ["diamond", "wordcount", "windowed"])
@@ -43,9 +43,9 @@ def test_every_plan_resumes_at_one_past_the_level_one_entry(topology: str) -> No
         out = sim.run_one(seed)
         assert out.verdict.passed
         for e in out.result.events:
-            if e["event"] != "causal-replay" or sim.graph.instances[e["instance"]].is_source:
+            if e.note != "causal-replay" or sim.graph.instances[e.payload["instance"]].is_source:
                 continue  # a round-robin source numbers batches per channel, not by time
             plans += 1
-            got = {chans[int(ch)].dst: r for ch, r in e["resume"].items()}
-            assert got == e["children"] == {c: t + 1 for c, t in e["t"].items()}, e
+            got = {chans[int(ch)].dst: r for ch, r in e.payload["resume"].items()}
+            assert got == e.payload["children"] == {c: t + 1 for c, t in e.payload["t"].items()}, e
     assert plans >= 20

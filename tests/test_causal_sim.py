@@ -74,9 +74,9 @@ def _run(protocol: str, schedule: FailureSchedule, seed: int = 4,
 def test_causal_sharder_failure_restarts_only_the_sharder(at: int) -> None:
     result, ok = _run("causal", FailureSchedule([Strike(at, 1, ("sharder[0]",))]))
     assert ok and result.complete
-    restarted = [e["instance"] for e in result.events if e["event"] == "restarted"]
+    restarted = [e.instance for e in result.events if e.kind == "instance-started"]
     assert restarted == ["sharder[0]"]
-    kinds = {e["event"] for e in result.events}
+    kinds = {e.note for e in result.events}
     assert "causal-replay" in kinds
     assert "causal-fallback" not in kinds
 
@@ -84,7 +84,7 @@ def test_causal_sharder_failure_restarts_only_the_sharder(at: int) -> None:
 def test_lineage_sharder_failure_purges_the_downstream() -> None:
     result, ok = _run("lineage", FailureSchedule([Strike(400, 1, ("sharder[0]",))]))
     assert ok and result.complete
-    restarted = {e["instance"] for e in result.events if e["event"] == "restarted"}
+    restarted = {e.instance for e in result.events if e.kind == "instance-started"}
     assert "sharder[0]" in restarted and "out[0]" in restarted
     assert len([i for i in restarted if i.startswith("shard[")]) == 20
     assert "votes[0]" not in restarted
@@ -96,9 +96,9 @@ def test_without_clocks_a_failure_restarts_everything_and_stays_exactly_once() -
     result, ok = _run("causal", FailureSchedule([Strike(400, 1, ("sharder[0]",))]),
                       given={"clocks": "off"})
     assert ok and result.complete
-    fallbacks = [e for e in result.events if e["event"] == "causal-fallback"]
-    assert fallbacks and fallbacks[0]["reason"] == "no-clocks"
-    restarted = {e["instance"] for e in result.events if e["event"] == "restarted"}
+    fallbacks = [e for e in result.events if e.note == "causal-fallback"]
+    assert fallbacks and fallbacks[0].payload["reason"] == "no-clocks"
+    restarted = {e.instance for e in result.events if e.kind == "instance-started"}
     assert "votes[0]" in restarted and "out[0]" in restarted
     sim = Simulator(load("diamond"), PROTOCOLS["causal"], {"clocks": "off"})
     summary = sim.run_many(40, seed=2000)

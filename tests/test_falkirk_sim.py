@@ -4,6 +4,7 @@ restart count; every shipped mutant caught by a recorded seed."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -39,8 +40,8 @@ def replay(topology: str, params: dict[str, Any], seed: int) -> ScheduleOutcome:
     return Simulator(load(topology), SPEC, params).run_one(seed)
 
 
-def rounds(outcome: ScheduleOutcome) -> list[dict[str, Any]]:
-    return [e for e in outcome.result.events if e.get("event") == "falkirk-rollback"]
+def rounds(outcome: ScheduleOutcome) -> list[Mapping[str, Any]]:
+    return [e.payload for e in outcome.result.events if e.note == "falkirk-rollback"]
 
 
 def test_a_checkpoint_above_a_rollback_is_forgotten() -> None:
@@ -105,8 +106,8 @@ def strike(topology: str, params: dict[str, Any], *strikes: tuple[float | int, s
 
 
 def restarted(outcome: ScheduleOutcome) -> list[str]:
-    return sorted(e["instance"] for e in outcome.result.events
-                  if e.get("event") == "restarted")
+    return sorted(e.instance for e in outcome.result.events
+                  if e.kind == "instance-started")
 
 
 def test_the_firewall_restarts_the_struck_shard_alone() -> None:

@@ -102,8 +102,8 @@ def test_a_spec_runs_fault_free_to_the_golden_output_with_timers_and_peers() -> 
     assert result.complete
     assert {k: sorted(v) for k, v in result.outputs.items()} == {
         k: sorted(v) for k, v in sim.golden.items()}  # staged, then committed per sink
-    pings = [e for e in result.events if e["event"] == "pinged"]
-    assert {(e["by"], e["to"]) for e in pings} >= {("merge[0]", "merge[1]"),
+    pings = [e for e in result.events if e.note == "pinged"]
+    assert {(e.payload["by"], e.payload["to"]) for e in pings} >= {("merge[0]", "merge[1]"),
                                                    ("merge[1]", "merge[0]")}
     again = SimHost(graph, SPEC, sim_params(graph, SPEC, {}), seed=3, hash_trace=True).run()
     assert again.trace_hash == result.trace_hash  # timers and peers are seeded too

@@ -117,7 +117,8 @@ def test_came_back_needs_to_stay() -> None:
 def test_up_intervals_follow_node_down_and_restarts() -> None:
     queries = {"q1": frozenset({"a", "s1"}), "q2": frozenset({"a", "b", "s2"})}
     ops = {"a[0]": "a", "b[0]": "b", "s1[0]": "s1", "s2[0]": "s2"}
-    events = [{"t": 1.0, "event": "node-down", "instances": ["b[0]", "s1[0]"]},
+    # A version 1 history (read through upgrade_v1) works as well as the sim's own.
+    events = [{"t": 1.0, "event": "node-down", "node": "w1", "instances": ["b[0]", "s1[0]"]},
               {"t": 1.5, "event": "plan"},
               {"t": 2.0, "event": "restarted", "instance": "s1[0]"},
               {"t": 3.0, "event": "fault", "instances": ["a[0]"]},

@@ -94,11 +94,11 @@ def check_runs(further: bool, seeds: range = range(8),
         host, res = burst(seed, further, classes)
         assert res.complete, seed
         assert exactly_once(host.graph, res), seed
-        kinds = [e["event"] for e in res.events]
+        kinds = [e.note or e.kind for e in res.events]
         assert kinds.count("node-down") == 3 and kinds.count("node-up") == 3, seed
         assert "recovery-complete" in kinds, seed
-        plans = [e for e in res.events if e["event"] == "plan" and e["mode"] == "progressive"]
-        assert plans and all(p["picks"] for p in plans if p["started"]), seed
+        plans = [e for e in res.events if e.note == "plan" and e.payload["mode"] == "progressive"]
+        assert plans and all(p.payload["picks"] for p in plans if p.payload["started"]), seed
 
 
 @pytest.mark.parametrize("further", [False, True])
@@ -109,22 +109,22 @@ def test_burst_with_progressive_return_is_exactly_once(further: bool) -> None:
 def test_queries_come_back_by_profit_density() -> None:
     _, res = burst(3, False)
     ev = res.events
-    ups = [e["t"] for e in ev if e["event"] == "node-up"]
-    plans = [e for e in ev if e["event"] == "plan" and e["why"] == "capacity"]
-    back = [(e["t"], e["query"]) for e in ev if e["event"] == "query-recovered"
-            and e["t"] >= ups[0]]
-    assert [p["t"] for p in plans] == ups and [p["free"] for p in plans] == [4, 5, 6]
+    ups = [e.t for e in ev if e.kind == "node-up"]
+    plans = [e for e in ev if e.note == "plan" and e.payload["why"] == "capacity"]
+    back = [(e.t, e.payload["query"]) for e in ev if e.note == "query-recovered"
+            and e.t >= ups[0]]
+    assert [p.t for p in plans] == ups and [p.payload["free"] for p in plans] == [4, 5, 6]
     # Everything failed. First node (4 slots): out1 = cnt (2, shared by out1 and out3: 2/2)
     # + out1 (1): PD 1/2, cost 3; out2 alike (win) but declared later; out3 (priority 2)
     # = 2/2 + 2/2 + 2 + 1 = 5 slots, does not fit.
-    assert plans[0]["picks"] == [{"query": "out1", "pd": 0.5, "cost": 3}]
+    assert plans[0].payload["picks"] == [{"query": "out1", "pd": 0.5, "cost": 3}]
     # Second node, 5 free: out2 and out3 tie at PD 0.5 (out3: 2 / (2/2 + 2 + 1)), out2
     # costs less; then out3 needs 3 more, 2 are left.
-    assert plans[1]["picks"] == [{"query": "out2", "pd": 0.5, "cost": 3}]
-    assert plans[2]["picks"] == [{"query": "out3", "pd": 0.666667, "cost": 3}]
+    assert plans[1].payload["picks"] == [{"query": "out2", "pd": 0.5, "cost": 3}]
+    assert plans[2].payload["picks"] == [{"query": "out3", "pd": 0.666667, "cost": 3}]
     assert [q for _, q in back] == ["out1", "out2", "out3"]
     assert [t for t, _ in back] == sorted(back_t for back_t, _ in back)
     assert all(ups[k] < back[k][0] < ups[k] + 0.02 for k in range(3))
-    done = next(e for e in ev if e["event"] == "recovery-complete")
-    assert done["mode"] == "progressive" and done["k"] == 1 and done["t"] > ups[2]
+    done = next(e for e in ev if e.note == "recovery-complete")
+    assert done.payload["mode"] == "progressive" and done.payload["k"] == 1 and done.t > ups[2]
 

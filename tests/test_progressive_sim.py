@@ -44,7 +44,7 @@ def test_seeded_failures_are_exactly_once(name: str) -> None:
         verdict = verify(modes, golden, res.outputs, SPEC.guarantee_of(params),
                          complete=res.complete)
         assert verdict.passed, (seed, verdict.totals())
-        kinds = {e.get("event") for e in res.events}
+        kinds = {e.note or e.kind for e in res.events}
         if "rollback" in kinds:  # (a failure after the final snapshot is ignored)
             assert "recovery-complete" in kinds, seed
 
@@ -59,11 +59,11 @@ def test_node_bursts_with_progressive_return_are_exactly_once(name: str) -> None
         o = runner.run_one(seed)
         assert o.verdict.passed and o.result.complete, (seed, o.verdict.totals())
         ev = o.result.events
-        assert [e["event"] for e in ev].count("node-down") == 3
-        plans = [e for e in ev if e["event"] == "plan"]
-        assert plans and all(len(p["started"]) <= p["free"] for p in plans), seed
-        assert any(p["why"] == "capacity" and p["started"] for p in plans), seed
-        assert "recovery-complete" in {e["event"] for e in ev}, seed
+        assert [e.kind for e in ev].count("node-down") == 3
+        plans = [e for e in ev if e.note == "plan"]
+        assert plans and all(len(p.payload["started"]) <= p.payload["free"] for p in plans), seed
+        assert any(p.payload["why"] == "capacity" and p.payload["started"] for p in plans), seed
+        assert "recovery-complete" in {e.note for e in ev}, seed
 
 
 def test_a_dead_incarnations_persist_does_not_end_recovery() -> None:
@@ -75,7 +75,7 @@ def test_a_dead_incarnations_persist_does_not_end_recovery() -> None:
                     {"burst_unit": "instances", "burst_threshold": 0})
     outcome = sim.run_one(6)
     assert outcome.verdict.passed, outcome.verdict.totals()
-    kinds = [e["event"] for e in outcome.result.events]
+    kinds = [e.note or e.kind for e in outcome.result.events]
     assert kinds.count("failed-during-recovery") == 2 and "recovery-complete" in kinds
 
 

@@ -31,7 +31,7 @@ def test_a_replica_killed_mid_run_keeps_each_guarantee(semantics, victim):
     if semantics is not Guarantee.AT_LEAST_ONCE:
         assert dup == 0
     events = run(topo, params, ((0.05, victim),)).events
-    routes = [(e["slot"], e["to"]) for e in events if e["event"] == "route-changed"]
+    routes = [(e.payload["slot"], e.payload["to"]) for e in events if e.kind == "route-changed"]
     assert routes[0][0] == victim and routes[0][1] != victim  # adopted by a colleague
     assert routes[-1] == (victim, victim)  # reinstated
 
@@ -99,6 +99,6 @@ def test_an_at_most_once_source_resumes_after_what_it_sent():
     outcome = judge(topo, params, ((0.05, "src[0]"),))
     assert outcome != STALL and outcome[1] == 0  # restarted from its persisted offset
     restarted = [e for e in run(topo, params, ((0.05, "src[0]"),)).events
-                 if e["event"] == "restarted"]
-    assert restarted == [{"t": restarted[0]["t"], "event": "restarted",
-                          "instance": "src[0]", "restore": 0}]
+                 if e.kind == "instance-started"]
+    assert [(e.instance, e.data) for e in restarted] == [
+        ("src[0]", {"reason": "restart", "restore": 0})]

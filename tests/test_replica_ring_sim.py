@@ -81,7 +81,7 @@ def test_a_killed_replica_is_taken_over_and_reinstated_on_the_sim_host(semantics
         assert lost == 0
     if semantics is not Guarantee.AT_LEAST_ONCE:
         assert dup == 0
-    routes = [(e["slot"], e["to"]) for e in res.events if e["event"] == "route-changed"]
+    routes = [(e.payload["slot"], e.payload["to"]) for e in res.events if e.kind == "route-changed"]
     taker = f"{victim[0]}[{(int(victim[2]) + 1) % 3}]"
     assert routes == [(victim, taker), (victim, victim)]  # taken over, then reinstated
     assert res.complete

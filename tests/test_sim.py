@@ -99,7 +99,7 @@ def test_kill_during_recovery_is_survived() -> None:
     assert verify(
         graph.topology.sink_modes(), golden_output(graph), result.outputs, Guarantee.EXACTLY_ONCE
     ).passed
-    assert sum(e["event"] == "rollback" for e in result.events) >= 2
+    assert sum(e.note == "rollback" for e in result.events) >= 2
 
 
 def test_none_loses_records_and_exits_1() -> None:

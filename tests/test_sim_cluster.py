@@ -138,15 +138,15 @@ def test_node_down_kills_its_units_and_restart_waits_for_node_up() -> None:
     assert len(victims) == 2 and all(i not in host.live or host.live[i].inc > 0
                                      for i in victims)
     assert [c.total for c in seen] == [4, 6]  # the coordinator heard the drop and the return
-    ev = [e for e in result.events if e["event"] in ("node-down", "node-up",
-                                                      "restart-deferred", "restarted")]
-    kinds = [e["event"] for e in ev]
+    ev = [e for e in result.events if e.kind in ("node-down", "node-up",
+                                                      "restart-deferred", "instance-started")]
+    kinds = [e.kind for e in ev]
     # Checkpoint restarts everyone as one group: 6 instances do not fit in 4 slots, so the
     # whole restart waits for the node to come back (blocking recovery), then all start.
     up = kinds.index("node-up")
     assert kinds[0] == "node-down" and kinds[1:up] == ["restart-deferred"] * 6
-    assert kinds[up + 1:] == ["restarted"] * 6
-    assert all(e["t"] >= 0.05 for e in ev[up:])
+    assert kinds[up + 1:] == ["instance-started"] * 6
+    assert all(e.t >= 0.05 for e in ev[up:])
     assert result.complete
     assert verify(graph.topology.sink_modes(), golden_output(graph), result.outputs,
                   Guarantee.EXACTLY_ONCE, complete=True).passed

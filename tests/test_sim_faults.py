@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from ftctl.kernel.history import HistoryEvent
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim import faults as sf
 from ftctl.sim.cluster import SimCluster
@@ -52,8 +53,8 @@ def _exactly_once(topology: str, result: SimResult) -> bool:
                   Guarantee.EXACTLY_ONCE, complete=result.complete).passed
 
 
-def _events(result: SimResult, kind: str) -> list[dict[str, Any]]:
-    return [e for e in result.events if e["event"] == kind]
+def _events(result: SimResult, kind: str) -> list[HistoryEvent]:
+    return [e for e in result.events if e.kind == kind]
 
 
 def _deliveries(result: SimResult, dst: str) -> list[tuple[float, int, str]]:
@@ -70,10 +71,10 @@ def test_a_short_pause_holds_deliveries_in_order_and_detects_nothing() -> None:
     _, free = _run("wordcount", "none", [])
     _, res = _run("wordcount", "none", [(0.005, Pause(0, 0.004, "out[0]"))])
     assert res.outputs == free.outputs  # nothing lost, nothing repeated
-    assert res.stats.failures == 0 and not _events(res, "detected")
+    assert res.stats.failures == 0 and not _events(res, "failure-detected")
     (inj,), (healed,) = _events(res, "fault-injected"), _events(res, "fault-healed")
-    assert (inj["fault"], inj["target"], inj["t"]) == ("pause", "out[0]", 0.005)
-    assert healed["t"] == pytest.approx(0.009)
+    assert (inj.payload["type"], inj.payload["target"], inj.t) == ("pause", "out[0]", 0.005)
+    assert healed.t == pytest.approx(0.009)
     got = _deliveries(res, "out[0]")
     assert not [d for d in got if 0.005 < d[0] < 0.009]  # nothing handled while paused
     held = [d for d in got if d[0] == pytest.approx(0.009)]
@@ -85,14 +86,14 @@ def test_a_short_pause_holds_deliveries_in_order_and_detects_nothing() -> None:
 @pytest.mark.parametrize("protocol", ["checkpoint", "causal"])
 def test_a_pause_past_the_hang_timeout_fences_a_zombie_sink(protocol: str) -> None:
     _, res = _run("wordcount", protocol, [(0.004, Pause(0, 2.5 * HANG_TIMEOUT, "out[0]"))])
-    (det,) = _events(res, "detected")
-    assert det["instances"] == ["out[0]"] and det["cause"] == "heartbeat"
-    assert det["t"] == pytest.approx(0.004 + HANG_TIMEOUT)
-    assert any(e["instance"] == "out[0]" for e in _events(res, "restarted"))
+    (det,) = _events(res, "failure-detected")
+    assert det.payload["instances"] == ["out[0]"] and det.payload["cause"] == "heartbeat"
+    assert det.t == pytest.approx(0.004 + HANG_TIMEOUT)
+    assert any(e.instance == "out[0]" for e in _events(res, "instance-started"))
     (zombie,) = _events(res, "zombie-fenced")
-    assert zombie["instance"] == "out[0]" and zombie["incarnation"] == 0
-    assert zombie["t"] == pytest.approx(0.004 + 2.5 * HANG_TIMEOUT)
-    assert zombie["events"] > 0 and zombie["dropped"] > 0
+    assert zombie.instance == "out[0]" and zombie.incarnation == 0
+    assert zombie.t == pytest.approx(0.004 + 2.5 * HANG_TIMEOUT)
+    assert zombie.payload["events"] > 0 and zombie.payload["dropped"] > 0
     # The zombie handled batches and tried to put out records (checkpoint's sink carries
     # them in its snapshot): none got through.
     assert sum(res.stats.zombie_actions[k] for k in ("Emit", "StageOutput", "Persist")) > 0
@@ -101,7 +102,7 @@ def test_a_pause_past_the_hang_timeout_fences_a_zombie_sink(protocol: str) -> No
 
 def test_a_hung_source_is_replaced_and_exactly_once_holds() -> None:
     _, res = _run("diamond", "checkpoint", [(0.003, Pause(0, 2 * HANG_TIMEOUT, "tags[1]"))])
-    assert [e["instances"] for e in _events(res, "detected")] == [["tags[1]"]]
+    assert [e.payload["instances"] for e in _events(res, "failure-detected")] == [["tags[1]"]]
     assert res.stats.failed_instances == ["tags[1]"]
     assert res.complete and _exactly_once("diamond", res)
 
@@ -110,21 +111,21 @@ def test_a_partition_fences_the_receiver() -> None:
     _, res = _run("wordcount", "checkpoint",
                   [(0.005, Partition(0, 0.004, "split[0]", ("count[0]",)))])
     lost = _events(res, "frame-lost")
-    assert lost and lost[0] == {"t": lost[0]["t"], "event": "frame-lost",
-                                "instance": "count[0]", "sender": "split[0]"}
-    assert 0.005 <= lost[0]["t"] <= 0.009
-    det = _events(res, "detected")[0]
-    assert det["instances"] == ["count[0]"] and det["cause"] == "heartbeat"
-    assert det["reasons"] == {"count[0]": "frame(s) from split[0] lost to a channel fault"}
+    assert lost and (lost[0].host, lost[0].instance, lost[0].data) == (
+        "sim", "count[0]", {"sender": "split[0]"})
+    assert 0.005 <= lost[0].t <= 0.009
+    det = _events(res, "failure-detected")[0]
+    assert det.payload["instances"] == ["count[0]"] and det.payload["cause"] == "heartbeat"
+    assert det.payload["reasons"] == {"count[0]": "frame(s) from split[0] lost to a channel fault"}
     assert res.complete and _exactly_once("wordcount", res)
     # Only the partitioned pair: split[1] -> count[0] still went through meanwhile.
-    assert "split[1]" not in {e.get("sender") for e in lost}
+    assert "split[1]" not in {e.payload.get("sender") for e in lost}
 
 
 def test_drop_loses_messages_and_fences_the_receiver() -> None:
     _, res = _run("diamond", "checkpoint", [(0.004, Drop(0, 1.0, 0.003, "ones[0]"))])
     # ones[0]'s links both ways: to its children and from its source
-    assert {e["instance"] for e in _events(res, "frame-lost")} <= {"evens[0]", "evens[1]",
+    assert {e.instance for e in _events(res, "frame-lost")} <= {"evens[0]", "evens[1]",
                                                                   "all[0]", "all[1]",
                                                                   "ones[0]"}
     assert _events(res, "frame-lost") and res.complete and _exactly_once("diamond", res)
@@ -184,7 +185,7 @@ def test_a_fault_on_a_restarting_target_is_logged_skipped() -> None:
     host.at(0.005, lambda: host.inject(Strike(0, 1, ("count[0]",))))
     res = host.run()
     skipped = _events(res, "fault-skipped")
-    assert [(e["fault"], e["target"], e["reason"]) for e in skipped] == [
+    assert [(e.payload["type"], e.payload["target"], e.payload["reason"]) for e in skipped] == [
         ("crash", "count[0]", "count[0] is restarting"),
         ("pause", "count[0]", "count[0] is restarting"),
         ("slow", "nope[3]", "no instance nope[3]")]
@@ -198,18 +199,19 @@ def test_a_crash_of_a_dead_target_is_skipped_not_dropped() -> None:
     host.at(0.0055, lambda: host.inject(Strike(0, 1, ("split[1]",))))
     res = host.run()
     (skip,) = _events(res, "fault-skipped")
-    assert skip["reason"] == "split[1] is not running" and skip["t"] == 0.0055
+    assert skip.payload["reason"] == "split[1] is not running" and skip.t == 0.0055
 
 
 def test_node_loss_needs_a_cluster_and_comes_back() -> None:
     _, res = _run("wordcount", "checkpoint", [(0.004, NodeLoss(0, 0.005))])
-    assert _events(res, "fault-skipped")[0]["reason"] == "no cluster (SimHost without nodes)"
+    (skip,) = _events(res, "fault-skipped")
+    assert skip.data["reason"] == "no cluster (SimHost without nodes)"
     cluster = SimCluster.workers(2, 6)
     _, res = _run("wordcount", "checkpoint", [(0.004, NodeLoss(0, 0.005, "worker-1"))],
                   cluster=cluster)
     down, up = _events(res, "node-down"), _events(res, "node-up")
-    assert down[0]["node"] == "worker-1" and down[0]["instances"]
-    assert up[0]["t"] == pytest.approx(0.009)
+    assert down[0].data["node"] == "worker-1" and down[0].data["instances"]
+    assert up[0].t == pytest.approx(0.009)
     assert res.complete and _exactly_once("wordcount", res)
 
 
@@ -220,13 +222,13 @@ def test_every_fault_has_an_inject_and_a_heal() -> None:
         (0.004, Delay(0, 0.001, 0.002, "lines[0]")), (0.005, Slow(0, 2.0, 0.002, "out[0]")),
         (0.006, NodeLoss(0, 0.002))]
     _, res = _run("wordcount", "checkpoint", faults, cluster=cluster)
-    injected = {e["id"]: e for e in _events(res, "fault-injected")}
-    healed = {e["id"]: e for e in _events(res, "fault-healed")}
-    assert sorted(e["fault"] for e in injected.values()) == sorted(
+    injected = {e.fault: e for e in _events(res, "fault-injected")}
+    healed = {e.fault: e for e in _events(res, "fault-healed")}
+    assert sorted(e.payload["type"] for e in injected.values()) == sorted(
         ["pause", "partition", "delay", "slow", "node"])
     assert injected.keys() == healed.keys()
     for fid, e in injected.items():
-        assert healed[fid]["t"] == pytest.approx(e["t"] + e["duration"])
+        assert healed[fid].t == pytest.approx(e.t + e.payload["duration"])
     assert res.complete and _exactly_once("wordcount", res)
 
 
@@ -298,7 +300,7 @@ def test_node_loss_keeps_the_protocols_fault_model() -> None:
     host.at(0.005, lambda: host.inject(NodeLoss(0, 0.005)))
     res = host.run()
     (skip,) = _events(res, "fault-skipped")
-    assert skip["reason"] == "no live node whose loss leaves a unit of each group up"
+    assert skip.payload["reason"] == "no live node whose loss leaves a unit of each group up"
     assert not _events(res, "node-down") and res.stats.failures == 0
     # the schedule that lost records when a node took a ring's last units with it
     sim = Simulator(load("replica-chain"), spec, {}, kinds=FAULT_KINDS)
@@ -313,5 +315,5 @@ def test_a_message_sent_to_a_dead_receiver_never_reaches_its_replacement() -> No
     _, res = _run("wordcount", "falkirk",
                   [(0.001026, Pause(0, 0.022524, "split[0]")),
                    (0.011026, Delay(0, 0.011437, 0.009857, "lines[0]"))], seed=11)
-    assert _events(res, "detected")[0]["instances"] == ["split[0]"]
+    assert _events(res, "failure-detected")[0].payload["instances"] == ["split[0]"]
     assert res.complete and _exactly_once("wordcount", res)

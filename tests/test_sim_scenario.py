@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from ftctl.cli import app
+from ftctl.kernel.history import HistoryEvent
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim import scenario as simsc
 from ftctl.sim.runner import Simulator, nominal_duration
@@ -30,18 +30,18 @@ runner = CliRunner()
 # options it needs.
 TOPOLOGY = {"kill-sharder": "sharder"}
 OPTIONS = {"rack-failure": RACKS}
-# What each scenario leaves in the events of every run.
+# What each scenario leaves in the history of every run ("crash": crash faults injected).
 EXPECT = {
     # w1 frozen 3 s (under the 4.5 s hang rule: its three units stall and resume), w0
     # killed, then replaced
     "container-faults": {"fault-injected": 5, "fault-healed": 4, "zombie-fenced": 0,
-                         "node-down": 1, "node-up": 1, "detected": 1},
+                         "node-down": 1, "node-up": 1, "failure-detected": 1},
     "flapping": {"fault-injected": 2, "zombie-fenced": 2},
-    "kill-during-checkpoint": {"fault": 2},
-    "kill-sharder": {"fault": 1},
+    "kill-during-checkpoint": {"crash": 2},
+    "kill-sharder": {"crash": 1},
     "partition": {"fault-injected": 1, "fault-healed": 1},
     "rack-failure": {"fault-injected": 3, "fault-healed": 1, "node-down": 2, "node-up": 2},
-    "single-kill": {"fault": 1},
+    "single-kill": {"crash": 1},
 }
 
 
@@ -53,8 +53,11 @@ def _scenario(name: str, topology: str = "wordcount",
     return sc, Simulator(topo, PROTOCOLS["checkpoint"], {}, scenario=sc)
 
 
-def _events(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [e for e in events if e["event"] == kind]
+def _events(events: list[HistoryEvent], kind: str) -> list[HistoryEvent]:
+    """Host events of ``kind`` (``crash``: crashes) or protocol notes named ``kind``."""
+    if kind == "crash":
+        return [e for e in events if e.kind == "fault-injected" and e.data["type"] == "crash"]
+    return [e for e in events if kind in (e.kind, e.note)]
 
 
 def test_every_bundled_scenario_is_known_here() -> None:
@@ -85,8 +88,8 @@ def test_scenario_seconds_scale_onto_the_simulated_run() -> None:
     nominal = nominal_duration(sim.graph)
     assert sc.scale == pytest.approx(nominal / simsc.SPARK_RUN_SECONDS)
     assert sc.hang_timeout == pytest.approx(simsc.SPARK_HEARTBEAT_TIMEOUT * sc.scale)
-    (fault,) = _events(sim.run_one(1).result.events, "fault")
-    assert fault["t"] == pytest.approx(3.0 * sc.scale, abs=1e-6)  # at: 3.0 (12% of 25 s)
+    (fault,) = _events(sim.run_one(1).result.events, "crash")
+    assert fault.t == pytest.approx(3.0 * sc.scale, abs=1e-6)  # at: 3.0 (12% of 25 s)
 
 
 def test_the_scale_constants_are_the_spark_sides() -> None:
@@ -101,19 +104,20 @@ def test_flapping_pauses_are_declared_hung_and_fenced() -> None:
     sc, sim = _scenario("flapping")
     events = sim.run_one(4).result.events
     injected = _events(events, "fault-injected")
-    assert [(e["target"], e["t"]) for e in injected] == [
+    assert [(e.payload["target"], e.t) for e in injected] == [
         ("count[0]", pytest.approx(8.0 * sc.scale)), ("count[0]", pytest.approx(16.0 * sc.scale))]
-    hung = [e for e in _events(events, "detected") if e.get("cause") == "heartbeat"]
-    assert [e["t"] for e in hung] == [pytest.approx(e["t"] + sc.hang_timeout) for e in injected]
+    hung = [e for e in _events(events, "failure-detected") if e.payload.get("cause") == "heartbeat"]
+    assert [e.t for e in hung] == [pytest.approx(e.t + sc.hang_timeout) for e in injected]
 
 
 def test_partition_fences_the_receiver_for_frames_lost() -> None:
     _, sim = _scenario("partition")
     events = sim.run_one(1).result.events
     (inj,) = _events(events, "fault-injected")
-    assert (inj["fault"], inj["target"], inj["peers"]) == ("partition", "split[0]", ["count[0]"])
+    assert (inj.data["type"], inj.data["target"], inj.data["peers"]) == (
+        "partition", "split[0]", ["count[0]"])
     lost = _events(events, "frame-lost")
-    assert lost and {(e["instance"], e["sender"]) for e in lost} <= {("count[0]", "split[0]"),
+    assert lost and {(e.instance, e.payload["sender"]) for e in lost} <= {("count[0]", "split[0]"),
                                                                     ("split[0]", "count[0]")}
 
 
@@ -121,11 +125,11 @@ def test_rack_failure_takes_the_rack_down_within_the_window_and_brings_it_back()
     sc, sim = _scenario("rack-failure", labels=[{"rack": "a"}, {"rack": "b"}] * 2)
     events = sim.run_one(2).result.events
     down = _events(events, "node-down")
-    assert sorted(e["node"] for e in down) == ["w0", "w2"]  # rack=a
-    assert all(5.0 * sc.scale <= e["t"] <= 7.0 * sc.scale + 1e-9 for e in down)
+    assert sorted(e.payload["node"] for e in down) == ["w0", "w2"]  # rack=a
+    assert all(5.0 * sc.scale <= e.t <= 7.0 * sc.scale + 1e-9 for e in down)
     up = _events(events, "node-up")
-    assert sorted(e["node"] for e in up) == ["w0", "w2"]
-    gaps = sorted(e["t"] for e in up)
+    assert sorted(e.payload["node"] for e in up) == ["w0", "w2"]
+    gaps = sorted(e.t for e in up)
     assert gaps[0] >= 11.0 * sc.scale - 1e-9  # 10 s + a 1-3 s gap
     assert 1.0 * sc.scale - 1e-9 <= gaps[1] - gaps[0] <= 3.0 * sc.scale + 1e-9
 
@@ -133,11 +137,11 @@ def test_rack_failure_takes_the_rack_down_within_the_window_and_brings_it_back()
 def test_kill_during_checkpoint_strikes_while_a_snapshot_is_taken() -> None:
     _, sim = _scenario("kill-during-checkpoint")
     events = sim.run_one(3).result.events
-    kills = _events(events, "fault")
+    kills = _events(events, "crash")
     assert len(kills) == 2
     # each after a snapshot began and before it completed (or was abandoned for a rollback)
-    done = [e["t"] for e in _events(events, "snapshot-complete")]
-    assert all(not any(k["t"] == t for t in done) for k in kills)
+    done = [e.t for e in _events(events, "snapshot-complete")]
+    assert all(not any(k.t == t for t in done) for k in kills)
 
 
 @pytest.mark.parametrize(("args", "message"), [

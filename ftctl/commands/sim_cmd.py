@@ -250,7 +250,7 @@ def _show_replay(outcome: ScheduleOutcome, trace_file: Path | None) -> None:
             console.print(line, highlight=False, markup=False)
     console.print(f"trace hash {res.trace_hash}")
     for ev in res.events:
-        console.print(f"  {ev}", highlight=False, markup=False)
+        console.print(f"  {ev.to_json()}", highlight=False, markup=False)
     v = outcome.verdict
     status = "[green]passed[/green]" if v.passed else "[red]violated[/red]"
     console.print(

@@ -28,6 +28,7 @@ from ftctl.compare.figures import (
 )
 from ftctl.config.scenario import parse_target
 from ftctl.config.topology import Topology
+from ftctl.kernel.history import read_history
 from ftctl.run.chaos import ChaosExtension, expected_seconds, from_replay
 from ftctl.run.execute import (
     DEFAULT_SPARES,
@@ -79,8 +80,8 @@ class CaptureExtension(RunExtension):
             records_processed=_records_processed(result),
             snapshot_bytes=result.snapshot_bytes, restarts=result.restarts,
             seconds=round(result.seconds, 3),
-            replayed=sum(int(e.get("records", 0)) for e in result.events
-                         if e["event"] == "replay"))
+            replayed=sum(int(e.data["records"]) for e in read_history(result.events)
+                         if e.kind == "source-rewound"))
 
     def close(self) -> None:
         self.inner.close()

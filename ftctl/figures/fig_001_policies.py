@@ -109,9 +109,9 @@ class Config:
                          schedule=FailureSchedule([strike]), max_events=self.cap).run()
         verdict = verify(self.modes, self.golden, result.outputs, self.guarantee,
                          complete=result.complete, golden_index=self.index)
-        kinds = [e.get("event") for e in result.events]
-        return Run(topology, self.name, s.seed, s.victims, kinds.count("detected"),
-                   kinds.count("restarted"),
+        kinds = [e.kind for e in result.events]
+        return Run(topology, self.name, s.seed, s.victims, kinds.count("failure-detected"),
+                   kinds.count("instance-started"),
                    max(0, result.stats.records_sent - self.sent),
                    round(max(0.0, result.end_time - self.end) * 1000, 3), verdict.passed)
 

@@ -41,6 +41,7 @@ from chaos.schedule import fault_seed
 from ftctl.config.load import load_topology
 from ftctl.config.scenario import RestoreParams
 from ftctl.figures.fig_004_runs import Fig5Run, baselines, run_fig5
+from ftctl.kernel.history import notes as notes_named
 from ftctl.metrics.queries import QueryMetricsParams
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.queries import topology_queries
@@ -197,8 +198,8 @@ def run_level(options: FigureOptions) -> FigureResult:
         peak = max((v for _, v in rl), default=None)
         by_arrival = [sum(1 for b in back if b <= nxt) for nxt in [*r.arrivals[1:], 1e9]]
         last_up = kill + max(r.arrivals)
-        cps_after = sum(1 for e in r.result.events if e["event"] == "snapshot-complete"
-                        and e["t"] > last_up + 0.5 and e["snapshot"] < FINAL_SNAPSHOT)
+        cps_after = sum(1 for e in notes_named(r.result.events, "snapshot-complete")
+                        if e.t > last_up + 0.5 and e.data["data"]["snapshot"] < FINAL_SNAPSHOT)
         rows.append((r.name, " ".join(str(n) for n in by_arrival),
                      f"{back[0]:.2f}" if back else "-", f"{back[-1]:.2f}" if back else "-",
                      f"{after[0]:.2f}" if after else "-",

@@ -230,7 +230,7 @@ class CoordinatorKernel:
             elif isinstance(a, DiscardStaged):
                 self.outputs.discard(a.sink, a.after)
             elif isinstance(a, Note):
-                cmds.append(Log(a.kind, dict(a.data)))
+                cmds.append(Log("protocol", {"name": a.kind, "data": dict(a.data)}))
             elif isinstance(a, SetTimer):
                 self.timer_seq += 1
                 self.timers[a.key] = self.timer_seq

@@ -20,11 +20,13 @@ a sink operator). Definitions, with ``QueryMetricsParams``:
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from ftctl.kernel.history import HistoryEvent, read_history
 
 Series = Sequence[tuple[float, float]]
 
@@ -128,11 +130,13 @@ def _within(rl: float | None, threshold: float) -> bool:
     return rl is not None and rl <= threshold
 
 
-def up_intervals(events: Sequence[Mapping[str, Any]], queries: Mapping[str, frozenset[str]],
+def up_intervals(events: Iterable[HistoryEvent | Mapping[str, Any]],
+                 queries: Mapping[str, frozenset[str]],
                  operator_of: Mapping[str, str], end: float) -> dict[str, list[tuple[float,
                                                                                      float]]]:
     """When each query had every instance running, from a run's history: an instance is
-    down from the ``node-down`` or ``fault`` that killed it until its next ``restarted``."""
+    down from the ``node-down`` or ``fault-injected`` that killed it until its next
+    ``instance-started``."""
     down: dict[str, float] = {}
     per_query: dict[str, list[tuple[float, float]]] = {q: [] for q in queries}
     since: dict[str, float | None] = dict.fromkeys(queries, 0.0)
@@ -148,16 +152,15 @@ def up_intervals(events: Sequence[Mapping[str, Any]], queries: Mapping[str, froz
                 per_query[q].append((start, t))
                 since[q] = None
 
-    for e in events:
-        kind, t = e.get("event"), float(e["t"])
-        if kind in ("node-down", "fault"):
-            for i in e.get("instances", ()):
-                down.setdefault(i, t)
-        elif kind == "restarted":
-            down.pop(e["instance"], None)
+    for e in read_history(events, host="sim"):
+        if e.kind in ("node-down", "fault-injected"):
+            for i in e.data.get("instances", ()):
+                down.setdefault(i, e.t)
+        elif e.kind == "instance-started":
+            down.pop(str(e.instance), None)
         else:
             continue
-        settle(t)
+        settle(e.t)
     for q, start in since.items():
         if start is not None:
             per_query[q].append((start, end))

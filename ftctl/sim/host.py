@@ -48,6 +48,7 @@ from ftctl.kernel.commands import (
     Trace,
 )
 from ftctl.kernel.coordinator import CoordinatorKernel
+from ftctl.kernel.history import History, HistoryEvent
 from ftctl.kernel.legacy import logic_of
 from ftctl.kernel.outputs import Outputs
 from ftctl.kernel.unit import Unit, perform
@@ -202,7 +203,7 @@ class SimResult:
     stats: SimStats
     trace_hash: str
     trace: list[str]
-    events: list[dict[str, Any]]
+    events: list[HistoryEvent]  # the run's history (ftctl.kernel.history)
     end_time: float
 
 
@@ -225,8 +226,9 @@ class SimHost:
         self.keep_trace = trace
         self.hasher = hashlib.sha256() if (trace or hash_trace) else None
         self.trace: list[str] = []
-        self.events: list[dict[str, Any]] = []
         self.now = 0.0
+        self.history = History("sim", lambda: self.now)
+        self.events: list[HistoryEvent] = self.history.events
         self.heap: list[tuple[float, int, str, Any]] = []
         self.seq = 0
         self.live: dict[str, Unit] = {}
@@ -282,9 +284,11 @@ class SimHost:
             if self.keep_trace:
                 self.trace.append(line)
 
-    def _log(self, kind: str, **data: Any) -> None:
-        self.events.append({"t": round(self.now, 6), "event": kind, **data})
-        self._note(f"EVENT {kind} {sorted(data.items())}")
+    def _log(self, kind: str, *, instance: str | None = None,
+             incarnation: int | None = None, fault: str | None = None, **data: Any) -> None:
+        self.history.write(kind, instance=instance, incarnation=incarnation, fault=fault,
+                           **data)
+        self._note(f"EVENT {kind} {instance} {sorted(data.items())}")
 
     # ------------------------------------------------------------------ run
 
@@ -369,7 +373,7 @@ class SimHost:
         self._apply(self.kernel.report(iid, inc, msg, self.now, slot))
 
     def _on_detect(self, failed: frozenset[str]) -> None:
-        self._log("detected", instances=sorted(failed))
+        self._log("failure-detected", instances=sorted(failed))
         self.stats.recoveries += 1
         self._apply(self.kernel.failure(failed, self.now))
         self._hooks(self.on_detected)
@@ -381,7 +385,7 @@ class SimHost:
 
     def _detected(self, failed: frozenset[str], cause: FailureCause,
                   reasons: dict[str, str]) -> None:
-        self._log("detected", instances=sorted(failed), cause=cause, reasons=reasons)
+        self._log("failure-detected", instances=sorted(failed), cause=cause, reasons=reasons)
         self.stats.recoveries += 1
         self._apply(self.kernel.failure(failed, self.now, cause=cause))
         self._hooks(self.on_detected)
@@ -407,7 +411,8 @@ class SimHost:
         self.live[iid] = unit
         self._note(f"start {iid} restore={restart.restore}")
         if inc > 0:
-            self._log("restarted", instance=iid, restore=restart.restore)
+            self._log("instance-started", instance=iid, incarnation=inc, reason="restart",
+                      restore=restart.restore)
         for msg in held:
             acts += unit.handle(ControlIn(msg), self.now)
         if unit.core.is_source:
@@ -487,7 +492,8 @@ class SimHost:
         self.stats.injected += 1
         self.stats.failures += 1
         self.stats.failed_instances.extend(victims)
-        self._log("fault", instances=sorted(victims), at_event=self.stats.events)
+        self._log("fault-injected", type="crash", instances=sorted(victims),
+                  at_event=self.stats.events)
         for v in victims:
             self.kernel.lost(v)
             self._kill(v)
@@ -513,7 +519,7 @@ class SimHost:
 
     def skip_fault(self, kind: str, target: str | None, reason: str) -> None:
         self.stats.skipped += 1
-        self._log("fault-skipped", fault=kind, target=target, reason=reason,
+        self._log("fault-skipped", type=kind, target=target, reason=reason,
                   at_event=self.stats.events)
 
     def _not_running(self, iid: str) -> str:
@@ -538,12 +544,12 @@ class SimHost:
                   **data: Any) -> int:
         self.fault_ids += 1
         self.stats.injected += 1
-        self._log("fault-injected", fault=kind, id=self.fault_ids, target=target,
+        self._log("fault-injected", fault=str(self.fault_ids), type=kind, target=target,
                   duration=None if duration is None else round(duration, 6), **data)
         return self.fault_ids
 
     def fault_healed(self, fid: int, kind: str, target: str) -> None:
-        self._log("fault-healed", fault=kind, id=fid, target=target)
+        self._log("fault-healed", fault=str(fid), type=kind, target=target)
 
     def _gate(self, unit: Unit) -> _Gate:
         gate = self.gates.get(unit.id)
@@ -578,7 +584,7 @@ class SimHost:
         unit = gate.unit
         if fid not in gate.pauses or self.live.get(unit.id) is not unit:
             return
-        if self.spared and not self._spare([unit.id]):
+        if self.spared and not self._spare([unit.id], "pause"):
             return  # the protocol's fault model keeps it: it resumes when the pause ends
         self.kernel.lost(unit.id)
         self._kill(unit.id, crashed=False)
@@ -713,7 +719,7 @@ class SimHost:
         message goes through."""
         if to not in self.live:
             return True  # lost with its receiver anyway
-        if self.spared and not self._spare([to]):
+        if self.spared and not self._spare([to], "frame-lost"):
             return False
         self.kernel.lost(to)
         self._kill(to, crashed=False)
@@ -784,7 +790,7 @@ class SimHost:
 
     def _on_node_detect(self, data: tuple[frozenset[str], frozenset[str]]) -> None:
         failed, nodes = data
-        self._log("detected", instances=sorted(failed), nodes=sorted(nodes))
+        self._log("failure-detected", instances=sorted(failed), nodes=sorted(nodes))
         self.stats.recoveries += 1
         self._apply(self.kernel.failure(failed, self.now, nodes=nodes))
 
@@ -794,7 +800,7 @@ class SimHost:
         return any(lost & group and not any(u in self.live and u not in lost for u in group)
                    for group in self.spared)
 
-    def _spare(self, victims: list[str]) -> list[str]:
+    def _spare(self, victims: list[str], kind: str = "crash") -> list[str]:
         """The protocol's fault model (``ProtocolSpec.spared``): keep one unit of each
         group up; the victims that would have emptied a group are skipped."""
         kept = list(victims)
@@ -803,7 +809,8 @@ class SimHost:
             if hit and not any(u in self.live and u not in kept for u in group):
                 kept.remove(hit[-1])  # it stays up
         if len(kept) < len(victims):
-            self._log("fault-skipped", instances=sorted(set(victims) - set(kept)),
+            self._log("fault-skipped", type=kind,
+                      instances=sorted(set(victims) - set(kept)),
                       reason="would leave no unit of its group up")
         return kept
 
@@ -911,7 +918,7 @@ class SimHost:
         self.timers.pop((unit.id, key), None)
 
     def note(self, kind: str, data: Mapping[str, Any]) -> None:
-        self._log(kind, **data)
+        self._log("protocol", name=kind, data=dict(data))
 
     def phase(self, phase: str, on: bool, key: int | None) -> None:
         self._log("phase-entered" if on else "phase-left", phase=phase, key=key)

@@ -161,7 +161,7 @@ class Simulator:
             summary.delays.append(max(0.0, outcome.result.end_time - self.fault_free_end))
             summary.resent.append(max(0, stats.records_sent - self.fault_free_records))
             summary.fallbacks += sum(1 for e in outcome.result.events
-                                     if e["event"].endswith("fallback"))
+                                     if (e.note or "").endswith("fallback"))
             if not outcome.verdict.passed:
                 summary.failing_seeds.append(outcome.seed)
                 summary.violations.update(outcome.verdict.totals())

@@ -573,6 +573,8 @@ class SparkHost:
                     frame = ((wire.CONTROL, c.msg) if c.slot is None
                              else (wire.CONTROL, c.msg, c.slot))
                     self._control(c.instance, frame)
+            elif isinstance(c, Log) and c.kind == "protocol":
+                self.log(c.data["name"], **c.data["data"])  # version 1 until this host moves
             elif isinstance(c, Log):
                 self.log(c.kind, **c.data)
             elif isinstance(c, SetCoordinatorTimer):
