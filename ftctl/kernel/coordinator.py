@@ -281,6 +281,13 @@ class CoordinatorKernel:
         return cmds
 
     def _discard(self, a: DiscardSnapshots) -> None:
+        if a.instance is None:
+            if a.after is not None:
+                self.store.discard_after(a.after)  # one listing, not one per instance
+            if a.below is not None:
+                for i in self.graph_view.order:
+                    self._discard(DiscardSnapshots(i, below=a.below))
+            return
         for ref in self.store.snapshots_of(a.instance):
             if (a.after is not None and ref > a.after) or (a.below is not None
                                                            and ref < a.below):

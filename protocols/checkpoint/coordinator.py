@@ -65,7 +65,7 @@ class CheckpointCoordinator(CoordinatorLogic[CheckpointParams]):
         order = self.graph.order
         return [
             Stop(order),
-            *(DiscardSnapshots(i, after=k) for i in order),
+            DiscardSnapshots(after=k),  # every instance's, in one pass over the store
             *(DiscardStaged(s, after=k) for s in self.graph.sinks),
             Note("rollback", {"failed": failed, "snapshot": k, "incarnation": self.incarnation}),
             *(Restart(i, restore=k or None) for i in order),

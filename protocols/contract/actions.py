@@ -193,9 +193,10 @@ class CommitOutput:
 @dataclass(frozen=True, slots=True)
 class DiscardSnapshots:
     """Drop ``instance``'s stored refs ``> after`` (incomplete ones of a dead incarnation)
-    and, with ``below``, those ``< below`` (garbage collection under a low watermark)."""
+    and, with ``below``, those ``< below`` (garbage collection under a low watermark).
+    ``instance=None``: every instance's, as one pass over the store (a global rollback)."""
 
-    instance: InstanceId
+    instance: InstanceId | None = None
     after: SnapshotRef | None = None
     below: SnapshotRef | None = None
 
