@@ -30,16 +30,6 @@ class SnapshotStore(Protocol):
     def bytes_written(self) -> int: ...
 
 
-def start_blob(store: SnapshotStore, instance: str, restore: int | None,
-               also: tuple[int, ...] = ()) -> Any:
-    """What a ``Start`` hands its instance (see ``protocols.base.Start``)."""
-    blob = store.get(restore, instance) if restore is not None else None
-    if not also:
-        return blob
-    present = set(store.snapshots_of(instance))
-    return blob, {s: store.get(s, instance) if s in present else None for s in also}
-
-
 class MemoryStore:
     """Stable storage for the simulation host: survives instance failures by construction."""
 

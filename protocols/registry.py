@@ -1,15 +1,13 @@
 """Every protocol ftctl knows, by name.
 
-An entry is a ``ProtocolSpec`` (contract v2, ``protocols/contract``) or a legacy
-``ProtocolInfo`` (``protocols/base.py``, run through ``ftctl/kernel/legacy.py`` until
-ported). Register a new protocol by adding its spec: ``"falkirk": falkirk.SPEC``.
+An entry is a ``ProtocolSpec`` (contract v2, ``protocols/contract``). Register a new
+protocol by adding its spec: ``"falkirk": falkirk.SPEC``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from protocols.base import ProtocolInfo
 from protocols.causal.spec import SPEC as CAUSAL
 from protocols.checkpoint.spec import SPEC as CHECKPOINT
 from protocols.contract.spec import ProtocolSpec
@@ -19,7 +17,7 @@ from protocols.none import SPEC as NONE
 from protocols.progressive import spec as progressive
 from protocols.replica_ring.spec import SPEC as REPLICA_RING
 
-Protocol = ProtocolInfo | ProtocolSpec[Any]
+Protocol = ProtocolSpec[Any]
 
 PROTOCOLS: dict[str, Protocol] = {
     "none": NONE,

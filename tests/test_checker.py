@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ftctl.verify.checker import compare, verify
-from protocols.base import Guarantee
+from protocols.contract.spec import Guarantee
 
 GOLDEN = [("a", 1), ("b", 1), ("a", 2), ("b", 2), ("a", 3)]
 

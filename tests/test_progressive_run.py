@@ -24,7 +24,7 @@ from ftctl.sim.faults import Strike
 from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost, SimResult
 from ftctl.verify.checker import verify
-from protocols.base import Guarantee
+from protocols.contract.spec import Guarantee
 from protocols.progressive.params import ProgressiveParams
 from protocols.progressive.spec import SPEC
 from tests.conftest import TOPOLOGIES

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocols.base import Guarantee
+from protocols.contract.spec import Guarantee
 from protocols.replica_ring.model import SEMANTICS
 from protocols.replica_ring.mutants import MUTANTS
 from protocols.replica_ring.params import ReplicaRingParams

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 import pytest
 
-from protocols.base import Guarantee
+from protocols.contract.spec import Guarantee
 from protocols.replica_ring.accounting import (
     PAPER_TABLE1,
     per_tuple,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from protocols.base import Guarantee
+from protocols.contract.spec import Guarantee
 from protocols.replica_ring.accounting import PAPER_TABLE1, table1_messages
 from protocols.replica_ring.coordinator import Fence, Restart, RingCoordinator
 from protocols.replica_ring.messages import KIND, Message, Slot, split_slot

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from ftctl.cli import app
 from ftctl.config.load import load_topology
 from ftctl.runtime.graph import ExecutionGraph
-from protocols.base import Guarantee
+from protocols.contract.spec import Guarantee
 from protocols.contract.view import GraphView
 from protocols.replica_ring.params import Flaw, Policy, ReplicaRingParams, Variant
 from protocols.replica_ring.records import Record, RecordState, RecordTable

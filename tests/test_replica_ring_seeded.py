@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from protocols.base import Guarantee
+from protocols.contract.spec import Guarantee
 from protocols.replica_ring.model import SEMANTICS
 from protocols.replica_ring.params import ReplicaRingParams
 from tests.test_replica_ring_net import At, Net

@@ -14,7 +14,7 @@ from ftctl.kernel.routing import Routing
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.faults import FailureSchedule, Strike
 from ftctl.sim.host import SimHost, SimResult
-from protocols.base import Guarantee
+from protocols.contract.spec import Guarantee
 from protocols.replica_ring.accounting import PAPER_TABLE1, table1_messages
 from protocols.replica_ring.model import SEMANTICS
 from protocols.replica_ring.params import ReplicaRingParams

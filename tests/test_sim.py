@@ -14,7 +14,7 @@ from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost
 from ftctl.sim.runner import Simulator, sim_params
 from ftctl.verify.checker import verify
-from protocols.base import Guarantee
+from protocols.contract.spec import Guarantee
 from protocols.registry import PROTOCOLS
 from tests.conftest import TOPOLOGIES, load
 

@@ -16,8 +16,8 @@ from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost
 from ftctl.sim.runner import sim_params
 from ftctl.verify.checker import verify
-from protocols.base import Guarantee
 from protocols.contract.events import CapacityChanged
+from protocols.contract.spec import Guarantee
 from protocols.contract.view import Capacity
 from protocols.registry import PROTOCOLS
 from tests.conftest import load

@@ -19,7 +19,7 @@ from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost, SimResult
 from ftctl.sim.runner import Simulator, sim_params
 from ftctl.verify.checker import verify
-from protocols.base import Guarantee
+from protocols.contract.spec import Guarantee
 from protocols.registry import PROTOCOLS
 from tests.conftest import load
 

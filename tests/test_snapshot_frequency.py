@@ -22,8 +22,8 @@ from ftctl.sim.costs import CostedSimHost, CostModel, percentile
 from ftctl.sim.host import SimHost
 from ftctl.sim.runner import sim_params
 from ftctl.verify.checker import verify
-from protocols.base import Guarantee
 from protocols.contract.params import NoParams
+from protocols.contract.spec import Guarantee
 from protocols.registry import PROTOCOLS
 
 pytestmark = pytest.mark.sim

@@ -13,7 +13,6 @@ from ftctl.config.errors import ConfigError
 from ftctl.config.topology import Topology
 from ftctl.console import EXIT_USAGE, err_console
 from ftctl.runtime.graph import ExecutionGraph
-from protocols.base import ProtocolInfo
 from protocols.contract.params import ParamError, ProtocolParams, parse_items, validate
 from protocols.contract.spec import ProtocolSpec
 from protocols.contract.view import GraphView
@@ -62,10 +61,10 @@ def check_scope(params: ProtocolParams, topology: Topology, where: str) -> None:
 
 def protocol_and_params(name: str,
                         items: list[str] | None,
-                        ) -> tuple[ProtocolInfo | ProtocolSpec[Any], ProtocolParams]:
+                        ) -> tuple[ProtocolSpec[Any], ProtocolParams]:
     """The protocol by name and the user's ``--param`` items, validated (raises ConfigError
     naming the param). Dotted keys nest: ``burst.window=5``. ``"auto"`` values stay until
-    the host resolves them for its run (``ProtocolInfo.resolve``). A shipped mutant's
+    the host resolves them for its run (``ProtocolSpec.resolve``). A shipped mutant's
     variant params come first; the user's override them."""
     planted: dict[str, Any] = {}
     try:

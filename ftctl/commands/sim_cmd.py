@@ -20,7 +20,7 @@ from ftctl.progress import LiveLine
 from ftctl.sim.faults import CRASH_ONLY, FAULT_KINDS, FaultKind, parse_kinds
 from ftctl.sim.runner import ScheduleOutcome, SimSummary, Simulator, refusals
 from ftctl.tables import print_table
-from protocols.base import Guarantee
+from protocols.contract.spec import Guarantee
 
 if TYPE_CHECKING:
     from ftctl.sim.scenario import SimScenario

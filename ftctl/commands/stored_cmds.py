@@ -18,7 +18,7 @@ from ftctl.results import RunStore
 from ftctl.sim.golden import golden_output
 from ftctl.tables import print_table
 from ftctl.verify.reverify import reverify
-from protocols.base import Guarantee
+from protocols.contract.spec import Guarantee
 
 RESULTS = Path("results")
 

@@ -13,7 +13,7 @@ from collections import Counter
 from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.host import SimHost
-from protocols.base import Guarantee
+from protocols.contract.spec import Guarantee
 from protocols.replica_ring.accounting import (
     KINDS,
     PAPER_TABLE1,

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import read_yaml
-from protocols.base import Guarantee
+from protocols.contract.spec import Guarantee
 
 
 class GateCase(BaseModel):

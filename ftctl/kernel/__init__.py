@@ -6,8 +6,6 @@
 - ``unit``: the instance side. Builds a unit's cores and logic and interprets its
   ``InstanceAction`` through the host's ports (transport, storage, timers).
 - ``outputs``: staged sink output and commits.
-- ``legacy``: runs a protocol written against ``protocols.base`` through the kernel until
-  it is ported to ``protocols.contract``.
 
 Hosts keep only transport, time, stable storage and process control. Nothing here draws
 random numbers, reads a clock or opens a file or socket.

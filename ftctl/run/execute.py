@@ -55,7 +55,7 @@ Say = Callable[[str], None]
 class RunRequest:
     topology: Topology
     info: Protocol
-    params: ProtocolParams  # resolved for the run (ProtocolInfo.resolve)
+    params: ProtocolParams  # resolved for the run (ProtocolSpec.resolve)
     master: str | None
     workers: int
     results: Path

@@ -1,8 +1,7 @@
 """Actions: what an instance asks its host to do.
 
 ``Send`` and ``Emit`` are the contract's (``protocols.contract.actions`` re-exports them):
-an ``InstanceCore`` produces them as they are. ``Persist`` and ``Report`` are the legacy
-contract's (``protocols.base``); ported protocols use the contract's instead.
+an ``InstanceCore`` produces them as they are.
 """
 
 from __future__ import annotations
@@ -38,22 +37,4 @@ class Emit:
     uids: Sequence[Any] | None = None
 
 
-@dataclass(slots=True)
-class Persist:
-    """Write ``blob`` to stable storage as ``instance``'s part of snapshot ``snapshot``."""
-
-    snapshot: int
-    instance: str
-    blob: Any
-
-
-@dataclass(slots=True)
-class Report:
-    """Tell the coordinator something (``persisted``, ``eos``, ``offset``, ...)."""
-
-    instance: str
-    kind: str
-    data: Any = None
-
-
-Action = Send | Emit | Persist | Report
+Action = Send | Emit

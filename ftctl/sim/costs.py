@@ -27,7 +27,6 @@ from ftctl.runtime.messages import Batch
 from ftctl.sim.faults import FailureSchedule
 from ftctl.sim.host import SimHost
 from ftctl.store import SinkStore
-from protocols.base import ProtocolInfo
 from protocols.contract.params import ProtocolParams
 from protocols.contract.spec import ProtocolSpec
 
@@ -78,7 +77,7 @@ class CostedSimHost(SimHost):
     visible only when a snapshot completes).
     """
 
-    def __init__(self, graph: ExecutionGraph, protocol: ProtocolInfo | ProtocolSpec[Any],
+    def __init__(self, graph: ExecutionGraph, protocol: ProtocolSpec[Any],
                  params: ProtocolParams, seed: int, costs: CostModel | None = None,
                  schedule: FailureSchedule | None = None):
         super().__init__(graph, protocol, params, seed, schedule=schedule, max_events=None)

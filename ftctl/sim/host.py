@@ -49,7 +49,6 @@ from ftctl.kernel.commands import (
 )
 from ftctl.kernel.coordinator import CoordinatorKernel
 from ftctl.kernel.history import History, HistoryEvent
-from ftctl.kernel.legacy import logic_of
 from ftctl.kernel.outputs import Outputs
 from ftctl.kernel.unit import Unit, perform
 from ftctl.runtime.graph import ExecutionGraph
@@ -69,7 +68,6 @@ from ftctl.sim.faults import (
     Strike,
 )
 from ftctl.store import MemoryStore, SinkStore
-from protocols.base import ProtocolInfo
 from protocols.contract.events import (
     BatchIn,
     ControlIn,
@@ -210,7 +208,7 @@ class SimResult:
 class SimHost:
     """Transport, time and storage of the simulation; the kernel drives the protocol."""
 
-    def __init__(self, graph: ExecutionGraph, protocol: ProtocolInfo | ProtocolSpec[Any],
+    def __init__(self, graph: ExecutionGraph, protocol: ProtocolSpec[Any],
                  params: ProtocolParams,
                  seed: int, schedule: FailureSchedule | None = None, trace: bool = False,
                  hash_trace: bool = False,
@@ -241,9 +239,8 @@ class SimHost:
         self.timer_seq = 0
         self.store = MemoryStore()
         self.sinks = SinkStore()
-        self.instance_logic, coordinator_logic = logic_of(protocol)
-        self.outputs = Outputs(self.sinks, self.store,
-                               legacy_blobs=isinstance(protocol, ProtocolInfo))
+        self.instance_logic, coordinator_logic = protocol.instance, protocol.coordinator
+        self.outputs = Outputs(self.sinks)
         # Nodes and slots (node_down/node_up); None: unlimited capacity, no nodes.
         self.cluster = cluster
         slots = (ClusterSlots(cluster, {i: s.op for i, s in graph.instances.items()})

@@ -16,9 +16,8 @@ from ftctl.sim.faults import CRASH_ONLY, HANG_TIMEOUT, FailureSchedule, FaultKin
 from ftctl.sim.golden import golden_output
 from ftctl.sim.host import MAX_EVENTS, SimHost, SimResult, source_step
 from ftctl.verify.checker import Verdict, declared_guarantee, index_by_key, verify
-from protocols.base import Guarantee, ProtocolInfo
 from protocols.contract.params import ProtocolParams, RunShape
-from protocols.contract.spec import ProtocolSpec
+from protocols.contract.spec import Guarantee, ProtocolSpec
 from protocols.contract.view import GraphView
 
 if TYPE_CHECKING:
@@ -41,7 +40,7 @@ def nominal_duration(graph: ExecutionGraph) -> float:
     return batches * source_step(graph.topology)
 
 
-def sim_params(graph: ExecutionGraph, protocol: ProtocolInfo | ProtocolSpec[Any],
+def sim_params(graph: ExecutionGraph, protocol: ProtocolSpec[Any],
                given: Mapping[str, Any] | ProtocolParams) -> ProtocolParams:
     """Protocol parameters for simulation (raises ``ParamError`` naming a bad one).
 
@@ -99,7 +98,7 @@ def _median(values: list[float]) -> float:
 class Simulator:
     """Holds the golden output and runs schedules against it."""
 
-    def __init__(self, topology: Topology, protocol: ProtocolInfo | ProtocolSpec[Any],
+    def __init__(self, topology: Topology, protocol: ProtocolSpec[Any],
                  given: Mapping[str, Any] | ProtocolParams,
                  guarantee: Guarantee | None = None, max_failures: int = 3, max_burst: int = 3,
                  kinds: tuple[FaultKind, ...] = CRASH_ONLY, scenario: SimScenario | None = None):

@@ -36,7 +36,6 @@ from ftctl.kernel.commands import (
     StartGroup,
 )
 from ftctl.kernel.coordinator import CoordinatorKernel
-from ftctl.kernel.legacy import LegacyInit, logic_of
 from ftctl.kernel.outputs import Outputs
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.spark import links, wire
@@ -51,7 +50,6 @@ from ftctl.spark.driver import (
 )
 from ftctl.spark.task import TaskPayload
 from ftctl.store import DirectoryStore, SinkStore
-from protocols.base import ProtocolInfo
 from protocols.contract.events import Started, Suspected
 from protocols.contract.messages import Msg
 from protocols.contract.names import InstanceId
@@ -116,7 +114,7 @@ Progress = Callable[[dict[str, tuple[int, int]], float], None]
 
 class SparkHost:
     def __init__(self, sc: Any, graph: ExecutionGraph,
-                 protocol: ProtocolInfo | ProtocolSpec[Any],
+                 protocol: ProtocolSpec[Any],
                  params: ProtocolParams, run_id: str, store_dir: Path | str,
                  rate: float | None = None, on_event: EventSink | None = None,
                  progress: Progress | None = None, timeout: float = 3600.0,
@@ -141,10 +139,8 @@ class SparkHost:
         self.topology_data = graph.topology.model_dump(by_alias=True)
         self.store = DirectoryStore(store_dir)
         self.sinks = SinkStore()
-        self.outputs = Outputs(self.sinks, self.store,
-                               legacy_blobs=isinstance(protocol, ProtocolInfo))
-        _, coordinator_logic = logic_of(protocol)
-        self.kernel = CoordinatorKernel(coordinator_logic, graph, params, self.store,
+        self.outputs = Outputs(self.sinks)
+        self.kernel = CoordinatorKernel(protocol.coordinator, graph, params, self.store,
                                         self.outputs)
         self.routing = self.kernel.routing
         # The kernel's incarnations (the same dict): it bumps them, this host reads them.
@@ -623,11 +619,8 @@ class SparkHost:
         lo, _hi = self.graph.source_range(iid)
         start = lo
         blob = started.restored
-        init = started.init.init if isinstance(started.init, LegacyInit) else None
         if isinstance(blob, dict) and isinstance(blob.get("core"), dict):
             start = int(blob["core"].get("offset", lo))
-        elif isinstance(init, dict) and "offset" in init:
-            start = int(init["offset"])
         reached = max(self.offsets.get(iid, lo), start)
         self.log("replay", instance=iid, **{"from": start, "to": reached,
                                             "records": reached - start})

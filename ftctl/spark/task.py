@@ -23,7 +23,6 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ftctl.config.topology import Topology
-from ftctl.kernel.legacy import logic_of
 from ftctl.kernel.unit import Unit, perform
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch
@@ -128,8 +127,7 @@ class InstanceTask:
         topology = Topology.model_validate(p.topology)
         graph = ExecutionGraph(topology)
         protocol = get_protocol(p.protocol)
-        logic_cls, _ = logic_of(protocol)
-        self.unit = Unit(logic_cls, graph, p.instance, protocol.resolve(p.params), p.inc)
+        self.unit = Unit(protocol.instance, graph, p.instance, protocol.resolve(p.params), p.inc)
         self.core = self.unit.core
         self.dst_of = {k: InstanceId(c.dst) for k, c in enumerate(graph.channels)}
         self.inbox: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=INBOX_FRAMES)

@@ -27,8 +27,9 @@ Producer = Callable[[ExecutionGraph], Outputs]
 DEFAULT_CACHE = Path("results/.golden")
 _REPO = Path(__file__).resolve().parent.parent.parent
 # The code a golden output depends on: the operators and sources, and the producer's (the
-# simulation host and the `none` protocol it runs under).
-_GOLDEN_CODE = ("ftctl/runtime/*.py", "ftctl/sim/*.py", "protocols/base.py", "protocols/none.py")
+# simulation host, the kernel and the `none` protocol it runs under).
+_GOLDEN_CODE = ("ftctl/runtime/*.py", "ftctl/sim/*.py", "ftctl/kernel/*.py",
+                "protocols/contract/*.py", "protocols/none.py")
 
 
 def canonical_json(topology: Topology) -> str:

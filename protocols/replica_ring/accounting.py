@@ -19,7 +19,7 @@ count.
 
 from __future__ import annotations
 
-from protocols.base import Guarantee
+from protocols.contract.spec import Guarantee
 
 PAPER_TABLE1: dict[int, int] = {2: 400, 4: 2400}
 TABLE1_N = 100  # tuples per first-operator replica

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Literal, cast
 
-from protocols.base import Guarantee
+from protocols.contract.spec import Guarantee
 from protocols.replica_ring.params import Policy, ReplicaRingParams, Variant
 from protocols.replica_ring.records import DeliveryTable, Origin, Record, RecordTable
 from protocols.replica_ring.ring import RingMember, choose_taker, detectors_of

@@ -126,7 +126,7 @@ class LoggedInstance(InstanceLogic[P]):
         for a in self.core.take_actions():
             if type(a) is Send and type(a.msg) is Batch:
                 self.sent(a.channel, a.msg)
-            out.append(a)  # type: ignore[arg-type]  # the core makes Send and Emit only
+            out.append(a)
 
     def report(self, msg: Msg) -> None:
         self.out.append(Report(msg))
