@@ -91,5 +91,7 @@ def test_recovery_ends_past_what_a_source_failed_during_recovery_sent() -> None:
     outcome = sim.run_one(6)
     assert outcome.verdict.passed, outcome.verdict.totals()
     ev = outcome.result.events
-    assert [e["failed"] for e in ev if e["event"] == "failed-during-recovery"] == [["lines[0]"]]
-    assert [(e["k"], e["m"]) for e in ev if e["event"] == "recovery-complete"] == [(2, 4)]
+    assert [e.payload["failed"] for e in ev if e.note == "failed-during-recovery"] == [
+        ["lines[0]"]]
+    assert [(e.payload["k"], e.payload["m"]) for e in ev if e.note == "recovery-complete"] == [
+        (2, 4)]
