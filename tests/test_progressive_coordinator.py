@@ -28,7 +28,15 @@ from protocols.contract import (
 )
 from protocols.progressive.burst import Mode
 from protocols.progressive.coordinator import ProgressiveCoordinator
-from protocols.progressive.messages import Init, Normal, Ready, Recover, Resend, Trim
+from protocols.progressive.messages import (
+    Checkpointed,
+    Init,
+    Normal,
+    Ready,
+    Recover,
+    Resend,
+    Trim,
+)
 from protocols.progressive.params import ProgressiveParams
 
 # Paper Fig. 1: Q1 = out2 over {src, o1, o2}, Q2 = out3 over {src, o1, o3}; o1 shared.
@@ -286,6 +294,28 @@ def test_r20_a_rollback_forgets_what_the_failed_had_sent() -> None:
     acts = persist_all(c, v, 2)
     assert notes(acts, "recovery-complete") == [{"k": 1, "m": 2, "mode": "blocking",
                                                  "seconds": 0.0}]
+
+
+def test_a_report_from_before_the_rollback_completes_no_checkpoint() -> None:
+    """o2[0] persists P2 in generation 0 and reports it; o3[0] fails and everyone rolls
+    back to P1 (generation 1, its P2 discarded) before that report arrives. Counted, it
+    completed cp(P2) without o2[0]'s part, and o2[0] failing next was restarted from a
+    snapshot 2 it did not have (conformance, progressive-small, every-failure-progressive,
+    seed 71: KeyError in the store)."""
+    c, v = coordinator(burst_unit="instances", burst_threshold=0)
+    persist_all(c, v, 1)
+    c.handle(FailureDetected(frozenset({Iid("o3[0]")}), 5.0), v)
+    assert c.gen == 1 and c.k == 1
+    ready(c, v, "o3[0]")
+    assert c.handle(ReportIn(Iid("o2[0]"), 1, Checkpointed(2, 0), v.now), v) == []
+    others = [i for i in c.graph.order if i != "o2[0]"]
+    for i in others:
+        acts = c.handle(ReportIn(Iid(i), 1, Checkpointed(2, 1), v.now), v)
+        assert not notes(acts, "snapshot-complete"), i
+    assert c.cps.complete == 1
+    acts = c.handle(ReportIn(Iid("o2[0]"), 1, Checkpointed(2, 1), v.now), v)
+    assert notes(acts, "snapshot-complete") == [{"snapshot": 2}]
+    assert c.cps.complete == 2
 
 
 def test_priorities_param_overrides_and_is_checked() -> None:

@@ -27,7 +27,15 @@ from protocols.contract import (
     Started,
 )
 from protocols.progressive.instance import ProgressiveInstance
-from protocols.progressive.messages import Init, Normal, Ready, Recover, Resend, Trim
+from protocols.progressive.messages import (
+    Checkpointed,
+    Init,
+    Normal,
+    Ready,
+    Recover,
+    Resend,
+    Trim,
+)
 from protocols.progressive.params import ProgressiveParams
 
 # Two sources into a keyed running sum, into a sink: p = sum[0] has inputs ch0 and ch1.
@@ -179,7 +187,7 @@ def check_u8(cls: Cls = ProgressiveInstance) -> None:
     assert acts[0].msg.meta[:2] == (0, 1001)
     assert isinstance(acts[1], Persist) and acts[1].ref == 1
     assert acts[1].blob["pos"] == {0: 501, 1: 501}
-    assert acts[2] == Report(Persisted(1))
+    assert acts[2] == Report(Checkpointed(1, 0))  # a Persisted of generation 0
     assert sent(acts[3:]) == [(1002, [("k", 1001)])] and acts[3].channel == ch
 
 
@@ -251,5 +259,8 @@ def test_a_fast_input_bringing_the_next_punctuation_early_waits_for_it() -> None
     persisted = [a.msg.snapshot for a in acts if isinstance(a, Report)
                  and isinstance(a.msg, Persisted)]
     assert persisted == [1, 2]
+    # Reported in the generation the snapshots were taken in (stale ones are fenced).
+    assert {a.msg.gen for a in acts if isinstance(a, Report)
+            and isinstance(a.msg, Checkpointed)} == {1}
     snaps = [a.ref for a in acts if isinstance(a, Persist)]
     assert snaps == [1, 2]

@@ -95,3 +95,16 @@ def test_recovery_ends_past_what_a_source_failed_during_recovery_sent() -> None:
         ["lines[0]"]]
     assert [(e.payload["k"], e.payload["m"]) for e in ev if e.note == "recovery-complete"] == [
         (2, 4)]
+
+
+def test_a_stale_persisted_report_does_not_complete_a_checkpoint() -> None:
+    """Seed 71 of the kit's every-failure-progressive case: out1[0] reports P_2 of
+    generation 0 after the rollback to P_1 discarded it; counted, cp(P_2) completed without
+    it, and out1[0] failing next was restarted from a snapshot 2 the store did not have."""
+    sim = Simulator(load_topology(TOPOLOGIES / "progressive-small.yaml"), SPEC,
+                    {"burst_unit": "instances", "burst_threshold": 0})
+    outcome = sim.run_one(71)
+    assert outcome.verdict.passed and outcome.result.complete, outcome.verdict.totals()
+    restores = [e.data.get("restore") for e in outcome.result.events
+                if e.kind == "instance-started"]
+    assert restores == [1, 1]

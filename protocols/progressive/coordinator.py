@@ -40,6 +40,7 @@ from protocols.progressive.burst import BurstDetector, Mode, next_mode
 from protocols.progressive.messages import (
     FINAL,
     SINK_COUNTS,
+    Checkpointed,
     Init,
     Normal,
     Ready,
@@ -108,6 +109,8 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
     def on_report(self, ev: ReportIn, view: ClusterView) -> list[CoordinatorAction]:
         msg = ev.msg
         if isinstance(msg, Persisted):
+            if self.stale(msg):
+                return []
             return self.on_persisted(ev.instance, msg.snapshot, view)
         if isinstance(msg, Ready):
             return self.on_ready(ev.instance, msg, view)
@@ -118,6 +121,12 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
             self.ended.add(ev.instance)
             return []
         return super().on_report(ev, view)
+
+    def stale(self, msg: Persisted) -> bool:
+        """Sent before the instance took the latest rollback: the snapshot it reports was
+        discarded with the older generation, so it must not complete a checkpoint of this
+        one (a checkpoint counted so would be restored from and not be there)."""
+        return isinstance(msg, Checkpointed) and msg.gen < self.gen
 
     def on_persisted(self, i: InstanceId, k: int, view: ClusterView) -> list[CoordinatorAction]:
         if not self.cps.persisted(i, k):

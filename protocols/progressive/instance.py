@@ -34,7 +34,7 @@ from protocols.contract.events import (
     TimerFired,
 )
 from protocols.contract.logic import EOS, InstanceLogic, core_actions
-from protocols.contract.messages import Ended, InputEnded, Persisted
+from protocols.contract.messages import Ended, InputEnded
 from protocols.progressive.buffers import RecoveryBuffer, SourceBuffer
 from protocols.progressive.burst import Mode
 from protocols.progressive.messages import (
@@ -42,6 +42,7 @@ from protocols.progressive.messages import (
     MINI_BATCH,
     PUNCTUATION,
     SINK_COUNTS,
+    Checkpointed,
     Init,
     Normal,
     Ready,
@@ -270,7 +271,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         st = self.state()
         if k != FINAL:
             self.snapshots[k] = st
-        return [Persist(self.me.id, k, st), Report(Persisted(k))]
+        return [Persist(self.me.id, k, st), Report(Checkpointed(k, self.gen))]
 
     def finish(self, slot: Any) -> list[InstanceAction]:
         """Every input ended (or the source ran dry): eos on, the final snapshot."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocols.contract.messages import Msg
+from protocols.contract.messages import Msg, Persisted
 
 PUNCTUATION = "punct"  # marker P_k: id k; meta = (gen, channel position at send)
 MINI_BATCH = "mb"  # marker mb(b): id b; meta = (gen, channel position at send)
@@ -60,4 +60,13 @@ class Normal(Msg):
     at: int
 
 
-MESSAGES: tuple[type[Msg], ...] = (Recover, Init, Ready, Resend, Trim, Normal)
+@dataclass(frozen=True, slots=True)
+class Checkpointed(Persisted):
+    """Report (R2): the instance's part of ``P_snapshot`` is durable, taken in generation
+    ``gen``. One sent before the instance took a rollback is stale, like a message of an
+    older generation (R17): that snapshot was discarded (R8) or belongs to the old run."""
+
+    gen: int = 0
+
+
+MESSAGES: tuple[type[Msg], ...] = (Recover, Init, Ready, Resend, Trim, Normal, Checkpointed)
