@@ -83,8 +83,10 @@ def test_kills_under_none_lose_records(cluster: LocalCluster, tmp_path: Path) ->
     proc = _chaos(["--kill", "2", "--protocol", "none", "--master", cluster.master_url,
                    "--records", "30000", "--rate", "2000", "--json", "--results", str(results)],
                   tmp_path)
-    assert proc.returncode == 1, proc.stderr[-3000:]
+    # none's counts restart empty: on wordcount it promises nothing, the run only finishes
+    assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout)
+    assert summary["guarantee"] == "none"
     assert summary["anomalies"].get("lost", 0) > 0
     assert len(summary["recovery"]) == 2
     assert all(r["detection_s"] is not None for r in summary["recovery"])

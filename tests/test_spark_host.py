@@ -140,7 +140,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 
 
 def test_kill_under_none_loses_records(cluster: LocalCluster, tmp_path: Path) -> None:
-    """SIGKILL of the count instance's Python worker: `none` loses records, exit 1."""
+    """SIGKILL of the count instance's Python worker: `none` loses records. Its count
+    restarts empty, so on wordcount it promises nothing: the run finishes, exit 0."""
     results = tmp_path / "results"
     proc = _ftctl(["run", str(WORDCOUNT), "-p", "none", "--master", cluster.master_url,
                    "--records", "20000", "--rate", "5000", "--json", "--results", str(results)],
@@ -154,8 +155,9 @@ def test_kill_under_none_loses_records(cluster: LocalCluster, tmp_path: Path) ->
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 1, err[-2000:]
+    assert proc.returncode == 0, err[-2000:]
     summary = json.loads(out)
+    assert summary["guarantee"] == "none"
     assert summary["complete"] and summary["detections"] >= 1 and summary["restarts"] >= 1
     assert summary["anomalies"].get("lost", 0) > 0
 
