@@ -335,22 +335,21 @@ class LocalCluster(ClusterLifecycle):
         log = self.log_dir / "master.log"
         # Taken before the spawn: teardown trusts processes in our groups created after it.
         started_at = time.time()
-        popen = process.spawn(argv, self._daemon_env(home), log, cwd=self.state_dir)
-        self._popens.append(popen)
+        pid, create_time = self._spawn_daemon(home, "master", argv, log)
         master = DaemonInfo(
-            pid=popen.pid,
-            create_time=popen.create_time(),
+            pid=pid,
+            create_time=create_time,
             host=HOST,
             port=port,
             ui_port=ui_port,
             log=str(log),
         )
-        assert self._java is not None
+        java, java_version = self._java_description()
         self._state = ClusterState(
             state_dir=str(self.state_dir),
             spark_home=str(home),
-            java=str(self._java.path),
-            java_version=self._java.version,
+            java=java,
+            java_version=java_version,
             started_at=started_at,
             master_url=f"spark://{HOST}:{port}",
             ui_url=f"http://{HOST}:{ui_port}",
@@ -359,6 +358,28 @@ class LocalCluster(ClusterLifecycle):
         )
         # Recorded before waiting, so `down` from another shell can stop a hung start.
         save_state(self._state)
+
+    # ------------------------------------------------------------------ daemon hooks
+
+    def _spawn_daemon(self, home: Path, daemon: str, argv: list[str], log: Path,
+                      labels: Labels | None = None, cores: int | None = None,
+                      memory: str | None = None) -> tuple[int, float]:
+        """Start one daemon (``master`` or a worker's name) running ``argv``, its output to
+        ``log``; its host pid and start time. Here a local process; the docker backend
+        runs a container instead (``labels``, ``cores`` and ``memory`` size it)."""
+        popen = process.spawn(argv, self._daemon_env(home), log, cwd=self.state_dir)
+        self._popens.append(popen)
+        return popen.pid, popen.create_time()
+
+    def _java_description(self) -> tuple[str, str]:
+        """The Java the daemons run on, for the state file: (path, version)."""
+        assert self._java is not None
+        return str(self._java.path), self._java.version
+
+    def _ready_to_start_worker(self) -> None:
+        """What ``start_worker`` needs besides the state file (here: the checked Java)."""
+        if self._java is None:
+            self._java = require_java()
 
     def _prune_abandoned(self) -> None:
         """A per-run cluster cleans up after runs that were killed before it: their
@@ -398,7 +419,7 @@ class LocalCluster(ClusterLifecycle):
             time.sleep(_POLL_INTERVAL)
 
     def _launch_worker(self, home: Path, labels: Labels, cores: int, memory: str) -> WorkerInfo:
-        """Start one worker process and record it (not waiting for it to register)."""
+        """Start one worker daemon and record it (not waiting for it to register)."""
         with self._lock:
             # Fresh from the file: another ftctl process may have added workers meanwhile.
             name = f"w{len(self._reload().workers)}"
@@ -416,11 +437,10 @@ class LocalCluster(ClusterLifecycle):
             ]  # fmt: skip
             argv = self._spark_class(home, WORKER_CLASS, args)
             argv.append(self.state.master_url)
-            popen = process.spawn(argv, self._daemon_env(home), log, cwd=self.state_dir)
-            self._popens.append(popen)
+            pid, create_time = self._spawn_daemon(home, name, argv, log, labels, cores, memory)
             worker = WorkerInfo(
-                pid=popen.pid,
-                create_time=popen.create_time(),
+                pid=pid,
+                create_time=create_time,
                 host=HOST,
                 port=port,
                 ui_port=ui_port,
@@ -623,8 +643,7 @@ class LocalCluster(ClusterLifecycle):
         cores = check_cores(cores if cores is not None else self._default_cores())
         memory = check_memory(memory or self._default_memory())
         self._reload()
-        if self._java is None:
-            self._java = require_java()
+        self._ready_to_start_worker()
         home = Path(self.state.spark_home)
         worker = self._launch_worker(home, parsed, cores, memory)
         if wait:

@@ -1,8 +1,14 @@
 """The docker cluster backend: a Spark standalone master and workers as containers.
 
-Same public API as :class:`ftctl.cluster.local.LocalCluster` (it is a subclass: the state
-file, waiting for ALIVE, status and label lookups are shared), so ``ftctl run``, the Spark
-host and chaos use either backend. What differs is how daemons are started and stopped:
+Same public API as :class:`ftctl.cluster.local.LocalCluster`, so ``ftctl run``, the Spark
+host and chaos use either backend. It shares the local cluster's code instead of copying
+it: ``up``/``down`` are the lifecycle template's (``ftctl.cluster.lifecycle``), and the
+Spark command lines, ports, state file, waiting for ALIVE, adding workers, status and label
+lookups are ``LocalCluster``'s. It overrides only hooks: ``_spawn_daemon`` (a container
+instead of a process), ``_java_description``, ``_ready_to_start_worker``, and the
+lifecycle's ``_prepare``, ``_prepare_dirs``, ``_before_master``, ``_clear_previous``,
+``_prune_abandoned`` and ``_stop_everything``. What differs is how daemons are started
+and stopped:
 
 - each daemon is a container of the ftctl image (``ftctl image build``), with host
   networking and Spark bound to 127.0.0.1, so the driver on the host and the executors in
@@ -42,7 +48,7 @@ import psutil
 
 from ftctl.cluster import process
 from ftctl.cluster.errors import ClusterUsageError, InfraError, NoClusterError
-from ftctl.cluster.labels import Labels, LabelSpec, parse_labels
+from ftctl.cluster.labels import Labels, LabelSpec
 from ftctl.cluster.lifecycle import Progress
 from ftctl.cluster.local import (
     DAEMON_JAVA_OPTS,
@@ -52,20 +58,14 @@ from ftctl.cluster.local import (
     DEFAULT_MEMORY,
     DEFAULT_START_TIMEOUT,
     DEFAULT_WORKERS,
-    MASTER_CLASS,
-    WORKER_CLASS,
     LocalCluster,
-    check_cores,
-    check_memory,
 )
 from ftctl.cluster.ports import HOST
 from ftctl.cluster.state import (
     ClusterState,
-    DaemonInfo,
     WorkerInfo,
     load_state,
     remove_state,
-    save_state,
 )
 from ftctl.docker.engine import api_error, connect
 from ftctl.docker.meta import (
@@ -333,64 +333,37 @@ class DockerCluster(LocalCluster):
             )
         return pid, proc.create_time()
 
-    def _start_master(self, home: Path) -> None:
-        port = self._requested_port(self.master_port, "master", "--port")
-        ui_port = self._requested_port(self.ui_port, "master web UI", "--ui-port")
-        argv = self._spark_class(
-            home, MASTER_CLASS, ["--host", HOST, "--port", str(port), "--webui-port", str(ui_port)]
-        )
-        log = self.log_dir / "master.log"
-        started_at = time.time()
+    def _spawn_daemon(self, home: Path, daemon: str, argv: list[str], log: Path,
+                      labels: Labels | None = None, cores: int | None = None,
+                      memory: str | None = None) -> tuple[int, float]:
+        """The daemon as a container: the master small, a worker sized by ``cpus`` and
+        ``mem_limit`` (default: its cores, at most the host's, and its memory plus room)."""
+        del home  # the image's
+        if daemon == "master":
+            cpus, mem_limit = min(MASTER_CPUS, _host_cpus()), MASTER_MEM_LIMIT
+        else:
+            assert cores is not None and memory is not None
+            cpus = self.cpus if self.cpus is not None else min(cores, _host_cpus())
+            mem_limit = self.mem_limit or f"{memory_mb(memory) + WORKER_OVERHEAD_MB}m"
         container = self._run_container(
-            "master", argv, log, role="master", labels={}, cpus=min(MASTER_CPUS, _host_cpus()),
-            mem_limit=MASTER_MEM_LIMIT,
-        )  # fmt: skip
-        pid, create_time = self._daemon_info(container, log)
-        master = DaemonInfo(pid=pid, create_time=create_time, host=HOST, port=port,
-                            ui_port=ui_port, log=str(log))  # fmt: skip
-        self._state = ClusterState(
-            state_dir=str(self.state_dir),
-            spark_home=str(home),
-            java=f"docker:{self.image}",
-            java_version="17 (image)",
-            started_at=started_at,
-            master_url=f"spark://{HOST}:{port}",
-            ui_url=f"http://{HOST}:{ui_port}",
-            master=master,
-            **self._owner(),
-        )
-        save_state(self._state)
+            daemon, argv, log, role="master" if daemon == "master" else "worker",
+            labels=labels or {}, cpus=cpus, mem_limit=mem_limit)
+        try:
+            return self._daemon_info(container, log)
+        except InfraError:
+            self._remove(container)
+            raise
 
-    def _launch_worker(self, home: Path, labels: Labels, cores: int, memory: str) -> WorkerInfo:
-        """Start one worker container and record it (not waiting for it to register)."""
-        with self._lock:
-            name = f"w{len(self._reload().workers)}"
-            port, ui_port = self._ports.pick(), self._ports.pick()
-            work_dir = self.work_dir / name
-            work_dir.mkdir(parents=True, exist_ok=True)
-            log = self.log_dir / f"worker-{name}.log"
-            args = [
-                "--host", HOST, "--port", str(port), "--webui-port", str(ui_port),
-                "--cores", str(cores), "--memory", memory, "--work-dir", str(work_dir),
-            ]  # fmt: skip
-            argv = [*self._spark_class(home, WORKER_CLASS, args), self.state.master_url]
-            container = self._run_container(
-                name, argv, log, role="worker", labels=labels,
-                cpus=self.cpus if self.cpus is not None else min(cores, _host_cpus()),
-                mem_limit=self.mem_limit or f"{memory_mb(memory) + WORKER_OVERHEAD_MB}m",
-            )  # fmt: skip
-            try:
-                pid, create_time = self._daemon_info(container, log)
-            except InfraError:
-                self._remove(container)
-                raise
-            worker = WorkerInfo(
-                pid=pid, create_time=create_time, host=HOST, port=port, ui_port=ui_port,
-                log=str(log), name=name, cores=cores, memory=memory, labels=dict(labels),
-                work_dir=str(work_dir),
-            )  # fmt: skip
-            self._update_state(lambda state: state.workers.append(worker))
-            return worker
+    def _java_description(self) -> tuple[str, str]:
+        return f"docker:{self.image}", "17 (image)"
+
+    def _ready_to_start_worker(self) -> None:
+        """A worker started later (capacity returning) runs the cluster's image."""
+        if self._meta is None:
+            meta = load_meta(self.state_dir)
+            if meta is None:
+                raise NoClusterError(f"no docker cluster is running (state dir {self.state_dir})")
+            self._use_meta(meta)
 
     def _exit_code(self, pid: int) -> int | None:
         state = self._state
@@ -445,31 +418,6 @@ class DockerCluster(LocalCluster):
         self._update_state(apply)
 
     # ------------------------------------------------------------------ workers
-
-    def start_worker(
-        self,
-        labels: LabelSpec | None = None,
-        *,
-        cores: int | None = None,
-        memory: str | None = None,
-        timeout: float | None = None,
-        wait: bool = True,
-    ) -> WorkerInfo:
-        """Add one worker container (capacity returning after a node loss)."""
-        parsed = parse_labels(labels or "")
-        cores = check_cores(cores if cores is not None else self._default_cores())
-        memory = check_memory(memory or self._default_memory())
-        self._reload()
-        if self._meta is None:
-            meta = load_meta(self.state_dir)
-            if meta is None:
-                raise NoClusterError(f"no docker cluster is running (state dir {self.state_dir})")
-            self._use_meta(meta)
-        worker = self._launch_worker(Path(CONTAINER_SPARK_HOME), parsed, cores, memory)
-        if wait:
-            self.wait_alive(worker.name, timeout)
-            worker.worker_id = self.worker(worker.name).worker_id
-        return worker
 
     def worker_processes(self, which: str | int) -> list[psutil.Process]:
         """Host processes of the worker's container: the Worker JVM, executors, Python
