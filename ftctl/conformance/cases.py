@@ -33,10 +33,6 @@ ALL_FAULTS_SUFFIX = "+all-faults"
 # the gate entries reproduce the hand-written cases of gate/ci.yaml (and so its baseline).
 LEGACY: dict[str, tuple[tuple[Variant, ...], dict[str, int]]] = {
     "none": ((Variant("default"),), {}),
-    "checkpoint": (
-        (Variant("default"), Variant("aligned", {"alignment": "aligned"})),
-        {"wordcount": 150, "wordcount/aligned": 150, "diamond": 150, "windowed": 150,
-         "sharder": 100}),
     "lineage": ((Variant("default"),), {"diamond": 100}),
     "causal": ((Variant("default"),), {"wordcount": 100, "sharder": 40}),
 }
