@@ -39,6 +39,7 @@ CATCH: dict[str, tuple[str, int]] = {
     "none/first-offset-kept": ("replica-chain", 3),
     "none/offset-one-report-behind": ("replica-chain", 3),
     "none/forget-offsets-on-failure": ("replica-chain", 3),
+    "none/offset-reported-after-batch": ("replica-chain", 3),
     "checkpoint/no-channel-state": ("diamond", 2),
     "checkpoint/rewind-too-far": ("replica-chain", 1),
     "checkpoint/commit-early": ("diamond", 1),
