@@ -17,7 +17,7 @@ from ftctl.sim.faults import FailureSchedule, Strike
 from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost
 from ftctl.sim.runner import sim_params
-from ftctl.verify.checker import declared_guarantee, verify
+from ftctl.verify.checker import verify
 from ftctl.verify.golden import golden_for
 from protocols.contract.view import GraphView
 from protocols.registry import PROTOCOLS
@@ -40,7 +40,7 @@ def _stored_run(root: Path, protocol: str) -> RunStore:
     run.write_outputs(result.outputs)
     golden = golden_for(topo, golden_output, root / ".golden")
     verdict = verify(topo.sink_modes(), golden, result.outputs,
-                     declared_guarantee(info, params, GraphView(graph)),
+                     info.guarantee_of(params, GraphView(graph)),
                      complete=result.complete)
     run.write_verdict(verdict.to_json())
     run.mark("complete")

@@ -41,7 +41,6 @@ from ftctl.run.execute import (
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.spark import wire
 from ftctl.spark.host import HostResult
-from ftctl.verify.checker import declared_guarantee
 from protocols.contract.view import GraphView
 from protocols.registry import Protocol
 
@@ -208,8 +207,8 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
                     comp.recorded_from = capture.figures.run_id
                     schedule, _ = from_replay(comp.recorded_from, req.results, graph.order)
             comp.runs += runs
-            declared = declared_guarantee(info, info.resolve(req.params.get(info.name, {})),
-                                          GraphView(graph))
+            declared = info.guarantee_of(info.resolve(req.params.get(info.name, {})),
+                                         GraphView(graph))
             comp.protocols.append(summarize(info.name, declared.value, runs))
         add_overheads(comp.protocols)
         return comp

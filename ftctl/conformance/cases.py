@@ -51,11 +51,10 @@ def guarantee_of(spec: Any, params: Mapping[str, Any], topology: Path | None = N
     on ``topology`` when given (``none`` promises at-most-once only without stateful operators)."""
     from ftctl.config.load import load_topology
     from ftctl.runtime.graph import ExecutionGraph
-    from ftctl.verify.checker import declared_guarantee
     from protocols.contract.view import GraphView
 
     graph = GraphView(ExecutionGraph(load_topology(topology))) if topology else None
-    return declared_guarantee(spec, spec.resolve(dict(params)), graph)
+    return Guarantee(spec.guarantee_of(spec.resolve(dict(params)), graph))
 
 
 def topologies(directory: Path = BUNDLED_TOPOLOGIES) -> list[Path]:

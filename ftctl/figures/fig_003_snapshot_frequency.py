@@ -40,7 +40,7 @@ from ftctl.sim.costs import CostedSimHost, CostModel, percentile
 from ftctl.sim.faults import FailureSchedule, Strike
 from ftctl.sim.golden import golden_output
 from ftctl.sim.runner import sim_params
-from ftctl.verify.checker import declared_guarantee, verify
+from ftctl.verify.checker import verify
 from protocols.contract.view import GraphView
 from protocols.registry import PROTOCOLS
 
@@ -94,7 +94,7 @@ def measure(workload: str, topo: Topology, intervals: tuple[str, ...],
         given = {} if interval == "none" else {
             "interval": OFF_S if interval == "off" else float(interval)}
         params = sim_params(graph, protocol, given)
-        guarantee = declared_guarantee(protocol, params, GraphView(graph))
+        guarantee = protocol.guarantee_of(params, GraphView(graph))
         clean = CostedSimHost(graph, protocol, params, seed=0, costs=costs)
         result = clean.run()
         ok = result.complete and verify(modes, golden, result.outputs, guarantee).passed

@@ -34,7 +34,7 @@ from ftctl.spark.host import HostResult, SparkHost
 from ftctl.spark.session import collect_executor_logs, start_session, stop_session
 from ftctl.store import join_location, local_dirs
 from ftctl.tables import print_table
-from ftctl.verify.checker import Verdict, declared_guarantee, verify
+from ftctl.verify.checker import Verdict, verify
 from ftctl.verify.golden import golden_for
 from ftctl.verify.oracle import OracleResult, oracle_check
 from protocols.contract.params import ProtocolParams
@@ -183,7 +183,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         ext.host_done(ctx, result)
         timings["run_s"] = round(result.seconds, 2)
         verdict = verify(topology.sink_modes(), golden, result.outputs,
-                         declared_guarantee(info, req.params, GraphView(graph)),
+                         info.guarantee_of(req.params, GraphView(graph)),
                          complete=result.complete)
         oracle = oracle_check(spark, topology, result.outputs) if result.complete else None
         run_store.write_outputs(result.outputs)

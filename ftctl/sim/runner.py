@@ -15,7 +15,7 @@ from ftctl.sim.cluster import SimCluster
 from ftctl.sim.faults import CRASH_ONLY, HANG_TIMEOUT, FailureSchedule, FaultKind
 from ftctl.sim.golden import golden_output
 from ftctl.sim.host import MAX_EVENTS, SimHost, SimResult, source_step
-from ftctl.verify.checker import Verdict, declared_guarantee, index_by_key, verify
+from ftctl.verify.checker import Verdict, index_by_key, verify
 from protocols.contract.params import ProtocolParams, RunShape
 from protocols.contract.spec import Guarantee, ProtocolSpec
 from protocols.contract.view import GraphView
@@ -105,8 +105,7 @@ class Simulator:
         self.graph = ExecutionGraph(topology)
         self.protocol = protocol
         self.params = sim_params(self.graph, protocol, given)
-        self.guarantee = guarantee or declared_guarantee(protocol, self.params,
-                                                         GraphView(self.graph))
+        self.guarantee = guarantee or protocol.guarantee_of(self.params, GraphView(self.graph))
         self.modes = topology.sink_modes()
         self.golden = golden_output(self.graph)
         self.golden_index = {s: index_by_key(out) for s, out in self.golden.items()}

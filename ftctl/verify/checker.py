@@ -15,9 +15,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from protocols.contract.params import ProtocolParams
-from protocols.contract.spec import Guarantee, ProtocolSpec
-from protocols.contract.view import GraphView
+from protocols.contract.spec import Guarantee
 
 Out = list[tuple[Any, Any]]
 
@@ -162,15 +160,6 @@ class Verdict:
     def to_json(self) -> dict[str, Any]:
         return {"guarantee": self.guarantee.value, "passed": self.passed,
                 "complete": self.complete, "sinks": [s.to_json() for s in self.sinks]}
-
-
-def declared_guarantee(protocol: Any, params: ProtocolParams,
-                       graph: GraphView | None = None) -> Guarantee:
-    """What a registered protocol promises with ``params`` on ``graph``'s topology (a
-    contract-v2 spec may narrow its guarantee per topology; a legacy entry cannot)."""
-    if isinstance(protocol, ProtocolSpec):
-        return protocol.guarantee_of(params, graph)
-    return Guarantee(protocol.guarantee_of(params))
 
 
 def verify(modes: dict[str, str], golden: dict[str, Out], output: dict[str, Out],

@@ -9,7 +9,7 @@ from ftctl.config.checks import check_topology
 from ftctl.config.topology import Topology
 from ftctl.results import RunStore
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.verify.checker import Verdict, declared_guarantee, verify
+from ftctl.verify.checker import Verdict, verify
 from ftctl.verify.golden import Producer, golden_for
 from protocols.contract.spec import Guarantee
 from protocols.contract.view import GraphView
@@ -57,8 +57,8 @@ def reverify(run: RunStore, produce: Producer,
     cfg = run.read_config()
     topo = stored_topology(run)
     info = get_protocol(cfg["protocol"])
-    declared = declared_guarantee(info, info.resolve(cfg.get("params") or {}),
-                                  GraphView(ExecutionGraph(topo)))
+    declared = info.guarantee_of(info.resolve(cfg.get("params") or {}),
+                                 GraphView(ExecutionGraph(topo)))
     status = run.status()
     complete = status == "complete"
     verdict = verify(topo.sink_modes(), golden_for(topo, produce), run.read_outputs(),
