@@ -169,7 +169,9 @@ def test_list_faults_and_protocols_json() -> None:
     assert "kill-group" in {row["type"] for row in json.loads(out)}
     code, out, _ = run("list", "protocols", "--json")
     assert code == 0
-    assert isinstance(json.loads(out), list)
+    declared = {row["name"]: row["guarantee"] for row in json.loads(out)}
+    assert declared["checkpoint"] == "exactly-once"
+    assert declared["none"] == "at-most-once (per topology)"
 
 
 def test_list_topologies(tmp_path: Path) -> None:

@@ -194,16 +194,23 @@ def _protocol_rows() -> list[dict[str, Any]]:
     infos = PROTOCOLS.values() if isinstance(PROTOCOLS, dict) else PROTOCOLS
     rows = []
     for info in infos:
-        guarantee = getattr(info, "guarantee", "")
         rows.append(
             {
                 "name": str(getattr(info, "name", "")),
-                "guarantee": str(getattr(guarantee, "value", guarantee)),
+                "guarantee": _declared(info),
                 "description": str(getattr(info, "description", "")),
                 "paper": str(getattr(info, "paper", "")),
             }
         )
     return rows
+
+
+def _declared(spec: Any) -> str:
+    """What a protocol promises with its default params; ``per topology`` where its spec
+    narrows that on some topologies (``none``: no promise where an operator keeps state)."""
+    guarantee = spec.guarantee_of(spec.default_params())
+    narrowed = " (per topology)" if getattr(spec, "guarantee_on", None) else ""
+    return f"{guarantee.value}{narrowed}"
 
 
 def _mutant_rows() -> list[dict[str, Any]]:
