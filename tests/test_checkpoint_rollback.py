@@ -24,7 +24,7 @@ def _kernel() -> tuple[ExecutionGraph, MemoryStore, CoordinatorKernel]:
     graph = ExecutionGraph(load_topology(ROOT / "topologies" / "wordcount.yaml"))
     store = MemoryStore()
     kernel = CoordinatorKernel(CheckpointCoordinator, graph, PARAMS, store,
-                               Outputs(SinkStore(), store))
+                               Outputs(SinkStore()))
     kernel.start(0.0)
     for i in graph.order:
         for ref in (1, 2, 3):
