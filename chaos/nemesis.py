@@ -9,14 +9,16 @@ Typical use by a host::
     atomic_write_json(store.path / "schedule.json", nemesis.recorded())
 
 Replay: ``Nemesis.from_record(json.load(...), ctx, ...)`` or ``Nemesis.from_events(
-store.read_events(), ctx, ...)`` strikes the same targets at the same offsets (triggered
+store.read_history(), ctx, ...)`` strikes the same targets at the same offsets (triggered
 faults at the offset where they fired), with the same per-fault seeds.
 
 Each strike runs in its own thread, so a kill-group spreading kills over its window or a
 restore-capacity waiting minutes for arrivals never delays the next fault. Events go to
-``on_event(kind, **data)`` (``RunStore.event`` fits): ``fault-inject``, ``fault-heal``,
-``fault-step`` (one worker of a group killed / restored) and ``fault-error`` (the target
-was not there). ``at`` in them is the context's run clock.
+``on_event(kind, **data)`` (``RunStore.event`` fits), as history records
+(docs/history.md): ``fault-injected``, ``fault-healed``, ``fault-step`` (one worker of a
+group killed / restored), ``fault-deferred``, ``fault-retargeted`` and ``fault-error``
+(the target was not there), each with ``fault`` = ``"index.occurrence"`` and the fault's
+``type``. ``at`` in them is the context's run clock.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from chaos.faults import ChaosFault, FaultError, NotRunning
 from chaos.registry import FAULTS
 from chaos.schedule import PlannedFault, occurrence, plan, random_kills
 from ftctl.config.scenario import FAULT_TYPES, Scenario
+from ftctl.kernel.history import HistoryEvent, read_history
 
 POLL = 0.01  # seconds between looks at the triggers' phases (snapshot/recovery)
 JOIN_TIMEOUT = 10.0
@@ -152,15 +155,15 @@ class Nemesis:
 
     @classmethod
     def from_events(
-        cls, events: Iterable[Mapping[str, Any]], ctx: FaultContext,
+        cls, events: Iterable[HistoryEvent | Mapping[str, Any]], ctx: FaultContext,
         on_event: EventCallback | None = None,
     ) -> Nemesis:
-        """Replay from a run's event log (``fault-inject`` / ``fault-error`` events carry
+        """Replay from a run's history (``fault-injected`` / ``fault-error`` records carry
         their planned fault), for runs whose recorded schedule was not kept."""
         faults = [
-            {**ev["planned"], "fired_at": ev["offset"]}
-            for ev in events
-            if _kind(ev) in ("fault-inject", "fault-error") and "planned" in ev
+            {**ev.data["planned"], "fired_at": ev.data["offset"]}
+            for ev in read_history(events)
+            if ev.kind in ("fault-injected", "fault-error") and "planned" in ev.data
         ]
         return cls.from_record({"faults": faults}, ctx, on_event)
 
@@ -325,7 +328,7 @@ class Nemesis:
                 return
         with strike.lock:
             strike.record = record
-        self._event("fault-inject", planned, at=record.t, offset=round(strike.fired_at, 6),
+        self._event("fault-injected", planned, at=record.t, offset=round(strike.fired_at, 6),
                     pids=record.pids, resolved=record.target, details=record.details,
                     planned=planned.to_json())
         if not strike.healable:
@@ -357,13 +360,13 @@ class Nemesis:
                 strike.fault.heal(self.ctx)
             finally:
                 strike.healed_at = self.ctx.now()
-        self._event("fault-heal", strike.planned, at=strike.healed_at,
+        self._event("fault-healed", strike.planned, at=strike.healed_at,
                     resolved=strike.record.target, pids=strike.record.pids)
 
     def _event(self, kind: str, pf: PlannedFault, /, **data: Any) -> None:
         with contextlib.suppress(Exception):  # a failing log must not leave a fault active
-            self.on_event(kind, fault=pf.type, target=pf.target,
-                          index=pf.index, occurrence=pf.occurrence, **data)
+            self.on_event(kind, fault=f"{pf.index}.{pf.occurrence}", type=pf.type,
+                          target=pf.target, index=pf.index, occurrence=pf.occurrence, **data)
 
 
 def _replayed(data: Mapping[str, Any]) -> PlannedFault:
@@ -383,11 +386,7 @@ def _timed_order(p: PlannedFault) -> tuple[float, int, int]:
     return (p.at or 0.0, p.index, p.occurrence)
 
 
-def _kind(ev: Mapping[str, Any]) -> str:
-    return str(ev.get("kind", ev.get("event", "")))
-
-
 def _no_reserved(data: Mapping[str, Any]) -> dict[str, Any]:
-    # RunStore.event owns `t`, `wall` and `kind`; a step's own time goes in as `at`.
+    # History.write takes `kind` itself; a step's own time goes in as `at`, as before.
     renamed = {"t": "at", "kind": "what", "wall": "wall_"}
     return {renamed.get(k, k): v for k, v in data.items()}

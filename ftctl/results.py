@@ -5,7 +5,8 @@ Layout of a run directory::
     run.json        id, topology, protocol, kind, creation time (written once)
     status.json     running | complete | incomplete | failed, with the time it was set
     config.json     the resolved configuration
-    events.jsonl    one JSON object a line: faults, detections, restarts, checkpoints ...
+    events.jsonl    the run's history, one record a line (docs/history.md): faults,
+                    detections, restarts, protocol notes ...
     outputs/<sink>.parquet   sink output, columns key and value as Python literals (repr)
     metrics.jsonl   metric rows
     verdict.json    the verification verdict
@@ -41,11 +42,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ftctl.config.errors import ConfigError
+from ftctl.kernel.history import History, HistoryEvent, read_history
 
 STATUSES = ("running", "complete", "incomplete", "failed")
 FINISHED = ("complete", "failed")
 DEFAULT_ROOT = Path("results")
-_RESERVED_EVENT_FIELDS = ("t", "wall", "kind")
 
 
 # ------------------------------------------------------------------ atomic file helpers
@@ -133,6 +134,12 @@ class RunStore:
         # ``t`` of events stays relative to the run's start, also after reopening the run.
         elapsed = max(0.0, time.time() - float(meta.get("created_epoch", time.time())))
         self._t0 = time.monotonic() - elapsed
+        log = self.path / "events.jsonl"
+        written = sum(1 for _ in self._iter_jsonl(log)) if log.exists() else 0
+        # The run's history (docs/history.md): the host, the fault layer and the run
+        # machinery all write through it, one seq and one clock for the whole file.
+        self.history = History("spark", self.clock, sink=self._append, wall=_now_iso,
+                               start=written)
 
     # -------------------------------------------------------------- construction
 
@@ -196,12 +203,11 @@ class RunStore:
         atomic_write_json(self.path / "config.json", cfg)
 
     def event(self, kind: str, **data: Any) -> None:
-        """Append one event line; flushed at once so an interrupted run keeps it."""
-        clash = [k for k in data if k in _RESERVED_EVENT_FIELDS]
-        if clash:
-            raise ValueError(f"event field(s) {clash} are reserved")
-        rec = {"t": round(time.monotonic() - self._t0, 6), "wall": _now_iso(), "kind": kind}
-        rec.update(data)
+        """Write one history record (``History.write``); its line is flushed at once so
+        an interrupted run keeps it."""
+        self.history.write(kind, **data)
+
+    def _append(self, rec: dict[str, Any]) -> None:
         line = json.dumps(rec, default=repr) + "\n"
         # Hosts log from several threads (coordinator, listeners): one writer at a time
         # keeps lines whole.
@@ -253,6 +259,10 @@ class RunStore:
 
     def read_config(self) -> dict[str, Any]:
         return dict(_read_json(self.path / "config.json"))
+
+    def read_history(self) -> list[HistoryEvent]:
+        """The run's history, version 1 runs upgraded (``ftctl.kernel.history``)."""
+        return read_history(self.read_events())
 
     def read_events(self) -> list[dict[str, Any]]:
         """Events in order; a torn last line (the process died mid-write) is skipped."""

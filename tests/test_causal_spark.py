@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 
 from ftctl.cluster import LocalCluster
+from ftctl.kernel.history import HistoryEvent
+from ftctl.results import RunStore
 
 pytestmark = pytest.mark.spark
 
@@ -50,23 +52,23 @@ def _kill_sharder(protocol: str, master: str, tmp_path: Path,
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout)
     (run_dir,) = [p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")]
-    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-    inject = [e for e in events if e["kind"] == "fault-inject"]
-    assert len(inject) == 1 and inject[0]["resolved"] == VICTIM
+    events = RunStore.open(run_dir).read_history()
+    inject = [e for e in events if e.kind == "fault-injected"]
+    assert len(inject) == 1 and inject[0].data["resolved"] == VICTIM
     return summary, events
 
 
-def _touched(events: list[dict[str, Any]]) -> set[str]:
+def _touched(events: list[HistoryEvent]) -> set[str]:
     """Instances some event stopped, restarted, rolled back or purged."""
     out: set[str] = set()
     for e in events:
-        if e["kind"] in ("restart", "rollback") and "instance" in e:
-            out.add(e["instance"])
-        if e["kind"] in ("stop", "detected", "rollback"):
-            out.update(e.get("instances", []))
-        if e["kind"] == "purge":
-            out.update(e.get("purged", []))
-        if e["kind"] == "causal-fallback":
+        if e.kind == "instance-started" and e.instance is not None:
+            out.add(e.instance)
+        if e.kind in ("instance-stopped", "failure-detected") or e.note == "rollback":
+            out.update(e.payload.get("instances", []))
+        if e.note == "purge":
+            out.update(e.payload.get("purged", []))
+        if e.note == "causal-fallback":
             out.add("<fallback: everything>")
     return out
 
@@ -77,11 +79,12 @@ def test_sharder_kill_under_causal_restarts_only_the_sharder(cluster: LocalClust
     assert summary["passed"], summary["anomalies"]
     assert summary["restarts"] == 1
     assert _touched(events) == {VICTIM}
-    assert any(e["kind"] == "causal-replay" and e["instance"] == VICTIM for e in events)
+    assert any(e.note == "causal-replay" and e.payload["instance"] == VICTIM for e in events)
     # By default a spare task took over (``--spares 1``): no Spark job start in recovery.
-    (restart,) = [e for e in events if e["kind"] == "restart"]
-    assert restart["spare"] is True
-    pids = [e["pid"] for e in events if e["kind"] == "registered" and e["instance"] == VICTIM]
+    (restart,) = [e for e in events if e.kind == "instance-started"]
+    assert restart.data["spare"] is True
+    pids = [e.data["pid"] for e in events
+            if e.kind == "instance-registered" and e.instance == VICTIM]
     assert len(pids) == 2 and pids[0] != pids[1]
 
 
@@ -89,8 +92,8 @@ def test_without_spares_the_sharder_gets_a_job_of_its_own(cluster: LocalCluster,
                                                           tmp_path: Path) -> None:
     summary, events = _kill_sharder("causal", cluster.master_url, tmp_path, "--spares", "0")
     assert summary["passed"], summary["anomalies"]
-    (restart,) = [e for e in events if e["kind"] == "restart"]
-    assert restart["spare"] is False
+    (restart,) = [e for e in events if e.kind == "instance-started"]
+    assert restart.data["spare"] is False
     assert _touched(events) == {VICTIM}
 
 
@@ -98,8 +101,8 @@ def test_sharder_kill_under_lineage_restarts_its_downstream(cluster: LocalCluste
                                                             tmp_path: Path) -> None:
     summary, events = _kill_sharder("lineage", cluster.master_url, tmp_path)
     assert summary["passed"], summary["anomalies"]
-    restarted = {e["instance"] for e in events if e["kind"] == "restart"}
+    restarted = {e.instance for e in events if e.kind == "instance-started"}
     assert restarted == {VICTIM} | DOWNSTREAM
     assert "votes[0]" not in _touched(events)
     # One spare (the default) takes the first of the 22 restarts; the rest get jobs.
-    assert sum(1 for e in events if e["kind"] == "restart" and e["spare"]) == 1
+    assert sum(1 for e in events if e.kind == "instance-started" and e.data["spare"]) == 1

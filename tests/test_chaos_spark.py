@@ -12,11 +12,12 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ftctl.cluster import LocalCluster
+from ftctl.kernel.history import HistoryEvent
+from ftctl.results import RunStore
 
 pytestmark = pytest.mark.spark
 
@@ -36,9 +37,8 @@ def _run_dir(results: Path) -> Path:
     return run_dir
 
 
-def _events(results: Path) -> list[dict[str, Any]]:
-    lines = (_run_dir(results) / "events.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
+def _events(results: Path) -> list[HistoryEvent]:
+    return RunStore.open(_run_dir(results)).read_history()
 
 
 @pytest.fixture(scope="module")
@@ -67,15 +67,15 @@ def test_kills_under_checkpoint_are_exactly_once(cluster: LocalCluster, tmp_path
 
     # The event log: inject time, target and pid of each fault, then its detection.
     events = _events(results)
-    injects = [e for e in events if e["kind"] == "fault-inject"]
+    injects = [e.data for e in events if e.kind == "fault-injected"]
     assert len(injects) == 2
     for inj in injects:
         assert isinstance(inj["at"], float) and inj["resolved"] and inj["pids"]
-        detected = [e for e in events if e["kind"] == "detected" and e["t"] > inj["t"]
-                    and inj["pids"][0] in e.get("pids", {}).values()]
+        detected = [e for e in events if e.kind == "failure-detected"
+                    and inj["pids"][0] in e.data.get("pids", {}).values()]
         assert detected, f"no detection of {inj['resolved']} (pid {inj['pids'][0]})"
-    kinds = {e["kind"] for e in events}
-    assert {"restart", "rollback", "replay", "recovered"} <= kinds
+    kinds = {e.note or e.kind for e in events}
+    assert {"instance-started", "rollback", "source-rewound", "recovered"} <= kinds
 
 
 def test_kills_under_none_lose_records(cluster: LocalCluster, tmp_path: Path) -> None:
@@ -111,9 +111,10 @@ def test_rack_failure_is_exactly_once_under_checkpoint(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout)["passed"]
     events = _events(results)
-    kills = [e for e in events if e["kind"] == "fault-step" and e["step"] == "worker-killed"]
+    kills = [e.data for e in events if e.kind == "fault-step" and e.data["step"] == "worker-killed"]
     # --label cycles over workers in start order: w0 and w1 are rack a.
     assert len(kills) == 2 and {e["worker"] for e in kills} == {"w0", "w1"}
     assert max(e["at"] for e in kills) - min(e["at"] for e in kills) <= 2.0
-    started = [e for e in events if e["kind"] == "fault-step" and e["step"] == "worker-started"]
+    started = [e.data for e in events
+               if e.kind == "fault-step" and e.data["step"] == "worker-started"]
     assert len(started) == 2 and min(e["at"] for e in started) > max(e["at"] for e in kills)

@@ -15,13 +15,14 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ftctl.docker.engine import docker_host, engine_reachable
+from ftctl.kernel.history import read_history
 
 if not engine_reachable():
     pytest.skip(
@@ -94,9 +95,10 @@ def _chaos(args: list[str], cwd: Path, timeout: float = 300) -> dict[str, Any]:
     return summary
 
 
-def _events(summary: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+def _events(summary: dict[str, Any], kind: str) -> list[Mapping[str, Any]]:
+    """The data of the run's history records of ``kind``."""
     lines = (Path(summary["path"]) / "events.jsonl").read_text().splitlines()
-    return [e for e in map(json.loads, lines) if e["kind"] == kind]
+    return [e.data for e in read_history(map(json.loads, lines)) if e.kind == kind]
 
 
 def test_every_container_fault_on_a_real_engine(image: str, workdir: Path) -> None:
@@ -137,12 +139,12 @@ def test_every_container_fault_on_a_real_engine(image: str, workdir: Path) -> No
 
 def test_container_pause_and_kill_under_checkpoint_are_exactly_once(workdir: Path) -> None:
     summary = _chaos(["--scenario", str(CONTAINER_FAULTS)], workdir)
-    injected = {e["fault"]: e for e in _events(summary, "fault-inject")}
+    injected = {e["type"]: e for e in _events(summary, "fault-injected")}
     assert set(injected) == {"container-pause", "container-kill", "restore-capacity"}
     assert injected["container-pause"]["resolved"] == "w1"
     assert injected["container-kill"]["resolved"] == "w0"
-    (heal,) = _events(summary, "fault-heal")
-    assert heal["fault"] == "container-pause"
+    (heal,) = _events(summary, "fault-healed")
+    assert heal["type"] == "container-pause"
     assert 2.5 <= heal["at"] - injected["container-pause"]["at"] <= 5.0
     started = [e for e in _events(summary, "fault-step") if e["step"] == "worker-started"]
     assert [(e["worker"], e["replaces"]) for e in started] == [("w2", "w0")]

@@ -30,6 +30,7 @@ from chaos.nemesis import Nemesis
 from chaos.registry import FAULTS
 from chaos.schedule import ScheduleError, plan, random_kills
 from ftctl.config.scenario import FAULT_TYPES, PARAMS, RestoreParams, Scenario
+from ftctl.kernel.history import History
 from tests.fakectx import FakeContext
 
 INSTANCES = ["lines[0]", "split[0]", "split[1]", "count[0]", "count[1]", "out[0]"]
@@ -281,9 +282,9 @@ def test_nemesis_runs_the_schedule_and_logs_inject_and_heal(ctx: FakeContext) ->
         assert nemesis.wait(timeout=5.0)
     finally:
         nemesis.stop()
-    kinds = [(k, d["fault"]) for k, d in events]
-    assert kinds == [("fault-inject", "kill-task"), ("fault-inject", "pause"),
-                     ("fault-heal", "pause")]
+    kinds = [(k, d["type"]) for k, d in events]
+    assert kinds == [("fault-injected", "kill-task"), ("fault-injected", "pause"),
+                     ("fault-healed", "pause")]
     kill = events[0][1]
     assert kill["pids"] == [ctx.tasks["count[1]"]] and kill["target"] == "count[1]"
     assert not ctx.alive(ctx.tasks["count[1]"]) or wait_for(
@@ -316,7 +317,7 @@ def test_during_checkpoint_fires_only_while_a_snapshot_is_in_progress(ctx: FakeC
         assert nemesis.wait(timeout=2.0)  # count reached: the nemesis is done
     finally:
         nemesis.stop()
-    assert [k for k, _ in events] == ["fault-inject", "fault-inject"]
+    assert [k for k, _ in events] == ["fault-injected", "fault-injected"]
     assert all(d["target"] in INSTANCES for _, d in events)
 
 
@@ -339,7 +340,7 @@ def test_stop_heals_active_faults_and_is_idempotent(ctx: FakeContext) -> None:
     nemesis.stop()
     assert status(pid) != psutil.STATUS_STOPPED
     assert ctx.channel_faults == {}
-    assert events.count("fault-heal") == 2
+    assert events.count("fault-healed") == 2
 
 
 def test_stop_cuts_a_group_kill_short(ctx: FakeContext) -> None:
@@ -379,7 +380,7 @@ def test_a_kill_of_a_restarting_task_strikes_once_it_runs_again(ctx: FakeContext
     pid = ctx.add_task("out[0]")  # the replacement registers
     assert nemesis.wait(5.0)
     nemesis.stop()
-    assert [k for k, _ in events] == ["fault-deferred", "fault-inject"]
+    assert [k for k, _ in events] == ["fault-deferred", "fault-injected"]
     assert events[1][1]["pids"] == [pid] and wait_for(lambda: not ctx.alive(pid))
 
 
@@ -392,9 +393,8 @@ def test_record_and_replay_round_trip(ctx: FakeContext) -> None:
         {"type": "kill-task", "trigger": "during-checkpoint", "count": 1, "target": "random"},
         seed=9,
     )
-    events: list[dict[str, object]] = []
-    nemesis = Nemesis.from_scenario(sc, ctx, duration=1.0,
-                                    on_event=lambda kind, **d: events.append({"kind": kind, **d}))
+    history = History("spark", ctx.now)
+    nemesis = Nemesis.from_scenario(sc, ctx, duration=1.0, on_event=history.write)
     ctx.snapshot = True
     nemesis.start()
     try:
@@ -409,7 +409,7 @@ def test_record_and_replay_round_trip(ctx: FakeContext) -> None:
     want = sorted((f["type"], f["target"], f["fired_at"], f["seed"]) for f in fired)
     assert sorted(got, key=lambda g: (g[0], g[2])) == sorted(want, key=lambda g: (g[0], g[2]))
     assert all(p.trigger is None for p in replay.schedule)
-    from_log = Nemesis.from_events(events, ctx)
+    from_log = Nemesis.from_events(history.events, ctx)
     assert sorted(from_log.schedule, key=lambda p: (p.type, p.at or 0)) == sorted(
         replay.schedule, key=lambda p: (p.type, p.at or 0))
 
@@ -432,11 +432,12 @@ def test_run_store_event_is_the_event_callback(ctx: FakeContext, tmp_path: Path)
         assert nemesis.wait(3.0)
     finally:
         nemesis.stop()
-    kinds = [e["kind"] for e in store.read_events()]
-    assert kinds.count("fault-inject") == 3
+    history = store.read_history()
+    assert [e.kind for e in history].count("fault-injected") == 3
     assert {"worker-killed", "worker-started"} <= {
-        e.get("step") for e in store.read_events() if e["kind"] == "fault-step"}
-    replay = Nemesis.from_events(store.read_events(), ctx)
+        e.data["step"] for e in history if e.kind == "fault-step"}
+    assert all(e.fault == f"{e.data['index']}.{e.data['occurrence']}" for e in history)
+    replay = Nemesis.from_events(history, ctx)
     assert [p.type for p in replay.schedule] == [p.type for p in nemesis.schedule]
 
 
@@ -506,7 +507,7 @@ def test_a_random_kill_of_a_restarting_task_takes_a_running_one(ctx: FakeContext
     nemesis.start()
     assert nemesis.wait(5.0)
     nemesis.stop()
-    assert [k for k, _ in events] == ["fault-retargeted", "fault-inject"]
+    assert [k for k, _ in events] == ["fault-retargeted", "fault-injected"]
     assert events[0][1]["to"] == "count[1]" and events[1][1]["pids"] == [running]
     assert nemesis.recorded()["faults"][0]["target"] == "count[1]"  # replays hit it too
 
@@ -515,7 +516,7 @@ def test_undelivered_faults_fail_the_run_unless_optional() -> None:
     from ftctl.metrics.runreport import injected, undelivered
 
     planned = {"optional": True}
-    events = [
+    events = [  # a stored version 1 log
         {"kind": "fault-inject", "t": 1.0, "fault": "kill-task", "resolved": "a[0]"},
         {"kind": "fault-error", "t": 2.0, "fault": "kill-task", "target": "b[0]",
          "error": "b[0] is not running (waited 30.0 s)", "planned": {"optional": False}},

@@ -131,6 +131,11 @@ def test_stored_v1_runs_read_as_valid_histories(run: str) -> None:
 WRITERS = {
     "ftctl/sim/host.py": r'self\._log\(\s*"([a-z-]+)"',
     "ftctl/kernel/coordinator.py": r'\bLog\(\s*"([a-z-]+)"',
+    "ftctl/spark/host.py": r'self\.log\(\s*"([a-z-]+)"',
+    "chaos/nemesis.py": r'self\._event\(\s*"([a-z-]+)"',
+    "ftctl/run/execute.py": r'run_store\.event\(\s*"([a-z-]+)"',
+    "ftctl/run/chaos.py": r'store\.event\(\s*"([a-z-]+)"',
+    "ftctl/results.py": r'self\.event\(\s*"([a-z-]+)"',
 }
 
 

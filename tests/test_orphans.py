@@ -173,7 +173,7 @@ def test_a_killed_runs_status_is_marked_incomplete_when_next_read(tmp_path: Path
     assert store.status() == "incomplete"
     doc = json.loads((path / "status.json").read_text())
     assert doc["status"] == "incomplete" and doc["reason"].startswith("killed")
-    assert [e["kind"] for e in store.read_events()] == ["killed"]
+    assert [e.kind for e in store.read_history()] == ["killed"]
     # A run whose process is alive stays running.
     mine = RunStore.create(tmp_path, topology="t", protocol="p")
     assert RunStore.open(mine.path).status() == "running"

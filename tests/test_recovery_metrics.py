@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
+from ftctl.kernel.history import HistoryEvent, read_history
 from ftctl.metrics.recovery import (
     FaultWindow,
     RecoverySettings,
@@ -44,10 +46,13 @@ THROUGHPUT = [
     *steady(11.2, 14.0, 1000.0),
 ]
 EVENTS = [
-    {"t": 2.0, "kind": "restart"},  # before the fault: not this fault's
-    {"t": 10.3, "kind": "detected", "instances": ["count[1]"]},
-    {"t": 10.35, "kind": "restart", "instance": "count[1]"},
-    {"t": 10.36, "event": "restart", "instance": "out[0]"},  # the host's own key name
+    # before the fault: not this fault's
+    HistoryEvent(1, 2.0, "spark", "instance-started", {"reason": "restart"}, instance="x[0]"),
+    HistoryEvent(2, 10.3, "spark", "failure-detected", {"instances": ["count[1]"]}),
+    HistoryEvent(3, 10.35, "spark", "instance-started", {"reason": "restart"},
+                 instance="count[1]"),
+    HistoryEvent(4, 10.36, "spark", "instance-started", {"reason": "restart"},
+                 instance="out[0]"),
 ]
 
 
@@ -94,6 +99,7 @@ def test_never_settling_or_no_baseline_gives_none() -> None:
 
 
 def test_events_and_fault_windows_from_the_log() -> None:
+    # A stored version 1 log reads through upgrade_v1.
     log = [
         {"t": 4.0, "kind": "fault-inject", "fault": "pause", "target": "split[0]",
          "resolved": "split[0]", "index": 0, "occurrence": 0},
@@ -104,7 +110,11 @@ def test_events_and_fault_windows_from_the_log() -> None:
     windows = fault_windows(log)
     assert windows == [FaultWindow(4.0, 5.0, "pause", "split[0]"),
                        FaultWindow(10.0, None, "kill-task", "count[1]")]
-    report = recovery_report(windows[1:], EVENTS + log, LATENCY, THROUGHPUT)
+    faults = [e for e in read_history(log) if e.kind.startswith("fault-")]
+    assert [(e.fault, e.data["type"]) for e in faults] == [
+        ("0.0", "pause"), ("0.0", "pause"), ("1.0", "kill-task")]
+    history = [*EVENTS, *(replace(e, seq=e.seq + len(EVENTS)) for e in faults)]
+    report = recovery_report(windows[1:], history, LATENCY, THROUGHPUT)
     assert report.faults[0].recovery_s == pytest.approx(1.7)
     assert report.availability is None  # one sink
     json.dumps(report.to_json())

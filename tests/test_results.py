@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ftctl.config.errors import ConfigError
+from ftctl.kernel.history import HistoryError
 from ftctl.results import RunStore, atomic_write_json, list_runs
 
 
@@ -54,29 +55,36 @@ def test_config_and_verdict_round_trip(tmp_path: Path) -> None:
 
 def test_events_are_appended_in_order_with_times(tmp_path: Path) -> None:
     run = _store(tmp_path)
-    run.event("fault", instance="count[1]", action="kill")
-    run.event("detected", instance="count[1]")
+    run.event("fault-injected", fault="0.0", type="kill-task", target="count[1]")
+    run.event("failure-detected", instances=["count[1]"])
     # A second handle (another process reopening the run) appends to the same log.
-    RunStore.open(run.run_id, root=tmp_path).event("restart", instance="count[1]")
+    RunStore.open(run.run_id, root=tmp_path).event(
+        "instance-started", instance="count[1]", incarnation=1, reason="restart")
     events = run.read_events()
-    assert [e["kind"] for e in events] == ["fault", "detected", "restart"]
-    assert events[0]["instance"] == "count[1]"
-    assert all(isinstance(e["wall"], str) for e in events)
+    assert [(e["v"], e["seq"], e["kind"]) for e in events] == [
+        (2, 1, "fault-injected"), (2, 2, "failure-detected"), (2, 3, "instance-started")]
+    assert events[0]["data"]["target"] == "count[1]" and events[2]["instance"] == "count[1]"
+    assert all(isinstance(e["wall"], str) and e["host"] == "spark" for e in events)
     times = [e["t"] for e in events]
     assert times == sorted(times) and times[0] >= 0
+    assert [e.kind for e in run.read_history()] == [e["kind"] for e in events]
 
 
 def test_torn_last_event_line_is_skipped(tmp_path: Path) -> None:
     run = _store(tmp_path)
-    run.event("fault", n=1)
+    run.event("node-up", node="w1")
     with open(run.path / "events.jsonl", "a") as f:
         f.write('{"kind": "det')  # the process died mid-write
-    assert [e["kind"] for e in run.read_events()] == ["fault"]
+    assert [e["kind"] for e in run.read_events()] == ["node-up"]
 
 
-def test_reserved_event_fields_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(ValueError):
-        _store(tmp_path).event("fault", t=3)
+def test_records_the_schema_does_not_declare_are_refused(tmp_path: Path) -> None:
+    run = _store(tmp_path)
+    with pytest.raises(HistoryError):
+        run.event("fault", n=1)
+    with pytest.raises(HistoryError):
+        run.event("node-up", node="w1", t=3)
+    assert run.read_events() == []
 
 
 def test_outputs_round_trip_with_str_int_and_tuple_values(tmp_path: Path) -> None:

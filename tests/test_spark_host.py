@@ -23,6 +23,8 @@ import pytest
 
 from ftctl.cluster import LocalCluster
 from ftctl.config.load import load_topology
+from ftctl.kernel.history import HistoryEvent
+from ftctl.results import RunStore
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.golden import golden_output
 from ftctl.spark.host import SparkHost
@@ -70,7 +72,7 @@ def _status(run_dir: Path) -> str:
 
 
 def _wait_event(results: Path, kind: str, instance: str | None, timeout: float,
-                proc: subprocess.Popen[str]) -> dict[str, Any]:
+                proc: subprocess.Popen[str]) -> HistoryEvent:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert proc.poll() is None, f"ftctl run ended early: {proc.communicate()}"
@@ -78,9 +80,8 @@ def _wait_event(results: Path, kind: str, instance: str | None, timeout: float,
             events = run_dir / "events.jsonl"
             if not events.exists():
                 continue
-            for line in events.read_text().splitlines():
-                ev = json.loads(line)
-                if ev.get("kind") == kind and (instance is None or ev.get("instance") == instance):
+            for ev in RunStore.open(run_dir).read_history():  # skips a half-written line
+                if ev.kind == kind and (instance is None or ev.instance == instance):
                     return ev
         time.sleep(0.1)
     raise AssertionError(f"no {kind} event within {timeout} s")
@@ -111,7 +112,7 @@ def test_sigint_tears_down_and_marks_incomplete(tmp_path: Path) -> None:
     proc = _ftctl(["run", str(WORDCOUNT), "--records", "200000", "--rate", "20000",
                    "--results", str(results)], cwd=tmp_path)
     try:
-        _wait_event(results, "registered", None, timeout=120, proc=proc)
+        _wait_event(results, "instance-registered", None, timeout=120, proc=proc)
         time.sleep(1.0)
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=60)
@@ -147,10 +148,10 @@ def test_kill_under_none_loses_records(cluster: LocalCluster, tmp_path: Path) ->
                    "--records", "20000", "--rate", "5000", "--json", "--results", str(results)],
                   cwd=tmp_path)
     try:
-        reg = _wait_event(results, "registered", VICTIM, timeout=90, proc=proc)
-        _wait_event(results, "running", None, timeout=60, proc=proc)
+        reg = _wait_event(results, "instance-registered", VICTIM, timeout=90, proc=proc)
+        _wait_event(results, "instance-running", None, timeout=60, proc=proc)
         time.sleep(1.5)
-        os.kill(reg["pid"], signal.SIGKILL)
+        os.kill(reg.data["pid"], signal.SIGKILL)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -194,7 +195,7 @@ def test_kill_under_checkpoint_is_exactly_once(spark: Any, tmp_path: Path) -> No
     result = host.run()
     assert killed, "the run ended before the kill"
     assert result.complete and result.detections >= 1
-    assert any(e["event"] == "rollback" for e in result.events)
+    assert any(e.note == "rollback" for e in result.events)
     verdict = verify(topology.sink_modes(), golden_for(topology, golden_output), result.outputs,
                      info.guarantee, complete=result.complete)
     assert verdict.passed, verdict.totals()

@@ -201,31 +201,34 @@ def validate(ev: HistoryEvent) -> None:
 
 class History:
     """The writer: stamps ``seq``, ``t`` and ``host``, validates, keeps the events and
-    hands each record's JSON to ``sink`` (e.g. ``RunStore.append_event``). Thread-safe."""
+    hands each record's JSON to ``sink`` (a run directory's ``events.jsonl``), in ``seq``
+    order. ``start``: the records written before (a reopened run). Thread-safe."""
 
     def __init__(self, host: Host, clock: Callable[[], float], *,
                  sink: Callable[[dict[str, Any]], None] | None = None,
-                 wall: Callable[[], str] | None = None, digits: int = 6):
+                 wall: Callable[[], str] | None = None, digits: int = 6, start: int = 0):
         self.host: Host = host
         self.clock = clock
         self.sink = sink
         self.wall = wall
         self.digits = digits
         self.events: list[HistoryEvent] = []
+        self._seq = start
         self._lock = threading.Lock()
 
     def write(self, kind: str, *, instance: str | None = None,
               incarnation: int | None = None, fault: str | None = None,
               caused_by: int | None = None, **data: Any) -> HistoryEvent:
         with self._lock:
-            ev = HistoryEvent(seq=len(self.events) + 1, t=round(self.clock(), self.digits),
+            ev = HistoryEvent(seq=self._seq + 1, t=round(self.clock(), self.digits),
                               host=self.host, kind=kind, data=data, instance=instance,
                               incarnation=incarnation, fault=fault, caused_by=caused_by,
                               wall=self.wall() if self.wall is not None else None)
             validate(ev)
+            self._seq += 1
             self.events.append(ev)
-        if self.sink is not None:
-            self.sink(ev.to_json())
+            if self.sink is not None:
+                self.sink(ev.to_json())
         return ev
 
     def note(self, name: str, data: Mapping[str, Any], *,
@@ -275,7 +278,10 @@ def upgrade_v1(record: Mapping[str, Any], seq: int, host: Host = "spark") -> dic
     return {**out, "kind": kind, "data": rec}
 
 
-def read_history(records: Iterable[Mapping[str, Any] | HistoryEvent],
+Records = Iterable["HistoryEvent | Mapping[str, Any]"]
+
+
+def read_history(records: Records,
                  host: Host = "spark") -> list[HistoryEvent]:
     """A run's history from stored or in-memory records of either version, in ``seq``
     order. Version 1 records are numbered in the order they come in (``host`` names the

@@ -2,8 +2,10 @@
 
 Inputs, all on one clock (the run's event-log ``t``):
 
-- fault windows: inject (and heal) times, e.g. ``fault_windows(store.read_events())``;
-- events: the coordinator's ``detected``, ``restart`` and (if logged) ``recovered`` events;
+- fault windows: inject (and heal) times, e.g. ``fault_windows(store.read_history())``;
+- events: the run's history (docs/history.md; version 1 records are upgraded as they are
+  read): the coordinator's ``failure-detected``, ``instance-started`` and (if logged)
+  ``recovered``;
 - latency: ``[(t, seconds)]``, one point per output bucket (e.g. p50 of the records a sink
   emitted in each 100 ms); a bucket without output has no point;
 - throughput: ``[(t, records/s)]``.
@@ -42,14 +44,16 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ftctl.kernel.history import Records, read_history
+
 Series = Sequence[tuple[float, float]]
 
-DETECT_EVENTS = ("detected",)
-RESTART_EVENTS = ("restart", "restarted")
+DETECT_EVENTS = ("failure-detected",)
+RESTART_EVENTS = ("instance-started",)
 RECOVERED_EVENTS = ("recovered",)
 
 
@@ -136,7 +140,7 @@ class RecoveryReport:
 
 def recovery_report(
     faults: Sequence[FaultWindow],
-    events: Iterable[Mapping[str, Any]],
+    events: Records,
     latency: Series,
     throughput: Series,
     *,
@@ -145,7 +149,7 @@ def recovery_report(
 ) -> RecoveryReport:
     """Per-fault recovery numbers, plus available queries when there is more than one sink."""
     s = settings or RecoverySettings()
-    evs = list(events)
+    evs = read_history(events)
     lat = sorted(latency)
     thr = sorted(throughput)
     rows = [fault_recovery(f, evs, lat, thr, s) for f in sorted(faults, key=lambda f: f.t)]
@@ -157,13 +161,14 @@ def recovery_report(
 
 def fault_recovery(
     fault: FaultWindow,
-    events: Sequence[Mapping[str, Any]],
+    events: Records,
     latency: Series,
     throughput: Series,
     settings: RecoverySettings | None = None,
 ) -> FaultRecovery:
     s = settings or RecoverySettings()
     t_f = fault.t
+    events = read_history(events)
     detected = first_event_after(events, DETECT_EVENTS, t_f)
     restarted = first_event_after(events, RESTART_EVENTS, t_f)
     recovered_ev = first_event_after(events, RECOVERED_EVENTS, t_f)
@@ -245,32 +250,21 @@ def time_to_recover(
     return None, True
 
 
-def first_event_after(
-    events: Iterable[Mapping[str, Any]], kinds: Sequence[str], t: float
-) -> float | None:
-    """Time of the first event of one of ``kinds`` at or after ``t``.
-
-    Accepts both the event log's ``kind`` and the Spark host's ``event`` key.
-    """
-    times = [float(e["t"]) for e in events if event_kind(e) in kinds and float(e["t"]) >= t]
+def first_event_after(events: Records, kinds: Sequence[str], t: float) -> float | None:
+    """Time of the first history record of one of ``kinds`` at or after ``t``."""
+    times = [e.t for e in read_history(events) if e.kind in kinds and e.t >= t]
     return min(times) if times else None
 
 
-def event_kind(event: Mapping[str, Any]) -> str:
-    return str(event.get("kind", event.get("event", "")))
-
-
-def fault_windows(events: Iterable[Mapping[str, Any]]) -> list[FaultWindow]:
-    """Fault windows from a run's event log (``fault-inject`` / ``fault-heal`` events)."""
-    evs = list(events)
-    heals = {
-        (e.get("index"), e.get("occurrence")): float(e["t"])
-        for e in evs if event_kind(e) == "fault-heal"
-    }
+def fault_windows(events: Records) -> list[FaultWindow]:
+    """Fault windows from a run's history (``fault-injected`` / ``fault-healed``, paired by
+    their fault occurrence)."""
+    evs = read_history(events)
+    heals = {e.fault: e.t for e in evs if e.kind == "fault-healed" and e.fault is not None}
     return [
-        FaultWindow(float(e["t"]), heals.get((e.get("index"), e.get("occurrence"))),
-                    str(e.get("fault", "")), str(e.get("resolved", e.get("target", ""))))
-        for e in evs if event_kind(e) == "fault-inject"
+        FaultWindow(e.t, heals.get(e.fault) if e.fault is not None else None,
+                    str(e.data["type"]), str(e.data.get("resolved", e.data.get("target", ""))))
+        for e in evs if e.kind == "fault-injected"
     ]
 
 

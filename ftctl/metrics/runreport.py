@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ftctl.kernel.history import Records, read_history
 from ftctl.metrics.plots import write_plots
 from ftctl.metrics.recovery import (
     FaultWindow,
     RecoveryReport,
     Series,
-    event_kind,
     fault_windows,
     recovery_report,
 )
@@ -52,7 +52,7 @@ def build_series(latency: Sequence[tuple[str, float, float]],
     return RunSeries(q[50], q[99], thr, by_sink)
 
 
-def windows(events: Sequence[Mapping[str, Any]], shift: float) -> list[FaultWindow]:
+def windows(events: Records, shift: float) -> list[FaultWindow]:
     """Fault windows at the moment each fault struck.
 
     A fault's event is logged when its inject returns (a group kill: after its last kill;
@@ -60,22 +60,20 @@ def windows(events: Sequence[Mapping[str, Any]], shift: float) -> list[FaultWind
     fault's own ``at`` (the host clock, shifted), or a group's first kill.
     """
     out = []
-    for w, e in zip(fault_windows(events), _injects(events), strict=True):
+    evs = read_history(events)
+    injects = [e for e in evs if e.kind == "fault-injected"]
+    for w, e in zip(fault_windows(evs), injects, strict=True):
         t = w.t
-        kills = (e.get("details") or {}).get("kills") or []
+        kills = (e.data.get("details") or {}).get("kills") or []
         if kills:
             t = float(kills[0]["t"]) + shift
-        elif "at" in e:
-            t = float(e["at"]) + shift
+        elif "at" in e.data:
+            t = float(e.data["at"]) + shift
         out.append(FaultWindow(t, w.heal, w.fault, w.target))
     return out
 
 
-def _injects(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [e for e in events if event_kind(e) == "fault-inject"]
-
-
-def analyze(run_dir: Path, events: Sequence[Mapping[str, Any]], series: RunSeries,
+def analyze(run_dir: Path, events: Records, series: RunSeries,
             shift: float, title: str = "") -> tuple[RecoveryReport, list[FaultWindow]]:
     """The per-fault report; writes recovery.json and the PNG plots into ``run_dir``."""
     every = windows(events, shift)
@@ -93,20 +91,20 @@ def analyze(run_dir: Path, events: Sequence[Mapping[str, Any]], series: RunSerie
     return report, faults
 
 
-def injected(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Every fault as the event log has it: inject time, target, pids, heal time, errors."""
-    heals = {(e.get("index"), e.get("occurrence")): e["t"]
-             for e in events if event_kind(e) == "fault-heal"}
+def injected(events: Records) -> list[dict[str, Any]]:
+    """Every fault as the history has it: inject time, target, pids, heal time, errors."""
+    evs = read_history(events)
+    heals = {e.fault: e.t for e in evs if e.kind == "fault-healed"}
     out = []
-    for e in events:
-        kind = event_kind(e)
-        if kind in ("fault-inject", "fault-error"):
+    for e in evs:
+        if e.kind in ("fault-injected", "fault-error"):
+            d = e.data
             out.append({
-                "fault": e.get("fault"), "target": e.get("resolved", e.get("target")),
-                "t": e["t"], "at": e.get("at"), "pids": e.get("pids", []),
-                "heal_t": heals.get((e.get("index"), e.get("occurrence"))),
-                "error": e.get("error"),
-                "optional": bool((e.get("planned") or {}).get("optional", False)),
+                "fault": d["type"], "target": d.get("resolved", d.get("target")),
+                "t": e.t, "at": d.get("at"), "pids": d.get("pids", []),
+                "heal_t": heals.get(e.fault),
+                "error": d.get("error"),
+                "optional": bool((d.get("planned") or {}).get("optional", False)),
             })
     return out
 

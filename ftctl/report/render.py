@@ -53,12 +53,10 @@ def render(template: str, title: str, data: Any, **context: Any) -> str:
         title=title, plotly_js=plotly_js(), data_json=blob, **context)
 
 
-def details(event: Mapping[str, Any]) -> str:
-    """An event's fields as "key value, ..." words, not a Python dict."""
-    parts = []
-    for k, v in event.items():
-        if k in ("t", "wall", "kind"):
-            continue
+def details(fields: Mapping[str, Any], instance: str | None = None) -> str:
+    """A history record's fields as "key value, ..." words, not a Python dict."""
+    parts = [f"instance {instance}"] if instance is not None else []
+    for k, v in fields.items():
         if isinstance(v, list):
             v = ", ".join(str(x) for x in v)
         elif isinstance(v, dict):

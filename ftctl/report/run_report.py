@@ -32,9 +32,9 @@ def run_summary(run: RunStore) -> dict[str, Any]:
 
 def render_run(run: RunStore) -> str:
     view = load_run(run)
-    events = [{"t": float(e.get("t", 0)) - view.t0, "kind": e.get("kind"),
-               "details": details(e)}
-              for e in run.read_events() if e.get("kind") != "metrics"][:MAX_EVENTS]
+    events = [{"t": e.t - view.t0, "kind": e.note or e.kind,
+               "details": details(e.payload, instance=e.instance)}
+              for e in run.read_history()][:MAX_EVENTS]
     timeline = timeline_html([view]) if (view.throughput or view.latency) else ""
     return render("run.html.j2", f"ftctl {view.protocol} on {view.topology}: "
                   f"{'passed' if view.passed else 'failed'}", run_summary(run), run=view,

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ftctl.kernel.history import HistoryEvent
 from ftctl.metrics.series import throughput_from_counts
 from ftctl.results import RunStore
 
@@ -68,7 +69,7 @@ class RunView:
     throughput: list[tuple[float, float]] = field(default_factory=list)
     availability: dict[str, Any] | None = None
     snapshot_bytes: int = 0
-    t0: float = 0.0  # event-clock time of "running"
+    t0: float = 0.0  # event-clock time of the first "instance-running"
 
 
 def count(n: int, what: str) -> str:
@@ -111,10 +112,10 @@ def _oracle_words(oracle: dict[str, Any] | None) -> str | None:
             f"{oracle.get('keys', 0):,} keys differ")
 
 
-def _running_at(events: list[dict[str, Any]]) -> float:
+def _running_at(events: list[HistoryEvent]) -> float:
     for e in events:
-        if e.get("kind") == "running":
-            return float(e["t"])
+        if e.kind == "instance-running":
+            return e.t
     return 0.0
 
 
@@ -127,8 +128,7 @@ def load_run(run: RunStore) -> RunView:
     verdict = run.read_verdict() or {}
     status = run.status()
     complete = bool(verdict.get("complete", status == "complete"))
-    events = run.read_events()
-    t0 = _running_at(events)
+    t0 = _running_at(run.read_history())
     sinks = verdict.get("sinks", [])
     divergences = [{"sink": s["sink"], **d, "expected": _value(d.get("expected")),
                     "actual": _value(d.get("actual"))}

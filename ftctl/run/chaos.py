@@ -19,6 +19,7 @@ from ftctl.config.errors import ConfigError
 from ftctl.config.scenario import parse_target
 from ftctl.config.topology import Topology
 from ftctl.console import console
+from ftctl.kernel.history import HistoryEvent
 from ftctl.metrics.runreport import analyze, build_series
 from ftctl.results import RunStore, atomic_write_json
 from ftctl.run.execute import RunContext, RunExtension
@@ -65,7 +66,7 @@ def from_replay(run_id: str, root: Path, instances: Sequence[str]) -> tuple[Sche
         record = json.loads(path.read_text())
         nemesis_faults = Nemesis.from_record(record, _NO_CONTEXT).schedule
     else:
-        nemesis_faults = Nemesis.from_events(store.read_events(), _NO_CONTEXT).schedule
+        nemesis_faults = Nemesis.from_events(store.read_history(), _NO_CONTEXT).schedule
         record = {}
     if not nemesis_faults:
         raise ConfigError("--replay", None, f"run {store.run_id} recorded no fault to replay")
@@ -96,7 +97,7 @@ class ChaosExtension(RunExtension):
 
         def log(kind: str, **data: Any) -> None:
             store.event(kind, **data)
-            if kind == "fault-inject":  # shown on the run's progress line
+            if kind == "fault-injected":  # shown on the run's progress line
                 counters["faults injected"] = counters.get("faults injected", 0) + 1
 
         self.nemesis = self.schedule.nemesis(fault_ctx, log)
@@ -119,7 +120,7 @@ class ChaosExtension(RunExtension):
 
     def summarize(self, ctx: RunContext, result: HostResult, summary: dict[str, Any]) -> None:
         series = build_series(result.latency, result.metrics, ctx.graph.sinks, self.shift)
-        events = ctx.store.read_events()
+        events = ctx.store.read_history()
         report, _ = analyze(ctx.store.path, events, series, self.shift,
                             title=f"{ctx.request.topology.name} / {ctx.request.info.name}")
         doc = report.to_json()
@@ -128,9 +129,9 @@ class ChaosExtension(RunExtension):
         summary["faults"] = _injected(events)
         summary["recovery"] = doc["faults"]
         summary["availability"] = doc["availability"]
-        summary["events"] = {k: sum(1 for e in events if e.get("kind") == k)
-                             for k in ("fault-inject", "fault-error", "detected", "restart",
-                                       "replay", "recovered")}
+        summary["events"] = {k: sum(1 for e in events if e.kind == k)
+                             for k in ("fault-injected", "fault-error", "failure-detected",
+                                       "instance-started", "source-rewound", "recovered")}
 
     def print(self, summary: dict[str, Any]) -> None:
         print_recovery(summary)
@@ -140,7 +141,7 @@ class ChaosExtension(RunExtension):
             self.nemesis.stop()  # continue paused processes, lift channel faults
 
 
-def _injected(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _injected(events: list[HistoryEvent]) -> list[dict[str, Any]]:
     from ftctl.metrics.runreport import injected
 
     return injected(events)

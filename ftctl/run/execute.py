@@ -167,13 +167,9 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         timings["session_s"] = round(time.monotonic() - t, 2)
         run_store.event("session-started", master=master, seconds=timings["session_s"])
 
-        def on_event(ev: dict[str, Any]) -> None:
-            data = {k: v for k, v in ev.items() if k not in ("t", "event", "kind", "wall")}
-            run_store.event(ev["event"], **data)
-
         host = SparkHost(spark.sparkContext, graph, info, req.params, run_store.run_id,
                          snapshot_location(req.store, run_store), rate=topology.input.rate,
-                         on_event=on_event, timeout=req.timeout, spares=req.spares,
+                         history=run_store.history, timeout=req.timeout, spares=req.spares,
                          bind=req.bind)
         ctx = RunContext(req, run_store, graph, host, cluster, say)
         ext.attach(ctx)

@@ -36,6 +36,7 @@ from ftctl.kernel.commands import (
     StartGroup,
 )
 from ftctl.kernel.coordinator import CoordinatorKernel
+from ftctl.kernel.history import History, HistoryEvent
 from ftctl.kernel.outputs import Outputs
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.spark import links, wire
@@ -95,7 +96,7 @@ class HostResult:
     outputs: dict[str, list[tuple[Any, Any]]]
     complete: bool
     seconds: float
-    events: list[dict[str, Any]]
+    events: list[HistoryEvent]  # the run's history (ftctl.kernel.history)
     metrics: list[dict[str, Any]]
     records_in: dict[str, int]
     records_out: dict[str, int]
@@ -108,7 +109,6 @@ class HostResult:
     latency: list[tuple[str, float, float]] = field(default_factory=list)
 
 
-EventSink = Callable[[dict[str, Any]], None]
 Progress = Callable[[dict[str, tuple[int, int]], float], None]
 
 
@@ -116,7 +116,7 @@ class SparkHost:
     def __init__(self, sc: Any, graph: ExecutionGraph,
                  protocol: ProtocolSpec[Any],
                  params: ProtocolParams, run_id: str, store_dir: Path | str,
-                 rate: float | None = None, on_event: EventSink | None = None,
+                 rate: float | None = None, history: History | None = None,
                  progress: Progress | None = None, timeout: float = 3600.0,
                  on_start: Callable[[], None] | None = None, spares: int = 0,
                  bind: str = wire.HOST):
@@ -128,7 +128,6 @@ class SparkHost:
         self.params = params
         self.run_id = run_id
         self.rate = rate
-        self.on_event = on_event
         self.progress = progress
         self.timeout = timeout
         self.on_start = on_start
@@ -154,7 +153,10 @@ class SparkHost:
         self.phases: set[tuple[str, int | None]] = set()  # open DeclarePhase occurrences
         self.suspects: dict[str, str] = {}
         self.first_suspect = 0.0
-        self.events: list[dict[str, Any]] = []
+        # The run's history: a run directory's (RunStore.history: one seq and clock with
+        # the fault layer's records) or the host's own, on its clock.
+        self.history = history or History("spark", self.now, digits=4)
+        self.events: list[HistoryEvent] = self.history.events
         self.metrics: list[dict[str, Any]] = []
         self.counts: dict[str, tuple[int, int]] = {i: (0, 0) for i in graph.order}
         # Counts of the incarnations that are gone, so series over the run never go back.
@@ -211,11 +213,9 @@ class SparkHost:
     def now(self) -> float:
         return time.monotonic() - self.t0
 
-    def log(self, kind: str, **data: Any) -> None:
-        ev = {"t": round(self.now(), 4), "event": kind, **data}
-        self.events.append(ev)
-        if self.on_event is not None:
-            self.on_event(ev)
+    def log(self, kind: str, *, instance: str | None = None,
+            incarnation: int | None = None, **data: Any) -> None:
+        self.history.write(kind, instance=instance, incarnation=incarnation, **data)
 
     def _tell(self, iid: str, frame: tuple[Any, ...]) -> None:
         task = self.live.get(iid)
@@ -388,7 +388,7 @@ class SparkHost:
         elif k == wire.PEER:
             self._relay_peer(item[1], item[2], item[3], item[4])
         elif k == wire.NOTE:
-            self.log(item[1], **item[2])
+            self.history.note(item[1], item[2])
         elif k == wire.PHASE:
             _, phase, on, key = item
             (self.phases.add if on else self.phases.discard)((phase, key))
@@ -429,7 +429,7 @@ class SparkHost:
         self.pending.pop(iid, None)
         self.live[iid] = _Task(inc, conn, pid, addr, time.monotonic())
         self.pids[iid] = pid
-        self.log("registered", instance=iid, incarnation=inc, pid=pid)
+        self.log("instance-registered", instance=iid, incarnation=inc, pid=pid)
         self._release_groups()
 
     def _release_groups(self) -> None:
@@ -443,7 +443,7 @@ class SparkHost:
             if first:
                 self.started_at = self.now()
                 self.anchor = time.monotonic()
-            self.log("running", instances=sorted(members))
+            self.log("instance-running", instances=sorted(members))
             for iid in members:
                 self._go(iid)
             for iid in members:
@@ -512,7 +512,7 @@ class SparkHost:
         failed = dict(self.suspects)
         self.suspects.clear()
         self.detections += 1
-        self.log("detected", instances=sorted(failed), reasons=failed,
+        self.log("failure-detected", instances=sorted(failed), reasons=failed,
                  pids={i: self.live[i].pid for i in failed if i in self.live})
         if not self.recovering:
             self.detected_at = self.now()
@@ -556,7 +556,7 @@ class SparkHost:
             if isinstance(c, Fence):
                 for iid in c.instances:
                     self._drop(iid)
-                self.log("stop", instances=list(c.instances))
+                self.log("instance-stopped", instances=list(c.instances))
             elif isinstance(c, StartGroup):
                 starts = {}
                 for iid, inc in c.starts:
@@ -569,8 +569,6 @@ class SparkHost:
                     frame = ((wire.CONTROL, c.msg) if c.slot is None
                              else (wire.CONTROL, c.msg, c.slot))
                     self._control(c.instance, frame)
-            elif isinstance(c, Log) and c.kind == "protocol":
-                self.log(c.data["name"], **c.data["data"])  # version 1 until this host moves
             elif isinstance(c, Log):
                 self.log(c.kind, **c.data)
             elif isinstance(c, SetCoordinatorTimer):
@@ -608,8 +606,8 @@ class SparkHost:
         spare = self.jobs.submit(payload)
         if inc > 0:
             self.restarts += 1
-            self.log("restart", instance=iid, incarnation=inc, restore=restart.restore,
-                     spare=spare)
+            self.log("instance-started", instance=iid, incarnation=inc, reason="restart",
+                     restore=restart.restore, spare=spare)
             if iid in self.graph.sources:
                 self._log_replay(iid, started)
         return True
@@ -622,8 +620,8 @@ class SparkHost:
         if isinstance(blob, dict) and isinstance(blob.get("core"), dict):
             start = int(blob["core"].get("offset", lo))
         reached = max(self.offsets.get(iid, lo), start)
-        self.log("replay", instance=iid, **{"from": start, "to": reached,
-                                            "records": reached - start})
+        self.log("source-rewound", instance=iid, **{"from": start, "to": reached,
+                                                    "records": reached - start})
 
     def _persisted(self, sid: Any, iid: str) -> None:
         if not isinstance(sid, int):
