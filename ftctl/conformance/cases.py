@@ -1,10 +1,8 @@
 """What the kit and the gate run, derived from the protocol registry and the bundled topologies.
 
 A protocol declares ``variants`` (named parameter sets worth testing on their own) and
-``gate`` (``{"topology" or "topology/variant": schedules}``) on its registry entry. The
-protocols registered before those fields existed have them in ``LEGACY`` below, which
-goes away as each is ported; a protocol declaring neither is gated on every bundled
-topology with ``DEFAULT_GATE_SCHEDULES``.
+``gate`` (``{"topology" or "topology/variant": schedules}``) on its registry entry; one
+declaring no gate is gated on every bundled topology with ``DEFAULT_GATE_SCHEDULES``.
 """
 
 from __future__ import annotations
@@ -29,21 +27,13 @@ MAX_SIM_RECORDS = 20_000
 ALL_FAULTS_SHARE = 3  # one schedule in three
 ALL_FAULTS_SUFFIX = "+all-faults"
 
-# Variants and gate schedules of the protocols registered before ``ProtocolSpec`` had them;
-# the gate entries reproduce the hand-written cases of gate/ci.yaml (and so its baseline).
-LEGACY: dict[str, tuple[tuple[Variant, ...], dict[str, int]]] = {
-    "none": ((Variant("default"),), {}),
-    "lineage": ((Variant("default"),), {"diamond": 100}),
-    "causal": ((Variant("default"),), {"wordcount": 100, "sharder": 40}),
-}
-
 
 def variants_of(protocol: str) -> tuple[Variant, ...]:
     spec = get_protocol(protocol)
     own = getattr(spec, "variants", None)
     if own:
         return tuple(own)
-    return LEGACY.get(protocol, ((Variant("default"),), {}))[0]
+    return (Variant("default"),)
 
 
 def guarantee_of(spec: Any, params: Mapping[str, Any], topology: Path | None = None) -> Guarantee:
@@ -130,8 +120,6 @@ def gate_of(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> dict[str, in
     own = getattr(get_protocol(protocol), "gate", None)
     if own:
         return dict(own)
-    if protocol in LEGACY:
-        return dict(LEGACY[protocol][1])
     return {t.stem: DEFAULT_GATE_SCHEDULES for t in topologies(directory)}
 
 
