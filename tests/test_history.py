@@ -92,6 +92,18 @@ def test_a_sim_run_with_every_fault_kind_writes_a_valid_history() -> None:
             "zombie-fenced", "frame-lost", "node-down", "node-up", "protocol"} <= kinds
     injected = {e.fault for e in events if e.kind == "fault-injected" and e.fault}
     assert injected and injected == {e.fault for e in events if e.kind == "fault-healed"}
+    # A detection links the crash, lost frame or node loss it follows (a hung pause's
+    # detection has no record of its own to point at).
+    by_seq = {e.seq: e for e in events}
+    causes = {(by_seq[e.caused_by].kind, by_seq[e.caused_by].data.get("type"))
+              for e in events if e.kind == "failure-detected" and e.caused_by is not None}
+    assert causes == {("fault-injected", "crash"), ("frame-lost", None), ("node-down", None)}
+    for e in events:
+        if e.kind == "failure-detected" and e.caused_by is not None:
+            cause = by_seq[e.caused_by]
+            assert cause.seq < e.seq
+            assert set(e.data["instances"]) <= {
+                *cause.data.get("instances", ()), *([cause.instance] if cause.instance else [])}
 
 
 def test_upgrade_v1_maps_renamed_kinds_and_moves_fields() -> None:

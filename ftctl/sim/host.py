@@ -282,10 +282,12 @@ class SimHost:
                 self.trace.append(line)
 
     def _log(self, kind: str, *, instance: str | None = None,
-             incarnation: int | None = None, fault: str | None = None, **data: Any) -> None:
-        self.history.write(kind, instance=instance, incarnation=incarnation, fault=fault,
-                           **data)
+             incarnation: int | None = None, fault: str | None = None,
+             caused_by: int | None = None, **data: Any) -> HistoryEvent:
+        ev = self.history.write(kind, instance=instance, incarnation=incarnation,
+                                fault=fault, caused_by=caused_by, **data)
         self._note(f"EVENT {kind} {instance} {sorted(data.items())}")
+        return ev
 
     # ------------------------------------------------------------------ run
 
@@ -369,20 +371,22 @@ class SimHost:
         self._note(f"report {slot + '@' if slot else ''}{iid} {_report_text(msg)}")
         self._apply(self.kernel.report(iid, inc, msg, self.now, slot))
 
-    def _on_detect(self, failed: frozenset[str]) -> None:
-        self._log("failure-detected", instances=sorted(failed))
+    def _on_detect(self, data: tuple[frozenset[str], int]) -> None:
+        failed, crash = data
+        self._log("failure-detected", caused_by=crash, instances=sorted(failed))
         self.stats.recoveries += 1
         self._apply(self.kernel.failure(failed, self.now))
         self._hooks(self.on_detected)
 
     def _on_fence_detect(self, data: tuple[frozenset[str], FailureCause,
-                                           dict[str, str]]) -> None:
-        failed, cause, reasons = data
-        self._detected(failed, cause, reasons)
+                                           dict[str, str], int]) -> None:
+        failed, cause, reasons, lost = data
+        self._detected(failed, cause, reasons, lost)
 
     def _detected(self, failed: frozenset[str], cause: FailureCause,
-                  reasons: dict[str, str]) -> None:
-        self._log("failure-detected", instances=sorted(failed), cause=cause, reasons=reasons)
+                  reasons: dict[str, str], caused_by: int | None = None) -> None:
+        self._log("failure-detected", caused_by=caused_by, instances=sorted(failed),
+                  cause=cause, reasons=reasons)
         self.stats.recoveries += 1
         self._apply(self.kernel.failure(failed, self.now, cause=cause))
         self._hooks(self.on_detected)
@@ -489,13 +493,13 @@ class SimHost:
         self.stats.injected += 1
         self.stats.failures += 1
         self.stats.failed_instances.extend(victims)
-        self._log("fault-injected", type="crash", instances=sorted(victims),
-                  at_event=self.stats.events)
+        crash = self._log("fault-injected", type="crash", instances=sorted(victims),
+                          at_event=self.stats.events)
         for v in victims:
             self.kernel.lost(v)
             self._kill(v)
         detect = self.now + 0.002 + 0.004 * self.rng.random()
-        self._push(detect, "detect", frozenset(victims))
+        self._push(detect, "detect", (frozenset(victims), crash.seq))
 
     # ------------------------------------------------------------------ other fault kinds
 
@@ -722,11 +726,11 @@ class SimHost:
         self._kill(to, crashed=False)
         self.stats.failures += 1
         self.stats.failed_instances.append(to)
-        self._log("frame-lost", instance=to, sender=src)
+        lost = self._log("frame-lost", instance=to, sender=src)
         detect = self.now + 0.002 + 0.004 * self.rng.random()
         self._push(detect, "fence_detect", (frozenset({to}), "heartbeat",
                                             {to: f"frame(s) from {src} lost to a channel "
-                                                 "fault"}))
+                                                 "fault"}, lost.seq))
         return True
 
     def _node_loss(self, f: NodeLoss) -> None:
@@ -766,7 +770,7 @@ class SimHost:
         coordinator hears ``CapacityChanged`` now and the failure after a detection delay."""
         assert self.cluster is not None, "node_down needs a SimHost with a cluster"
         victims = self.cluster.down(node)
-        self._log("node-down", node=node, instances=victims)
+        down = self._log("node-down", node=node, instances=victims)
         for v in victims:
             self.kernel.lost(v)
             self._kill(v)
@@ -774,7 +778,7 @@ class SimHost:
             self.stats.failures += 1
             self.stats.failed_instances.extend(victims)
             detect = self.now + 0.002 + 0.004 * self.rng.random()
-            self._push(detect, "node_detect", (frozenset(victims), frozenset({node})))
+            self._push(detect, "node_detect", (frozenset(victims), frozenset({node}), down.seq))
         self._apply(self.kernel.capacity_changed(self.now))
         return victims
 
@@ -785,9 +789,10 @@ class SimHost:
         self._log("node-up", node=node)
         self._apply(self.kernel.capacity_changed(self.now))
 
-    def _on_node_detect(self, data: tuple[frozenset[str], frozenset[str]]) -> None:
-        failed, nodes = data
-        self._log("failure-detected", instances=sorted(failed), nodes=sorted(nodes))
+    def _on_node_detect(self, data: tuple[frozenset[str], frozenset[str], int]) -> None:
+        failed, nodes, down = data
+        self._log("failure-detected", caused_by=down, instances=sorted(failed),
+                  nodes=sorted(nodes))
         self.stats.recoveries += 1
         self._apply(self.kernel.failure(failed, self.now, nodes=nodes))
 
