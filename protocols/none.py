@@ -14,17 +14,10 @@ there, only that the run finishes.
 
 from __future__ import annotations
 
-from protocols.contract.actions import (
-    Control,
-    CoordinatorAction,
-    InstanceAction,
-    Persist,
-    Restart,
-    Stop,
-)
-from protocols.contract.events import FailureDetected, SourceReady, Started
+from protocols.contract.actions import InstanceAction, Persist
+from protocols.contract.events import SourceReady, Started
 from protocols.contract.logic import CoordinatorLogic, InstanceLogic, core_actions
-from protocols.contract.messages import SHARED_MESSAGES, InputEnded
+from protocols.contract.messages import SHARED_MESSAGES
 from protocols.contract.names import InstanceId
 from protocols.contract.params import NoParams
 from protocols.contract.spec import Guarantee, ProtocolSpec, fixed
@@ -65,16 +58,8 @@ class NoneInstance(InstanceLogic[NoParams]):
 
 
 class NoneCoordinator(CoordinatorLogic[NoParams]):
-    """Restart a failed instance empty; a source from the offset it stored."""
-
-    def on_failure(self, ev: FailureDetected, view: ClusterView) -> list[CoordinatorAction]:
-        failed = sorted(ev.instances)
-        self.ended.difference_update(failed)
-        acts: list[CoordinatorAction] = [Stop(tuple(failed))]
-        for i in failed:
-            acts.append(Restart(i, self.restore_from(i, view)))
-            acts += [Control(i, InputEnded(ch)) for ch in self.ended_inputs(i)]
-        return acts
+    """The default restart (empty, ended inputs told again); a source from the offset it
+    stored."""
 
     def restore_from(self, instance: InstanceId, view: ClusterView) -> int | None:
         """A source's stored resume offset, once it stored one; nothing for the others."""

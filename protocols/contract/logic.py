@@ -180,9 +180,13 @@ class CoordinatorLogic(Generic[P]):
         self.ended.difference_update(failed)
         acts: list[CoordinatorAction] = [Stop(tuple(failed))]
         for i in failed:
-            acts.append(Restart(i))
+            acts.append(Restart(i, self.restore_from(i, view)))
             acts += [Control(i, InputEnded(ch)) for ch in self.ended_inputs(i)]
         return acts
+
+    def restore_from(self, instance: InstanceId, view: ClusterView) -> int | None:
+        """The snapshot a failed ``instance`` restarts from; default: none, it comes back empty."""
+        return None
 
     def on_suspect(self, ev: Suspected, view: ClusterView) -> list[CoordinatorAction]:
         return []
