@@ -30,6 +30,7 @@ from protocols.progressive.burst import Mode
 from protocols.progressive.coordinator import ProgressiveCoordinator
 from protocols.progressive.messages import (
     Checkpointed,
+    Finished,
     Init,
     Normal,
     Ready,
@@ -323,3 +324,17 @@ def test_priorities_param_overrides_and_is_checked() -> None:
     assert [(q.name, q.priority) for q in c.queries] == [("o2", 1.0), ("o3", 4.0)]
     assert ProgressiveParams(priorities={"nope": 1.0}).check(graph()) == \
         ["priorities.nope: no sink operator named 'nope' (sinks: o2, o3)"]
+
+
+def test_an_end_of_stream_report_from_before_the_rollback_is_ignored() -> None:
+    """o2[0] passes end of stream in generation 0 and reports it; o3[0] fails and everyone
+    rolls back to P1 (generation 1) before the report arrives. o2[0] will end again from
+    P1; counting the old report would take it for ended in this generation."""
+    c, v = coordinator(burst_unit="instances", burst_threshold=0)
+    persist_all(c, v, 1)
+    c.handle(FailureDetected(frozenset({Iid("o3[0]")}), 5.0), v)
+    assert c.gen == 1
+    assert c.handle(ReportIn(Iid("o2[0]"), 1, Finished(0), v.now), v) == []
+    assert "o2[0]" not in c.ended
+    c.handle(ReportIn(Iid("o2[0]"), 1, Finished(1), v.now), v)
+    assert "o2[0]" in c.ended

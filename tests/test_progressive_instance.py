@@ -29,6 +29,7 @@ from protocols.contract import (
 from protocols.progressive.instance import ProgressiveInstance
 from protocols.progressive.messages import (
     Checkpointed,
+    Finished,
     Init,
     Normal,
     Ready,
@@ -264,3 +265,10 @@ def test_a_fast_input_bringing_the_next_punctuation_early_waits_for_it() -> None
             and isinstance(a.msg, Checkpointed)} == {1}
     snaps = [a.ref for a in acts if isinstance(a, Persist)]
     assert snaps == [1, 2]
+
+
+def test_the_end_of_stream_report_carries_the_generation() -> None:
+    src = instance("src[0]")
+    src.gen = 3
+    acts = src.finish(src.me.id)
+    assert Report(Finished(3)) in acts

@@ -41,6 +41,7 @@ from protocols.progressive.messages import (
     FINAL,
     SINK_COUNTS,
     Checkpointed,
+    Finished,
     Init,
     Normal,
     Ready,
@@ -115,6 +116,8 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
         if isinstance(msg, Ready):
             return self.on_ready(ev.instance, msg, view)
         if isinstance(msg, Ended):
+            if isinstance(msg, Finished) and msg.gen < self.gen:
+                return []  # ended before a rollback that sent it back to P_k
             # No InputEnded controls: a replacement gets the end-of-stream marker in its
             # upstream's buffer, in order after the batches before it; a control could
             # overtake those batches.

@@ -34,7 +34,7 @@ from protocols.contract.events import (
     TimerFired,
 )
 from protocols.contract.logic import EOS, InstanceLogic, core_actions
-from protocols.contract.messages import Ended, InputEnded
+from protocols.contract.messages import InputEnded
 from protocols.progressive.buffers import RecoveryBuffer, SourceBuffer
 from protocols.progressive.burst import Mode
 from protocols.progressive.messages import (
@@ -43,6 +43,7 @@ from protocols.progressive.messages import (
     PUNCTUATION,
     SINK_COUNTS,
     Checkpointed,
+    Finished,
     Init,
     Normal,
     Ready,
@@ -54,6 +55,8 @@ from protocols.progressive.minibatch import Aligner, Cutter, Positions
 from protocols.progressive.params import ProgressiveParams
 
 Message = Batch | Marker
+
+
 RESUME = "progressive-resume"  # timer of a source rolled back after it ran dry
 RESUME_STEPS = 16  # its batches per punctuation interval
 
@@ -276,7 +279,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
     def finish(self, slot: Any) -> list[InstanceAction]:
         """Every input ended (or the source ran dry): eos on, the final snapshot."""
         self.done = True
-        return [*self.marker(EOS, 0), *self.snapshot(FINAL), Report(Ended())]
+        return [*self.marker(EOS, 0), *self.snapshot(FINAL), Report(Finished(self.gen))]
 
     # ------------------------------------------------------------ receiving
 

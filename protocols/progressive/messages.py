@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocols.contract.messages import Msg, Persisted
+from protocols.contract.messages import Ended, Msg, Persisted
 
 PUNCTUATION = "punct"  # marker P_k: id k; meta = (gen, channel position at send)
 MINI_BATCH = "mb"  # marker mb(b): id b; meta = (gen, channel position at send)
@@ -69,4 +69,14 @@ class Checkpointed(Persisted):
     gen: int = 0
 
 
-MESSAGES: tuple[type[Msg], ...] = (Recover, Init, Ready, Resend, Trim, Normal, Checkpointed)
+@dataclass(frozen=True, slots=True)
+class Finished(Ended):
+    """Report: the instance passed end of stream in generation ``gen``. One sent before
+    the instance took a rollback is stale: the rollback sends it back to ``P_k``, from
+    where it ends again in the new generation."""
+
+    gen: int = 0
+
+
+MESSAGES: tuple[type[Msg], ...] = (Recover, Init, Ready, Resend, Trim, Normal, Checkpointed,
+                                   Finished)
