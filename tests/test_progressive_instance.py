@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from ftctl.config.checks import check_topology
 from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
@@ -26,7 +28,7 @@ from protocols.contract import (
     SourceReady,
     Started,
 )
-from protocols.progressive.instance import ProgressiveInstance
+from protocols.progressive.instance import MissingSnapshot, ProgressiveInstance
 from protocols.progressive.messages import (
     Checkpointed,
     Finished,
@@ -265,6 +267,24 @@ def test_a_fast_input_bringing_the_next_punctuation_early_waits_for_it() -> None
             and isinstance(a.msg, Checkpointed)} == {1}
     snaps = [a.ref for a in acts if isinstance(a, Persist)]
     assert snaps == [1, 2]
+
+
+def test_a_rollback_to_a_snapshot_not_kept_fails_loudly() -> None:
+    """The coordinator rolls back only to a complete checkpoint, which every instance
+    keeps. Asked for one it does not hold, the instance must not restore its initial state
+    (that would recount everything): it raises, naming the instance and what it keeps."""
+    ch = GRAPH.instances["out[0]"].inputs[0]
+    out = instance("out[0]")
+    out.handle(Started(out.me.id, 1, "initial"), 0.0)
+    feed(out, [(ch, b(1, ("a", 1))), (ch, mk("punct", 1, 2))])
+    assert sorted(out.snapshots) == [1]
+    with pytest.raises(MissingSnapshot, match=r"out\[0\] is asked to roll back to P_2 but "
+                                              r"keeps only \[1\]"):
+        out.handle(ControlIn(Recover(2, 1, "progressive")), 0.0)
+    # P_1 is kept: that rollback goes through, and P_0 is the initial state.
+    out.handle(ControlIn(Recover(1, 1, "progressive")), 0.0)
+    assert out.handle(ControlIn(Recover(0, 2, "blocking")), 0.0) == []
+    assert out.seen == {}
 
 
 def test_the_end_of_stream_report_carries_the_generation() -> None:

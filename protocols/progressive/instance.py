@@ -57,6 +57,10 @@ from protocols.progressive.params import ProgressiveParams
 Message = Batch | Marker
 
 
+class MissingSnapshot(LookupError):
+    """A live rollback asked for a snapshot the instance does not keep."""
+
+
 RESUME = "progressive-resume"  # timer of a source rolled back after it ran dry
 RESUME_STEPS = 16  # its batches per punctuation interval
 
@@ -121,6 +125,21 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         self.ended_pending = set()
         self.done = False
 
+    def kept(self, k: int) -> dict[str, Any] | None:
+        """The state at ``P_k`` kept for a live rollback (None: the initial state, k = 0).
+
+        The coordinator rolls back only to a complete checkpoint, which every instance
+        persisted and keeps; one this instance does not hold is a broken invariant, and
+        restoring the initial state instead would quietly recount everything."""
+        if not k:
+            return None
+        try:
+            return self.snapshots[k]
+        except KeyError:
+            raise MissingSnapshot(
+                f"progressive: {self.me.id} is asked to roll back to P_{k} but keeps "
+                f"only {sorted(self.snapshots) or 'none'}") from None
+
     def enter(self, gen: int, mode: Mode, k: int) -> list[InstanceAction]:
         """Take generation ``gen`` in a recovery ``mode`` from ``P_k``."""
         self.gen, self.mode = gen, mode
@@ -157,7 +176,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         msg = ev.msg
         if isinstance(msg, Recover):
             ran_dry = self.done
-            self.restore(msg.to, self.snapshots.get(msg.to) if msg.to else None)
+            self.restore(msg.to, self.kept(msg.to))
             acts: list[InstanceAction] = []
             if self.core.is_source:
                 self.next_at = None
