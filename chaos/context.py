@@ -141,6 +141,10 @@ class FaultContext(Protocol):
         """Whether the coordinator is recovering from a failure right now."""
         ...
 
+    def phase_active(self, phase: str) -> bool:
+        """Whether the protocol has ``phase`` open right now (its ``DeclarePhase``)."""
+        ...
+
 
 @dataclass
 class Ledger:

@@ -84,6 +84,10 @@ def _never() -> bool:
     return False
 
 
+def _no_phase(phase: str) -> bool:
+    return False
+
+
 @dataclass
 class HostFaultContext:
     clock: Callable[[], float]
@@ -92,6 +96,7 @@ class HostFaultContext:
     cluster: ClusterBackend | None = None
     snapshot: Callable[[], bool] = _never
     recovery: Callable[[], bool] = _never
+    phase: Callable[[str], bool] = _no_phase
     apply_channel: Callable[[ChannelFault], None] | None = None
     clear_channel: Callable[[str], None] | None = None
 
@@ -146,6 +151,9 @@ class HostFaultContext:
 
     def recovery_in_progress(self) -> bool:
         return self.recovery()
+
+    def phase_active(self, phase: str) -> bool:
+        return self.phase(phase)
 
     def _cluster(self) -> ClusterBackend:
         if self.cluster is None:

@@ -19,6 +19,12 @@ restore-capacity waiting minutes for arrivals never delays the next fault. Event
 group killed / restored), ``fault-deferred``, ``fault-retargeted`` and ``fault-error``
 (the target was not there), each with ``fault`` = ``"index.occurrence"`` and the fault's
 ``type``. ``at`` in them is the context's run clock.
+
+Relative faults (``after``): one following fault ``i`` is planned when an occurrence of
+``i`` is injected, ``delay`` after the injection's time (a strike that fails starts
+nothing); one following a phase, ``delay`` after the poll that sees the phase open where
+it was not (``snapshotting``: as the ``during-checkpoint`` trigger sees it; ``recovering``:
+the coordinator's recovery; any other: ``ctx.phase_active``). ``count`` occurrences each.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from chaos.context import FaultContext, InjectRecord, Ledger
 from chaos.faults import ChaosFault, FaultError, NotRunning
 from chaos.registry import FAULTS
 from chaos.schedule import PlannedFault, occurrence, plan, random_kills
-from ftctl.config.scenario import FAULT_TYPES, Scenario
+from ftctl.config.scenario import FAULT_TYPES, RECOVERING, TRIGGER_PHASES, Scenario
 from ftctl.kernel.history import HistoryEvent, read_history
 
 POLL = 0.01  # seconds between looks at the triggers' phases (snapshot/recovery)
@@ -90,6 +96,13 @@ class _Trigger:
     def exhausted(self) -> bool:
         return self.template.count is not None and self.fired >= self.template.count
 
+    @property
+    def phase(self) -> str | None:
+        """The phase whose rising edge it waits for (a trigger's or an ``after``'s)."""
+        if self.template.after_phase is not None:
+            return self.template.after_phase
+        return TRIGGER_PHASES.get(self.template.trigger or "")
+
 
 class Nemesis:
     def __init__(
@@ -112,7 +125,15 @@ class Nemesis:
         self.ledger = Ledger()
         self._schedule = sorted(schedule, key=_plan_order)
         self._timed = sorted((p for p in schedule if p.at is not None), key=_timed_order)
-        self._triggers = [_Trigger(p) for p in schedule if p.at is None]
+        self._triggers = [_Trigger(p) for p in schedule
+                          if p.at is None and (p.trigger is not None or p.after_phase)]
+        # after: {fault: i}: fault index -> its followers; planned occurrences wait in
+        # _due (under _lock) until the nemesis thread takes them
+        self._followers: dict[int, list[_Trigger]] = {}
+        for p in schedule:
+            if p.at is None and p.after_fault is not None:
+                self._followers.setdefault(p.after_fault, []).append(_Trigger(p))
+        self._due: list[PlannedFault] = []
         self._strikes: list[_Strike] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -221,9 +242,10 @@ class Nemesis:
             fired = {(s.planned.index, s.planned.occurrence) for s in self._strikes}
             working = [s for s in self._strikes if s.thread is not None and s.thread.is_alive()
                        and not (s.healable and s.planned.duration is None)]
+            timed = list(self._timed)
         if self._thread is None or self._stop.is_set():
             return False
-        return bool(working) or any((p.index, p.occurrence) not in fired for p in self._timed)
+        return bool(working) or any((p.index, p.occurrence) not in fired for p in timed)
 
     def recorded(self) -> dict[str, Any]:
         """The schedule as data: fired occurrences with what they hit, then anything that
@@ -243,13 +265,19 @@ class Nemesis:
 
     def _run(self) -> None:
         pending = list(self._timed)
+        waiting = [*self._triggers, *(f for fs in self._followers.values() for f in fs)]
         while not self._stop.is_set():
             now = self.ctx.now() - self._t0
             while pending and (pending[0].at or 0.0) <= now:
                 self._fire(pending.pop(0), now)
             for trig in self._triggers:
                 self._check_trigger(trig, now)
-            live_triggers = any(not t.exhausted for t in self._triggers)
+            # Followers planned since (by strikes or triggers) join the timed faults; taken
+            # with the exhausted check under one lock so none is planned in between.
+            with self._lock:
+                pending = sorted([*pending, *self._due], key=_timed_order)
+                self._due.clear()
+                live_triggers = any(not t.exhausted for t in waiting)
             if not pending and not live_triggers:
                 return
             wait = self.poll if live_triggers else float("inf")
@@ -260,23 +288,44 @@ class Nemesis:
     def _check_trigger(self, trig: _Trigger, now: float) -> None:
         if trig.exhausted:
             return
-        on = self._phase(trig.template.trigger)
+        on = self._phase(trig.phase)
         # A rising edge: each occurrence strikes a different snapshot (or recovery).
         if on and not trig.was_on:
-            planned = occurrence(trig.template, trig.fired, self.ctx.instances(), self.seed, now)
-            trig.fired += 1
-            self._fire(planned, now)
+            if trig.template.after_phase is not None:
+                self._follow(trig, now)  # after: {phase: ...}: delay from the edge
+            else:
+                planned = occurrence(trig.template, trig.fired, self.ctx.instances(),
+                                     self.seed, now)
+                trig.fired += 1
+                self._fire(planned, now)
         trig.was_on = on
 
-    def _phase(self, trigger: str | None) -> bool:
+    def _follow(self, follower: _Trigger, now: float) -> None:
+        """Plan the follower's next occurrence ``delay`` after ``now`` (an offset)."""
+        with self._lock:
+            if follower.exhausted:
+                return
+            template = follower.template
+            planned = occurrence(template, follower.fired, self.ctx.instances(), self.seed,
+                                 round(now + template.delay, 6))
+            follower.fired += 1
+            self._due.append(planned)
+            self._timed.append(planned)  # busy() until it has struck
+
+    def _injected(self, planned: PlannedFault, offset: float) -> None:
+        """An occurrence of ``planned`` was injected at ``offset``: start its followers."""
+        for follower in self._followers.get(planned.index, ()):
+            self._follow(follower, offset)
+
+    def _phase(self, phase: str | None) -> bool:
         try:
-            if trigger == "during-checkpoint":
+            if phase == "snapshotting":
                 return bool(self.ctx.snapshot_in_progress())
-            if trigger == "during-recovery":
+            if phase == RECOVERING:
                 return bool(self.ctx.recovery_in_progress())
+            return phase is not None and bool(self.ctx.phase_active(phase))
         except Exception:
             return False  # a context that cannot tell is never in the phase
-        return False
 
     def _fire(self, planned: PlannedFault, now: float) -> None:
         strike = _Strike(planned, self._make(planned), now)
@@ -328,6 +377,7 @@ class Nemesis:
                 return
         with strike.lock:
             strike.record = record
+        self._injected(planned, record.t - self._t0)
         self._event("fault-injected", planned, at=record.t, offset=round(strike.fired_at, 6),
                     pids=record.pids, resolved=record.target, details=record.details,
                     planned=planned.to_json())

@@ -14,7 +14,14 @@ from chaos.nemesis import Nemesis
 from chaos.schedule import PlannedFault, ScheduleError, fault_seed, plan, random_kills
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_scenario
-from ftctl.config.scenario import CONTAINER_FAULTS, FAULT_TYPES, WORKER_KEY, parse_target
+from ftctl.config.scenario import (
+    CONTAINER_FAULTS,
+    FAULT_TYPES,
+    RECOVERING,
+    TRIGGER_PHASES,
+    WORKER_KEY,
+    parse_target,
+)
 
 TARGET_FAULTS = {"task": "kill-task", "executor": "kill-executor", "worker": "kill-worker",
                  "container": "container-kill"}
@@ -90,21 +97,28 @@ def check_cluster(schedule: Schedule, master: str | None,
                               "kill-group random needs labelled workers (--label)")
 
 
-# The phase each protocol-aware trigger waits for; during-recovery is the host's own.
-TRIGGER_PHASES = {"during-checkpoint": "snapshotting"}
-
-
 def check_triggers(schedule: Schedule, protocols: Sequence[Any]) -> None:
-    """Refuse a trigger on a phase one of ``protocols`` never enters: it would never
-    fire (or, asked of the wrong protocol, fire at nonsense times)."""
+    """Refuse a trigger or an ``after: {phase: ...}`` on a phase one of ``protocols``
+    never enters: it would never fire (or, asked of the wrong protocol, fire at nonsense
+    times). Every protocol enters ``recovering``."""
     for p in schedule.faults:
         phase = TRIGGER_PHASES.get(p.trigger or "")
         for info in protocols:
-            if phase is not None and phase not in info.phases:
+            if phase is not None and phase not in phases_of(info):
                 raise ConfigError(schedule.source, "trigger",
                                   f"{p.trigger} needs a protocol that takes snapshots; "
                                   f"{info.name} never enters {phase!r} (its phases: "
                                   f"{', '.join(info.phases) or 'none'})")
+            if p.after_phase is not None and p.after_phase not in phases_of(info):
+                raise ConfigError(schedule.source, f"faults[{p.index}].after.phase",
+                                  f"{info.name} never enters phase {p.after_phase!r} (its "
+                                  f"phases: {', '.join(phases_of(info))})")
+
+
+def phases_of(info: Any) -> tuple[str, ...]:
+    """The phases a run under ``info`` can enter: the host's ``recovering`` and what the
+    protocol declares."""
+    return (RECOVERING, *(ph for ph in info.phases if ph != RECOVERING))
 
 
 def _check_selector(schedule: Schedule, fault: str, wanted: dict[str, str], target: str,

@@ -1,7 +1,8 @@
 """Turning a scenario into a concrete, replayable list of planned faults.
 
-A planned fault has an offset (seconds after the scheduler starts) or a trigger, a
-resolved target and its own seed. Everything random is drawn from RNGs keyed by
+A planned fault has an offset (seconds after the scheduler starts), a trigger, or an
+anchor (``after_fault``: the index of the fault it follows, or ``after_phase``) and a
+``delay``; a resolved target and its own seed. Everything random is drawn from RNGs keyed by
 (scenario seed, fault index, occurrence), never from a shared stream, so the target of
 the 3rd repetition of fault 2 does not change when fault 1 gains a repetition, and a
 trigger occurrence resolved at fire time gets the same target in every run.
@@ -23,11 +24,16 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from chaos.registry import FAULTS
-from ftctl.config.scenario import Scenario, parse_target
+from ftctl.config.scenario import Scenario, parse_target, relation_error
 
 # Where `--kill N` puts its kills: the middle 60% of the run, away from start-up and the
 # drain at the end, where a kill says little about steady-state recovery.
 KILL_WINDOW = (0.2, 0.8)
+
+
+# The most occurrences a scenario may plan: `every: 0.0001` over a 25 s run is a typo
+# that would otherwise plan (and strike) hundreds of thousands of faults.
+MAX_OCCURRENCES = 10_000
 
 
 class ScheduleError(ValueError):
@@ -45,6 +51,11 @@ class PlannedFault:
     at: float | None  # seconds after the scheduler starts; None while waiting for a trigger
     trigger: str | None = None
     count: int | None = None  # trigger templates: how many occurrences (None: no limit)
+    # Relative templates (``after``): strike ``delay`` s after each injection of fault
+    # ``after_fault`` (its index) or each entry into ``after_phase``, ``count`` times.
+    after_fault: int | None = None
+    after_phase: str | None = None
+    delay: float = 0.0
     duration: float | None = None
     window: float | None = None
     params: dict[str, Any] = field(default_factory=dict)
@@ -53,6 +64,11 @@ class PlannedFault:
     # A random pick (``--kill N``, ``target: random``): when the instance drawn is being
     # restarted, the fault takes another running instance instead of waiting for it.
     retarget: bool = False
+
+    @property
+    def relative(self) -> bool:
+        """A template waiting for another fault's injection or a phase."""
+        return self.after_fault is not None or self.after_phase is not None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,18 +128,29 @@ def plan(scenario: Scenario, instances: Sequence[str], duration: float) -> list[
     """The scenario's schedule for a run expected to last ``duration`` seconds.
 
     ``at`` faults occur once; ``every`` faults at every, 2*every, ... (``count`` of them,
-    or as many as fit in ``duration``); trigger faults stay one unresolved template each
-    (``at`` None, target as written) that the scheduler expands when the trigger fires.
+    or as many as fit in ``duration``); trigger and ``after`` faults stay one unresolved
+    template each (``at`` None, target as written) that the scheduler expands when the
+    trigger fires or what they follow happens (``after``: once unless ``count``).
     """
+    problem = relation_error(scenario)
+    if problem is not None:
+        raise ScheduleError(problem[1])
+    ids = {f.id: i for i, f in enumerate(scenario.faults) if f.id is not None}
     planned: list[PlannedFault] = []
     for index, fault in enumerate(scenario.faults):
+        after = fault.after
         template = PlannedFault(
             index=index, occurrence=0, type=fault.type, target=fault.target, at=None,
             trigger=fault.trigger, count=fault.count, duration=fault.duration,
             window=fault.window, params=dict(fault.typed_params().model_dump()),
             optional=fault.optional, retarget=fault.target == "random",
         )
-        if fault.trigger is not None:
+        if after is not None:
+            template = replace(
+                template, count=fault.count or 1, delay=after.delay,
+                after_fault=None if after.fault is None else ids[after.fault],
+                after_phase=after.phase)
+        if fault.trigger is not None or after is not None:
             # Checked now so a bad target fails before the run, not at the first trigger.
             resolve_target(fault.type, fault.target, instances, scenario.seed, index, 0)
             planned.append(template)
@@ -135,6 +162,10 @@ def plan(scenario: Scenario, instances: Sequence[str], duration: float) -> list[
                     break
                 planned.append(occurrence(template, k, instances, scenario.seed, at))
                 k += 1
+                if len(planned) > MAX_OCCURRENCES:
+                    raise ScheduleError(f"fault {index} ({fault.type}): every {fault.every:g} s "
+                                        f"plans more than {MAX_OCCURRENCES:,} faults; give a "
+                                        "longer period or a count")
         else:
             planned.append(occurrence(template, 0, instances, scenario.seed, fault.at))
     return sorted(planned, key=_order)

@@ -33,6 +33,7 @@ class FakeContext:
         self.cleared: list[str] = []
         self.snapshot = False
         self.recovering = False
+        self.phases: set[str] = set()  # phases the fake protocol has open
         self._lock = threading.Lock()
         self._next_worker = 0
 
@@ -144,6 +145,9 @@ class FakeContext:
 
     def recovery_in_progress(self) -> bool:
         return self.recovering
+
+    def phase_active(self, phase: str) -> bool:
+        return phase in self.phases
 
 
 def _settle(proc: psutil.Process, *, stopped: bool, within: float = 5.0) -> None:

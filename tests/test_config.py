@@ -399,7 +399,8 @@ def test_good_scenario_fills_params(tmp_path: Path) -> None:
         (
             "at: 3.0, target",
             "at: 3.0, every: 1, target",
-            ":4: faults[0]: give exactly one of 'at', 'every' or 'trigger' (got 'at' and 'every')",
+            ":4: faults[0]: give exactly one of 'at', 'every', 'trigger' or 'after' (got 'at' "
+            "and 'every')",
         ),
         ("{ms: 20}", "{ms: fast}", ":10: faults[1].params.ms: expected a number, got 'fast'"),
         ("{ms: 20}", "{msec: 20}", ":10: faults[1].params: unknown field 'msec'"),
@@ -421,6 +422,64 @@ def test_good_scenario_fills_params(tmp_path: Path) -> None:
 def test_scenario_errors(tmp_path: Path, old: str, new: str, message: str) -> None:
     assert old in SCENARIO
     assert scenario_error(tmp_path, SCENARIO.replace(old, new)) == message
+
+
+RELATIVE = SCENARIO.replace("{type: kill-task,", "{id: kill-a, type: kill-task,") + """\
+  - type: kill-task
+    after: {fault: kill-a, delay: 2s}
+    target: random
+"""
+
+
+def test_after_reads_delays_with_units(tmp_path: Path) -> None:
+    after = load_scenario(write(tmp_path, RELATIVE)).faults[2].after
+    assert after is not None and (after.fault, after.phase, after.delay) == ("kill-a", None, 2.0)
+    ms = RELATIVE.replace("delay: 2s", "delay: 250ms")
+    after = load_scenario(write(tmp_path, ms)).faults[2].after
+    assert after is not None and after.delay == 0.25
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("fault: kill-a,", "fault: kill-b,",
+         ":12: faults[2].after.fault: no fault has id 'kill-b' (ids: kill-a)"),
+        ("{id: kill-a, type: kill-task, at: 3.0,", "{id: kill-a, type: kill-task, "
+         "after: {fault: kill-c},",
+         ":4: faults[0].after.fault: no fault has id 'kill-c' (ids: kill-a)"),
+        ("{id: kill-a, type: kill-task, at: 3.0,", "{id: kill-a, type: kill-task, "
+         "after: {fault: kill-a},",
+         ":4: faults[0].after.fault: faults follow each other in a cycle (kill-a -> kill-a), "
+         "so none of them would ever strike; start the chain with a fault timed by 'at' or "
+         "a phase"),
+        ("  - type: kill-task\n    after", "  - id: kill-a\n    type: kill-task\n    after",
+         ":11: faults[2].id: 'kill-a' is already the id of faults[0]; ids must be unique"),
+        ("delay: 2s", "delay: 2 fortnights",
+         ":12: faults[2].after.delay: expected seconds like 2, 2s or 500ms, got "
+         "'2 fortnights'"),
+        ("delay: 2s", "delay: .inf", ":12: faults[2].after.delay: expected a finite number, "
+         "got inf"),
+        ("delay: 2s}", "delay: 2s, phase: snapshotting}",
+         ":12: faults[2].after: give exactly one of 'fault' (a fault's id) or 'phase'"),
+        ("at: 3.0, target", "at: .nan, target", ":4: faults[0].at: expected a finite number, "
+         "got nan"),
+        ("count: 3", "count: 1000000000", ":7: faults[1].count: must be <= 10000, got "
+         "1000000000"),
+    ],
+)
+def test_relative_timing_errors(tmp_path: Path, old: str, new: str, message: str) -> None:
+    assert old in RELATIVE
+    assert scenario_error(tmp_path, RELATIVE.replace(old, new)) == message
+
+
+def test_a_cycle_of_two_is_refused(tmp_path: Path) -> None:
+    text = RELATIVE.replace("{id: kill-a, type: kill-task, at: 3.0,",
+                            "{id: kill-a, type: kill-task, after: {fault: kill-b},")
+    text = text.replace("  - type: kill-task\n    after", "  - id: kill-b\n    type: kill-task\n"
+                        "    after")
+    assert scenario_error(tmp_path, text).startswith(
+        ":4: faults[0].after.fault: faults follow each other in a cycle (kill-a -> kill-b -> "
+        "kill-a)")
 
 
 TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"

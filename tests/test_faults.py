@@ -294,15 +294,24 @@ def test_nemesis_runs_the_schedule_and_logs_inject_and_heal(ctx: FakeContext) ->
     assert status(ctx.tasks["split[0]"]) != psutil.STATUS_STOPPED
 
 
-def test_during_checkpoint_fires_only_while_a_snapshot_is_in_progress(ctx: FakeContext) -> None:
+Events = list[tuple[str, dict[str, object]]]
+
+
+def _started(ctx: FakeContext, sc: Scenario) -> tuple[Nemesis, Events]:
+    """A nemesis for ``sc`` on every instance of ``ctx``, started, and its event list."""
     for iid in INSTANCES:
         ctx.add_task(iid)
-    sc = scenario({"type": "kill-task", "trigger": "during-checkpoint", "count": 2,
-                   "target": "random"})
     events: list[tuple[str, dict[str, object]]] = []
     nemesis = Nemesis.from_scenario(sc, ctx, duration=5.0,
                                     on_event=lambda kind, **d: events.append((kind, d)))
     nemesis.start()
+    return nemesis, events
+
+
+def test_during_checkpoint_fires_only_while_a_snapshot_is_in_progress(ctx: FakeContext) -> None:
+    sc = scenario({"type": "kill-task", "trigger": "during-checkpoint", "count": 2,
+                   "target": "random"})
+    nemesis, events = _started(ctx, sc)
     try:
         time.sleep(0.2)
         assert events == []  # no snapshot yet
@@ -319,6 +328,48 @@ def test_during_checkpoint_fires_only_while_a_snapshot_is_in_progress(ctx: FakeC
         nemesis.stop()
     assert [k for k, _ in events] == ["fault-injected", "fault-injected"]
     assert all(d["target"] in INSTANCES for _, d in events)
+
+
+def test_after_a_fault_strikes_its_delay_after_that_fault_was_injected(
+        ctx: FakeContext) -> None:
+    sc = scenario(
+        {"id": "a", "type": "kill-task", "at": 0.05, "target": "count[1]"},
+        {"id": "b", "type": "kill-task", "after": {"fault": "a", "delay": "300ms"},
+         "target": "split[0]"},
+        {"type": "kill-task", "after": {"fault": "b", "delay": 0.1}, "target": "count[0]"},
+    )
+    nemesis, events = _started(ctx, sc)
+    try:
+        assert nemesis.wait(timeout=5.0)  # followers count as busy until they struck
+    finally:
+        nemesis.stop()
+    hits = [(d["target"], d["at"]) for k, d in events if k == "fault-injected"]
+    assert [t for t, _ in hits] == ["count[1]", "split[0]", "count[0]"]
+    (_, a), (_, b), (_, c) = hits
+    # the poll (10 ms) and the kill itself come on top of the delay, never before it
+    assert 0.3 <= b - a < 0.4 and 0.1 <= c - b < 0.2  # type: ignore[operator]
+    recorded = nemesis.recorded()["faults"]
+    assert [f["after_fault"] for f in recorded if f["fired_at"] is not None] == [None, 0, 1]
+
+
+def test_after_a_phase_strikes_once_its_delay_after_the_phase_opens(ctx: FakeContext) -> None:
+    sc = scenario({"type": "kill-task", "after": {"phase": "draining", "delay": 0.2},
+                   "target": "count[0]"})
+    nemesis, events = _started(ctx, sc)
+    try:
+        time.sleep(0.1)
+        assert events == []
+        opened = ctx.now()
+        ctx.phases.add("draining")
+        assert wait_for(lambda: len(events) == 1)
+        assert 0.2 <= float(events[0][1]["at"]) - opened < 0.3  # type: ignore[arg-type]
+        ctx.phases.clear()
+        time.sleep(0.05)
+        ctx.phases.add("draining")
+        assert nemesis.wait(timeout=2.0)  # count 1 (the default): done
+    finally:
+        nemesis.stop()
+    assert len(events) == 1
 
 
 def test_stop_heals_active_faults_and_is_idempotent(ctx: FakeContext) -> None:

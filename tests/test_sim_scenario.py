@@ -4,6 +4,7 @@ its kinds keep their Spark meaning; what the sim cannot run is one line, exit 2.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -14,7 +15,8 @@ from ftctl.cli import app
 from ftctl.kernel.history import HistoryEvent
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim import scenario as simsc
-from ftctl.sim.runner import Simulator, nominal_duration
+from ftctl.sim.host import SimHost
+from ftctl.sim.runner import Simulator, nominal_duration, sim_params
 from ftctl.sim.scenario import SimScenario, load_sim_scenario
 from protocols.registry import PROTOCOLS
 from tests.conftest import load
@@ -32,6 +34,8 @@ TOPOLOGY = {"kill-sharder": "sharder"}
 OPTIONS = {"rack-failure": RACKS}
 # What each scenario leaves in the history of every run ("crash": crash faults injected).
 EXPECT = {
+    # the pause follows the recovery, when checkpoint's rollback restarts every task
+    "cascading-failure": {"crash": 2, "fault-skipped": 1},
     # w1 frozen 3 s (under the 4.5 s hang rule: its three units stall and resume), w0
     # killed, then replaced
     "container-faults": {"fault-injected": 5, "fault-healed": 4, "zombie-fenced": 0,
@@ -144,6 +148,49 @@ def test_kill_during_checkpoint_strikes_while_a_snapshot_is_taken() -> None:
     assert all(not any(k.t == t for t in done) for k in kills)
 
 
+def test_after_a_fault_strikes_exactly_its_delay_after_the_injection() -> None:
+    sc, sim = _scenario("cascading-failure")
+    for seed in (1, 2, 3):
+        first, second = _events(sim.run_one(seed).result.events, "crash")
+        assert first.t == pytest.approx(3.0 * sc.scale, abs=1e-12)
+        assert second.t - first.t == pytest.approx(2.0 * sc.scale, abs=1e-12)  # delay: 2s
+
+
+def test_after_a_phase_strikes_its_delay_after_the_phase_is_entered() -> None:
+    """Under causal (local recovery) the task paused 0.2 s after the recovery began is
+    running: the pause strikes then, once (count defaults to 1), though two recoveries run."""
+    sc, _ = _scenario("cascading-failure")
+    sim = Simulator(load("wordcount"), PROTOCOLS["causal"], {}, scenario=sc)
+    events = sim.run_one(1).result.events
+    detected = _events(events, "failure-detected")
+    (pause,) = [e for e in _events(events, "fault-injected") if e.data["type"] == "pause"]
+    assert len(detected) == 2
+    assert pause.t == pytest.approx(detected[0].t + 0.2 * sc.scale, abs=1e-12)
+
+
+def test_after_a_declared_phase_follows_declare_phase(tmp_path: Path) -> None:
+    """A phase other than recovering/snapshotting is seen through the host's DeclarePhase:
+    the follower strikes its delay after the first instance opens the phase, once."""
+    path = tmp_path / "phase.yaml"
+    path.write_text("name: p\nfaults:\n  - type: kill-task\n    target: count[0]\n"
+                    "    after: {phase: draining, delay: 1s}\n")
+    topo = load("wordcount")
+    draining = dataclasses.replace(PROTOCOLS["causal"], phases=("draining",))
+    sc = load_sim_scenario(path, topo, nominal_duration(ExecutionGraph(topo)), [{}, {}],
+                           protocol=draining)
+    graph = ExecutionGraph(topo)
+    host = SimHost(graph, PROTOCOLS["causal"], sim_params(graph, PROTOCOLS["causal"], {}),
+                   seed=1, cluster=sc.cluster())
+    sc.install(host)
+    host.at(0.001, lambda: host.phase("draining", True, 1))
+    host.at(0.0012, lambda: host.phase("draining", True, 2))  # already open: no new edge
+    host.at(0.002, lambda: host.phase("draining", False, 1))
+    events = host.run().events
+    (kill,) = _events(events, "crash")
+    assert kill.data["instances"] == ["count[0]"]
+    assert kill.t == pytest.approx(0.001 + 1.0 * sc.scale, abs=1e-12)
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["topologies/wordcount.yaml", "--scenario", "chaos/rack-failure.yaml"],
      "error: chaos/rack-failure.yaml: target: kill-group: no worker has labels rack=a"),
@@ -153,6 +200,9 @@ def test_kill_during_checkpoint_strikes_while_a_snapshot_is_taken() -> None:
       "chaos/kill-during-checkpoint.yaml"],
      "error: chaos/kill-during-checkpoint.yaml: trigger: during-checkpoint needs a protocol "
      "that takes snapshots; causal never enters 'snapshotting'"),
+    (["topologies/wordcount.yaml", "-p", "causal", "--scenario", "PHASE"],
+     "error: PHASE: faults[0].after.phase: causal never enters phase 'snapshotting' (its "
+     "phases: recovering)"),
     (["topologies/wordcount.yaml", "--faults", "crash,kill"],
      "error: --faults: unknown fault kind 'kill'"),
     (["topologies/wordcount.yaml", "--faults", "pause", "--scenario", "chaos/flapping.yaml"],
@@ -160,8 +210,13 @@ def test_kill_during_checkpoint_strikes_while_a_snapshot_is_taken() -> None:
     (["topologies/wordcount.yaml", "--scenario", "chaos/flapping.yaml", "--label", "rack"],
      "error: --label: bad label 'rack'"),
 ])
-def test_what_cannot_run_is_one_line_and_exit_2(args: list[str], message: str,
+def test_what_cannot_run_is_one_line_and_exit_2(args: list[str], message: str, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    phase = tmp_path / "phase.yaml"
+    phase.write_text("name: p\nfaults:\n  - type: kill-task\n    target: random\n"
+                     "    after: {phase: snapshotting}\n")
+    args = [str(phase) if a == "PHASE" else a for a in args]
+    message = message.replace("PHASE", str(phase))
     monkeypatch.chdir(ROOT)
     res = runner.invoke(app, ["sim", *args])
     assert res.exit_code == 2, res.output

@@ -18,7 +18,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ftctl.config.checks import Loc, check_topology, dotted, line_of
 from ftctl.config.errors import ConfigError
-from ftctl.config.scenario import PARAMS, TARGET_PATTERN, Scenario
+from ftctl.config.scenario import PARAMS, TARGET_PATTERN, Scenario, relation_error
 from ftctl.config.topology import Topology
 
 PathLike = str | os.PathLike[str]
@@ -179,6 +179,10 @@ def _check_scenario(scenario: Scenario, file: str, lines: Lines) -> Scenario:
             params_model = PARAMS[fault.type]
             prefix: Loc = ("faults", i, "params")
             raise _config_error(exc, params_model, fault.params, file, lines, prefix) from None
+    problem = relation_error(scenario)
+    if problem is not None:
+        loc, message = problem
+        raise ConfigError(file, dotted(loc), message, line_of(lines, loc))
     return scenario
 
 
@@ -282,6 +286,7 @@ def _message(err: Any) -> str:
         "int_from_float": "expected an integer",
         "float_parsing": "expected a number",
         "float_type": "expected a number",
+        "finite_number": "expected a finite number",
         "bool_parsing": "expected true or false",
         "bool_type": "expected true or false",
         "string_type": "expected a string",

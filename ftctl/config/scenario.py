@@ -1,9 +1,14 @@
 """Chaos-scenario files: a seeded schedule of faults. Data only; injection lives in `chaos`.
 
-Each fault entry names a fault type, when it strikes (exactly one of `at`, `every` or
-`trigger`), what it hits (`target`) and its type-specific `params`. The params of each
-type have their own model in `PARAMS`; `load_scenario` validates them so a typo in a
+Each fault entry names a fault type, when it strikes (exactly one of `at`, `every`,
+`trigger` or `after`), what it hits (`target`) and its type-specific `params`. The params of
+each type have their own model in `PARAMS`; `load_scenario` validates them so a typo in a
 param is reported with its line like any other field.
+
+`after` times a fault relative to something that happens in the run: `delay` seconds after
+another fault (named by its `id`) is injected, or after the protocol enters a phase. Which
+ids exist and that `after` chains have no cycle is `relation_error`'s check; whether the
+protocol ever enters the phase is checked against the protocol (`chaos.plan`).
 """
 
 from __future__ import annotations
@@ -46,7 +51,9 @@ _INSTANCE_RE = re.compile(rf"^({_NAME})\[([0-9]+)\]$")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # No infinity or NaN anywhere: a fault at .inf never strikes and one every .nan
+    # cannot be planned; both are typos, refused with their line.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 # ---------------------------------------------------------------- params per fault type
@@ -187,6 +194,9 @@ WORKER_KEY = "worker"
 assert set(FAULT_TYPES) == set(get_args(FaultType)), "FAULT_TYPES and FaultType disagree"
 
 PARAMS: dict[str, type[BaseModel]] = {name: kind.params for name, kind in FAULT_TYPES.items()}
+# The most occurrences one fault may ask for (`count`): more is a typo, not a test.
+MAX_COUNT = 10_000
+WHEN = ("at", "every", "trigger", "after")
 
 
 # ---------------------------------------------------------------- targets
@@ -215,6 +225,58 @@ def parse_target(text: str) -> Target:
     return Target("operator", operator=text)
 
 
+# ---------------------------------------------------------------- relative timing
+
+# The phase every run has: the host is recovering from a detected failure. Protocols
+# declare the others (ProtocolSpec.phases, e.g. checkpoint's `snapshotting`).
+RECOVERING = "recovering"
+# The phase each trigger waits for.
+TRIGGER_PHASES: dict[str, str] = {"during-checkpoint": "snapshotting",
+                                  "during-recovery": RECOVERING}
+_DELAY_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(ms|s)?\s*$")
+
+
+def _seconds(value: Any) -> Any:
+    """`2`, `2.5`, `"2s"` and `"500ms"` are seconds; anything else is left to pydantic."""
+    if isinstance(value, str):
+        m = _DELAY_RE.match(value)
+        if m is None:
+            raise ValueError(f"expected seconds like 2, 2s or 500ms, got {value!r}")
+        return float(m.group(1)) / (1000.0 if m.group(2) == "ms" else 1.0)
+    return value
+
+
+class After(_Strict):
+    """Strike `delay` seconds after another fault is injected or a phase is entered."""
+
+    fault: str | None = Field(
+        default=None, pattern=rf"^{_NAME}$",
+        description="The `id` of the fault this one follows: it strikes `delay` after each "
+        "occurrence of that fault is injected (`count` of them, default 1).",
+    )
+    phase: str | None = Field(
+        default=None, pattern=rf"^{_NAME}$",
+        description=f"A phase the protocol enters (`snapshotting` for checkpoint, "
+        f"`{RECOVERING}` for every protocol): strike `delay` after it is entered "
+        "(`count` times, default 1).",
+    )
+    delay: float = Field(
+        default=0.0, ge=0,
+        description="Seconds to wait: a number, or a string like `2s` or `500ms`.",
+    )
+
+    @field_validator("delay", mode="before")
+    @classmethod
+    def _delay_units(cls, value: Any) -> Any:
+        return _seconds(value)
+
+    @model_validator(mode="after")
+    def _one_anchor(self) -> After:
+        if (self.fault is None) == (self.phase is None):
+            raise ValueError("give exactly one of 'fault' (a fault's id) or 'phase'")
+        return self
+
+
 # ---------------------------------------------------------------- the scenario
 
 
@@ -222,15 +284,27 @@ class Fault(_Strict):
     """One fault: what, when, where."""
 
     type: FaultType = Field(description="Fault type, see `ftctl list faults`.")
+    id: str | None = Field(
+        default=None, pattern=rf"^{_NAME}$",
+        description="A name for this fault, unique in the file, for other faults' "
+        "`after: {fault: ...}`.",
+    )
     at: float | None = Field(default=None, ge=0, description="Seconds into the run.")
     every: float | None = Field(default=None, gt=0, description="Repeat every this many seconds.")
     count: int | None = Field(
         default=None,
         ge=1,
-        description="With `every` or `trigger`: how many times; omitted = forever.",
+        le=MAX_COUNT,
+        description="With `every` or `trigger`: how many times, omitted = forever; with "
+        "`after`: after how many occurrences of what it follows, omitted = 1.",
     )
     trigger: Trigger | None = Field(
         default=None, description="Strike when the run reaches this phase."
+    )
+    after: After | None = Field(
+        default=None,
+        description="Strike relative to another fault (`{fault: kill-a, delay: 2s}`) or "
+        "to a protocol phase (`{phase: snapshotting, delay: 0.5}`).",
     )
     target: str = Field(
         pattern=TARGET_PATTERN,
@@ -261,7 +335,7 @@ class Fault(_Strict):
     @classmethod
     def _count_needs_repeat(cls, count: int | None, info: ValidationInfo) -> int | None:
         if count is not None and info.data.get("at") is not None:
-            raise ValueError("goes with 'every' or 'trigger', not 'at'")
+            raise ValueError("goes with 'every', 'trigger' or 'after', not 'at'")
         return count
 
     @field_validator("window")
@@ -282,10 +356,11 @@ class Fault(_Strict):
 
     @model_validator(mode="after")
     def _exactly_one_when(self) -> Fault:
-        given = [k for k in ("at", "every", "trigger") if getattr(self, k) is not None]
+        given = [k for k in WHEN if getattr(self, k) is not None]
         if len(given) != 1:
             what = "none" if not given else " and ".join(f"'{k}'" for k in given)
-            raise ValueError(f"give exactly one of 'at', 'every' or 'trigger' (got {what})")
+            raise ValueError(f"give exactly one of 'at', 'every', 'trigger' or 'after' "
+                             f"(got {what})")
         return self
 
     def typed_params(self) -> BaseModel:
@@ -303,3 +378,39 @@ class Scenario(_Strict):
     description: str = ""
     seed: int = Field(default=1, description="Seeds every random choice (targets, gaps, drops).")
     faults: list[Fault] = Field(description="The schedule; an empty list is a fault-free run.")
+
+
+def relation_error(scenario: Scenario) -> tuple[tuple[str | int, ...], str] | None:
+    """The first problem with the scenario's ids and `after` chains, as (where, why):
+    a repeated id, an `after.fault` naming no fault, or a cycle (no fault in it would
+    ever strike). None when there is none."""
+    ids: dict[str, int] = {}
+    for i, fault in enumerate(scenario.faults):
+        if fault.id is None:
+            continue
+        if fault.id in ids:
+            return ("faults", i, "id"), (f"{fault.id!r} is already the id of faults"
+                                         f"[{ids[fault.id]}]; ids must be unique")
+        ids[fault.id] = i
+    follows: dict[int, int] = {}
+    for i, fault in enumerate(scenario.faults):
+        name = fault.after.fault if fault.after is not None else None
+        if name is None:
+            continue
+        if name not in ids:
+            known = ", ".join(sorted(ids)) or "none has an id"
+            return ("faults", i, "after", "fault"), (f"no fault has id {name!r} (ids: "
+                                                     f"{known})")
+        follows[i] = ids[name]
+    for start in sorted(follows):
+        seen = [start]
+        at = follows[start]
+        while at in follows and at not in seen:
+            seen.append(at)
+            at = follows[at]
+        if at == start:
+            chain = " -> ".join(str(scenario.faults[k].id or k) for k in [*seen, start])
+            return ("faults", start, "after", "fault"), (
+                f"faults follow each other in a cycle ({chain}), so none of them would "
+                "ever strike; start the chain with a fault timed by 'at' or a phase")
+    return None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,8 @@ class ChaosExtension(RunExtension):
         fault_ctx = HostFaultContext(
             clock=host.now, instance_ids=ctx.graph.order, task_pids=host.task_pid,
             cluster=ctx.cluster, snapshot=host.snapshot_in_progress,
-            recovery=host.recovery_in_progress, apply_channel=host.apply_channel,
+            recovery=host.recovery_in_progress, phase=partial(_phase_open, host),
+            apply_channel=host.apply_channel,
             clear_channel=host.clear_channel)
         counters = ctx.counters
 
@@ -195,3 +197,9 @@ class _NoContext:
 
 
 _NO_CONTEXT: Any = _NoContext()
+
+
+def _phase_open(host: Any, phase: str) -> bool:
+    """Whether an instance has ``phase`` open (its DeclarePhase), for ``after: {phase}``.
+    The host thread changes the set while the nemesis reads it: read a copy."""
+    return any(name == phase for name, _key in set(host.phases))

@@ -265,6 +265,9 @@ class SimHost:
         # Scenario triggers: called after each detection, and at the first Persist of
         # each snapshot id (the Spark host's "snapshot in progress" rule).
         self.on_detected: list[Callable[[], object]] = []
+        # Called with a phase's name when DeclarePhase opens it and no key of it was open.
+        self.on_phase: list[Callable[[str], object]] = []
+        self.open_phases: dict[str, set[int | None]] = {}
         self.on_snapshot: list[Callable[[], object]] = []
         self.snapshots_seen: set[int] = set()
 
@@ -924,6 +927,12 @@ class SimHost:
 
     def phase(self, phase: str, on: bool, key: int | None) -> None:
         self._log("phase-entered" if on else "phase-left", phase=phase, key=key)
+        keys = self.open_phases.setdefault(phase, set())
+        entered = on and not keys
+        (keys.add if on else keys.discard)(key)
+        if entered and self.on_phase:
+            # after the unit's actions, as for on_snapshot
+            self.at(self.now, lambda: [hook(phase) for hook in list(self.on_phase)])
 
     def suspect(self, instance: str, reason: str, by: Unit | None = None) -> None:
         # travels like a report: the coordinator hears of it a little later

@@ -31,6 +31,12 @@ Kinds:
 - triggers: ``during-checkpoint`` fires at the first Persist of each snapshot id (the Spark
   host's rule), and is refused for a protocol that never declares ``snapshotting``;
   ``during-recovery`` at each failure detection; ``count`` occurrences at most.
+- ``after``: ``after: {fault: ID, delay: D}`` strikes D (scaled) after each occurrence of
+  fault ID is injected (a strike that injects nothing, its target not up, starts nothing);
+  ``after: {phase: P, delay: D}`` D after the run enters P: ``snapshotting`` when a
+  ``during-checkpoint`` trigger would fire, ``recovering`` at a failure detection, any
+  other phase when the protocol's ``DeclarePhase`` opens it while no occurrence of it is
+  open. ``count`` such occurrences (default 1).
 
 Every occurrence is logged ``fault-injected``/``fault-healed`` (crashes and node losses also
 as ``fault``/``node-down``), or ``fault-skipped`` with the reason when its target is not up.
@@ -49,7 +55,7 @@ from chaos.arrivals import arrival_offsets
 from chaos.context import matches
 from chaos.plan import check_cluster, check_triggers, from_scenario
 from chaos.schedule import PlannedFault, occurrence
-from ftctl.config.scenario import WORKER_KEY, RestoreParams, parse_target
+from ftctl.config.scenario import RECOVERING, WORKER_KEY, RestoreParams, parse_target
 from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.pace import Pace
@@ -117,19 +123,66 @@ def load_sim_scenario(path: Path, topology: Topology, nominal: float,
 
 
 @dataclass
+class _Follower:
+    """An ``after`` template and how many occurrences of it were planned."""
+
+    template: PlannedFault
+    fired: int = 0
+
+
+@dataclass
 class _Replay:
     """One run's replay of a scenario on a host."""
 
     sc: SimScenario
     host: SimHost
     lost: list[str] = field(default_factory=list)  # nodes down, for restore-capacity
+    # after: {fault: ...}: fault index -> the templates that follow it, with their counts
+    followers: dict[int, list[_Follower]] = field(default_factory=dict)
+    started: set[tuple[int, int]] = field(default_factory=set)  # occurrences injected
 
     def install(self) -> None:
         for p in self.sc.faults:
-            if p.trigger is None:
+            if p.after_fault is not None:
+                self.followers.setdefault(p.after_fault, []).append(_Follower(p))
+            elif p.after_phase is not None:
+                self._after_phase(p)
+            elif p.trigger is None:
                 self.host.at((p.at or 0.0) * self.sc.scale, partial(self.strike, p))
             else:
                 self._trigger(p)
+
+    def _after_phase(self, template: PlannedFault) -> None:
+        follower = _Follower(template)
+        phase = template.after_phase
+        if phase == "snapshotting":  # where the protocol does not declare it: the trigger's rule
+            self.host.on_snapshot.append(lambda: self._follow(follower))
+        elif phase == RECOVERING:
+            self.host.on_detected.append(lambda: self._follow(follower))
+        else:
+            self.host.on_phase.append(
+                lambda entered: self._follow(follower) if entered == phase else None)
+
+    def _follow(self, follower: _Follower) -> None:
+        """Plan the follower's next occurrence ``delay`` after now, if it has one left."""
+        template = follower.template
+        if template.count is not None and follower.fired >= template.count:
+            return
+        at = self.host.now + template.delay * self.sc.scale
+        planned = occurrence(template, follower.fired, self.sc.instances, self.sc.seed,
+                             at / self.sc.scale)
+        follower.fired += 1
+        self.host.at(at, partial(self.strike, planned))
+
+    def _injected(self, p: PlannedFault) -> None:
+        """Occurrence ``p`` injected something (its first node, for a group): what
+        follows it starts its delay now, once per occurrence."""
+        key = (p.index, p.occurrence)
+        if key in self.started:
+            return
+        self.started.add(key)
+        for follower in self.followers.get(p.index, ()):
+            self._follow(follower)
 
     def _trigger(self, template: PlannedFault) -> None:
         fired = [0]
@@ -149,6 +202,12 @@ class _Replay:
     # ------------------------------------------------------------ one occurrence
 
     def strike(self, p: PlannedFault) -> None:
+        before = self.host.stats.injected
+        self._dispatch(p)
+        if self.host.stats.injected > before:
+            self._injected(p)
+
+    def _dispatch(self, p: PlannedFault) -> None:
         scale, host = self.sc.scale, self.host
         rng = random.Random(p.seed)
         duration = (p.duration or 0.0) * scale
@@ -309,7 +368,11 @@ class _Replay:
         offsets = sorted(rng.uniform(0.0, window) for _ in members)
         rng.shuffle(members)
         for node, offset in zip(members, offsets, strict=True):
-            self.host.at(self.host.now + offset, partial(self._down, p, node, None))
+            self.host.at(self.host.now + offset, partial(self._group_down, p, node))
+
+    def _group_down(self, p: PlannedFault, node: str) -> None:
+        self._down(p, node, None)
+        self._injected(p)  # the group's first node down starts what follows it
 
     def _restore(self, p: PlannedFault, rng: random.Random) -> None:
         t = parse_target(p.target)
