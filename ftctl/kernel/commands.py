@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from protocols.contract.events import RollBackTo
 from protocols.contract.messages import Msg
 
 
@@ -36,6 +37,21 @@ class SendControl:
 
 
 @dataclass(frozen=True, slots=True)
+class RollBackUnit:
+    """Roll the running ``instance`` back in place (``RollBack``): its process stays up.
+
+    Where the unit takes it (in order with the controls sent before it), the host drops
+    what is in flight on the unit's channels, both ways, and hands the unit ``event``.
+    ``epoch`` is the unit's new data epoch (``CoordinatorKernel.epoch``): data it sent
+    before, and data sent to it before, carry an older one and are dropped."""
+
+    instance: str
+    incarnation: int
+    epoch: int
+    event: RollBackTo
+
+
+@dataclass(frozen=True, slots=True)
 class Log:
     """An entry for the run's history (``kind`` with ``data``)."""
 
@@ -62,5 +78,5 @@ class CancelCoordinatorTimer:
     key: str
 
 
-HostCommand = (Fence | StartGroup | SendControl | Log | Trace | SetCoordinatorTimer
-               | CancelCoordinatorTimer)
+HostCommand = (Fence | StartGroup | SendControl | RollBackUnit | Log | Trace
+               | SetCoordinatorTimer | CancelCoordinatorTimer)

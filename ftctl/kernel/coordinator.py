@@ -18,6 +18,7 @@ from ftctl.kernel.commands import (
     Fence,
     HostCommand,
     Log,
+    RollBackUnit,
     SendControl,
     SetCoordinatorTimer,
     StartGroup,
@@ -48,6 +49,7 @@ from protocols.contract.events import (
     FailureCause,
     FailureDetected,
     ReportIn,
+    RollBackTo,
     RunStarted,
     Started,
     TimerFired,
@@ -70,6 +72,8 @@ class CoordinatorKernel:
         self.store = store
         self.outputs = outputs
         self.inc: dict[str, int] = dict.fromkeys(graph.order, 0)
+        # In-place rollbacks per instance, over all its incarnations (see ``epoch``).
+        self.rollbacks: dict[str, int] = dict.fromkeys(graph.order, 0)
         self._status: dict[str, Status] = dict.fromkeys(graph.order, "stopped")
         self.pending: dict[str, Restart] = {}  # restarts not yet started by the host
         self.held: dict[str, list[Msg]] = {}
@@ -106,6 +110,12 @@ class CoordinatorKernel:
 
     def unit_of(self, slot: InstanceId) -> UnitId:
         return UnitId(self.routing.unit_of(slot))
+
+    def epoch(self, i: str) -> int:
+        """The data epoch of ``i``: what fences its channels. A stop or a restart (a new
+        incarnation) and an in-place rollback each raise it; data sent by or to an older
+        epoch is dropped. Equal to the incarnation until ``i`` is first rolled back."""
+        return self.inc[i] + self.rollbacks[i]
 
     def stored(self, i: InstanceId) -> tuple[int, ...]:
         return tuple(self.store.snapshots_of(i))
@@ -241,7 +251,7 @@ class CoordinatorKernel:
             elif isinstance(a, Route):
                 cmds += self.route(a.slot, a.to)
             elif isinstance(a, RollBack):
-                raise NotImplementedError(f"{type(a).__name__} is not supported by the kernel yet")
+                cmds += self._rollback(a)
             else:
                 raise TypeError(f"not a coordinator action: {a!r}")
         # A plan's restarts start together: a job resumes once its replacements are up.
@@ -279,6 +289,21 @@ class CoordinatorKernel:
         else:
             groups.setdefault(key, []).append((i, self.inc[i]))
         return cmds
+
+    def _rollback(self, a: RollBack) -> list[HostCommand]:
+        """``RollBack``: a running instance restores ``a.restore`` in place. Its channels
+        get a new data epoch; incarnation, controls, reports and timers carry on. One that
+        is not running (lost, stopped, its restart pending) is skipped: its failure, or
+        its restart, is the coordinator's to handle."""
+        i = a.instance
+        record = {"instance": i, "to": a.to, "restore": a.restore}
+        if self._status[i] != "running":
+            why = f"{i} is {self._status[i]}"
+            return [Log("instance-rolled-back", {**record, "skipped": why})]
+        self.rollbacks[i] += 1
+        restored = self.store.get(a.restore, i) if a.restore is not None else None
+        return [RollBackUnit(i, self.inc[i], self.epoch(i), RollBackTo(i, a.to, restored)),
+                Log("instance-rolled-back", {**record, "incarnation": self.inc[i]})]
 
     def _discard(self, a: DiscardSnapshots) -> None:
         if a.instance is None:

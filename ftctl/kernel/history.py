@@ -78,6 +78,9 @@ KINDS: dict[str, KindSpec] = {
     "instance-stopped": KindSpec("the coordinator fenced these instances", ("instances",)),
     "source-rewound": KindSpec("a restarted source replays from an offset",
                                ("from", "to", "records"), instance=True),
+    "instance-rolled-back": KindSpec(
+        "a running instance rolls back in place to (to), restoring (restore); (skipped): "
+        "why it did not", ("to",), ("restore", "skipped"), instance=True),
     "route-changed": KindSpec("a slot is now served by another unit", ("slot", "to")),
     "zombie-fenced": KindSpec("a fenced unit came back; what it did was dropped",
                               ("events", "dropped"), instance=True),

@@ -42,6 +42,7 @@ from ftctl.kernel.commands import (
     Fence,
     HostCommand,
     Log,
+    RollBackUnit,
     SendControl,
     SetCoordinatorTimer,
     StartGroup,
@@ -97,6 +98,7 @@ class SimStats:
     failures: int = 0
     failed_instances: list[str] = field(default_factory=list)
     recoveries: int = 0
+    rollbacks: int = 0  # in-place rollbacks carried out (RollBack)
     messages: int = 0
     records_sent: int = 0
     persists: int = 0
@@ -436,6 +438,32 @@ class SimHost:
     def _do_control(self, unit: Unit, data: tuple[Msg, str | None]) -> None:
         msg, slot = data
         perform(unit, unit.handle(ControlIn(msg, slot), self.now), self)  # type: ignore[arg-type]
+        if self.gates:
+            self._busy(unit, NET_DELAY)
+
+    def _on_rollback(self, c: RollBackUnit) -> None:
+        """A ``RollBack`` reaches its unit, in order with the controls sent before it."""
+        unit = self._live(c.instance, c.incarnation)
+        if unit is None:
+            return  # lost meanwhile: the coordinator hears of its failure instead
+        if self.gates and self._held(unit, "rollback", c):
+            return
+        self._do_rollback(unit, c)
+
+    def _do_rollback(self, unit: Unit, c: RollBackUnit) -> None:
+        # What is in flight on its channels, both ways, is lost: it belongs to the state
+        # being undone (a receiver keeps only what it already handled).
+        for ch in self._touching(c.instance):
+            self.queues[ch].clear()
+            self.chan_epoch[ch] += 1
+        self.stats.rollbacks += 1
+        self._note(f"rollback {c.instance} to={c.event.to}")
+        slot = c.event.slot
+        # A source whose steps had stopped (it had produced everything) steps again.
+        idle = unit.core.is_source and not unit.logic.more_to_produce(slot)
+        perform(unit, unit.handle(c.event, self.now), self)
+        if idle and unit.logic.more_to_produce(slot):
+            self._push(self.now + self.step_dt * self.rng.random(), "step", (unit.id, unit.inc))
         if self.gates:
             self._busy(unit, NET_DELAY)
 
@@ -974,6 +1002,8 @@ class SimHost:
                 else:
                     self._push(self.now + 0.0002, "control",
                                (c.instance, c.incarnation, c.msg, c.slot))
+            elif isinstance(c, RollBackUnit):
+                self._push(self.now + 0.0002, "rollback", c)  # as a control travels
             elif isinstance(c, Log):
                 self._log(c.kind, **c.data)
             elif isinstance(c, Trace):
@@ -1017,6 +1047,8 @@ def _zombie_event(unit: Unit, kind: str, data: Any, now: float) -> InstanceEvent
         return TimerFired(data[0], now)
     if kind == "peer":
         return PeerIn(data[0], data[1], data[2])
+    if kind == "rollback":
+        return cast(RollBackUnit, data).event
     return None
 
 
