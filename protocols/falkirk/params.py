@@ -52,7 +52,7 @@ class FalkirkParams(ProtocolParams):
     pause: Literal["all"] = "all"
     rollback: Literal["restart", "in-place"] = Field(
         default="restart", description="How a live instance whose frontier moved rolls "
-        "back: restart at its frontier, or in place (needs a kernel with RollBack).")
+        "back: restart at its frontier, or in place (RollBack: no restart).")
     stateful_order: Literal["aligned"] = "aligned"
     precise_meta: Literal["off"] = "off"
     deterministic_replay: Literal["off"] = "off"
