@@ -1,4 +1,5 @@
-"""Paper 003 (Noir snapshots): the snapshot-frequency study on the simulation host.
+"""Paper 003 (Noir snapshots): the snapshot-frequency study on the simulation host
+(``--host spark``: ``snapshot_spark``, real runs scaled to this machine).
 
 For each workload (Nexmark Q0-Q8 and wordcount) and each snapshot interval, one
 fault-free run and one run with a single kill halfway through, all on
@@ -143,17 +144,32 @@ def spearman(xs: list[float], ys: list[float]) -> float:
     return cov / (sx * sy) if sx and sy else math.nan
 
 
-def run(options: FigureOptions) -> FigureResult:
-    opts: Mapping[str, str] = options.options
-    events_text = opts.get("events", "20000" if options.quick else "1000000")
-    if not events_text.isdigit() or int(events_text) < 1:
-        raise ConfigError("--opt", "events", f"{events_text!r} is not a positive whole number")
-    events = int(events_text)
-    names = [w.strip() for w in opts.get("workloads", ",".join(WORKLOADS)).split(",")]
+def positive_events(opts: Mapping[str, str], default: int) -> int:
+    """``events=N`` (a positive whole number) or ``default``."""
+    text = opts.get("events", str(default))
+    if not text.isdigit() or int(text) < 1:
+        raise ConfigError("--opt", "events", f"{text!r} is not a positive whole number")
+    return int(text)
+
+
+def workload_list(opts: Mapping[str, str], default: tuple[str, ...]) -> list[str]:
+    """``workloads=q1,q4,...`` (each one of WORKLOADS) or ``default``."""
+    names = [w.strip() for w in opts.get("workloads", ",".join(default)).split(",")]
     unknown = [w for w in names if w not in WORKLOADS]
     if unknown:
         raise ConfigError("--opt", "workloads", f"unknown {', '.join(unknown)} "
                           f"(known: {', '.join(WORKLOADS)})")
+    return names
+
+
+def run(options: FigureOptions) -> FigureResult:
+    if options.host == "spark":
+        from .snapshot_spark import run_spark
+
+        return run_spark(options)
+    opts: Mapping[str, str] = options.options
+    events = positive_events(opts, 20000 if options.quick else 1000000)
+    names = workload_list(opts, tuple(WORKLOADS))
     intervals = tuple(i.strip() for i in opts.get("intervals", ",".join(INTERVALS)).split(","))
     for i in intervals:
         if i != "off" and not _positive(i):
@@ -213,16 +229,22 @@ def _x(interval: str) -> float:
     return 10.0 if interval == "off" else float(interval)
 
 
-def _write(points: list[Point], out: Path, costs: CostModel, events: int) -> tuple[Path, ...]:
-    rows = [asdict(p) for p in points]
-    js = out / "results.json"
-    js.write_text(json.dumps({"costs": asdict(costs), "cost_model": costs.describe(),
-                              "events": events, "points": rows}, indent=2))
-    cv = out / "results.csv"
+def write_tables(rows: list[dict[str, Any]], out: Path, stem: str,
+                 meta: Mapping[str, Any]) -> tuple[Path, Path]:
+    """``<stem>.json`` (``meta`` and the points) and ``<stem>.csv`` (the points)."""
+    js = out / f"{stem}.json"
+    js.write_text(json.dumps({**meta, "points": rows}, indent=2))
+    cv = out / f"{stem}.csv"
     with cv.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["workload"])
         writer.writeheader()
         writer.writerows(rows)
+    return js, cv
+
+
+def _write(points: list[Point], out: Path, costs: CostModel, events: int) -> tuple[Path, ...]:
+    js, cv = write_tables([asdict(p) for p in points], out, "results", {
+        "costs": asdict(costs), "cost_model": costs.describe(), "events": events})
     png = out / "snapshot-frequency.png"
     fig = MplFigure(figsize=(13, 4.2), dpi=100)
     FigureCanvasAgg(fig)
@@ -249,4 +271,4 @@ def _write(points: list[Point], out: Path, costs: CostModel, events: int) -> tup
 
 FIGURE = Figure(name="003-snapshot-frequency", paper="003",
                 title="Snapshot interval vs overhead, latency, bytes and recovery (Nexmark)",
-                hosts=("sim",), run=run)
+                hosts=("sim", "spark"), run=run)
