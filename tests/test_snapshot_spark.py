@@ -1,7 +1,7 @@
 """The Spark side of the 003 snapshot-frequency study (ftctl/figures/snapshot_spark.py),
 its runs replaced by a fake runner: which runs it asks for, how it turns them into points,
 the table, files and refusals. ``ftctl figure 003-snapshot-frequency --host spark`` runs
-them for real (docs/topologies.md quotes a run)."""
+them for real (docs/protocols.md quotes a run)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from ftctl.cli import app
+from ftctl.config.load import load_topology
 from ftctl.figures import FigureOptions
 from ftctl.figures import snapshot_spark as study
-from ftctl.figures.fig_003_snapshot_frequency import run
+from ftctl.figures.fig_003_snapshot_frequency import WORKLOADS, run
 from ftctl.run.execute import RunRequest
 
 # Fault-free throughput by interval: the fake cluster loses 20% at 10 ms, 10% at 100 ms.
@@ -113,3 +114,18 @@ def test_bad_options_are_refused_before_any_cluster(tmp_path: Path, opt: str, fi
                                    "--out", str(tmp_path), "--opt", opt])
     assert res.exit_code == 2 and field in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 and not fake.requests
+
+
+def test_a_run_that_did_not_finish_leaves_its_point_out(tmp_path: Path,
+                                                        fake: FakeRunner) -> None:
+    def unfinished(request: RunRequest, ext: Any) -> int:
+        code = fake(request, ext)
+        if request.config["interval"] == "0.01" and ext.chaos is None:
+            ext.measured = None  # execute returned before summarizing
+        return code
+
+    topology = study.scaled(load_topology(WORKLOADS["wordcount"]), 8000, "wordcount")
+    points = study.measure_workload("wordcount", topology, ("0.01", "0.1"),
+                                    "spark://fake:7077", tmp_path, runner=unfinished,
+                                    say=lambda _: None)
+    assert [p.interval for p in points] == ["none", "0.1"]
