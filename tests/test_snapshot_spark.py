@@ -58,12 +58,12 @@ def test_quick_runs_wordcount_unpaced_and_paced_with_one_kill(tmp_path: Path,
     result = run(_options(tmp_path))
     asked = [(r.info.name, r.config["interval"], r.topology.input.rate, e.chaos is not None)
              for r, e in fake.requests]
-    # none fault-free; checkpoint at 100 ms fault-free, then paced at half none's throughput
+    # none fault-free; checkpoint at 100 ms fault-free, then paced at 0.3 x none's throughput
     assert asked == [("none", "none", None, False), ("checkpoint", "0.1", None, False),
-                     ("checkpoint", "0.1", 500.0, True)]
+                     ("checkpoint", "0.1", 300.0, True)]
     request, ext = fake.requests[2]
     assert request.params.interval == 0.1 and request.master == "spark://fake:7077"
-    assert request.topology.input.records == 500 * study.PACED_SECONDS
+    assert request.topology.input.records == 300 * study.PACED_SECONDS
     (kill,) = ext.chaos.schedule.faults
     assert kill.type == "kill-task" and kill.at == pytest.approx(study.PACED_SECONDS / 2)
     assert [row[:6] for row in result.rows] == [
