@@ -100,6 +100,8 @@ KINDS: dict[str, KindSpec] = {
     "node-down": KindSpec("a simulated node was lost with its instances",
                           ("node", "instances")),
     "node-up": KindSpec("a simulated node (or its replacement) is back", ("node",)),
+    "capacity-changed": KindSpec("the Spark host saw workers leave or come",
+                                 ("total", "free", "alive"), ("joined", "left")),
     # ---------------------------------------------------------------- faults
     "fault-injected": KindSpec(
         "a fault struck", ("type",),

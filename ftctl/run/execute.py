@@ -30,6 +30,7 @@ from ftctl.results import RunStore
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.golden import golden_output
 from ftctl.spark import wire
+from ftctl.spark.capacity import master_source
 from ftctl.spark.host import HostResult, SparkHost
 from ftctl.spark.session import collect_executor_logs, start_session, stop_session
 from ftctl.store import join_location, local_dirs
@@ -170,7 +171,8 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         host = SparkHost(spark.sparkContext, graph, info, req.params, run_store.run_id,
                          snapshot_location(req.store, run_store), rate=topology.input.rate,
                          history=run_store.history, timeout=req.timeout, spares=req.spares,
-                         bind=req.bind)
+                         bind=req.bind,
+                         workers=master_source(cluster) if cluster is not None else None)
         ctx = RunContext(req, run_store, graph, host, cluster, say)
         ext.attach(ctx)
         with live:

@@ -40,6 +40,7 @@ from ftctl.kernel.history import History, HistoryEvent
 from ftctl.kernel.outputs import Outputs
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.spark import links, wire
+from ftctl.spark.capacity import SparkCapacity, Worker
 from ftctl.spark.driver import (
     EV_JOB_DONE,
     EV_JOB_FAILED,
@@ -75,6 +76,7 @@ SAMPLE_EVERY = 0.5
 EVENT_QUEUE = 512
 SNAPSHOT_STALE = 2.0  # a snapshot with no persist for this long is no longer "in progress"
 EV_CHAOS = "chaos"  # (EV_CHAOS, "apply" | "clear", ChannelFault | fault id): from the nemesis
+EV_CAPACITY = "capacity"  # (EV_CAPACITY, [Worker]): the cluster's workers changed
 
 
 @dataclass
@@ -119,7 +121,8 @@ class SparkHost:
                  rate: float | None = None, history: History | None = None,
                  progress: Progress | None = None, timeout: float = 3600.0,
                  on_start: Callable[[], None] | None = None, spares: int = 0,
-                 bind: str = wire.HOST):
+                 bind: str = wire.HOST,
+                 workers: Callable[[], list[Worker] | None] | None = None):
         self.sc = sc
         self.bind = bind  # the control channel's listen address (``--bind``)
         self.spares = spares
@@ -139,8 +142,15 @@ class SparkHost:
         self.store = DirectoryStore(store_dir)
         self.sinks = SinkStore()
         self.outputs = Outputs(self.sinks)
+        # ``workers``: the cluster's workers (ftctl.spark.capacity), when the host can read
+        # them: the kernel then places restarts on free cores, by the protocol's priority.
+        # Idle spares reserve no core: a restart handed to one runs on the spare's core.
+        self.capacity = (SparkCapacity.of(workers, len(graph.order), 0,
+                                          lambda ws: self.events_q.put((EV_CAPACITY, ws)))
+                         if workers is not None else None)
         self.kernel = CoordinatorKernel(protocol.coordinator, graph, params, self.store,
-                                        self.outputs)
+                                        self.outputs,
+                                        self.capacity.slots if self.capacity else None)
         self.routing = self.kernel.routing
         # The kernel's incarnations (the same dict): it bumps them, this host reads them.
         self.inc = self.kernel.inc
@@ -238,6 +248,8 @@ class SparkHost:
         try:
             self._apply(self.kernel.start(self.now()))
             self.jobs.start_spares(self.server.address, self.token)
+            if self.capacity is not None:
+                self.capacity.start()
             last_sample = last_progress = 0.0
             while not self.kernel.finished():
                 try:
@@ -288,6 +300,8 @@ class SparkHost:
     def _shutdown(self) -> None:
         """Tell every task to exit, give their jobs a moment, cancel what is left."""
         self.finishing = True
+        if self.capacity is not None:
+            self.capacity.stop()
         for iid in list(self.live):
             self._tell(iid, (wire.EXIT,))
         assert self.jobs is not None and self.server is not None
@@ -341,6 +355,8 @@ class SparkHost:
             _, iid, inc, _result = ev
             if inc == self.inc[iid] and not self.finishing:
                 self._suspect(iid, "task ended unexpectedly")
+        elif kind == EV_CAPACITY:
+            self._capacity_changed(ev[1])
         elif kind == EV_CHAOS:
             if ev[1] == "apply":
                 self._link_fault(ev[2])
@@ -521,7 +537,18 @@ class SparkHost:
         for iid in failed:
             self.kernel.lost(iid)
             self._drop(iid)
+        if self.capacity is not None:  # a lost worker's cores go before the plan
+            fresh = self.capacity.poll_now()
+            if fresh is not None:
+                self._capacity_changed(fresh)
         self._apply(self.kernel.failure(frozenset(failed), self.now()))
+
+    def _capacity_changed(self, workers: list[Worker]) -> None:
+        assert self.capacity is not None
+        change = self.capacity.update(workers)
+        if change is not None:
+            self.log("capacity-changed", **change)
+            self._apply(self.kernel.capacity_changed(self.now()))
 
     def _drop(self, iid: str) -> None:
         """Carry out a fence the kernel made (a new incarnation number): the task is told
