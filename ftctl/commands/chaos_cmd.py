@@ -62,6 +62,9 @@ def chaos(
     = None,
     workers: Annotated[int, typer.Option("--workers", min=1,
                                          help="Workers of the local cluster.")] = 2,
+    cores: Annotated[int | None, typer.Option(
+        "--cores", min=1, help="Cores (task slots) per worker of the local cluster (default: "
+        "room for every instance twice over on each worker).")] = None,
     label: Annotated[list[str] | None, typer.Option(
         "--label", help="Worker labels, one --label per worker, cycled (rack=a).")] = None,
     records: Annotated[int | None, typer.Option("--records", min=1, help="Input records "
@@ -114,7 +117,8 @@ def chaos(
         topology, info, params, master=master, workers=workers, results=results,
         timeout=timeout, as_json=as_json, backend=backend, labels=label,
         # Each worker can hold every instance twice over: a rack failure leaves room.
-        cores=SLOTS_PER_INSTANCE * len(graph.order), kind="chaos", spares=spares, verbose=verbose,
+        cores=cores or SLOTS_PER_INSTANCE * len(graph.order), kind="chaos", spares=spares,
+        verbose=verbose,
         bind=check_bind(bind), store=check_store(store),
         config={"chaos": {"schedule": schedule.source, "name": schedule.name,
                           "seed": schedule.seed, "expected_s": round(duration, 3),
