@@ -877,6 +877,7 @@ class SimHost:
         else:
             self.stats.kinds[msg.kind, *self.chan_ops[ch]] += 1  # type: ignore[union-attr]
         t = self.now + NET_DELAY * (0.2 + 2 * self.rng.random())
+        t += self._transfer(self.graph.channels[ch].src, msg)
         if self.links:
             c = self.graph.channels[ch]
             extra = self._through_links(c.src, c.dst)
@@ -932,6 +933,7 @@ class SimHost:
             return  # lost: nobody runs the receiver
         # FIFO per pair of units, as over one connection
         t = self.now + NET_DELAY * (0.2 + 2 * self.rng.random())
+        t += self._transfer(sender, msg)
         if self.links:
             extra = self._through_links(sender, to, dest)
             if extra is None:
@@ -940,6 +942,11 @@ class SimHost:
         t = max(t, self.last_peer.get((sender, dest), 0.0))
         self.last_peer[sender, dest] = t
         self._push(t, "peer", (dest, receiver.inc, sender, msg, to))
+
+    def _transfer(self, sender: str, msg: Any) -> float:
+        """Seconds ``msg`` from slot ``sender`` spends on the wire beyond NET_DELAY's draw.
+        None here (every message costs the same); ``ftctl/sim/wire.py`` models bandwidth."""
+        return 0.0
 
     def set_timer(self, unit: Unit, key: str, after: float) -> None:
         # Timers die with their incarnation; a newer token replaces a pending timer.
