@@ -103,6 +103,10 @@ def runs(scale: float = 1.0) -> dict[str, tuple[list[float], Timeline]]:
 
 
 def run(options: FigureOptions) -> FigureResult:
+    if options.host == "spark":
+        from ftctl.figures.fig_004_spark import spark_level  # Spark only when asked
+
+        return spark_level(options)
     level = options.options.get("level", "run")
     if level == "plan":
         return plan_level(options)
@@ -266,4 +270,4 @@ def _plot_runs(done: list[Fig5Run], kill: float, out: Path) -> tuple[Path, ...]:
 FIGURE = Figure(name="004-fig5", paper="004",
                 title="Progressive recovery: available queries and relative latency as "
                       "capacity returns",
-                hosts=("sim",), run=run)
+                hosts=("sim", "spark"), run=run)

@@ -1,0 +1,304 @@
+"""Paper 004 Fig. 5 scaled to this machine on Spark (``ftctl figure 004-fig5 --host spark``).
+
+The paper's setup (most of the cluster lost at once, capacity back one node at a time,
+queries restored by profit density) on a local standalone cluster: ``progressive-small``
+(3 queries, 12 instances) on 3 workers of 4 cores (``rack=a``, ``rack=a``, ``rack=b``), so
+the 12 instances fill the cluster. ``KILL_AT`` s after the topology runs, both ``rack=a``
+workers die at once (the instances on them with them); from ``RESTORE_AFTER`` s later they
+come back one at a time, ``GAP`` s apart (``restore-capacity``, fixed gaps). Each
+protocol runs once on a cluster of its own, with the same scenario:
+
+- ``PRG``: progressive, profit density: every returning worker's cores go to the query
+  with the most priority per core that fits (the kernel places restarts on free cores,
+  ``ftctl/spark/capacity.py``);
+- ``OPC (blocking)``: progressive with ``schedule=blocking``: nothing restarts until all
+  failed instances fit;
+- ``checkpoint``: global rollback, every instance restarted as one group.
+
+Per run: when each query has all its instances running again (its failed instances'
+start groups released: ``instance-running``), and from the sinks' output latency the
+relative latency per query per ``Δ_T`` step (latency over the query's median latency in the
+5 s before the loss) and the available queries (all instances running and the last RL
+since then <= Θ, ``--opt threshold=``, 1.2). ``--quick``: PRG and OPC only, shorter run.
+Run directories are kept under ``<out>/runs``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure as MplFigure
+
+from chaos.plan import from_scenario
+from ftctl.config.load import load_topology
+from ftctl.kernel.history import HistoryEvent
+from ftctl.metrics.queries import (
+    QueryMetricsParams,
+    available_over_time,
+    before_fault,
+    query_availability,
+)
+from ftctl.run.chaos import ChaosExtension, expected_seconds, size_input
+from ftctl.run.execute import RunContext, RunExtension, RunRequest, execute
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.runtime.queries import topology_queries
+from ftctl.spark.host import HostResult
+from protocols.registry import get_protocol
+
+from . import FigureOptions, FigureResult
+
+TOPOLOGY = Path(__file__).resolve().parents[2] / "topologies" / "progressive-small.yaml"
+WORKERS, CORES = 3, 4
+LABELS = ["rack=a", "rack=a", "rack=b"]
+RATE = 400.0  # records/s of the source: light enough for 2 cores with room to catch up
+RUNS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("PRG", "progressive", {}),
+    ("OPC (blocking)", "progressive", {"schedule": "blocking"}),
+    ("checkpoint", "checkpoint", {}),
+)
+RUN_TIMEOUT = 600.0
+
+
+@dataclass(frozen=True)
+class Setup:
+    kill_at: float  # s after the topology runs
+    restore_after: float  # s after the kill
+    gap: float  # s between two returning workers
+    tail: float  # s of input after the last worker's return
+
+    @property
+    def input_s(self) -> float:
+        return self.kill_at + self.restore_after + 2 * self.gap + self.tail
+
+    def scenario(self) -> str:
+        return (f"name: fig5-spark\ndescription: both rack=a workers die at {self.kill_at:g} s "
+                f"and come back {self.gap:g} s apart from {self.restore_after:g} s later\n"
+                "seed: 1\nfaults:\n"
+                f"  - {{type: kill-group, at: {self.kill_at:g}, target: rack=a, window: 0.2}}\n"
+                f"  - type: restore-capacity\n    at: {self.kill_at + self.restore_after:g}\n"
+                "    target: rack=a\n    params: {mode: progressive, distribution: fixed, "
+                f"scale: {self.gap:g}}}\n")
+
+
+FULL = Setup(kill_at=6.0, restore_after=4.0, gap=6.0, tail=12.0)
+QUICK = Setup(kill_at=5.0, restore_after=3.0, gap=5.0, tail=6.0)
+
+
+@dataclass
+class SparkRun:
+    name: str
+    passed: bool
+    events: list[HistoryEvent]
+    latency: dict[str, list[tuple[float, float]]]  # query (sink op) -> (t, s), event clock
+    t_kill: float | None = None
+    run_dir: str = ""
+
+
+class _Keep(RunExtension):
+    """The chaos run, plus what the figure reads: history, sink latency, kill time."""
+
+    def __init__(self, chaos: ChaosExtension, name: str):
+        self.chaos = chaos
+        self.run = SparkRun(name, False, [], {})
+
+    def attach(self, ctx: RunContext) -> None:
+        self.chaos.attach(ctx)
+
+    def host_done(self, ctx: RunContext, result: HostResult) -> None:
+        self.chaos.host_done(ctx, result)
+
+    def summarize(self, ctx: RunContext, result: HostResult, summary: dict[str, Any]) -> None:
+        self.chaos.summarize(ctx, result, summary)
+        shift = self.chaos.shift
+        for iid, t, v in result.latency:
+            self.run.latency.setdefault(iid.split("[", 1)[0], []).append((t + shift, v))
+        self.run.events = ctx.store.read_history()
+        self.run.passed = bool(summary.get("passed"))
+        self.run.run_dir = str(ctx.store.path)
+        self.run.t_kill = kill_time(self.run.events, shift)
+
+    def close(self) -> None:
+        self.chaos.close()
+
+
+def kill_time(events: Iterable[HistoryEvent], shift: float) -> float | None:
+    """When the group kill's first worker died, on the event clock (its record is
+    written after the last kill, a second or two later)."""
+    for e in events:
+        if e.kind == "fault-injected" and e.data.get("type") == "kill-group":
+            kills = (e.data.get("details") or {}).get("kills") or []
+            return float(kills[0]["t"]) + shift if kills else e.t
+    return None
+
+
+# ---------------------------------------------------------------------------- reading a run
+
+
+@dataclass
+class Timeline:
+    """Per query, when it had all its instances running again after the loss."""
+
+    back: dict[str, float | None]  # s after the kill; None: never (or never lost)
+    up: dict[str, list[tuple[float, float]]]  # event-clock spans with every instance up
+    arrivals: list[float] = field(default_factory=list)  # workers back, s after the kill
+
+
+def timeline(events: Sequence[HistoryEvent], queries: Mapping[str, frozenset[str]],
+             operator_of: Mapping[str, str], t_kill: float, end: float) -> Timeline:
+    """An instance is down from the ``failure-detected`` naming it until a released start
+    group (``instance-running``) names it; a query is up while none of its operators has
+    an instance down."""
+    down: set[str] = set()
+    since: dict[str, float | None] = dict.fromkeys(queries, 0.0)
+    up: dict[str, list[tuple[float, float]]] = {q: [] for q in queries}
+    back: dict[str, float | None] = dict.fromkeys(queries)
+    arrivals = []
+    for e in events:
+        if e.kind == "failure-detected":
+            down |= set(e.data["instances"])
+        elif e.kind == "instance-running":
+            down -= set(e.data["instances"])
+        elif (e.kind == "capacity-changed" and e.data.get("joined")
+              and e.t > t_kill):
+            arrivals += [round(e.t - t_kill, 3)] * len(e.data["joined"])
+            continue
+        else:
+            continue
+        ops = {operator_of[i] for i in down}
+        for q, q_ops in queries.items():
+            start = since[q]
+            if not (q_ops & ops) and start is None:
+                since[q] = e.t
+                if e.t > t_kill:
+                    back[q] = round(e.t - t_kill, 3)
+            elif q_ops & ops and start is not None:
+                up[q].append((start, e.t))
+                since[q] = None
+    for q, start in since.items():
+        if start is not None:
+            up[q].append((start, end))
+    return Timeline(back, up, arrivals)
+
+
+@dataclass
+class Measured:
+    run: SparkRun
+    tl: Timeline
+    t: list[float]  # step starts, s after the kill
+    available: list[int]
+    mean_rl: list[float | None]
+    rl: dict[str, list[float | None]]
+
+
+def measure(run: SparkRun, graph: ExecutionGraph, metrics: QueryMetricsParams) -> Measured:
+    assert run.t_kill is not None
+    queries = {q.name: q.operators for q in topology_queries(graph.topology)}
+    ops = {i: s.op for i, s in graph.instances.items()}
+    points = [t for s in run.latency.values() for t, _ in s]
+    end = max([*points, *(e.t for e in run.events)], default=run.t_kill)
+    tl = timeline(run.events, queries, ops, run.t_kill, end)
+    base = before_fault(run.latency, run.t_kill, metrics)
+    start = min(points, default=run.t_kill)
+    avail = query_availability({q: run.latency.get(q, []) for q in queries}, base, start, end,
+                               metrics, t_fault=run.t_kill)
+    available = available_over_time(avail, tl.up)
+    return Measured(run, tl, [round(t - run.t_kill, 3) for t in avail.t], available,
+                    avail.mean_rl, avail.rl)
+
+
+# ---------------------------------------------------------------------------- the figure
+
+
+Runner = Callable[[RunRequest, RunExtension], int]
+
+
+def spark_level(options: FigureOptions, runner: Runner = execute) -> FigureResult:
+    setup = QUICK if options.quick else FULL
+    theta = float(options.options.get("threshold", "1.2"))
+    metrics = QueryMetricsParams(threshold=theta, step=1.0, baseline_window=4.0)
+    topo = size_input(load_topology(TOPOLOGY), int(RATE * setup.input_s), RATE)
+    graph = ExecutionGraph(topo)
+    out = options.out
+    out.mkdir(parents=True, exist_ok=True)
+    scenario = out / "fig5-spark-scenario.yaml"
+    scenario.write_text(setup.scenario())
+    duration = expected_seconds(graph)
+    plan = RUNS[:2] if options.quick else RUNS
+    done: list[Measured] = []
+    for name, protocol, given in plan:
+        info = get_protocol(protocol)
+        schedule = from_scenario(scenario, graph.order, duration, None)
+        keep = _Keep(ChaosExtension(schedule, duration), name)
+        request = RunRequest(
+            topo, info, info.resolve(given), master=None, workers=WORKERS,
+            results=out / "runs", timeout=RUN_TIMEOUT, as_json=False, labels=LABELS,
+            cores=CORES, kind="figure", quiet=True, spares=0,
+            config={"figure": "004-fig5", "run": name, "scenario": setup.scenario()})
+        runner(request, keep)
+        if keep.run.t_kill is not None:
+            done.append(measure(keep.run, graph, metrics))
+    return _result(done, setup, theta, out)
+
+
+def _result(done: list[Measured], setup: Setup, theta: float, out: Path) -> FigureResult:
+    rows, summary = [], {}
+    for m in done:
+        back = {q: t for q, t in m.tl.back.items() if t is not None}
+        times = sorted(back.values())
+        after = [t for t, n in zip(m.t, m.available, strict=True) if t >= 0 and n > 0]
+        peak = max((v for t, v in zip(m.t, m.mean_rl, strict=True)
+                    if t >= 0 and v is not None), default=None)
+        order = " ".join(f"{q} {t:.1f}" for q, t in sorted(back.items(), key=lambda x: x[1]))
+        rows.append((m.run.name, " ".join(f"{a:.1f}" for a in m.tl.arrivals) or "-",
+                     order or "-", f"{times[0]:.1f}" if times else "-",
+                     f"{times[-1]:.1f}" if times else "-",
+                     f"{after[0]:.1f}" if after else "-",
+                     f"{peak:.1f}" if peak is not None else "-",
+                     "yes" if m.run.passed else "NO"))
+        summary[m.run.name] = {"run_dir": m.run.run_dir, "arrivals": m.tl.arrivals,
+                               "back": m.tl.back, "t": m.t, "available": m.available,
+                               "mean_rl": m.mean_rl, "rl": m.rl, "passed": m.run.passed}
+    files = _plot(done, out)
+    notes = [f"3 workers x {CORES} cores, progressive-small at {RATE:g} records/s; both "
+             f"rack=a workers killed {setup.kill_at:g} s in, back one at a time from "
+             f"{setup.restore_after:g} s later, {setup.gap:g} s apart; Δ_T = 1 s, Θ = "
+             f"{theta:g}. Times are seconds after the kill; 'capacity back' is when the "
+             "master saw each worker alive again (a new worker's executor takes a few more "
+             "seconds to run tasks)."]
+    return FigureResult(
+        title="004 Fig. 5 on Spark: 2 of 3 workers lost at once, back one at a time",
+        header=("run", "capacity back (s)", "query back (s)", "first back (s)",
+                "all back (s)", "first available (s)", "peak mean RL", "exactly-once"),
+        rows=tuple(rows), files=files, summary=summary, notes=tuple(notes))
+
+
+def _plot(done: list[Measured], out: Path) -> tuple[Path, ...]:
+    paths = (out / "fig5a-spark-relative-latency.png",
+             out / "fig5b-spark-available-queries.png")
+    for path, what in zip(paths, ("rl", "available"), strict=True):
+        fig = MplFigure(figsize=(8, 4.5), dpi=110)
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        for m in done:
+            if what == "rl":
+                pts = [(x, v) for x, v in zip(m.t, m.mean_rl, strict=True) if v is not None]
+                ax.plot([x for x, _ in pts], [v for _, v in pts], marker=".", label=m.run.name)
+            else:
+                ax.step(m.t, m.available, where="post", label=m.run.name)
+        ax.axvline(0.0, color="grey", lw=0.8)
+        ax.set_xlabel("seconds after the correlated failure (Spark)")
+        if what == "rl":
+            ax.set_yscale("log")
+            ax.set_ylabel("mean relative latency of queries with output")
+        else:
+            ax.set_ylabel("available queries (running, RL <= threshold)")
+            ax.set_ylim(0, 3.5)
+        ax.set_title("Paper 004 Fig. 5 setup on Spark, scaled to 3 local workers")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.savefig(path)
+    return paths
