@@ -71,10 +71,10 @@ def test_queries_come_back_in_steps_under_prg_and_at_once_under_blocking(
     seen: list[RunRequest] = []
     result = spark_level(FigureOptions(tmp_path, host="spark", quick=True,
                                        options={"threshold": "1.2"}), fake_runner(seen))
-    # The quick figure: PRG and blocking, each a chaos run of 3 workers x 4 cores with
+    # The quick figure: PRG and blocking, each a chaos run of 3 workers x 5 cores with
     # the rack=a scenario, on its own cluster.
     assert [r.config["run"] for r in seen] == [name for name, _, _ in RUNS[:2]]
-    assert all(r.master is None and r.workers == 3 and r.cores == 4 and r.spares == 0
+    assert all(r.master is None and r.workers == 3 and r.cores == 5 and r.spares == 0
                and r.labels == ["rack=a", "rack=a", "rack=b"] for r in seen)
     assert seen[1].params.model_dump()["schedule"] == "blocking"
     assert (tmp_path / "fig5-spark-scenario.yaml").read_text() == QUICK.scenario()
