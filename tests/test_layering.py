@@ -32,7 +32,8 @@ RULES = (
     Rule(("ftctl", "protocols", "chaos"), ("ftctl.commands",),
          allowed=("ftctl.commands", "ftctl.cli"), why="only the CLI loads commands"),
     Rule(("ftctl", "protocols", "chaos"), ("ftctl.run",),
-         allowed=("ftctl.run", "ftctl.commands", "ftctl.cli", "ftctl.compare"),
+         allowed=("ftctl.run", "ftctl.commands", "ftctl.cli", "ftctl.compare",
+                  "ftctl.figures"),  # a Spark figure is a series of runs, like compare
          why="runs are driven from above the hosts"),
     Rule(("ftctl.verify",), HOSTS, why="verification judges outputs; a producer it is "
          "handed computes golden"),
