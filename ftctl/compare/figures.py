@@ -30,6 +30,9 @@ class RunFigures:
     restarts: int  # instance incarnations started after the first (every fault's)
     seconds: float
     replayed: int = 0  # source records read again by restarted sources
+    takeover_s: float | None = None  # fault to its slot's route change (median over faults)
+    messages: int = 0  # channel and peer messages of the run
+    messages_per_record: float | None = None  # messages per record at the sinks
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -98,6 +101,8 @@ class ProtocolFigures:
     # The scope of recovery: instances restarted and source records replayed per run.
     restarts: float | None = None
     replayed: float | None = None
+    takeover_s: float | None = None
+    messages_per_record: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -119,7 +124,9 @@ def summarize(protocol: str, guarantee: str, runs: Sequence[RunFigures]) -> Prot
         snapshot_bytes=_median([float(r.snapshot_bytes) for r in runs]),
         run_ids=[r.run_id for r in runs],
         restarts=_median([float(r.restarts) for r in runs]),
-        replayed=_median([float(r.replayed) for r in runs]))
+        replayed=_median([float(r.replayed) for r in runs]),
+        takeover_s=_median([r.takeover_s for r in runs]),
+        messages_per_record=_median([r.messages_per_record for r in runs]))
 
 
 def add_overheads(figures: list[ProtocolFigures], reference: str = "none") -> None:

@@ -17,12 +17,13 @@ OUTCOME = [
     ("protocol", "protocol"), ("guarantee", "guarantee"), ("held", "guarantee_held"),
     ("lost", "lost"), ("dup", "duplicated"), ("detect s", "detection_s"),
     ("restart s", "restart_s"), ("recover s", "recovery_s"), ("spread s", "recovery_spread_s"),
-    ("restarted", "restarts"), ("replayed", "replayed"),
+    ("takeover s", "takeover_s"), ("restarted", "restarts"), ("replayed", "replayed"),
 ]
 COST = [
     ("protocol", "protocol"), ("rec/s", "throughput_rps"), ("thr ovh", "throughput_overhead"),
     ("p50 s", "latency_p50_s"), ("lat ovh", "latency_overhead"),
-    ("processed", "records_processed"), ("snapshots B", "snapshot_bytes"),
+    ("processed", "records_processed"), ("msgs/rec", "messages_per_record"),
+    ("snapshots B", "snapshot_bytes"),
 ]
 COLUMNS = OUTCOME + COST[1:]
 # What the short headers mean (printed under the tables).
@@ -32,6 +33,8 @@ LEGEND = {
     "recover s": "fault to latency back within 10% (median)",
     "spread s": "max - min recovery over repeats", "rec/s": "sink records/s",
     "restarted": "instances restarted per run (median)",
+    "takeover s": "fault to its slot served by another unit (median; replication only)",
+    "msgs/rec": "channel and peer messages per record at the sinks (median)",
     "replayed": "source records read again per run (median)",
     "thr ovh": "throughput overhead vs none", "p50 s": "median output latency",
     "lat ovh": "latency overhead vs none", "processed": "records all instances received",

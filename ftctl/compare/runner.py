@@ -9,6 +9,7 @@ would leave the next one fewer workers.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from ftctl.compare.figures import (
     steady_window,
     summarize,
 )
+from ftctl.compare.traffic import messages_of, per_record, takeover_times
 from ftctl.config.scenario import parse_target
 from ftctl.config.topology import Topology
 from ftctl.kernel.history import read_history
@@ -80,10 +82,18 @@ class CaptureExtension(RunExtension):
             snapshot_bytes=result.snapshot_bytes, restarts=result.restarts,
             seconds=round(result.seconds, 3),
             replayed=sum(int(e.data["records"]) for e in read_history(result.events)
-                         if e.kind == "source-rewound"))
+                         if e.kind == "source-rewound"),
+            takeover_s=_median(takeover_times(ctx.store.read_history())),
+            messages=messages_of(result.stats),
+            messages_per_record=per_record(messages_of(result.stats),
+                                           sum(len(v) for v in result.outputs.values())))
 
     def close(self) -> None:
         self.inner.close()
+
+
+def _median(xs: list[float]) -> float | None:
+    return round(statistics.median(xs), 3) if xs else None
 
 
 def _median_of(recs: list[dict[str, Any]], key: str) -> float | None:

@@ -18,6 +18,7 @@ import contextlib
 import heapq
 import queue
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -174,6 +175,7 @@ class SparkHost:
         self.pids: dict[str, int] = {}
         self.restarts = 0
         self.detections = 0
+        self.peer_kinds: Counter[str] = Counter()  # peer messages relayed, by class
         self.t0 = time.monotonic()
         self.finishing = False
         self.started_at = 0.0
@@ -290,7 +292,15 @@ class SparkHost:
             records_in={i: c[0] for i, c in self.counts.items()},
             records_out={i: c[1] for i, c in self.counts.items()},
             started_at=self.started_at, restarts=self.restarts, detections=self.detections,
-            snapshot_bytes=self.store.bytes_written(), latency=self._latency())
+            snapshot_bytes=self.store.bytes_written(), latency=self._latency(),
+            stats=self._traffic())
+
+    def _traffic(self) -> dict[str, Any]:
+        """Messages of the run: peer messages this driver relayed, by class, and channel
+        messages every incarnation had sent as of its last heartbeat."""
+        extras = self.server.extras.values() if self.server is not None else ()
+        return {"peer_messages": dict(self.peer_kinds),
+                "channel_messages": sum(int(e.get("sent", 0)) for e in extras)}
 
     def _latency(self) -> list[tuple[str, float, float]]:
         if self.server is None:
@@ -420,6 +430,7 @@ class SparkHost:
     def _relay_peer(self, sender: str, to: str, msg: Msg, unit: str | None) -> None:
         """A peer message goes to the unit that hosts ``to`` now (or the named unit);
         lost when that unit is not running, as over a connection to a dead process."""
+        self.peer_kinds[type(msg).__name__] += 1
         dest = unit if unit is not None else self.routing.unit_of(to)
         task = self.live.get(dest)
         if task is not None and task.gone:

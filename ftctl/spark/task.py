@@ -141,6 +141,7 @@ class InstanceTask:
         self.readers: list[Connection] = []
         # What ``perform`` produced since the last flush.
         self.sends: dict[str, list[tuple[int, Any]]] = {}
+        self.sent = 0  # channel messages (batches, markers) sent, for the run's traffic
         self.frames: list[tuple[Any, ...]] = []
         self.timers: dict[str, float] = {}  # key -> due (monotonic); one per key
         # Chaos and measurement: channel faults on outgoing links, sink output latency.
@@ -265,7 +266,7 @@ class InstanceTask:
         wire.shutdown(hb)
 
     def _hb_extra(self) -> dict[str, Any]:
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {"sent": self.sent}
         if self.core.is_source:
             extra["offset"] = self.core.offset
         if self.links.dropped:
@@ -425,6 +426,7 @@ class InstanceTask:
                 continue  # dropped or held by a channel fault
             try:
                 conn.send_bytes(wire.encode_data(self.iid, self.inc, items))
+                self.sent += len(items)
             except (OSError, ValueError):
                 wire.shutdown(conn)
                 self.out[dst] = None
