@@ -27,6 +27,9 @@ class InstanceCore:
         self.spec = spec
         self.is_source = spec.is_source
         self.is_sink = spec.is_sink
+        # How the verifier compares this sink with golden; what a record's identity is
+        # when a protocol de-duplicates a recomputation (protocols/shared/logged.py).
+        self.sink_mode = graph.topology.sink_modes().get(spec.op) if self.is_sink else None
         self.inputs = list(spec.inputs)
         self.out_channels = graph.out_channels(iid)
         self.port_of = {ch: graph.channels[ch].port for ch in spec.inputs}

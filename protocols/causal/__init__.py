@@ -18,9 +18,11 @@ Normal operation (per instance, no coordination):
   its own store slot, its operator state, per-input positions, clock, diff log and payload
   log (the payload log, because batches in flight when it crashes must be resent). No
   instance waits for another. A sink also persists, with every output it makes visible
-  and in the same step, the visible count of each key output since its last local
-  snapshot (a second slot, ``SINK_SLOT``): a few plain entries per output instead of a
-  whole snapshot. A replacement sink takes the larger count per key of the two slots.
+  and in the same step (a second slot, ``SINK_SLOT``; spec causal.md S1), per input
+  channel the position of the last batch made visible, the diff-log entries and counts
+  per record identity since its last local snapshot. A replacement sink stands exactly
+  where its last output left it: its parents resend after those positions, so nothing
+  visible arrives again whatever order the channels interleave in (spec E4).
   The paper recovers stateless nodes from T* alone; here the
   per-channel batch numbering and round-robin counters are state even in a stateless
   operator, so every instance takes these local snapshots (tiny for stateless ones).
@@ -41,8 +43,8 @@ Recovery of a failed instance B (nobody else stops, pauses or rolls back):
    events in B-time order. B' processes its parents' batches in exactly that order
    (**execution replay**), so the batches it regenerates are the ones its children saw;
    batches that no child observed are processed afterwards in arrival order.
-4. Children de-duplicate by per-channel ``seq`` in any case; sinks also persist, with each
-   output, how many records per key they made visible (``protocols/shared/logged.py``).
+4. Children de-duplicate by per-channel ``seq`` in any case; a sink's positions are
+   durable with each output (above).
 
 Batches a parent's FIFO channel delivers before an observed one are processed first even if
 unobserved. An unobserved batch processed after later observed ones cannot change what was
@@ -67,8 +69,10 @@ its own plan. Nothing outside the component stops.
 **Beyond f (still exactly-once).** With L > f the causes of the most upstream member are
 cut from every surviving diff, so its order cannot be read. Then the whole graph is
 restarted from the sources in a new epoch (the lineage baseline applied to everything):
-stale snapshots are ignored, and sinks keep their per-key visible counts so the
-recomputation only adds what was never visible. The run's events get a
+stale snapshots are ignored, and sinks keep their visible counts per record identity
+(``protocols/shared/logged.py``: the record under ``multiset``, the key under the per-key
+modes) so the recomputation only adds what was never visible, in any arrival order
+(spec S2). The run's events get a
 ``causal-fallback`` with reason ``beyond-f``, the failed instances, the component, L and
 f (or reason ``no-clocks`` under ``clocks: off``).
 

@@ -28,7 +28,10 @@ from protocols.contract.view import InstanceView
 from protocols.shared.logged import SLOT, LoggedInstance, Ready
 from protocols.shared.treeclock import Plain, TreeClock, plain_child
 
-SINK_SLOT = 2  # a sink's visible counts per key since its last local snapshot
+# A sink's de-duplication state with each output (spec causal.md S1): per input channel,
+# the last batch made visible, and the counts per record identity that changed since its
+# last local snapshot (see ``persist_sink``).
+SINK_SLOT = 2
 
 
 class CausalInstance(LoggedInstance[CausalParams]):
@@ -57,7 +60,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.awaiting = False
         self.since = 0
         self.snaps = 0
-        self.touched: dict[Any, int] = {}  # sinks: visible counts since the last snapshot
+        self.touched: set[Any] = set()  # sinks: identities counted since the last snapshot
+        self.snap_pos: Mapping[int, int] = {}  # sinks: input positions of that snapshot
         # The coordinator names each input channel's parent: a diff names instances.
         self.chan_of: dict[str, int] = {}
 
@@ -67,20 +71,15 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.awaiting = init.recover
         self.chan_of = dict(init.parents)
         blob: dict[str, Any] | None = ev.restored
-        # A sink also restores SINK_SLOT: what it made visible since that snapshot.
-        visible: dict[Any, int] = ev.extra.get(SINK_SLOT) or {}
         current = blob is not None and blob["epoch"] == self.epoch
         if current:
             assert blob is not None
             self._restore(blob)
         elif blob is not None:
             self.emitted = dict(blob["emitted"])  # visible output outlives epochs
-        for k, n in visible.items():
-            if n > self.emitted.get(k, 0):
-                self.emitted[k] = n
-        # Until the next local snapshot, SINK_SLOT must keep what the last incarnation
-        # made visible, or this incarnation's first output would overwrite it.
-        self.touched = dict(visible)
+        sink = ev.extra.get(SINK_SLOT)
+        if sink is not None:
+            self._restore_sink(sink)
         if not current:
             self._persist()  # a slot exists before any failure can need it
         if self.awaiting:
@@ -122,17 +121,67 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.snaps += 1
         self.since = 0
         blob = self._blob()
-        self.touched = {}  # the snapshot holds every visible count
+        self.touched = set()  # the snapshot holds every count
+        self.snap_pos = blob["pos"]
         self.persist(SLOT, blob)
         self.report(LocalSnapshot(blob["pos"], self.time))
 
     def persist_sink(self, out: list[tuple[Any, Any]]) -> None:
-        # Only what this output changed since the last local snapshot: plain values, so
-        # cheap to store with every output (``SINK_SLOT``).
-        touched, emitted = self.touched, self.emitted
-        for k, _ in out:
-            touched[k] = emitted[k]
-        self.persist(SINK_SLOT, dict(touched))
+        """With every output, in the same step (spec causal.md S1), what a replacement
+        needs beyond the last local snapshot to stand exactly where this output left it:
+
+        - per input channel, the position of the last batch made visible. This is the
+          sink's message identity (parent, parent time): a replacement in the same epoch
+          asks its parents to resend after it, so nothing visible ever arrives again, in
+          whatever order the channels interleave;
+        - the diff-log entries since the snapshot and the time: its clock (rebuilt from
+          them) and its answers about a failed parent must cover the same batches, or the
+          parent's replacement would resume after batches it never replayed;
+        - the counts per record identity changed since the snapshot: a whole-graph
+          fallback renumbers every channel, and then only record identity tells a
+          duplicate (spec S2).
+        """
+        touched, identity = self.touched, self.identity
+        for k, v in out:
+            touched.add(identity(k, v))
+        seen, emitted, snap = self.seen, self.emitted, self.snap_pos
+        self.persist(SINK_SLOT, {
+            "epoch": self.epoch, "time": self.time,
+            "vis": {ch: self.pos[ch] - len(q) for ch, q in self.pending.items()},
+            "dlog": {ch: [e for e in log if e[0] > snap.get(ch, 0)]
+                     for ch, log in self.dlog.items()},
+            "emitted": {i: emitted.get(i, 0) for i in touched},
+            # seen <= emitted, and equal except after a fallback: only differences stored.
+            "seen": {i: n for i in touched if (n := seen.get(i, 0)) != emitted.get(i, 0)}})
+
+    def _restore_sink(self, sink: dict[str, Any]) -> None:
+        """What the last incarnation made visible after its local snapshot. Everything
+        only grows within an epoch, so the larger of snapshot and ``SINK_SLOT`` is the
+        newer; from an older epoch only the visible counts still hold."""
+        emitted = self.emitted
+        for i, n in sink["emitted"].items():
+            if n > emitted.get(i, 0):
+                emitted[i] = n
+        # Until the next local snapshot, SINK_SLOT must keep what the last incarnation
+        # made visible, or this incarnation's first output would overwrite it.
+        self.touched = set(sink["emitted"])
+        if sink["epoch"] != self.epoch:
+            return
+        seen, differ = self.seen, sink["seen"]
+        for i, n in sink["emitted"].items():
+            n = differ.get(i, n)
+            if n > seen.get(i, 0):
+                seen[i] = n
+        for ch, entries in sink["dlog"].items():
+            log = self.dlog[ch]
+            for e in entries:
+                if e[0] > self.pos[ch]:
+                    log.append(e)
+                    self.clock.apply_plain(e[1])
+        for ch, p in sink["vis"].items():
+            self.pos[ch] = max(self.pos[ch], p)
+        self.time = max(self.time, sink["time"])
+        self.clock.time = max(self.clock.time, self.time)
 
     # ------------------------------------------------------------ normal operation
 

@@ -112,11 +112,42 @@ class SnapshotWithoutPayloadLog(CausalInstance):
 
 
 class NoSinkCounts(CausalInstance):
-    """A sink makes every record visible again, ignoring its per-key visible counts."""
+    """A sink makes every record visible again, ignoring its visible counts."""
 
     def flush_sink(self) -> None:
         self.emitted = {}
         super().flush_sink()
+
+
+class SinkVectorWithoutClock(CausalInstance):
+    """A replacement sink resumes after its persisted vector but keeps its snapshot's clock
+    and diff log: a parent failing with it is planned from answers that lag what the sink
+    made visible, and resumes after batches it never replayed."""
+
+    def _restore_sink(self, sink: dict[str, Any]) -> None:
+        super()._restore_sink({**sink, "dlog": {}, "time": 0})
+
+
+class SinkDedupPerKey(CausalInstance):
+    """A sink de-duplicates by per-key counts from its last local snapshot, as before spec
+    S1: a replacement's parents resend from the snapshot, and the first records of a key
+    to arrive again are taken for the ones already visible (spec E4).
+
+    Not shipped in ``MUTANTS``: no topology of the conformance kit sends one key with
+    different values to a multiset sink on several channels; the E4 unit test catches it
+    (tests/test_sink_identity.py)."""
+
+    def __init__(self, *args: Any):
+        super().__init__(*args)
+        self.identity = _key_only
+
+    def _restore_sink(self, sink: dict[str, Any]) -> None:
+        sink = {**sink, "epoch": None}  # only the visible counts: no positions, no diffs
+        super()._restore_sink(sink)
+
+
+def _key_only(k: Any, v: Any) -> Any:
+    return k
 
 
 class FallbackForgetsSinks(CausalCoordinator):
@@ -171,6 +202,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("snapshot-without-payload-log", SnapshotWithoutPayloadLog.__doc__ or "",
            instance=SnapshotWithoutPayloadLog, budget=10),
     Mutant("no-sink-counts", NoSinkCounts.__doc__ or "", instance=NoSinkCounts, budget=10),
+    Mutant("sink-vector-without-clock", _line(SinkVectorWithoutClock),
+           instance=SinkVectorWithoutClock, budget=10),
     Mutant("fallback-forgets-sinks", FallbackForgetsSinks.__doc__ or "",
            coordinator=FallbackForgetsSinks, budget=10),
     Mutant("silent-events", SilentEvents.__doc__ or "", instance=SilentEvents, budget=10),

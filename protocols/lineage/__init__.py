@@ -13,10 +13,11 @@ from the beginning through it:
 
 Replacements report ``Ready`` once running; the coordinator then asks each of their
 parents to resend from the first batch (a resend before the replacement runs would be
-lost with the dead incarnation). Sinks keep their visible output and suppress, per key, as
-many records as they already made visible (``protocols/shared/logged.py``), so the
-recomputation never duplicates output: exactly-once when each key's output sequence is
-deterministic.
+lost with the dead incarnation). Sinks keep their visible output and suppress, per record
+identity, as many records as they already made visible (``protocols/shared/logged.py``:
+the record itself under ``multiset``, the key under the per-key modes), so the
+recomputation never duplicates output in whatever order its channels interleave:
+exactly-once for every topology ``ftctl validate`` accepts.
 
 Modules: ``instance`` (``LineageInstance``), ``coordinator`` (``LineageCoordinator``),
 ``mutants`` (planted bugs), ``spec`` (``SPEC``, what the registry holds).

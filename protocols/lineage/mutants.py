@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from ftctl.runtime.messages import Batch
 from protocols.contract.actions import CoordinatorAction, Emit, Restart, Stop
@@ -21,6 +22,23 @@ class NoSinkDedup(LineageInstance):
         out, self.core.pending_output = self.core.pending_output, []
         if out:
             self.out.append(Emit(self.me.id, out))
+
+
+class SinkDedupPerKey(LineageInstance):
+    """A multiset sink counts visible records per key, not per record: a recomputation
+    that brings a key's records in another order hides new ones behind old (spec E4).
+
+    Not shipped in ``MUTANTS``: no topology of the conformance kit sends one key with
+    different values to a multiset sink; the E4 unit test catches it
+    (tests/test_sink_identity.py)."""
+
+    def __init__(self, *args: Any):
+        super().__init__(*args)
+        self.identity = _key_only
+
+
+def _key_only(k: Any, v: Any) -> Any:
+    return k
 
 
 class SinkForgetsVisible(LineageInstance):

@@ -14,7 +14,7 @@ SPEC: ProtocolSpec[NoParams] = ProtocolSpec(
     name="lineage",
     paper="000 (baseline)",
     description="purge the failed instances' downstream, recompute it from the sources and "
-                "full payload logs; sinks suppress already-visible records per key",
+                "full payload logs; sinks suppress already-visible records by identity",
     params=NoParams,
     instance=LineageInstance,
     coordinator=LineageCoordinator,

@@ -10,11 +10,19 @@
   child no longer needs.
 - **End of stream** carries the channel's final ``seq`` so a receiver ignores it until it
   has every batch before it; a resend repeats it once the sender has finished.
-- **Sinks** are de-duplicated per key: a sink counts how many records of each key it has
-  made visible (persisted together with the output, in the same step, so a crash can
-  never separate them) and, in a re-execution from the start, suppresses the first that
-  many records of each key. This is exact when each key's output sequence is
-  deterministic — what the ``ordered-per-key`` / ``final-per-key`` sink modes assert.
+- **Sinks** de-duplicate a recomputation by record identity, counting occurrences: a sink
+  counts how many records of each identity it has made visible (persisted together with
+  the output, in the same step, so a crash can never separate them) and, in a
+  re-execution, makes a record visible only once more of its identity have arrived than
+  were visible. A record's identity is what the sink's mode fixes independently of the
+  order in which its inputs interleave (``ftctl validate`` refuses the rest):
+  ``multiset``, the record ``(key, value)`` itself (the multiset is fixed, so any
+  arrival order of a recomputation brings each record as often as golden has it);
+  ``ordered-per-key`` and ``final-per-key``, the key (its record sequence, or at least
+  its length and last value, is fixed: the n-th record of a key is a duplicate whenever
+  n records of it are visible). Counting per key under ``multiset`` would assume the
+  recomputation brings each key's records in the original order, which a join or a
+  merge of several instances does not keep (spec causal.md E4).
 
 ``LoggedInstance`` collects one event's actions in ``out``: what the core produced (moved
 there by ``take`` right after each core call, so every batch is stamped and logged with
@@ -24,7 +32,7 @@ without the batches a child already has.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +79,20 @@ class Ready(Msg):
 MESSAGES: tuple[type[Msg], ...] = (Resend, TrimPayloadLog, Ready)
 
 
+def _by_record(k: Any, v: Any) -> Hashable:
+    return (k, v)
+
+
+def _by_key(k: Any, v: Any) -> Hashable:
+    return k
+
+
+def record_identity(mode: str | None) -> Callable[[Any, Any], Hashable]:
+    """What identifies a sink record across recomputations, for sink ``mode`` (see the
+    module docstring)."""
+    return _by_key if mode in ("ordered-per-key", "final-per-key") else _by_record
+
+
 def eos_ok(marker: Marker, pos: int) -> bool:
     return marker.meta is None or marker.meta == pos
 
@@ -85,6 +107,9 @@ class LoggedInstance(InstanceLogic[P]):
         self.plog: dict[int, list[Batch]] = {ch: [] for ch in core.out_channels}
         self.resume: dict[int, int] = {}  # out channel -> lowest seq worth sending
         self.done = False
+        # Sinks: per record identity, how many are visible and how many this execution
+        # produced (see the module docstring).
+        self.identity = record_identity(core.sink_mode)
         self.emitted: dict[Any, int] = {}
         self.seen: dict[Any, int] = {}
         self.out: list[InstanceAction] = []  # the current event's actions, in order
@@ -191,12 +216,13 @@ class LoggedInstance(InstanceLogic[P]):
 
     def flush_sink(self) -> None:
         out = []
-        seen, emitted = self.seen, self.emitted
+        seen, emitted, identity = self.seen, self.emitted, self.identity
         for k, v in self.core.pending_output:
-            n = seen.get(k, 0) + 1
-            seen[k] = n
-            if n > emitted.get(k, 0):
-                emitted[k] = n
+            i = identity(k, v)
+            n = seen.get(i, 0) + 1
+            seen[i] = n
+            if n > emitted.get(i, 0):
+                emitted[i] = n
                 out.append((k, v))
         self.core.pending_output = []
         if out:

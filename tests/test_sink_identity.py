@@ -1,0 +1,153 @@
+"""Spec causal.md E4: a sink recognises a duplicate by its identity, whatever order the
+sink's inputs interleave in after a restart, for ``causal`` (message identity, S1; record
+identity across a fallback, S2) and ``lineage`` (record identity).
+
+The sink is the multiset sink ``out[0]`` of topologies/replica-chain.yaml, fed by three
+instances; two of them are P1 = tag[0] and P2 = tag[1]. Before the crash P1:1 (k, a) is
+visible; after the restart the arrivals are P2:1 (k, b), P1:1 (k, a), P1:2 (k, c). By
+identity the visible output becomes a, b, c; by per-key counts it would be a, a, c (the
+planted ``sink-dedup-per-key`` mutants).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.runtime.instance import InstanceCore
+from ftctl.runtime.messages import Batch
+from protocols.causal.instance import SINK_SLOT, CausalInstance
+from protocols.causal.messages import CausalInit, Plan
+from protocols.causal.mutants import SinkDedupPerKey as CausalPerKey
+from protocols.causal.params import CausalParams
+from protocols.contract.actions import Emit, InstanceAction, Persist, Report
+from protocols.contract.events import BatchIn, ControlIn, Started
+from protocols.contract.logic import InstanceLogic
+from protocols.contract.names import InstanceId
+from protocols.contract.params import NoParams
+from protocols.contract.view import InstanceView
+from protocols.lineage.instance import LineageInstance
+from protocols.lineage.mutants import SinkDedupPerKey as LineagePerKey
+from protocols.shared.logged import SLOT, Ready, record_identity
+from protocols.shared.treeclock import TreeClock
+from tests.conftest import load
+
+SINK = InstanceId("out[0]")
+GRAPH = ExecutionGraph(load("replica-chain"))
+P1, P2, P3 = "tag[0]", "tag[1]", "tag[2]"
+CH = {GRAPH.channels[ch].src: ch for ch in GRAPH.instances[SINK].inputs}
+A, B, C = ("k", ("a", "x"), 5), ("k", ("b", "x"), 6), ("k", ("c", "y"), 7)
+
+
+def _make(cls: type[InstanceLogic[Any]], params: Any) -> InstanceLogic[Any]:
+    return cls(InstanceView.of(GRAPH, SINK), {SINK: InstanceCore(GRAPH, SINK)}, params)
+
+
+def _batch(parent: str, seq: int, rec: tuple[Any, ...]) -> BatchIn:
+    # The diff a parent piggybacks: its own time (== seq here) and one cause.
+    meta = (parent, seq, (("evens[0]", seq, ()),))
+    return BatchIn(SINK, CH[parent], Batch([rec], seq, None, meta))
+
+
+def _emitted(acts: list[InstanceAction]) -> list[tuple[Any, Any]]:
+    return [r for a in acts if isinstance(a, Emit) for r in a.records]
+
+
+def _slots(acts: list[InstanceAction], into: dict[int, Any]) -> dict[int, Any]:
+    for a in acts:
+        if isinstance(a, Persist):
+            into[a.ref] = a.blob
+    return into
+
+
+def _arrivals(inst: InstanceLogic[Any]) -> list[tuple[Any, Any]]:
+    out: list[tuple[Any, Any]] = []
+    for ev in (_batch(P2, 1, B), _batch(P1, 1, A), _batch(P1, 2, C)):
+        out += _emitted(inst.handle(ev, 0.0))
+    return out
+
+
+# ---------------------------------------------------------------- causal
+
+
+def _causal_crash(cls: type[CausalInstance]) -> tuple[list[tuple[Any, Any]], dict[int, Any]]:
+    """First incarnation: P1:1 (k, a) made visible; what it made visible and stored."""
+    parents = dict(CH)
+    inst = _make(cls, CausalParams())
+    slots = _slots(inst.handle(Started(SINK, 0, "initial", init=CausalInit(0, False, parents)),
+                               0.0), {})
+    acts = inst.handle(_batch(P1, 1, A), 0.0)
+    return _emitted(acts), _slots(acts, slots)
+
+
+def _causal_restart(cls: type[CausalInstance], slots: dict[int, Any], epoch: int = 0,
+                    ) -> tuple[InstanceLogic[Any], list[InstanceAction]]:
+    inst = _make(cls, CausalParams())
+    init = CausalInit(epoch, epoch == 0, dict(CH))
+    acts = inst.handle(Started(SINK, 1, "restart", restored=slots[SLOT],
+                               extra={SINK_SLOT: slots.get(SINK_SLOT)}, init=init), 0.0)
+    if epoch == 0:
+        inst.handle(ControlIn(Plan([], {}, TreeClock(SINK))), 0.0)
+    return inst, acts
+
+
+def test_e4_causal_sink_resumes_after_what_it_made_visible() -> None:
+    before, slots = _causal_crash(CausalInstance)
+    assert before == [A[:2]]
+    # The persisted vector.
+    assert slots[SINK_SLOT]["vis"] == {CH[P1]: 1, CH[P2]: 0, CH[P3]: 0}
+    inst, acts = _causal_restart(CausalInstance, slots)
+    # R4 with R := the persisted vector: parents resend after what is visible.
+    assert [a.msg for a in acts if isinstance(a, Report) and isinstance(a.msg, Ready)] == [
+        Ready({CH[P1]: 2, CH[P2]: 1, CH[P3]: 1})]
+    after = _arrivals(inst)
+    assert Counter(before + after) == Counter([A[:2], B[:2], C[:2]])
+    # Its clock and diff log cover the visible batch, so a failed parent's replacement
+    # resumes after it (spec R1 reads the sink's level-1 entry).
+    assert isinstance(inst, CausalInstance)
+    assert inst.clock.children[P1].time == 2 and inst.clock.children[P2].time == 1
+
+
+def test_e4_causal_sink_across_a_fallback_uses_record_identity() -> None:
+    before, slots = _causal_crash(CausalInstance)
+    inst, _ = _causal_restart(CausalInstance, slots, epoch=1)  # channels renumbered
+    assert Counter(before + _arrivals(inst)) == Counter([A[:2], B[:2], C[:2]])
+
+
+def test_e4_causal_per_key_counts_mutant_gives_a_a_c() -> None:
+    before, slots = _causal_crash(CausalPerKey)
+    inst, _ = _causal_restart(CausalPerKey, slots)
+    assert before + _arrivals(inst) == [A[:2], A[:2], C[:2]]
+
+
+# ---------------------------------------------------------------- lineage
+
+
+def _lineage(cls: type[LineageInstance]) -> list[tuple[Any, Any]]:
+    inst = _make(cls, NoParams())
+    slots = _slots(inst.handle(Started(SINK, 0, "initial"), 0.0), {})
+    acts = inst.handle(_batch(P1, 1, A), 0.0)
+    before = _emitted(acts)
+    _slots(acts, slots)
+    # A purge: the sink restarts with its visible counts; everything arrives again.
+    again = _make(cls, NoParams())
+    acts = again.handle(Started(SINK, 1, "restart", restored=slots[SLOT]), 0.0)
+    assert [a.msg for a in acts if isinstance(a, Report)] == [Ready(dict.fromkeys(CH.values(), 1))]
+    return before + _arrivals(again)
+
+
+def test_e4_lineage_sink_by_record_identity() -> None:
+    assert Counter(_lineage(LineageInstance)) == Counter([A[:2], B[:2], C[:2]])
+
+
+def test_e4_lineage_per_key_counts_mutant_gives_a_a_c() -> None:
+    assert _lineage(LineagePerKey) == [A[:2], A[:2], C[:2]]
+
+
+def test_identity_is_what_the_sink_mode_fixes() -> None:
+    # multiset: the record; per-key modes: the key (the n-th record of a key).
+    assert record_identity("multiset")("k", 1) == ("k", 1)
+    assert record_identity(None)("k", 1) == ("k", 1)
+    assert record_identity("ordered-per-key")("k", 1) == "k"
+    assert record_identity("final-per-key")("k", 1) == "k"
