@@ -100,3 +100,24 @@ def test_threshold_decides_what_counts_as_available(tmp_path: Path) -> None:
                                        options={"threshold": "6"}), fake_runner([]))
     # With Θ = 6 the backlog second already counts: out1 is available from 6 s.
     assert {r[0]: r[5] for r in result.rows} == {"PRG": "6.0", "OPC (blocking)": "10.0"}
+
+
+def test_a_global_rollback_takes_every_query_down_until_its_group_runs() -> None:
+    """checkpoint stops the survivors too (``instance-stopped``): out2, none of whose
+    instances failed, is down from the stop until the whole group runs again."""
+    from ftctl.config.load import load_topology
+    from ftctl.figures.fig_004_spark import TOPOLOGY, timeline
+    from ftctl.runtime.graph import ExecutionGraph
+    from ftctl.runtime.queries import topology_queries
+
+    graph = ExecutionGraph(load_topology(TOPOLOGY))
+    every = list(graph.order)
+    events = [HistoryEvent(0, KILL + 0.2, "spark", "failure-detected",
+                           {"instances": ["out1[0]"]}),
+              HistoryEvent(1, KILL + 0.3, "spark", "instance-stopped", {"instances": every}),
+              HistoryEvent(2, KILL + 9.0, "spark", "instance-running", {"instances": every})]
+    tl = timeline(events, {q.name: q.operators for q in topology_queries(graph.topology)},
+                  {i: s.op for i, s in graph.instances.items()}, KILL, 40.0)
+    assert tl.back == {"out1": 9.0, "out2": 9.0, "out3": 9.0}
+    assert tl.up["out2"] == [(0.0, KILL + 0.3), (KILL + 9.0, 40.0)]
+    assert tl.up["out1"] == [(0.0, KILL + 0.2), (KILL + 9.0, 40.0)]

@@ -152,16 +152,16 @@ class Timeline:
 
 def timeline(events: Sequence[HistoryEvent], queries: Mapping[str, frozenset[str]],
              operator_of: Mapping[str, str], t_kill: float, end: float) -> Timeline:
-    """An instance is down from the ``failure-detected`` naming it until a released start
-    group (``instance-running``) names it; a query is up while none of its operators has
-    an instance down."""
+    """An instance is down from the ``failure-detected`` or ``instance-stopped`` naming it
+    until a released start group (``instance-running``) names it; a query is up while none
+    of its operators has an instance down."""
     down: set[str] = set()
     since: dict[str, float | None] = dict.fromkeys(queries, 0.0)
     up: dict[str, list[tuple[float, float]]] = {q: [] for q in queries}
     back: dict[str, float | None] = dict.fromkeys(queries)
     arrivals = []
     for e in events:
-        if e.kind == "failure-detected":
+        if e.kind in ("failure-detected", "instance-stopped"):  # a global rollback stops all
             down |= set(e.data["instances"])
         elif e.kind == "instance-running":
             down -= set(e.data["instances"])
