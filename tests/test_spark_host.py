@@ -25,12 +25,15 @@ from ftctl.cluster import LocalCluster
 from ftctl.config.load import load_topology
 from ftctl.kernel.history import HistoryEvent
 from ftctl.results import RunStore
+from ftctl.run.simspread import run_on_context
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.golden import golden_output
+from ftctl.sim.spread import SimJob
 from ftctl.spark.host import SparkHost
 from ftctl.spark.session import start_session, stop_session
 from ftctl.verify.checker import verify
 from ftctl.verify.golden import golden_for
+from protocols.contract.params import validate
 from protocols.registry import PROTOCOLS
 
 pytestmark = pytest.mark.spark
@@ -199,3 +202,23 @@ def test_kill_under_checkpoint_is_exactly_once(spark: Any, tmp_path: Path) -> No
     verdict = verify(topology.sink_modes(), golden_for(topology, golden_output), result.outputs,
                      info.guarantee, complete=result.complete)
     assert verdict.passed, verdict.totals()
+
+
+def test_simulated_schedules_as_spark_tasks_match_one_process(spark: Any) -> None:
+    """``ftctl sim --master``: the seeds go out as tasks and the summary is the one a single
+    process computes, seed for seed (a planted bug, so failing seeds are compared too)."""
+    from protocols.mutants import planted
+
+    info, planted_params = planted("checkpoint/commit-early")
+    job = SimJob(load_topology(ROOT / "topologies" / "diamond.yaml"), info.name,
+                 validate(info.params, planted_params, info.name), kinds=("crash", "slow"))
+    sim = job.simulator()
+    seen: list[int] = []
+    on_spark = run_on_context(spark.sparkContext, sim, job, 40, 7, progress=seen.append)
+    local = sim.run_many(40, 7)
+    assert local.failing_seeds and len(local.failing_seeds) < 40
+    assert (on_spark.failing_seeds, on_spark.violations) == (local.failing_seeds,
+                                                             local.violations)
+    assert (on_spark.delays, on_spark.resent) == (local.delays, local.resent)
+    assert (on_spark.failures, on_spark.faults) == (local.failures, local.faults)
+    assert seen and seen[-1] == 40

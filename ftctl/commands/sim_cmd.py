@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ftctl.cluster.errors import ClusterError
 from ftctl.commands.common import protocol_and_params, user_errors
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
 from ftctl.console import EXIT_FAILED, EXIT_OK, console, err_console
 from ftctl.progress import LiveLine
+from ftctl.run.simspread import check_master, run_on_spark
 from ftctl.sim.faults import CRASH_ONLY, FAULT_KINDS, FaultKind, parse_kinds
 from ftctl.sim.runner import ScheduleOutcome, SimSummary, Simulator, refusals
+from ftctl.sim.spread import SimJob, run_parallel
 from ftctl.tables import print_table
 from protocols.contract.spec import Guarantee
 
@@ -77,6 +82,13 @@ def sim(
     fail_fast: Annotated[bool, typer.Option(help="Stop at the first violating schedule.")] = False,
     trace: Annotated[Path | None, typer.Option(help="With --seed: write the trace here.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+    jobs: Annotated[int, typer.Option(
+        "--jobs", "-j", min=1, help="Run the schedules in this many local processes "
+        "(same seeds, same summary).")] = 1,
+    master: Annotated[str | None, typer.Option(
+        "--master", help="Run the schedules as Spark tasks on this cluster (spark://host:port), "
+        "or 'local' to start a local one for this command; same seeds, same summary. "
+        "Executors need ftctl installed.")] = None,
 ) -> None:
     """Run seeded failure schedules on the simulation host and check every output.
 
@@ -101,8 +113,17 @@ def sim(
       ftctl sim topologies/diamond.yaml -p causal --faults crash,pause,partition,delay,slow
 
       ftctl sim topologies/wordcount.yaml -p checkpoint --scenario chaos/flapping.yaml -n 50
+
+      ftctl sim topologies/diamond.yaml -p causal -n 5000 -j 2
+
+      ftctl sim topologies/diamond.yaml -p causal -n 5000 --master spark://10.0.0.5:7077
     """
     kinds = _kinds(faults)
+    if master is not None and (why := check_master(master)) is not None:
+        raise ConfigError("--master", None, why)
+    if master is not None and jobs > 1:
+        raise ConfigError("--jobs", None, "runs local processes; --master runs on a cluster "
+                          "instead: give one of them")
     if scenario is not None and kinds != CRASH_ONLY:
         raise ConfigError("--faults", None, "draws random schedules; --scenario replays a file "
                           "instead: give one of them")
@@ -113,8 +134,9 @@ def sim(
     guarantee = _guarantee(expect) if expect else None
     planned = (_scenario(scenario, topo, workers, node_label, info) if scenario is not None
                else None)
-    simulator = Simulator(topo, info, given, guarantee, max_failures, max_burst, kinds,
-                          planned)
+    # What another process or an executor needs to rebuild this simulator (-j, --master).
+    job = SimJob(topo, info.name, given, guarantee, max_failures, max_burst, kinds, planned)
+    simulator = job.simulator()
     if seed is not None:
         outcome = simulator.run_one(seed, trace=True)
         _show_replay(outcome, trace)
@@ -122,21 +144,31 @@ def sim(
 
     started = time.perf_counter()
     label = f"{topo.name} / {info.name}"
+
+    def run(progress: Callable[[int], None], step: Callable[[str], None]) -> SimSummary:
+        if master is None:
+            return run_parallel(simulator, job, schedules, first_seed, jobs, progress,
+                                fail_fast)
+        try:
+            return run_on_spark(simulator, job, schedules, first_seed, master, progress,
+                                fail_fast, step)
+        except ClusterError as exc:
+            err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False,
+                              soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+
     if err_console.is_terminal and not as_json:
         # A bar on stderr in a terminal; stdout keeps only the results.
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=err_console, transient=True) as progress:
             task = progress.add_task(label, total=schedules)
-            summary = simulator.run_many(
-                schedules, first_seed, lambda done: progress.update(task, completed=done),
-                fail_fast=fail_fast)
+            summary = run(lambda done: progress.update(task, completed=done),
+                          lambda msg: progress.update(task, description=f"{label}: {msg}"))
     else:
         # A pipe or CI log: a plain line now and then (LiveLine), none with --json.
         with LiveLine(quiet=as_json) as live:
-            summary = simulator.run_many(
-                schedules, first_seed,
-                lambda done: live.update(f"{label}: {done:,}/{schedules:,} schedules"),
-                fail_fast=fail_fast)
+            summary = run(lambda done: live.update(f"{label}: {done:,}/{schedules:,} schedules"),
+                          live.update)
     elapsed = time.perf_counter() - started
     if as_json:
         print(json.dumps(_summary_json(summary, topo.name, info.name, simulator, elapsed)))

@@ -62,6 +62,21 @@ class ScheduleOutcome:
     verdict: Verdict
 
 
+@dataclass(frozen=True)
+class ScheduleRecord:
+    """What a summary keeps of one schedule: small and picklable, so a schedule run in
+    another process (``ftctl sim -j``) or on a Spark executor folds in like a local one."""
+
+    seed: int
+    failures: int
+    faults: int
+    delay: float  # simulated seconds the failures added to the run
+    resent: int  # records sent beyond the fault-free run
+    fallbacks: int
+    violations: tuple[tuple[str, int], ...]  # anomaly kind -> count; empty when passed
+    passed: bool
+
+
 @dataclass
 class SimSummary:
     schedules: int = 0
@@ -77,6 +92,19 @@ class SimSummary:
     # Whole-graph fallbacks the protocol logged, over all schedules (events named
     # ``*fallback``: causal's ``causal-fallback``, beyond f or without clocks).
     fallbacks: int = 0
+
+    def add(self, record: ScheduleRecord) -> None:
+        """Fold in one schedule; callers add them in seed order, so the summary (its
+        failing seeds, medians) does not depend on where the schedules ran."""
+        self.schedules += 1
+        self.failures += record.failures
+        self.faults += record.faults
+        self.delays.append(record.delay)
+        self.resent.append(record.resent)
+        self.fallbacks += record.fallbacks
+        if not record.passed:
+            self.failing_seeds.append(record.seed)
+            self.violations.update(dict(record.violations))
 
     def medians(self) -> dict[str, float]:
         return {"recovery_delay_ms": round(_median(self.delays) * 1000, 3),
@@ -147,24 +175,24 @@ class Simulator:
             return None
         return SimCluster.workers(SIM_NODES, 2 * len(self.graph.order))
 
+    def record(self, outcome: ScheduleOutcome) -> ScheduleRecord:
+        result, stats = outcome.result, outcome.result.stats
+        return ScheduleRecord(
+            seed=outcome.seed, failures=stats.failures, faults=stats.injected,
+            delay=max(0.0, result.end_time - self.fault_free_end),
+            resent=max(0, stats.records_sent - self.fault_free_records),
+            fallbacks=sum(1 for e in result.events if (e.note or "").endswith("fallback")),
+            violations=tuple(sorted(outcome.verdict.totals().items())),
+            passed=outcome.verdict.passed)
+
     def run_many(self, n: int, seed: int, progress: Callable[[int], None] | None = None,
                  fail_fast: bool = False) -> SimSummary:
         summary = SimSummary()
         for i in range(n):
             outcome = self.run_one(seed + i)
-            summary.schedules += 1
-            stats = outcome.result.stats
-            summary.failures += stats.failures
-            summary.faults += stats.injected
-            summary.delays.append(max(0.0, outcome.result.end_time - self.fault_free_end))
-            summary.resent.append(max(0, stats.records_sent - self.fault_free_records))
-            summary.fallbacks += sum(1 for e in outcome.result.events
-                                     if (e.note or "").endswith("fallback"))
-            if not outcome.verdict.passed:
-                summary.failing_seeds.append(outcome.seed)
-                summary.violations.update(outcome.verdict.totals())
-                if summary.first_failure is None:
-                    summary.first_failure = outcome
+            summary.add(self.record(outcome))
+            if not outcome.verdict.passed and summary.first_failure is None:
+                summary.first_failure = outcome
             if progress:
                 progress(i + 1)
             if fail_fast and summary.failing_seeds:

@@ -54,17 +54,17 @@ DRIVER_LOG = "driver.log"
 
 
 def start_session(master: str, app_name: str, slots: int, log_dir: Path | None = None,
-                  verbose: bool = False) -> Any:
+                  verbose: bool = False, conf: dict[str, str] | None = None) -> Any:
     """A SparkSession on ``master`` with at least ``slots`` task slots registered.
 
     With ``log_dir``, the driver JVM writes everything it prints to ``log_dir/driver.log``
     (streamed to stderr as well when ``verbose``); without it, the JVM inherits our
-    terminal as pyspark would have it.
+    terminal as pyspark would have it. ``conf`` overrides ``spark_conf``'s settings.
     """
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = spark_conf(master, app_name)
+    conf = {**spark_conf(master, app_name), **(conf or {})}
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -78,7 +78,7 @@ def start_session(master: str, app_name: str, slots: int, log_dir: Path | None =
         _kill_driver_jvms()
         if not isinstance(exc, Exception):
             raise
-        reason = _first_line(exc)
+        reason = first_line(exc)
         raise InfraError(f"could not start a Spark session on {master}: {reason}") from exc
     try:
         wait_for_slots(spark.sparkContext, slots)
@@ -184,7 +184,7 @@ def _kill_driver_jvms() -> None:
     SparkContext._jvm = None
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     lines = [ln for ln in str(exc).splitlines() if ln.strip()]
     return lines[0][:200] if lines else type(exc).__name__
 

@@ -1,0 +1,143 @@
+"""Schedules spread over several processes (``ftctl sim -j N``) or any other executor.
+
+A schedule is a pure function of its seed and the run's inputs, so it can run anywhere
+that can rebuild the ``Simulator``: a ``SimJob`` carries those inputs in picklable form
+(the protocol by name: a spec holds lambdas that do not pickle), each process rebuilds
+the simulator once, and only ``ScheduleRecord``s travel back. The parent folds them in
+seed order, so the summary is the same whether the schedules ran in one process, in N,
+or on a Spark cluster (``ftctl.run.simspread``); the first violating schedule is re-run
+in the parent for its divergences, which a record does not carry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ftctl.config.topology import Topology
+from ftctl.sim.faults import CRASH_ONLY, FaultKind
+from ftctl.sim.runner import ScheduleRecord, SimSummary, Simulator
+from protocols.contract.params import ProtocolParams
+from protocols.contract.spec import Guarantee
+from protocols.registry import get_protocol
+
+if TYPE_CHECKING:
+    from ftctl.sim.scenario import SimScenario
+
+# Seeds per unit of work: big enough that dispatch costs little next to ~20 ms per
+# schedule, small enough that two processes finish within a chunk of each other.
+CHUNK = 8
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+@dataclass(frozen=True)
+class SimJob:
+    """Everything a process needs to rebuild the ``Simulator`` of a ``ftctl sim`` run."""
+
+    topology: Topology
+    protocol: str  # a registry name or a shipped mutant, ``checkpoint/commit-early``
+    given: ProtocolParams
+    guarantee: Guarantee | None = None
+    max_failures: int = 3
+    max_burst: int = 3
+    kinds: tuple[FaultKind, ...] = CRASH_ONLY
+    scenario: SimScenario | None = None
+
+    def simulator(self) -> Simulator:
+        return Simulator(self.topology, protocol_by_name(self.protocol), self.given,
+                         self.guarantee, self.max_failures, self.max_burst, self.kinds,
+                         self.scenario)
+
+
+def protocol_by_name(name: str) -> Any:
+    if "/" in name:  # a shipped mutant: the registry entry with the planted classes
+        from protocols.mutants import planted
+
+        return planted(name)[0]
+    return get_protocol(name)
+
+
+# One simulator per process and job: rebuilding it (golden and fault-free runs) per chunk
+# would cost as much as a schedule or two each time.
+_cached: tuple[SimJob, Simulator] | None = None
+
+
+def simulator_for(job: SimJob) -> Simulator:
+    global _cached
+    if _cached is None or _cached[0] != job:
+        _cached = (job, job.simulator())
+    return _cached[1]
+
+
+def run_seeds(job: SimJob, seeds: Iterable[int]) -> list[ScheduleRecord]:
+    """The records of ``seeds``' schedules, in order (what a worker or executor runs)."""
+    sim = simulator_for(job)
+    return [sim.record(sim.run_one(seed)) for seed in seeds]
+
+
+def chunks(first: int, n: int, size: int = CHUNK) -> list[range]:
+    return [range(s, min(s + size, first + n)) for s in range(first, first + n, size)]
+
+
+def fold(sim: Simulator, batches: Iterable[Sequence[ScheduleRecord]],
+         progress: Callable[[int], None] | None = None,
+         fail_fast: bool = False) -> SimSummary:
+    """Fold record batches (given in seed order) into a summary, as ``run_many`` would:
+    with ``fail_fast`` it ends at the first violating seed, schedules after it ignored."""
+    summary = SimSummary()
+    for batch in batches:
+        for record in batch:
+            summary.add(record)
+            if fail_fast and not record.passed:
+                break
+        if progress:
+            progress(summary.schedules)
+        if fail_fast and summary.failing_seeds:
+            break
+    if summary.failing_seeds:
+        summary.first_failure = sim.run_one(summary.failing_seeds[0])
+    return summary
+
+
+def run_parallel(sim: Simulator, job: SimJob, n: int, first: int, processes: int,
+                 progress: Callable[[int], None] | None = None,
+                 fail_fast: bool = False) -> SimSummary:
+    """``sim.run_many(n, first)`` spread over ``processes`` local processes (1: in this one).
+
+    Workers are spawned, not forked: the parent may run threads (a progress display), and
+    a fork copies their locks mid-use. They ignore Ctrl-C (the parent handles it and
+    terminates the pool) and die with the parent even when it is SIGKILLed.
+    """
+    if processes <= 1:
+        return sim.run_many(n, first, progress, fail_fast)
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(min(processes, max(1, n // CHUNK)), initializer=_worker_init,
+                  initargs=(os.getpid(), job)) as pool:
+        # ``imap`` yields in submission order: the fold sees seeds in order.
+        batches: Iterator[list[ScheduleRecord]] = pool.imap(
+            _run_chunk, [(job, c) for c in chunks(first, n)])
+        return fold(sim, batches, progress, fail_fast)
+    # Leaving the ``with`` (done, fail-fast or an exception) terminates the workers.
+
+
+def _run_chunk(args: tuple[SimJob, range]) -> list[ScheduleRecord]:
+    job, seeds = args
+    return run_seeds(job, seeds)
+
+
+def _worker_init(parent: int, job: SimJob) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The kernel kills this worker when its parent dies (SIGKILL included). The pool is
+    # created by the parent's main thread, which lives as long as the parent.
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+    simulator_for(job)  # build it now, not inside the first chunk's timing

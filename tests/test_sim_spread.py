@@ -1,0 +1,117 @@
+"""``ftctl sim -j N``: schedules over local processes, the same summary as in one process."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+from typer.testing import CliRunner
+
+from ftctl.cli import app
+from ftctl.cluster.process import wait_until
+from ftctl.sim.runner import SimSummary
+from ftctl.sim.spread import SimJob, chunks, fold, run_parallel
+from protocols.contract.params import validate
+from tests.conftest import TOPOLOGIES, load
+
+ROOT = Path(__file__).resolve().parent.parent
+runner = CliRunner()
+# A planted bug: most schedules violate, so failing seeds and anomaly counts are compared too.
+MUTANT = "checkpoint/commit-early"
+
+
+def _job() -> SimJob:
+    from protocols.mutants import planted
+
+    info, params = planted(MUTANT)
+    return SimJob(load("diamond"), MUTANT, validate(info.params, params, info.name),
+                  kinds=("crash", "pause", "delay"))
+
+
+def _same(a: SimSummary, b: SimSummary) -> None:
+    assert (a.schedules, a.failures, a.faults, a.fallbacks) == \
+        (b.schedules, b.failures, b.faults, b.fallbacks)
+    assert a.failing_seeds == b.failing_seeds and a.violations == b.violations
+    assert a.delays == b.delays and a.resent == b.resent  # per seed, exactly
+    assert a.first_failure is not None and b.first_failure is not None
+    assert a.first_failure.seed == b.first_failure.seed
+    assert a.first_failure.verdict.totals() == b.first_failure.verdict.totals()
+
+
+def test_two_processes_give_exactly_the_summary_of_one() -> None:
+    job = _job()
+    sim = job.simulator()
+    serial = sim.run_many(30, 5)
+    seen: list[int] = []
+    spread = run_parallel(sim, job, 30, 5, processes=2, progress=seen.append)
+    assert serial.failing_seeds and len(serial.failing_seeds) < 30, "a mix, not all one way"
+    _same(serial, spread)
+    assert seen[-1] == 30 and seen == sorted(seen)
+
+
+def test_fail_fast_stops_at_the_same_seed_in_any_order_of_arrival() -> None:
+    job = _job()
+    sim = job.simulator()
+    serial = sim.run_many(30, 3, fail_fast=True)
+    # Batches arrive whole, the first violation mid-batch: the fold cuts there.
+    records = [[sim.record(sim.run_one(s)) for s in c] for c in chunks(3, 30, size=5)]
+    folded = fold(sim, records, fail_fast=True)
+    _same(serial, folded)
+    assert folded.schedules == serial.failing_seeds[0] - 3 + 1
+
+
+def test_cli_json_is_the_same_for_one_and_two_processes() -> None:
+    args = ["sim", str(TOPOLOGIES / "diamond.yaml"), "-p", MUTANT, "-n", "24", "--json",
+            "--faults", "crash,slow,node", "--first-seed", "11"]
+    docs = []
+    for jobs in ("1", "2"):
+        res = runner.invoke(app, [*args, "-j", jobs])
+        assert res.exit_code == 1, res.output  # the mutant violates
+        doc = json.loads(res.stdout)
+        doc.pop("seconds")
+        docs.append(doc)
+    assert docs[0] == docs[1]
+    assert docs[0]["schedules"] == 24 and docs[0]["failing_seeds"]
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--master", "yarn"], "--master: expected spark://host:port or 'local', got 'yarn'"),
+    (["--master", "local", "-j", "2"], "--jobs: runs local processes; --master runs on a "
+     "cluster instead: give one of them"),
+])
+def test_bad_spread_options_are_one_line(extra: list[str], message: str) -> None:
+    res = runner.invoke(app, ["sim", str(TOPOLOGIES / "wordcount.yaml"), *extra])
+    assert res.exit_code == 2
+    assert res.stderr.strip() == f"error: {message}"
+
+
+def test_workers_die_with_a_killed_parent(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ftctl.cli", "sim", str(TOPOLOGIES / "wordcount.yaml"),
+         "-n", "100000", "-j", "2", "--json"], cwd=tmp_path,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    parent = psutil.Process(proc.pid)
+    try:
+        assert wait_until(lambda: len(_workers(parent)) == 2, 60), "two workers start"
+        workers = _workers(parent)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        _gone, alive = psutil.wait_procs(workers, timeout=10)
+        assert not alive, f"workers outlived their parent: {alive}"
+    finally:
+        for p in [parent, *_workers(parent)]:
+            if p.is_running():
+                p.kill()
+
+
+def _workers(parent: psutil.Process) -> list[psutil.Process]:
+    try:
+        # The spawn start method adds a resource tracker: not a worker.
+        return [c for c in parent.children() if "resource_tracker" not in " ".join(c.cmdline())]
+    except psutil.Error:
+        return []
