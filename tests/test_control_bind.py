@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 import socket
+import threading
 from multiprocessing import AuthenticationError
 from pathlib import Path
 from typing import Any
@@ -93,3 +94,53 @@ def test_an_address_this_machine_cannot_listen_on_is_one_line_exit_2(
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and "--bind" in lines[0] and "203.0.113.7" in lines[0], lines
     assert not any(tmp_path.iterdir()), "nothing written for a refused command"
+
+
+def _this_hosts_address() -> str:
+    """An IPv4 address of this machine off loopback (every test host has a network)."""
+    import psutil
+
+    for addrs in psutil.net_if_addrs().values():
+        for a in addrs:
+            if a.family == socket.AF_INET and not a.address.startswith("127."):
+                return str(a.address)
+    raise AssertionError("this machine has no IPv4 address off loopback")
+
+
+@pytest.mark.parametrize("bind", ["127.0.0.1", "off-loopback"])
+def test_a_tasks_data_listener_binds_where_it_reaches_the_driver(bind: str) -> None:
+    """Upstream tasks on other hosts must reach a task's data listener: it listens on the
+    interface its control connection uses (loopback only while the driver is there)."""
+    from ftctl.config.load import load_topology
+    from ftctl.spark.task import InstanceTask, TaskPayload
+    from protocols.contract.events import Started
+    from protocols.contract.names import InstanceId
+
+    address = _this_hosts_address() if bind == "off-loopback" else bind
+    server, _, _, token = _server(address)
+    topology = load_topology(ROOT / "topologies" / "wordcount.yaml")
+    task = InstanceTask(TaskPayload(
+        run_id="r", instance="count[0]", inc=0, protocol="none", params={},
+        topology=topology.model_dump(by_alias=True),
+        started=Started(InstanceId("count[0]"), 0, "start"), coordinator=server.address,
+        token=token))
+    try:
+        assert task.listener is not None
+        assert task.listener.address[0] == address
+        threading.Thread(target=task._acceptor, daemon=True).start()
+        wire.connect(task.listener.address, token).close()  # a peer with the token gets in
+    finally:
+        task._close()
+        server.close()
+
+
+def test_the_driver_jvm_binds_with_the_control_channel() -> None:
+    from ftctl.spark.session import driver_conf
+
+    assert driver_conf("127.0.0.1") == {}  # spark_conf's loopback defaults
+    address = _this_hosts_address()
+    assert driver_conf(address) == {"spark.driver.bindAddress": address,
+                                    "spark.driver.host": address}
+    wildcard = driver_conf("0.0.0.0")
+    assert wildcard["spark.driver.bindAddress"] == "0.0.0.0"
+    assert wildcard["spark.driver.host"] not in wire.WILDCARDS

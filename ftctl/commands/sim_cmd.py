@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ftctl.cluster.errors import ClusterError
+from ftctl.commands.cluster_options import DEFAULT_BIND, Bind, check_bind
 from ftctl.commands.common import protocol_and_params, user_errors
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
@@ -89,6 +90,7 @@ def sim(
         "--master", help="Run the schedules as Spark tasks on this cluster (spark://host:port), "
         "or 'local' to start a local one for this command; same seeds, same summary. "
         "Executors need ftctl installed.")] = None,
+    bind: Bind = DEFAULT_BIND,
 ) -> None:
     """Run seeded failure schedules on the simulation host and check every output.
 
@@ -151,7 +153,7 @@ def sim(
                                 fail_fast)
         try:
             return run_on_spark(simulator, job, schedules, first_seed, master, progress,
-                                fail_fast, step)
+                                fail_fast, step, check_bind(bind))
         except ClusterError as exc:
             err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False,
                               soft_wrap=True)

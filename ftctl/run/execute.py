@@ -32,7 +32,12 @@ from ftctl.sim.golden import golden_output
 from ftctl.spark import wire
 from ftctl.spark.capacity import master_source
 from ftctl.spark.host import HostResult, SparkHost
-from ftctl.spark.session import collect_executor_logs, start_session, stop_session
+from ftctl.spark.session import (
+    collect_executor_logs,
+    driver_conf,
+    start_session,
+    stop_session,
+)
 from ftctl.store import join_location, local_dirs
 from ftctl.tables import print_table
 from ftctl.verify.checker import Verdict, verify
@@ -163,7 +168,8 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         with live:
             step(f"starting a Spark session on {master}")
             spark = start_session(master, f"ftctl-{run_store.run_id}", slots=n + req.spares,
-                                  log_dir=run_store.path / LOGS, verbose=req.verbose)
+                                  log_dir=run_store.path / LOGS, verbose=req.verbose,
+                                  conf=driver_conf(req.bind))
         app_id = spark.sparkContext.applicationId
         timings["session_s"] = round(time.monotonic() - t, 2)
         run_store.event("session-started", master=master, seconds=timings["session_s"])

@@ -26,7 +26,8 @@ from ftctl.cluster import LocalCluster
 from ftctl.cluster.errors import InfraError
 from ftctl.sim.runner import ScheduleRecord, SimSummary, Simulator
 from ftctl.sim.spread import CHUNK, SimJob, fold, run_seeds
-from ftctl.spark.session import first_line, start_session, stop_session, task_slots
+from ftctl.spark import wire
+from ftctl.spark.session import driver_conf, first_line, start_session, stop_session, task_slots
 
 LOCAL = "local"  # ``--master local``: a standalone cluster started for this command
 WAVES = 4  # waves per run: progress and fail-fast granularity against per-wave idle tails
@@ -45,9 +46,10 @@ def check_master(value: str) -> str | None:
 def run_on_spark(sim: Simulator, job: SimJob, n: int, first: int, master: str,
                  progress: Callable[[int], None] | None = None,
                  fail_fast: bool = False, step: Callable[[str], None] | None = None,
-                 ) -> SimSummary:
-    """``sim.run_many(n, first)`` with the schedules run as tasks on ``master``."""
-    with sim_session(master, step) as (sc, url):
+                 bind: str = wire.HOST) -> SimSummary:
+    """``sim.run_many(n, first)`` with the schedules run as tasks on ``master``; the
+    driver listens for its executors on ``bind``."""
+    with sim_session(master, step, bind) as (sc, url):
         try:
             return run_on_context(sc, sim, job, n, first, progress, fail_fast)
         except Exception as exc:  # a failed Spark job: an executor without ftctl, a lost one
@@ -56,7 +58,7 @@ def run_on_spark(sim: Simulator, job: SimJob, n: int, first: int, master: str,
 
 @contextlib.contextmanager
 def sim_session(master: str, step: Callable[[str], None] | None = None,
-                ) -> Iterator[tuple[Any, str]]:
+                bind: str = wire.HOST) -> Iterator[tuple[Any, str]]:
     """A SparkContext on ``master`` (``local``: on a local cluster started for it) and the
     master's URL; everything started here is stopped on the way out."""
     say = step or (lambda _msg: None)
@@ -70,7 +72,8 @@ def sim_session(master: str, step: Callable[[str], None] | None = None,
             cluster.up(progress=say)
             master = cluster.master_url
         say(f"starting a Spark session on {master}")
-        spark = start_session(master, "ftctl-sim", slots=1, log_dir=logs, conf=SIM_CONF)
+        spark = start_session(master, "ftctl-sim", slots=1, log_dir=logs,
+                              conf={**SIM_CONF, **driver_conf(bind)})
         yield spark.sparkContext, master
     finally:
         if spark is not None:

@@ -50,6 +50,18 @@ def spark_conf(master: str, app_name: str) -> dict[str, str]:
     }
 
 
+def driver_conf(bind: str) -> dict[str, str]:
+    """Where the driver JVM listens for executors: with ``--bind`` off loopback, on that
+    address (executors on other hosts fetch tasks and send results there), advertised as
+    the control channel advertises itself; on loopback, ``spark_conf``'s defaults."""
+    from ftctl.spark import wire
+
+    if bind == wire.HOST:
+        return {}
+    return {"spark.driver.bindAddress": bind or "0.0.0.0",
+            "spark.driver.host": wire.advertised((bind, 0))[0]}
+
+
 DRIVER_LOG = "driver.log"
 
 

@@ -162,8 +162,11 @@ class InstanceTask:
         self.first = self.unit.handle(p.started, now)
         for msg in p.held:
             self.first += self.unit.handle(ControlIn(msg), now)
-        self.listener = wire.listen(p.token) if self.core.inputs else None
         self.ctrl = wire.connect(p.coordinator, p.token)
+        # Upstream peers connect on the address this host reaches the driver from: the
+        # loopback by default, the cluster's network when the driver binds there.
+        self.listener = (wire.listen(p.token, wire.local_host(self.ctrl))
+                         if self.core.inputs else None)
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -83,6 +83,20 @@ def advertised(address: Address) -> Address:
     return host, port
 
 
+def local_host(conn: Connection) -> str:
+    """This end's address of ``conn``: the interface this host reaches the peer through.
+
+    A task listens for its upstream peers there: on loopback while the driver is on
+    loopback (the default, one machine), on the cluster network's interface when the
+    driver binds one (``--bind``), where tasks on other hosts can reach it.
+    """
+    s = socket.socket(fileno=_dup(conn))
+    try:
+        return str(s.getsockname()[0])
+    finally:
+        s.close()
+
+
 def connect(address: Address, token: bytes) -> Connection:
     conn = Client((address[0], address[1]), family="AF_INET", authkey=token)
     _nodelay(conn)
