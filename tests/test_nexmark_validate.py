@@ -13,7 +13,7 @@ from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 
 ROOT = Path(__file__).resolve().parent.parent / "topologies"
-BUNDLED = sorted([*ROOT.glob("*.yaml"), *ROOT.glob("nexmark/*.yaml")])
+BUNDLED = sorted([*ROOT.glob("*.yaml"), *ROOT.glob("nexmark/*.yaml"), *ROOT.glob("joins/*.yaml")])
 
 
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.stem)

@@ -134,8 +134,9 @@ class SinkDedupPerKey(CausalInstance):
     to arrive again are taken for the ones already visible (spec E4).
 
     Not shipped in ``MUTANTS``: no topology of the conformance kit sends one key with
-    different values to a multiset sink on several channels; the E4 unit test catches it
-    (tests/test_sink_identity.py)."""
+    different values to a multiset sink on several channels; the E4 unit test
+    (tests/test_sink_identity.py) and seed 17 of topologies/joins/join-window.yaml
+    (tests/test_joins_sim.py) catch it."""
 
     def __init__(self, *args: Any):
         super().__init__(*args)

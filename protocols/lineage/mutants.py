@@ -29,8 +29,8 @@ class SinkDedupPerKey(LineageInstance):
     that brings a key's records in another order hides new ones behind old (spec E4).
 
     Not shipped in ``MUTANTS``: no topology of the conformance kit sends one key with
-    different values to a multiset sink; the E4 unit test catches it
-    (tests/test_sink_identity.py)."""
+    different values to a multiset sink; the E4 unit test (tests/test_sink_identity.py)
+    and seed 1 of topologies/joins/join-window.yaml (tests/test_joins_sim.py) catch it."""
 
     def __init__(self, *args: Any):
         super().__init__(*args)
