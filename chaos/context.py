@@ -146,6 +146,22 @@ class FaultContext(Protocol):
         ...
 
 
+@runtime_checkable
+class AgentDelivery(Protocol):
+    """A context whose process faults go through the fault agent inside each task (a
+    cluster ftctl did not start: the driver signals no pid there)."""
+
+    def through_agent(self) -> bool:
+        """Whether process faults on tasks must go through the agent."""
+        ...
+
+    def agent_fault(self, instance: str, op: str, seconds: float | None = None,
+                    factor: float = 1.0) -> bool:
+        """Have ``instance``'s task carry out ``op`` (kill, kill-executor, pause, slow) on
+        itself; False if it is not running now."""
+        ...
+
+
 @dataclass
 class Ledger:
     """Workers lost to faults of this run and not restored yet.

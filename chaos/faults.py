@@ -28,6 +28,7 @@ from pydantic import BaseModel
 from chaos import procs
 from chaos.arrivals import arrival_offsets
 from chaos.context import (
+    AgentDelivery,
     ChannelFault,
     ChannelKind,
     FaultContext,
@@ -184,6 +185,25 @@ class ChaosFault(ABC):
         return not self.cancelled.is_set()
 
 
+def _agent(ctx: FaultContext) -> AgentDelivery | None:
+    """The context's fault agent when process faults must go through it (``--master``)."""
+    return ctx if isinstance(ctx, AgentDelivery) and ctx.through_agent() else None
+
+
+def _by_agent(fault: ChaosFault, ctx: FaultContext, agent: AgentDelivery, op: str,
+              factor: float = 1.0) -> InjectRecord:
+    """Strike the target instance through its task's agent: nothing is signalled here."""
+    instance = fault._instance(ctx)
+    if op in ("pause", "slow") and fault.duration is None:
+        raise FaultError(f"{op} of {instance} through the task's agent needs a duration")
+    # The pid the task reported, for the record (detections name it), never signalled.
+    pid = ctx.task_pid(instance)
+    record = fault._record(ctx, instance, [pid] if pid is not None else [], via="agent")
+    if not agent.agent_fault(instance, op, fault.duration, factor):
+        raise NotRunning(f"{instance} is not running")
+    return record
+
+
 def _matching(ctx: FaultContext, target: Target) -> list[WorkerRef]:
     selector = dict(target.labels)
     return [w for w in ctx.workers() if selects(w, selector)]
@@ -196,6 +216,8 @@ class KillTask(ChaosFault):
     name = "kill-task"
 
     def inject(self, ctx: FaultContext) -> InjectRecord:
+        if (agent := _agent(ctx)) is not None:
+            return _by_agent(self, ctx, agent, "kill")
         instance = self._instance(ctx)
         pid = self._task_pid(ctx, instance)
         record = self._record(ctx, instance, [pid])
@@ -208,6 +230,8 @@ class KillExecutor(ChaosFault):
     name = "kill-executor"
 
     def inject(self, ctx: FaultContext) -> InjectRecord:
+        if (agent := _agent(ctx)) is not None:
+            return _by_agent(self, ctx, agent, "kill-executor")
         executors = ctx.executor_pids()
         if self.parsed.kind == "selector":
             hosts = [w.pid for w in _matching(ctx, self.parsed)]
@@ -311,6 +335,8 @@ class Pause(ChaosFault):
         self._lock = threading.Lock()
 
     def inject(self, ctx: FaultContext) -> InjectRecord:
+        if (agent := _agent(ctx)) is not None:  # the task continues itself after duration
+            return _by_agent(self, ctx, agent, "pause")
         what, pid = self._process(ctx)
         record = self._record(ctx, what, [])
         with self._lock:
@@ -338,6 +364,8 @@ class Slow(ChaosFault):
         self._seen: dict[int, psutil.Process] = {}
 
     def inject(self, ctx: FaultContext) -> InjectRecord:
+        if (agent := _agent(ctx)) is not None:
+            return _by_agent(self, ctx, agent, "slow", cast(SlowParams, self.params).factor)
         what, pid = self._process(ctx)
         if not procs.tree(pid):
             raise FaultError(f"{what} (pid {pid}) is not running")

@@ -99,6 +99,17 @@ class HostFaultContext:
     phase: Callable[[str], bool] = _no_phase
     apply_channel: Callable[[ChannelFault], None] | None = None
     clear_channel: Callable[[str], None] | None = None
+    # Set on a cluster ftctl did not start: process faults go to the task's own agent.
+    agent: Callable[[str, str, float | None, float], bool] | None = None
+
+    def through_agent(self) -> bool:
+        return self.agent is not None
+
+    def agent_fault(self, instance: str, op: str, seconds: float | None = None,
+                    factor: float = 1.0) -> bool:
+        if self.agent is None:
+            raise FaultError(f"{op} through the task's agent needs a host that has one")
+        return self.agent(instance, op, seconds, factor)
 
     def now(self) -> float:
         return self.clock()
@@ -107,7 +118,18 @@ class HostFaultContext:
         return list(self.instance_ids)
 
     def task_pid(self, instance: str) -> int | None:
-        return self.task_pids(instance)
+        """The pid the instance's task reported, once shown to belong to this run: on a
+        cluster of local processes it must run under one of the cluster's workers (whose
+        pids the cluster checked by start time and command line), else it is refused,
+        never signalled. (Containers have pids of their own namespaces; on a cluster
+        ftctl did not start faults go through the task's agent and signal nothing.)"""
+        pid = self.task_pids(instance)
+        if pid is None or self.cluster is None or isinstance(self.cluster, ContainerBackend):
+            return pid
+        if procs.ancestor_in(pid, self.cluster.worker_pids().values()) is None:
+            raise FaultError(f"{instance}'s task reported pid {pid}, which is no process of "
+                             "this run's cluster on this host: not signalled")
+        return pid
 
     def executor_pids(self) -> dict[str, int]:
         return procs.executor_pids_under(w.pid for w in self.workers())

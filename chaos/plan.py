@@ -30,6 +30,9 @@ RESTORE_AFTER = 3.0
 # Faults that need process access to the workers (a cluster ftctl started).
 CLUSTER_FAULTS = ("kill-executor", "kill-worker", "kill-group", "restore-capacity",
                   *CONTAINER_FAULTS)
+# Carried out by the agent inside the target's task on a cluster ftctl did not start.
+AGENT_FAULTS = ("kill-task", "kill-executor", "pause", "slow")
+TIMED_BY_AGENT = ("pause", "slow")  # the agent ends them itself, after their duration
 _WORKER_NAME = re.compile(r"^w[0-9]+$")
 
 
@@ -80,11 +83,17 @@ def check_cluster(schedule: Schedule, master: str | None,
         if p.type not in FAULT_TYPES:
             raise ConfigError(schedule.source, "type", f"unknown fault type {p.type!r}")
         parsed = parse_target(p.target)
-        needs_cluster = p.type in CLUSTER_FAULTS or parsed.kind == "selector"
+        # On --master a task's agent kills its own executor: no worker access needed.
+        needs_cluster = (p.type in CLUSTER_FAULTS and p.type not in AGENT_FAULTS) \
+            or parsed.kind == "selector"
         if needs_cluster and master is not None:
             raise ConfigError(schedule.source, "faults",
                               f"{p.type} on {p.target} needs process access to the workers; "
                               "run without --master so ftctl starts the cluster")
+        if master is not None and p.type in TIMED_BY_AGENT and p.duration is None:
+            raise ConfigError(schedule.source, "duration",
+                              f"{p.type} on {p.target} needs a duration with --master: the "
+                              "task's agent resumes it, the driver cannot reach it")
         if p.type in CONTAINER_FAULTS and backend != "docker":
             raise ConfigError(schedule.source, "type",
                               f"{p.type} needs the docker backend (--backend docker); on "

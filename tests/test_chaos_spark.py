@@ -71,6 +71,8 @@ def test_kills_under_checkpoint_are_exactly_once(cluster: LocalCluster, tmp_path
     assert len(injects) == 2
     for inj in injects:
         assert isinstance(inj["at"], float) and inj["resolved"] and inj["pids"]
+        # --master: a cluster ftctl did not start; the task's agent killed itself.
+        assert inj["details"] == {"via": "agent"}
         detected = [e for e in events if e.kind == "failure-detected"
                     and inj["pids"][0] in e.data.get("pids", {}).values()]
         assert detected, f"no detection of {inj['resolved']} (pid {inj['pids'][0]})"

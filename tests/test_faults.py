@@ -531,7 +531,9 @@ def test_host_context_adapts_a_cluster_backend(ctx: FakeContext) -> None:
     host = HostFaultContext(clock=ctx.now, instance_ids=INSTANCES,
                             task_pids={"count[0]": 123}.get, cluster=cluster)
     assert isinstance(host, FaultContext)
-    assert host.task_pid("count[0]") == 123 and host.task_pid("out[0]") is None
+    assert host.task_pid("out[0]") is None
+    with pytest.raises(FaultError, match="not signalled"):  # 123 runs under no worker
+        host.task_pid("count[0]")
     assert [w.id for w in host.workers()] == ["w0", "w1"]
     ledger = Ledger()
     KillGroup("rack=a", window=0.01, ledger=ledger).inject(host)

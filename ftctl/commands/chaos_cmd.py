@@ -72,7 +72,8 @@ def chaos(
     rate: Annotated[float | None, typer.Option(
         "--rate", min=0.001, help="Records/s per source (default: a ~25 s run).")] = None,
     master: Annotated[str | None, typer.Option(
-        "--master", help="spark://host:port of a running cluster (task faults only).")] = None,
+        "--master", help="spark://host:port of a running cluster; process faults go through "
+        "each task's own agent there (kill-task, kill-executor, pause, slow).")] = None,
     backend: Annotated[str, typer.Option("--backend", help="local or docker.")] = "local",
     results: Annotated[Path, typer.Option("--results", help="Where runs are written.")]
     = DEFAULT_ROOT,

@@ -94,7 +94,9 @@ class ChaosExtension(RunExtension):
             cluster=ctx.cluster, snapshot=host.snapshot_in_progress,
             recovery=host.recovery_in_progress, phase=partial(_phase_open, host),
             apply_channel=host.apply_channel,
-            clear_channel=host.clear_channel)
+            clear_channel=host.clear_channel,
+            # A cluster ftctl did not start: its pids are not ours to signal.
+            agent=partial(_agent_fault, host) if ctx.request.master is not None else None)
         counters = ctx.counters
 
         def log(kind: str, **data: Any) -> None:
@@ -197,6 +199,13 @@ class _NoContext:
 
 
 _NO_CONTEXT: Any = _NoContext()
+
+
+def _agent_fault(host: Any, instance: str, op: str, seconds: float | None,
+                 factor: float) -> bool:
+    from ftctl.spark import agent
+
+    return bool(host.agent_fault(instance, agent.payload(op, seconds, factor)))
 
 
 def _phase_open(host: Any, phase: str) -> bool:

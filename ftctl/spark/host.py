@@ -76,7 +76,9 @@ CANCEL_AFTER = 1.0  # a stopped task that has not exited by then has its job can
 SAMPLE_EVERY = 0.5
 EVENT_QUEUE = 512
 SNAPSHOT_STALE = 2.0  # a snapshot with no persist for this long is no longer "in progress"
-EV_CHAOS = "chaos"  # (EV_CHAOS, "apply" | "clear", ChannelFault | fault id): from the nemesis
+# (EV_CHAOS, "apply" | "clear" | "agent", ChannelFault | fault id | (iid, agent payload)):
+# from the nemesis
+EV_CHAOS = "chaos"
 EV_CAPACITY = "capacity"  # (EV_CAPACITY, [Worker]): the cluster's workers changed
 
 
@@ -219,6 +221,14 @@ class SparkHost:
 
     def clear_channel(self, fault_id: str) -> None:
         self.events_q.put((EV_CHAOS, "clear", fault_id))
+
+    def agent_fault(self, iid: str, payload: dict[str, Any]) -> bool:
+        """Have ``iid``'s task carry out a process fault on itself (``ftctl.spark.agent``);
+        False if it is not running now."""
+        if iid not in self.live:
+            return False
+        self.events_q.put((EV_CHAOS, "agent", (iid, payload)))
+        return True
 
     # ------------------------------------------------------------------ helpers
 
@@ -370,6 +380,8 @@ class SparkHost:
         elif kind == EV_CHAOS:
             if ev[1] == "apply":
                 self._link_fault(ev[2])
+            elif ev[1] == "agent":
+                self._tell(ev[2][0], (wire.CONTROL, ev[2][1]))
             else:
                 self._link_clear(ev[2])
 

@@ -27,7 +27,7 @@ from ftctl.kernel.unit import Unit, perform
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch
 from ftctl.runtime.pace import Pace
-from ftctl.spark import wire
+from ftctl.spark import agent, wire
 from ftctl.spark.gcpolicy import ManualGC
 from ftctl.spark.latency import LatencyProbe
 from ftctl.spark.links import LinkFaults, is_link_payload
@@ -235,6 +235,10 @@ class InstanceTask:
                 if msg[0] == wire.GO:
                     self.go_msg = msg
                     self.go.set()
+                elif msg[0] == wire.CONTROL and agent.is_agent_payload(msg[1]):
+                    # A fault the driver may not deliver by signal: carried out here and
+                    # now, even while the main thread is blocked on a full downstream.
+                    agent.carry_out(msg[1])
                 else:
                     self.ctl.append(msg)
                 self._wake()

@@ -1,0 +1,126 @@
+"""The fault agent inside each task: process faults carried out by the task on itself.
+
+On a cluster ftctl did not start (``--master``) the driver's machine is not the tasks'
+machine, so it must never signal a pid a task reported: the pid means nothing there, or
+something else. The driver sends the fault over the task's authenticated control
+connection instead, and the task's control reader carries it out at once (the main
+thread may be blocked on a full downstream):
+
+- ``kill``: SIGKILL of the task's own process (its Python worker), as ``kill-task``.
+- ``kill-executor``: SIGKILL of the executor JVM the task runs under, found among its own
+  ancestors by its main class (nothing else on that host is a candidate).
+- ``pause``: SIGSTOP of its own process for ``seconds``. A stopped process cannot wake
+  itself, and the driver cannot reach it, so a helper process started just before (a
+  child of the task, exiting with it) sends SIGCONT when the time is up.
+- ``slow``: the same helper runs the duty cycle of ``slow`` (stopped for
+  ``1 - 1/factor`` of each period) for ``seconds``.
+
+Channel faults (delay, drop, partition) already act inside the sending task
+(``ftctl.spark.links``). Run as ``python -m ftctl.spark.agent PID SECONDS FACTOR PERIOD``
+it is that helper; it imports nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+AGENT_KIND = "ftctl-agent"  # Control payloads {"kind": AGENT_KIND, "op": ..., ...}
+OPS = ("kill", "kill-executor", "pause", "slow")
+EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
+SLOW_PERIOD = 0.1  # as chaos.faults.SLOW_PERIOD
+
+
+def payload(op: str, seconds: float | None = None, factor: float = 1.0) -> dict[str, Any]:
+    if op not in OPS:
+        raise ValueError(f"unknown agent op {op!r}")
+    return {"kind": AGENT_KIND, "op": op, "seconds": seconds, "factor": factor}
+
+
+def is_agent_payload(msg: Any) -> bool:
+    return isinstance(msg, dict) and msg.get("kind") == AGENT_KIND
+
+
+def carry_out(msg: dict[str, Any]) -> None:
+    """Do what the driver asked, to this process (or its executor)."""
+    op = msg["op"]
+    if op == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif op == "kill-executor":
+        executor = own_executor()
+        if executor is not None:
+            os.kill(executor, signal.SIGKILL)
+        else:  # not under an executor (a test harness): the task is what is left to kill
+            os.kill(os.getpid(), signal.SIGKILL)
+    elif op in ("pause", "slow"):
+        seconds = float(msg["seconds"])
+        factor = float(msg["factor"]) if op == "slow" else 0.0
+        _helper(seconds, factor)
+        if op == "pause":
+            os.kill(os.getpid(), signal.SIGSTOP)  # the helper continues us
+
+
+def own_executor() -> int | None:
+    """The pid of the executor JVM this process runs under, checked by its command line."""
+    import psutil
+
+    try:
+        for proc in psutil.Process().parents():
+            if EXECUTOR_CLASS in " ".join(proc.cmdline()):
+                return int(proc.pid)
+    except psutil.Error:
+        return None
+    return None
+
+
+def _helper(seconds: float, factor: float) -> None:
+    subprocess.Popen([sys.executable, "-m", "ftctl.spark.agent", str(os.getpid()), str(seconds),
+                      str(factor), str(SLOW_PERIOD)], stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def helper_main(pid: int, seconds: float, factor: float, period: float) -> int:
+    """Continue ``pid`` after ``seconds`` (factor 0: a pause) or slow it down until then.
+    Acts only while ``pid`` is still its parent: a pid reused by another process is
+    never signalled."""
+    if factor <= 1.0:  # a pause: the time counts from when the task is stopped
+        _wait_stopped(pid, 2.0)
+    deadline = time.monotonic() + seconds
+    try:
+        if factor <= 1.0:
+            while time.monotonic() < deadline and os.getppid() == pid:
+                time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+            return 0
+        running = period / factor
+        while time.monotonic() < deadline and os.getppid() == pid:
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(period - running)
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(running)
+        return 0
+    except OSError:
+        return 0
+    finally:
+        if os.getppid() == pid:
+            os.kill(pid, signal.SIGCONT)
+
+
+def _wait_stopped(pid: int, timeout: float) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] in ("T", "t"):
+                    return
+        except (OSError, IndexError):
+            return
+        time.sleep(0.005)
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    sys.exit(helper_main(int(args[0]), float(args[1]), float(args[2]), float(args[3])))

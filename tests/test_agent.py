@@ -1,0 +1,213 @@
+"""The fault agent inside each task (``ftctl.spark.agent``): on a cluster ftctl did not start
+(``--master``) process faults travel over the control connection and the task carries
+them out on itself; the driver signals nothing."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from chaos.faults import FaultError, KillExecutor, KillTask, NotRunning, Pause, Slow
+from chaos.hostctx import HostFaultContext
+from chaos.plan import Schedule, check_cluster
+from chaos.schedule import PlannedFault
+from ftctl.config.errors import ConfigError
+from ftctl.config.load import load_topology
+from ftctl.spark import agent, wire
+from ftctl.spark.task import TaskPayload
+from protocols.contract.events import Started
+from protocols.contract.names import InstanceId
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A task process as on an executor, without Spark: its control reader serves the driver.
+_TASK = """
+import pickle, sys
+from ftctl.spark.task import InstanceTask
+task = InstanceTask(pickle.loads(bytes.fromhex(sys.argv[1])))
+print("up", flush=True)
+task._control_reader()
+"""
+
+
+@pytest.fixture
+def task() -> Any:
+    token = wire.new_token()
+    listener = wire.listen(token)
+    topology = load_topology(ROOT / "topologies" / "wordcount.yaml")
+    payload = TaskPayload(run_id="r", instance="count[0]", inc=0, protocol="none", params={},
+                          topology=topology.model_dump(by_alias=True),
+                          started=Started(InstanceId("count[0]"), 0, "start"),
+                          coordinator=listener.address, token=token)
+    proc = subprocess.Popen([sys.executable, "-c", _TASK, pickle.dumps(payload).hex()],
+                            stdout=subprocess.PIPE, text=True)
+    conn = wire.accept(listener)
+    assert proc.stdout is not None and proc.stdout.readline() == "up\n"
+    try:
+        yield proc, conn
+    finally:
+        wire.shutdown(conn)
+        listener.close()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+
+
+def _status(pid: int) -> str:
+    try:
+        return str(psutil.Process(pid).status())
+    except psutil.NoSuchProcess:
+        return "gone"
+
+
+def _until(cond: Any, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_paused_task_stops_itself_and_resumes_after_the_duration(task: Any) -> None:
+    proc, conn = task
+    conn.send((wire.CONTROL, agent.payload("pause", 0.8)))  # as the host's ``_tell`` sends
+    assert _until(lambda: _status(proc.pid) == psutil.STATUS_STOPPED, 5), "the task stops"
+    stopped = time.monotonic()
+    assert _until(lambda: _status(proc.pid) != psutil.STATUS_STOPPED, 5), "and resumes"
+    assert time.monotonic() - stopped >= 0.6, "not before its duration"
+    assert proc.poll() is None
+    # Running again: it still takes commands from the driver.
+    wire.send(conn, (wire.CONTROL, agent.payload("kill")))
+    assert proc.wait(10) == -9
+
+
+def test_a_slowed_task_is_stopped_part_of_the_time_then_runs_freely(task: Any) -> None:
+    proc, conn = task
+    wire.send(conn, (wire.CONTROL, agent.payload("slow", 1.0, factor=5.0)))
+    seen = set()
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:
+        seen.add(_status(proc.pid))
+        time.sleep(0.003)
+    assert psutil.STATUS_STOPPED in seen and len(seen) > 1, seen
+    time.sleep(0.5)
+    assert _status(proc.pid) != psutil.STATUS_STOPPED
+    assert proc.poll() is None
+
+
+def test_kill_executor_outside_an_executor_kills_the_task_itself(task: Any) -> None:
+    proc, conn = task
+    wire.send(conn, (wire.CONTROL, agent.payload("kill-executor")))
+    assert proc.wait(10) == -9
+
+
+class _Agents:
+    def __init__(self, running: bool = True) -> None:
+        self.calls: list[tuple[str, str, float | None, float]] = []
+        self.running = running
+
+    def __call__(self, instance: str, op: str, seconds: float | None, factor: float) -> bool:
+        self.calls.append((instance, op, seconds, factor))
+        return self.running
+
+
+def _ctx(agents: _Agents) -> HostFaultContext:
+    # The task pid is this test's own: a fault that signalled it would end the test.
+    return HostFaultContext(clock=lambda: 1.0, instance_ids=["src[0]", "count[0]"],
+                            task_pids=lambda _i: os.getpid(), agent=agents)
+
+
+def test_process_faults_on_master_go_through_the_agent_and_signal_nothing() -> None:
+    agents = _Agents()
+    ctx = _ctx(agents)
+    records = [KillTask("count[0]").inject(ctx), KillExecutor("count[0]").inject(ctx),
+               Pause("count[0]", duration=2.0).inject(ctx),
+               Slow("count[0]", {"factor": 4.0}, duration=3.0).inject(ctx)]
+    assert agents.calls == [("count[0]", "kill", None, 1.0),
+                            ("count[0]", "kill-executor", None, 1.0),
+                            ("count[0]", "pause", 2.0, 1.0), ("count[0]", "slow", 3.0, 4.0)]
+    # Recorded (detections name the pid), not signalled: this process is still here.
+    assert all(r.details == {"via": "agent"} and r.pids == [os.getpid()] for r in records)
+
+
+def test_a_task_not_running_defers_the_fault() -> None:
+    with pytest.raises(NotRunning):
+        KillTask("count[0]").inject(_ctx(_Agents(running=False)))
+
+
+def _schedule(*faults: PlannedFault) -> Schedule:
+    return Schedule(list(faults), "s", 1, "chaos/s.yaml")
+
+
+@pytest.mark.parametrize(("fault", "message"), [
+    (PlannedFault(0, 0, "pause", "count[0]", at=1.0), "chaos/s.yaml: duration: pause on "
+     "count[0] needs a duration with --master: the task's agent resumes it, the driver "
+     "cannot reach it"),
+    (PlannedFault(0, 0, "kill-worker", "count[0]", at=1.0), "needs process access to the "
+     "workers"),
+])
+def test_validate_refuses_what_the_agent_cannot_deliver(fault: PlannedFault,
+                                                        message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        check_cluster(_schedule(fault), "spark://h:7077", [{}])
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_validate_takes_what_the_agent_delivers() -> None:
+    check_cluster(_schedule(
+        PlannedFault(0, 0, "kill-task", "count[0]", at=1.0),
+        PlannedFault(1, 0, "kill-executor", "count[0]", at=2.0),
+        PlannedFault(2, 0, "pause", "count[0]", at=3.0, duration=1.0),
+        PlannedFault(3, 0, "slow", "count[0]", at=4.0, duration=1.0, params={"factor": 2})),
+        "spark://h:7077", [{}])
+
+
+class _Workers:
+    """A cluster of local processes as the fault context sees it: one worker, ``pid``."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def workers(self, include_killed: bool = False) -> list[Any]:
+        return []
+
+    def worker_pids(self) -> dict[str, int]:
+        return {"w0": self.pid}
+
+    def kill_worker(self, which: str | int, sig: int = 9) -> Any:
+        raise AssertionError("not in this test")
+
+    def start_worker(self, labels: Any = None, *, wait: bool = True) -> Any:
+        raise AssertionError("not in this test")
+
+
+def test_a_local_pid_is_signalled_only_under_one_of_the_clusters_workers() -> None:
+    worker = subprocess.Popen(["bash", "-c", "sleep 60 & wait"])
+    stranger = subprocess.Popen(["sleep", "60"])
+    try:
+        assert _until(lambda: psutil.Process(worker.pid).children(), 5)
+        task = psutil.Process(worker.pid).children()[0].pid
+        pids = {"count[0]": stranger.pid, "count[1]": task}
+        ctx = HostFaultContext(clock=lambda: 1.0, instance_ids=list(pids),
+                               task_pids=pids.get, cluster=_Workers(worker.pid))
+        with pytest.raises(FaultError, match=f"pid {stranger.pid}, which is no process of "
+                           "this run's cluster on this host: not signalled"):
+            KillTask("count[0]").inject(ctx)
+        assert stranger.poll() is None, "a process outside the cluster is never signalled"
+        assert KillTask("count[1]").inject(ctx).pids == [task]
+        assert _until(lambda: not psutil.pid_exists(task) or
+                      psutil.Process(task).status() == psutil.STATUS_ZOMBIE, 5)
+    finally:
+        for p in (worker, stranger):
+            p.kill()
+            p.wait(5)
