@@ -1,8 +1,9 @@
 """Contract-v2 protocols on Spark: the kernel the simulation runs, driven by the Spark host.
 
-Each protocol runs ``ftctl chaos --kill 2`` on one shared local cluster and must keep its
-guarantee with its own mechanism visible in the event log: falkirk's rollback rounds,
-replica-ring's slot takeovers, progressive's recovery of queries.
+Each protocol runs two kills under ``ftctl chaos`` on one shared local cluster and must
+keep its guarantee with its own mechanism visible in the event log: falkirk's rollback
+rounds (in place: live instances restore without a restart), replica-ring's slot
+takeovers, progressive's recovery of queries.
 """
 
 from __future__ import annotations
@@ -31,12 +32,19 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         yield c
 
 
-def _chaos(topology: str, protocol: str, cluster: LocalCluster,
-           results: Path) -> tuple[subprocess.CompletedProcess[str], list[HistoryEvent]]:
+KILL_2 = ("--kill", "2")
+# count[1] then split[0] (tests/fixtures/falkirk-in-place.yaml), rollback=in-place
+IN_PLACE = ("--param", "rollback=in-place", "--scenario",
+            str(ROOT / "tests" / "fixtures" / "falkirk-in-place.yaml"))
+
+
+def _chaos(topology: str, protocol: str, cluster: LocalCluster, results: Path,
+           faults: tuple[str, ...] = KILL_2,
+           ) -> tuple[subprocess.CompletedProcess[str], list[HistoryEvent]]:
     env = {**os.environ, "COLUMNS": "200"}
     proc = subprocess.run(
         [sys.executable, "-m", "ftctl.cli", "chaos", str(ROOT / "topologies" / topology),
-         "-p", protocol, "--kill", "2", "--records", "20000", "--rate", "1000",
+         "-p", protocol, *faults, "--records", "20000", "--rate", "1000",
          "--master", cluster.master_url, "--results", str(results)],
         cwd=results.parent, text=True, capture_output=True, timeout=400, env=env)
     runs = [p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")]
@@ -52,15 +60,15 @@ def _kills_detected(events: list[HistoryEvent]) -> list[str]:
     return [e.data["resolved"] for e in injects if e.data["resolved"] in detected]
 
 
-@pytest.mark.parametrize(("topology", "protocol", "mechanism"), [
-    ("wordcount.yaml", "falkirk", "falkirk-rollback"),
-    ("replica-chain.yaml", "replica-ring", "route-changed"),
-    ("progressive-small.yaml", "progressive", "rollback"),
+@pytest.mark.parametrize(("topology", "protocol", "faults", "mechanism"), [
+    ("wordcount.yaml", "falkirk", IN_PLACE, "falkirk-rollback"),
+    ("replica-chain.yaml", "replica-ring", KILL_2, "route-changed"),
+    ("progressive-small.yaml", "progressive", KILL_2, "rollback"),
 ])
 def test_kills_keep_the_guarantee_through_the_protocols_own_recovery(
         cluster: LocalCluster, tmp_path: Path, topology: str, protocol: str,
-        mechanism: str) -> None:
-    proc, events = _chaos(topology, protocol, cluster, tmp_path / "results")
+        faults: tuple[str, ...], mechanism: str) -> None:
+    proc, events = _chaos(topology, protocol, cluster, tmp_path / "results", faults)
     assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-3000:])
     assert "PASSED" in proc.stdout
     assert len(_kills_detected(events)) == 2
@@ -69,3 +77,20 @@ def test_kills_keep_the_guarantee_through_the_protocols_own_recovery(
     assert mechanism in kinds, sorted(kinds)
     # Replacements were new incarnations, started by the kernel's restart commands.
     assert any(e.kind == "instance-started" and (e.incarnation or 0) >= 1 for e in events)
+    if protocol == "falkirk":
+        _rolled_back_in_place(events)
+
+
+def _rolled_back_in_place(events: list[HistoryEvent]) -> None:
+    """The first kill (count[1]) restarts count[1] alone; the splits and count[0], which
+    fed it or share its inputs, roll back in place: same incarnation, no restart."""
+    first = next(e.payload for e in events if e.note == "falkirk-rollback")
+    assert (first["restarted"], first["rolled_back"]) == (
+        ["count[1]"], ["count[0]", "split[0]", "split[1]"])
+    second_kill = [e.seq for e in events if e.kind == "fault-injected"][1]
+    rolled = [e for e in events if e.kind == "instance-rolled-back" and e.seq < second_kill]
+    assert sorted((e.instance, e.incarnation) for e in rolled) == [
+        ("count[0]", 0), ("split[0]", 0), ("split[1]", 0)]
+    started = {e.instance for e in events if e.kind == "instance-started"
+               and e.seq < second_kill}
+    assert started == {"count[1]"}

@@ -30,10 +30,10 @@ def _same(a: wire.DataItems, b: wire.DataItems) -> None:
 def test_plain_records_and_a_plain_clock_diff_travel_marshalled() -> None:
     diff = TreeClock.receive_plain("shard[0]", 5, ("sharder[0]", 4, (("votes[0]", 4, ()),)), 3)
     items = _items([("a", 1, 10), ("b", 2, 11)], meta=diff)
-    buf = wire.encode_data("sharder[0]", 2, items)
+    buf = wire.encode_data("sharder[0]", 2, items, 3)
     assert buf[:1] == MARSHAL_TAG
-    src, inc, back = wire.decode_data(buf)
-    assert (src, inc) == ("sharder[0]", 2)
+    src, epoch, back, to = wire.decode_data(buf)
+    assert (src, epoch, to) == ("sharder[0]", 2, 3)  # the sender's and the receiver's epochs
     _same(items, back)
 
 
@@ -41,6 +41,6 @@ def test_records_marshal_refuses_fall_back_to_pickle() -> None:
     items = _items([("a", _Point(1), 10)])
     buf = wire.encode_data("x[0]", 0, items)
     assert buf[:1] != MARSHAL_TAG
-    src, inc, back = wire.decode_data(buf)
-    assert (src, inc) == ("x[0]", 0)
+    src, epoch, back, to = wire.decode_data(buf)
+    assert (src, epoch, to) == ("x[0]", 0, 0)
     _same(items, back)

@@ -32,6 +32,7 @@ from ftctl.kernel.commands import (
     Fence,
     HostCommand,
     Log,
+    RollBackUnit,
     SendControl,
     SetCoordinatorTimer,
     StartGroup,
@@ -452,11 +453,12 @@ class SparkHost:
         """``slot`` moved to another unit: its upstream tasks connect to that unit."""
         unit = self.routing.unit_of(slot)
         task = self.live.get(unit)
-        addr, inc = (task.address, task.inc) if task is not None else (None, self.inc[unit])
+        addr = task.address if task is not None else None
+        epoch = self.kernel.epoch(unit)
         for up in self.graph.upstream(slot):
             sender = self.routing.unit_of(up)
             if sender in self.live and self.live[sender].gone:
-                self._tell(sender, (wire.CONNECT, slot, addr, inc))
+                self._tell(sender, (wire.CONNECT, slot, addr, epoch))
 
     def _on_reg(self, iid: str, inc: int, pid: int, addr: wire.Address | None,
                 conn: Connection) -> None:
@@ -492,7 +494,8 @@ class SparkHost:
                         sender = self.routing.unit_of(up)
                         if (sender not in group and sender in self.live
                                 and self.live[sender].gone):
-                            self._tell(sender, (wire.CONNECT, iid, task.address, task.inc))
+                            self._tell(sender, (wire.CONNECT, iid, task.address,
+                                                self.kernel.epoch(iid)))
                 for frame_inc, frame in self.held_controls.pop(iid, []):
                     if frame_inc == task.inc:
                         self._tell(iid, frame)
@@ -507,8 +510,8 @@ class SparkHost:
         for d in self.graph.downstream(iid):
             t = self.live.get(self.routing.unit_of(d))
             if t is not None:
-                wiring[d] = (t.address, t.inc)
-        incs = {u: self.inc[u] for u in self.graph.upstream(iid)}
+                wiring[d] = (t.address, self.kernel.epoch(self.routing.unit_of(d)))
+        incs = {u: self.kernel.epoch(u) for u in self.graph.upstream(iid)}
         self.live[iid].gone = True
         self._tell(iid, (wire.GO, wiring, incs, self.anchor))
         for targets in self.link_faults.values():
@@ -589,15 +592,32 @@ class SparkHost:
         assert self.jobs is not None
         self.jobs.cancel_later(iid, old, CANCEL_AFTER)
         hosted = [s for s in self.graph.order if self.routing.unit_of(s) == iid]
-        receivers = {self.routing.unit_of(d) for s in hosted for d in self.graph.downstream(s)}
+        self._fence_channels(iid, hosted, None)
+
+    def _fence_channels(self, unit: str, slots: list[str], addr: wire.Address | None) -> None:
+        """``unit``'s data epoch moved on: its receivers drop what it sent before, and the
+        senders to ``slots`` reconnect (to ``addr``; None: nobody runs them now) and stamp
+        the new epoch, so the unit drops what they sent before."""
+        epoch = self.kernel.epoch(unit)
+        receivers = {self.routing.unit_of(d) for s in slots for d in self.graph.downstream(s)}
         for d in sorted(receivers):
             if d in self.live and self.live[d].gone:
-                self._tell(d, (wire.FENCE, iid, self.inc[iid]))
-        for slot in hosted:  # its own slot, and any it had adopted
+                self._tell(d, (wire.FENCE, unit, epoch))
+        for slot in slots:  # its own slot, and any it had adopted
             for u in self.graph.upstream(slot):
                 sender = self.routing.unit_of(u)
                 if sender in self.live and self.live[sender].gone:
-                    self._tell(sender, (wire.CONNECT, slot, None, self.inc[iid]))
+                    self._tell(sender, (wire.CONNECT, slot, addr, epoch))
+
+    def _roll_back(self, c: RollBackUnit) -> None:
+        """``RollBack``: the running task restores in place (``wire.ROLLBACK``, after the
+        controls sent before it), its channels fenced by its new data epoch."""
+        task = self.live.get(c.instance)
+        if task is None or not task.gone or task.inc != c.incarnation:
+            return  # lost meanwhile: the coordinator hears of its failure instead
+        ev = c.event
+        self._tell(c.instance, (wire.ROLLBACK, c.epoch, ev.slot, ev.to, ev.restored))
+        self._fence_channels(c.instance, [c.instance], task.address)
 
     # ------------------------------------------------------------------ kernel commands
 
@@ -619,6 +639,8 @@ class SparkHost:
                     frame = ((wire.CONTROL, c.msg) if c.slot is None
                              else (wire.CONTROL, c.msg, c.slot))
                     self._control(c.instance, frame)
+            elif isinstance(c, RollBackUnit):
+                self._roll_back(c)
             elif isinstance(c, Log):
                 self.log(c.kind, **c.data)
             elif isinstance(c, SetCoordinatorTimer):
@@ -647,7 +669,7 @@ class SparkHost:
         payload = TaskPayload(
             run_id=self.run_id, instance=iid, inc=inc, protocol=self.info.name,
             params=self.params.model_dump(mode="json"), topology=self.topology_data,
-            started=started, held=held,
+            started=started, held=held, epoch=self.kernel.epoch(iid),
             coordinator=self.server.address if self.server else ("127.0.0.1", 0),
             token=self.token, rate=self.rate, store_dir=str(self.store.root),
             store_key=self.store.key())

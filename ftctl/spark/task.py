@@ -38,6 +38,7 @@ from protocols.contract.events import (
     ControlIn,
     MarkerIn,
     PeerIn,
+    RollBackTo,
     SourceReady,
     Started,
     TimerFired,
@@ -73,6 +74,7 @@ class TaskPayload:
     store_dir: str | None = None
     store_key: str | None = None
     held: list[Msg] = field(default_factory=list)  # controls that came before the start
+    epoch: int = 0  # its data epoch (``CoordinatorKernel.epoch``): ``inc`` until rolled back
 
 
 @dataclass
@@ -124,6 +126,11 @@ class InstanceTask:
         self.p = p
         self.iid = p.instance
         self.inc = p.inc
+        # Data frames carry this (a rollback in place raises it) and the receiver's, as
+        # each receiver's was given in GO or CONNECT: either older is dropped.
+        self.epoch = p.epoch
+        self.out_epoch: dict[str, int] = {}
+        self.resume_source = False  # a rollback gave a finished source more to produce
         topology = Topology.model_validate(p.topology)
         graph = ExecutionGraph(topology)
         protocol = get_protocol(p.protocol)
@@ -194,6 +201,9 @@ class InstanceTask:
                 while not self.stopping.is_set():
                     self._handle_ctl()
                     self._fire_timers()
+                    if self.resume_source:
+                        self.resume_source = False
+                        self._source_loop()
                     self.stopping.wait(0.05)
         finally:
             self._close()
@@ -220,8 +230,8 @@ class InstanceTask:
         if self.probe is not None:
             self.probe.anchor = self.anchor
         self.min_inc.update(incs)
-        for dst, (addr, inc) in wiring.items():
-            self._connect(dst, addr, inc)
+        for dst, (addr, epoch) in wiring.items():
+            self._connect(dst, addr, epoch)
         return not self.stopping.is_set()
 
     # ------------------------------------------------------------------ threads
@@ -314,6 +324,8 @@ class InstanceTask:
                 self._connect(msg[1], msg[2], msg[3])
             elif kind == wire.FENCE:
                 self.min_inc[msg[1]] = max(self.min_inc.get(msg[1], 0), msg[2])
+            elif kind == wire.ROLLBACK:
+                self._roll_back(msg[1], RollBackTo(msg[2], msg[3], msg[4]))
             elif kind == wire.CONTROL and is_link_payload(msg[1]):
                 self.links.control(msg[1])
             elif kind == wire.CONTROL:
@@ -323,9 +335,29 @@ class InstanceTask:
                 _, sender, payload, to = msg
                 self._do(self.unit.handle(PeerIn(sender, payload, to), time.monotonic()))
 
-    def _connect(self, dst: str, addr: wire.Address | None, inc: int) -> None:
+    def _roll_back(self, epoch: int, ev: RollBackTo) -> None:
+        """``RollBack`` in place: from now on this unit's frames carry ``epoch``, and the
+        frames in flight to it (addressed to an older epoch) are dropped on arrival."""
+        self.epoch = epoch
+        slot = ev.slot
+        idle = self.core.is_source and not self.unit.logic.more_to_produce(slot)
+        self._do(self.unit.handle(ev, time.monotonic()))
+        if idle and self.unit.logic.more_to_produce(slot):
+            self.resume_source = True
+
+    def _await_epoch(self, epoch: int) -> None:
+        """A frame addressed to ``epoch`` came before the rollback that leads there: the
+        rollback is on its way on the control connection; take it first."""
+        while self.epoch < epoch and not self.stopping.is_set():
+            if self.ctl:
+                self._handle_ctl()
+            else:
+                time.sleep(0.002)
+
+    def _connect(self, dst: str, addr: wire.Address | None, epoch: int) -> None:
         wire.shutdown(self.out.get(dst))
         self.out[dst] = None
+        self.out_epoch[dst] = epoch
         if addr is None:
             return  # the receiver is gone: what we send it is lost until it comes back
         try:
@@ -366,9 +398,15 @@ class InstanceTask:
             n = 0
             acts: list[Any] = []
             while True:
-                if len(frame) == 3:
-                    src, inc, items = frame
-                    if inc >= min_inc.get(src, 0):  # frames of a stopped incarnation are dropped
+                if len(frame) == 4:
+                    src, epoch, items, to = frame
+                    if to > self.epoch:  # sent after a rollback this unit has yet to take
+                        self._do(acts)
+                        acts = []
+                        self._await_epoch(to)
+                    # frames from a stopped or rolled-back sender, or sent to this unit
+                    # before it rolled back, are dropped
+                    if epoch >= min_inc.get(src, 0) and to == self.epoch:
                         now = monotonic()
                         for ch, msg in items:
                             ev = (BatchIn(dst_of[ch], ch, msg) if type(msg) is Batch
@@ -429,10 +467,11 @@ class InstanceTask:
             conn = self.out.get(dst)
             if conn is None:
                 continue  # lost, as a message to a dead instance is
-            if self.links.active and self.links.intercept(dst, conn, (self.iid, self.inc, items)):
+            frame = (self.iid, self.epoch, items, self.out_epoch.get(dst, 0))
+            if self.links.active and self.links.intercept(dst, conn, frame):
                 continue  # dropped or held by a channel fault
             try:
-                conn.send_bytes(wire.encode_data(self.iid, self.inc, items))
+                conn.send_bytes(wire.encode_data(*frame))
                 self.sent += len(items)
             except (OSError, ValueError):
                 wire.shutdown(conn)

@@ -44,9 +44,13 @@ SUSPECT = "suspect"  # (SUSPECT, instance, reason)
 ROUTE = "route"  # (ROUTE, slot, unit)
 
 # Control frames, driver -> task.
-GO = "go"  # (GO, {downstream iid: (address, inc)}, {upstream iid: inc})
-CONNECT = "connect"  # (CONNECT, downstream iid, address | None, inc)
-FENCE = "fence"  # (FENCE, upstream iid, inc): drop its frames from older incarnations
+# Data frames are fenced by data epochs (``CoordinatorKernel.epoch``): the incarnation, plus
+# the in-place rollbacks of the instance. GO and CONNECT give the receiver's epoch, which
+# the sender stamps on its frames; FENCE gives a sender's.
+GO = "go"  # (GO, {downstream iid: (address, epoch)}, {upstream iid: epoch})
+CONNECT = "connect"  # (CONNECT, downstream iid, address | None, epoch)
+FENCE = "fence"  # (FENCE, upstream iid, epoch): drop its frames from older epochs
+ROLLBACK = "rollback"  # (ROLLBACK, epoch, slot, to, restored blob): RollBackTo, in place
 CONTROL = "control"  # (CONTROL, msg[, slot]) for the instance protocol
 # PEER, driver -> task: (PEER, sender, msg, to)
 EXIT = "exit"  # (EXIT,)
@@ -155,8 +159,9 @@ def recv(conn: Connection) -> Any:
     return decode(conn.recv_bytes())
 
 
-def encode_data(src: str, inc: int, items: DataItems) -> bytes:
-    """A data frame: ``(src, inc, [(channel, message), ...])``.
+def encode_data(src: str, epoch: int, items: DataItems, to: int = 0) -> bytes:
+    """A data frame: ``(src, epoch, [(channel, message), ...], to)``: the sender's data
+    epoch, and the receiver's (``to``) as the sender was told it when it connected.
 
     Batches travel as ``(ch, records, seq, watermark, meta)`` and markers as
     ``(ch, kind, id, meta)`` so that the whole frame is marshal-able when the records and
@@ -169,13 +174,13 @@ def encode_data(src: str, inc: int, items: DataItems) -> bytes:
         else:
             m: Marker = msg  # type: ignore[assignment]
             flat.append((ch, m.kind, m.id, m.meta))
-    return encode((src, inc, flat))
+    return encode((src, epoch, flat, to))
 
 
-def decode_data(buf: bytes) -> tuple[str, int, DataItems]:
-    src, inc, flat = decode(buf)
+def decode_data(buf: bytes) -> tuple[str, int, DataItems, int]:
+    src, epoch, flat, to = decode(buf)
     items: DataItems = [
         (t[0], Batch(t[1], t[2], t[3], t[4]) if len(t) == 5 else Marker(t[1], t[2], t[3]))
         for t in flat
     ]
-    return src, inc, items
+    return src, epoch, items, to
