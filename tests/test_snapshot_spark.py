@@ -37,7 +37,7 @@ class FakeRunner:
             records_per_s=0.0 if paced else THROUGHPUT[interval],
             snapshot_bytes=0 if interval == "none" else int(1e6 / float(interval)),
             latencies=[0.01 * k for k in range(1, 101)] if paced else [],
-            recovery_s=1.5 if paced else None)
+            recovery_s=1.5 if paced else None, first_output_s=0.4 if paced else None)
         return 0
 
 
@@ -68,7 +68,8 @@ def test_quick_runs_wordcount_unpaced_and_paced_with_one_kill(tmp_path: Path,
     assert kill.type == "kill-task" and kill.at == pytest.approx(study.PACED_SECONDS / 2)
     assert [row[:6] for row in result.rows] == [
         ("wordcount", "none", 6, 6, "1,000", "-"), ("wordcount", "0.1", 6, 6, "900", "10.0%")]
-    assert result.rows[1][7:10] == ("510.0", "1000.0", "1.50")  # p50, p99 (ms), recovery
+    # p50, p99 (ms), recovery, first output (s)
+    assert result.rows[1][7:11] == ("510.0", "1000.0", "1.50", "0.40")
     assert [p.name for p in result.files] == [
         "results-spark.json", "results-spark.csv", "snapshot-frequency-spark.png"]
     saved = json.loads((tmp_path / "results-spark.json").read_text())
@@ -95,13 +96,14 @@ def test_measure_keeps_latency_after_the_warm_up_and_before_a_kill() -> None:
     result = SimpleNamespace(latency=[("out[0]", 10.0 + k * 0.1, 0.001 * k) for k in range(40)],
                              snapshot_bytes=123)
     summary: dict[str, Any] = {"passed": True, "records_per_s": 55.5,
-                               "recovery": [{"t_fault": 13.0, "recovery_s": 0.7}]}
+                               "recovery": [{"t_fault": 13.0, "recovery_s": 0.7,
+                                             "first_output_s": 0.2}]}
     measure.summarize(ctx, result, summary)  # type: ignore[arg-type]
     m = measure.measured
     assert m is not None and (m.run_id, m.records_per_s, m.snapshot_bytes) == ("r1", 55.5, 123)
     # first output at 10 s: 11 s (warm-up) to 13 s (the kill) are samples k = 10..29
     assert m.latencies == pytest.approx([0.001 * k for k in range(10, 30)])
-    assert m.recovery_s == 0.7
+    assert (m.recovery_s, m.first_output_s) == (0.7, 0.2)
 
 
 @pytest.mark.parametrize(("opt", "field"), [("intervals=off", "intervals"),

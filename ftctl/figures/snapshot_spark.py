@@ -16,7 +16,8 @@ Q5 (two keyed sliding windows) and wordcount. Per workload:
   the sinks' output latencies from the first output + 1 s warm-up to the kill (``ftctl
   compare``'s steady window; a Spark run samples latency only when paced); recovery time
   is the recovery report's (kill until the output latency is back within 10% of the
-  pre-fault baseline).
+  pre-fault baseline; none when the run ends first), and first output the time from the
+  kill to the first output after it.
 
 Every run is a normal run directory under ``<out>/runs`` (verified against the golden run
 and the oracle). A cluster is started for the study and torn down after, unless
@@ -78,6 +79,7 @@ class SparkPoint:
     latency_p50_ms: float | None  # paced run, before the kill
     latency_p99_ms: float | None
     recovery_s: float | None  # paced run, after the kill
+    first_output_s: float | None  # paced run: kill to the first output after it
     exactly_once: bool  # both runs met the protocol's guarantee (none: promises nothing)
     runs: tuple[str, str]  # run ids: fault-free, kill
 
@@ -92,6 +94,7 @@ class Measured:
     snapshot_bytes: int
     latencies: list[float]  # seconds, in the steady window
     recovery_s: float | None
+    first_output_s: float | None = None
 
 
 class _Measure(RunExtension):
@@ -119,12 +122,15 @@ class _Measure(RunExtension):
         first = samples[0][0] if samples else 0.0
         lo, hi = steady_window(first, [float(r["t_fault"]) for r in recs])
         recovered = [float(r["recovery_s"]) for r in recs if r.get("recovery_s") is not None]
+        first_out = [float(r["first_output_s"]) for r in recs
+                     if r.get("first_output_s") is not None]
         self.measured = Measured(
             run_id=ctx.store.run_id, passed=bool(summary.get("passed")),
             records_per_s=float(summary.get("records_per_s") or 0.0),
             snapshot_bytes=int(result.snapshot_bytes),
             latencies=[lat for t, lat in samples if lo <= t < hi],
-            recovery_s=recovered[0] if recovered else None)
+            recovery_s=recovered[0] if recovered else None,
+            first_output_s=first_out[0] if first_out else None)
 
     def close(self) -> None:
         if self.chaos is not None:
@@ -207,6 +213,7 @@ def measure_workload(workload: str, topology: Topology, intervals: Sequence[str]
             percentile_ms(killed.latencies, 0.5) if killed else None,
             percentile_ms(killed.latencies, 0.99) if killed else None,
             killed.recovery_s if killed else None,
+            killed.first_output_s if killed else None,
             clean.passed and (interval == "none" or (killed is not None and killed.passed)),
             (clean.run_id, killed.run_id if killed else "")))
     return points
@@ -258,7 +265,7 @@ def run_spark(options: FigureOptions) -> FigureResult:
         title="003 snapshot-frequency study (Spark host, scaled to 2 cores)",
         header=("workload", "interval (s)", "tasks", "multi-input ch", "events/s",
                 "overhead", "persisted (MB)", "p50 (ms)", "p99 (ms)", "recovery (s)",
-                "exactly-once"),
+                "first output (s)", "exactly-once"),
         rows=tuple(spark_row(p) for p in points), files=files, summary=summary,
         notes=(f"{events:,} events per workload (wordcount: lines of 8 words), at most "
                f"{PARALLELISM} tasks per operator, {WORKERS} workers; events/s unpaced and "
@@ -276,7 +283,7 @@ def spark_row(p: SparkPoint) -> tuple[Any, ...]:
             "-" if p.overhead is None else f"{p.overhead * 100:.1f}%",
             f"{p.snapshot_bytes / 1e6:.2f}", num(p.latency_p50_ms, ".1f"),
             num(p.latency_p99_ms, ".1f"), num(p.recovery_s, ".2f"),
-            "yes" if p.exactly_once else "NO")
+            num(p.first_output_s, ".2f"), "yes" if p.exactly_once else "NO")
 
 
 def spark_summary(points: Sequence[SparkPoint], intervals: Sequence[str],
