@@ -80,11 +80,22 @@ def test_kills_under_checkpoint_are_exactly_once(cluster: LocalCluster, tmp_path
     assert {"instance-started", "rollback", "source-rewound", "recovered"} <= kinds
 
 
+# The second kill is timed relative to the first (``after``), 1.5 s after its injection.
+RELATIVE = """\
+name: kill-then-kill
+faults:
+  - {id: first, type: kill-task, at: 4.0, target: "count[0]"}
+  - {type: kill-task, after: {fault: first, delay: 1500ms}, target: "split[1]"}
+"""
+
+
 def test_kills_under_none_lose_records(cluster: LocalCluster, tmp_path: Path) -> None:
     results = tmp_path / "results"
-    proc = _chaos(["--kill", "2", "--protocol", "none", "--master", cluster.master_url,
-                   "--records", "30000", "--rate", "2000", "--json", "--results", str(results)],
-                  tmp_path)
+    scenario = tmp_path / "relative.yaml"
+    scenario.write_text(RELATIVE)
+    proc = _chaos(["--scenario", str(scenario), "--protocol", "none",
+                   "--master", cluster.master_url, "--records", "30000", "--rate", "2000",
+                   "--json", "--results", str(results)], tmp_path)
     # none's counts restart empty: on wordcount it promises nothing, the run only finishes
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout)
@@ -92,6 +103,11 @@ def test_kills_under_none_lose_records(cluster: LocalCluster, tmp_path: Path) ->
     assert summary["anomalies"].get("lost", 0) > 0
     assert len(summary["recovery"]) == 2
     assert all(r["detection_s"] is not None for r in summary["recovery"])
+    first, second = [e.data for e in _events(results) if e.kind == "fault-injected"]
+    assert (first["resolved"], second["resolved"]) == ("count[0]", "split[1]")
+    assert second["planned"]["after_fault"] == 0 and second["planned"]["delay"] == 1.5
+    # planned at the first's injection + 1.5 s; struck within the nemesis' poll and the kill
+    assert 1.5 <= second["at"] - first["at"] < 1.8
 
 
 def test_bad_scenario_target_is_refused_before_the_run(tmp_path: Path) -> None:
