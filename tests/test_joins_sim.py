@@ -44,6 +44,16 @@ def test_exactly_once_on_join_window_under_every_fault_kind(protocol: str) -> No
     assert summary.failing_seeds == [], summary.violations
 
 
+def test_join_window_seed_884_with_every_fault_kind() -> None:
+    # A fallback, then the sink crashes in the new epoch after suppressing a recomputed
+    # record: the replacement lost that count and hid the record's second occurrence
+    # (lost 2) until suppressed records were stored with the positions.
+    sim = Simulator(_load("join-window"), PROTOCOLS["causal"], {}, kinds=FAULT_KINDS)
+    summary = sim.run_many(1, seed=884)
+    assert summary.failures > 0
+    assert summary.failing_seeds == [], summary.violations
+
+
 @pytest.mark.parametrize(("protocol", "mutant", "seed"), [
     ("causal", CausalPerKey, 17),  # pairs[0] and by-window restart; arrivals reorder
     ("lineage", LineagePerKey, 1),  # a purge recomputes the join in another order

@@ -151,3 +151,26 @@ def test_identity_is_what_the_sink_mode_fixes() -> None:
     assert record_identity(None)("k", 1) == ("k", 1)
     assert record_identity("ordered-per-key")("k", 1) == "k"
     assert record_identity("final-per-key")("k", 1) == "k"
+
+
+def test_a_suppressed_record_stays_counted_across_a_restart_in_the_same_epoch() -> None:
+    # (k, a) occurs twice in this input; the first is visible before a fallback. In epoch
+    # 1 the recomputed first copy is suppressed, then P2:1 (k, b) is shown, storing the
+    # positions {P1: 1, P2: 1}. A crash in epoch 1: the replacement must still count the
+    # suppressed copy (its batch is behind the stored positions), so the second (k, a),
+    # P1:2, is shown (topologies/joins/join-window.yaml, seed 884 with every fault kind).
+    before, slots = _causal_crash(CausalInstance)
+    inst, acts = _causal_restart(CausalInstance, slots, epoch=1)
+    slots = _slots(acts, dict(slots))
+    shown = _emitted(inst.handle(_batch(P1, 1, A), 0.0))
+    acts = inst.handle(_batch(P2, 1, B), 0.0)
+    shown += _emitted(acts)
+    slots = _slots(acts, slots)
+    assert slots[SINK_SLOT]["vis"] == {CH[P1]: 1, CH[P2]: 1, CH[P3]: 0}
+    again = _make(CausalInstance, CausalParams())
+    again.handle(Started(SINK, 2, "restart", restored=slots[SLOT],
+                         extra={SINK_SLOT: slots[SINK_SLOT]},
+                         init=CausalInit(1, True, dict(CH))), 0.0)
+    again.handle(ControlIn(Plan([], {}, TreeClock(SINK))), 0.0)
+    shown += _emitted(again.handle(_batch(P1, 2, A), 0.0))
+    assert before + shown == [A[:2], B[:2], A[:2]]

@@ -217,18 +217,24 @@ class LoggedInstance(InstanceLogic[P]):
     def flush_sink(self) -> None:
         out = []
         seen, emitted, identity = self.seen, self.emitted, self.identity
+        counted = []
         for k, v in self.core.pending_output:
             i = identity(k, v)
+            counted.append(i)
             n = seen.get(i, 0) + 1
             seen[i] = n
             if n > emitted.get(i, 0):
                 emitted[i] = n
                 out.append((k, v))
         self.core.pending_output = []
+        self.counted(counted)
         if out:
             # Output and its de-duplication state reach the outside world in one step.
             self.out.append(Emit(self.me.id, out))
             self.persist_sink(out)
+
+    def counted(self, idents: list[Hashable]) -> None:
+        """The identities whose ``seen`` count this batch raised, suppressed or shown."""
 
     def persist_sink(self, out: list[tuple[Any, Any]]) -> None:
         """Persist the de-duplication state after ``out`` was made visible."""
