@@ -1,7 +1,8 @@
 """``ftctl chaos`` on local Spark clusters: random kills, lost records, the event log, a rack.
 
 The kill runs share one module cluster (``--master``); the rack failure needs labelled
-workers that ftctl itself starts and kills, so it brings its own.
+workers that ftctl itself starts and kills, so it brings its own (under progressive, whose
+restarts wait for the workers' cores as they come back).
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDCOUNT = ROOT / "topologies" / "wordcount.yaml"
+PROGRESSIVE = ROOT / "topologies" / "progressive-small.yaml"
 RACK = ROOT / "chaos" / "rack-failure.yaml"
 
 
-def _chaos(args: list[str], cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+def _chaos(args: list[str], cwd: Path, timeout: float = 240,
+           topology: Path = WORDCOUNT) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "200"}  # the recovery table unabridged
-    return subprocess.run([sys.executable, "-m", "ftctl.cli", "chaos", str(WORDCOUNT), *args],
+    return subprocess.run([sys.executable, "-m", "ftctl.cli", "chaos", str(topology), *args],
                           cwd=cwd, text=True, capture_output=True, timeout=timeout, env=env)
 
 
@@ -120,12 +123,18 @@ def test_bad_scenario_target_is_refused_before_the_run(tmp_path: Path) -> None:
     assert not (tmp_path / "r").exists()
 
 
-def test_rack_failure_is_exactly_once_under_checkpoint(tmp_path: Path) -> None:
+def test_rack_failure_under_progressive_restores_queries_as_workers_return(
+        tmp_path: Path) -> None:
+    """Both rack=a workers of three (5 cores each) die; they come back one by one. The
+    kernel sees the workers' cores as slots: what does not fit on the cores left waits for
+    a worker to come back, and every plan starts what profit density picks with the cores
+    then free, in that order."""
     results = tmp_path / "results"
-    proc = _chaos(["--scenario", str(RACK), "--protocol", "checkpoint", "--workers", "4",
+    proc = _chaos(["--scenario", str(RACK), "--protocol", "progressive", "--workers", "3",
                    "--label", "rack=a", "--label", "rack=a", "--label", "rack=b",
-                   "--label", "rack=b", "--json", "--results", str(results)], tmp_path,
-                  timeout=300)
+                   "--cores", "5", "--spares", "0", "--records", "8000", "--rate", "400",
+                   "--json", "--results", str(results)], tmp_path, timeout=300,
+                  topology=PROGRESSIVE)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout)["passed"]
     events = _events(results)
@@ -136,3 +145,49 @@ def test_rack_failure_is_exactly_once_under_checkpoint(tmp_path: Path) -> None:
     started = [e.data for e in events
                if e.kind == "fault-step" and e.data["step"] == "worker-started"]
     assert len(started) == 2 and min(e["at"] for e in started) > max(e["at"] for e in kills)
+
+    # The capacity view: the loss of w0 and w1, then their replacements joining.
+    caps = [e for e in events if e.kind == "capacity-changed"]
+    assert {w for e in caps for w in e.data.get("left", [])} == {"w0", "w1"}
+    assert {w for e in caps for w in e.data.get("joined", [])} == {"w3", "w4"}
+    first_join = min(e.seq for e in caps if e.data.get("joined"))
+    detected = [e for e in events if e.kind == "failure-detected"]
+    restarts = [e for e in events if e.kind == "instance-started"
+                and e.data["reason"] == "restart"]
+    assert detected and restarts
+    # What fit on the cores left started at the failure; the rest waited for a worker to
+    # come back (a plan made on capacity), not in Spark's queue.
+    on_capacity = [e for e in events if e.note == "plan" and e.data["data"]["why"] == "capacity"]
+    assert on_capacity and min(e.seq for e in on_capacity) > first_join
+    _plans_follow_profit_density(events)
+
+
+def _plans_follow_profit_density(events: list[HistoryEvent]) -> None:
+    """Replay the history's plans through the pure planner: each started exactly what
+    profit density picks for the instances then pending and the cores then free, and the
+    host started them in that order."""
+    from ftctl.config.load import load_topology
+    from ftctl.runtime.graph import ExecutionGraph
+    from ftctl.runtime.queries import topology_queries
+    from protocols.progressive.schedule import ProfitDensity, Query
+
+    graph = ExecutionGraph(load_topology(PROGRESSIVE))
+    queries = [Query(q.name, q.operators, q.priority)
+               for q in topology_queries(graph.topology)]
+    pending: list[str] = []
+    plans = 0
+    for k, e in enumerate(events):
+        if e.kind == "failure-detected":
+            pending += [i for i in e.data["instances"] if i not in pending]
+        elif e.note == "plan":
+            note = e.data["data"]
+            assert len(note["started"]) <= note["free"]
+            then = [x.instance for x in events[k + 1:] if x.kind == "instance-started"]
+            assert then[:len(note["started"])] == note["started"]
+            if note["mode"] == "progressive":  # a blocking episode waits for room for all
+                order = [i for i in graph.order if i in pending]
+                want = ProfitDensity().plan(queries, order, note["free"]).started
+                assert list(want) == note["started"], (order, note)
+                plans += 1
+            pending = [i for i in pending if i not in note["started"]]
+    assert plans >= 1 and not pending
