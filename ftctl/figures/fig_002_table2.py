@@ -13,6 +13,11 @@ one link shared by all units (the paper's single-machine test bed) and costs
 pings) weighs the header alone, TR = 16 B as in the spec. The run time is when the sink
 last received records, averaged over seeds. Fitted over R >= 2: Δ(R) = a·R(R-1) + c.
 
+Spark host (``--host spark``): the bundled ``replica-chain`` topology with each ring
+operator at parallelism R (``factors``, default 2,3), both semantics, on one local cluster;
+the run time is the host's (go to the end), and the messages are the peer messages the
+driver relays (``ftctl/figures/table2_spark.py``). Options ``records=N``, ``repeat=K``.
+
 Options: ``seeds=N`` (sim, default 5, ``--quick`` 2), ``factors=1,2,3,4``.
 """
 
@@ -195,10 +200,18 @@ def _plot(deltas: dict[str, dict[int, float]], path: Path) -> None:
     fig.savefig(path)
 
 
+def run(options: FigureOptions) -> FigureResult:
+    if options.host == "spark":
+        from ftctl.figures.table2_spark import run_spark  # pyspark only when asked for
+
+        return run_spark(options)
+    return run_sim(options)
+
+
 FIGURE = Figure(
     name="002-table2",
     paper="002",
     title="DADSTORM Table 2: exactly-once minus at-most-once time vs replicas",
-    hosts=("sim",),
-    run=run_sim,
+    hosts=("sim", "spark"),
+    run=run,
 )
