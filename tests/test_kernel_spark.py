@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     state = tmp_path_factory.mktemp("kernel-cluster")
-    with LocalCluster(workers=2, cores=14, state_dir=state) as c:
+    # Three workers: replica-ring's three-replica rings go one replica per worker.
+    with LocalCluster(workers=3, cores=14, state_dir=state) as c:
         yield c
 
 
@@ -79,6 +80,8 @@ def test_kills_keep_the_guarantee_through_the_protocols_own_recovery(
     assert any(e.kind == "instance-started" and (e.incarnation or 0) >= 1 for e in events)
     if protocol == "falkirk":
         _rolled_back_in_place(events)
+    elif protocol == "replica-ring":
+        _rings_on_distinct_executors(events)
 
 
 def _rolled_back_in_place(events: list[HistoryEvent]) -> None:
@@ -94,3 +97,13 @@ def _rolled_back_in_place(events: list[HistoryEvent]) -> None:
     started = {e.instance for e in events if e.kind == "instance-started"
                and e.seq < second_kill}
     assert started == {"count[1]"}
+
+
+def _rings_on_distinct_executors(events: list[HistoryEvent]) -> None:
+    """Each ring's first replicas registered from three different executors (one per
+    worker), so losing a worker takes at most one replica of each ring."""
+    where = {e.instance: e.data.get("executor") for e in events
+             if e.kind == "instance-registered" and e.incarnation == 0}
+    for op in ("split", "evens", "tag"):
+        executors = [where.get(f"{op}[{i}]") for i in range(3)]
+        assert None not in executors and len(set(executors)) == 3, (op, where)

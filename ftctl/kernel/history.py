@@ -72,7 +72,7 @@ KINDS: dict[str, KindSpec] = {
         "a replacement incarnation was started (Spark: its job submitted)", ("reason",),
         ("restore", "spare"), instance=True),
     "instance-registered": KindSpec("a Spark task connected to the driver", ("pid",),
-                                    instance=True),
+                                    ("executor",), instance=True),
     "instance-running": KindSpec("a start group was released: its instances run",
                                  ("instances",)),
     "instance-stopped": KindSpec("the coordinator fenced these instances", ("instances",)),

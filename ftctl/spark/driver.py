@@ -17,10 +17,11 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ftctl.spark import wire
+from ftctl.spark.placement import pinned_rdd
 from ftctl.spark.task import SparePayload, TaskPayload, run_partition
 
 # Events put on the queue (all tuples, first element the kind).
-EV_REG = "reg"  # (EV_REG, iid, inc, pid, data_address, conn)
+EV_REG = "reg"  # (EV_REG, iid, inc, pid, data_address, conn, executor id or None)
 EV_MSG = "msg"  # (EV_MSG, iid, frame)
 EV_LOST = "lost"  # (EV_LOST, iid, inc): the control connection dropped
 EV_JOB_DONE = "job-done"  # (EV_JOB_DONE, iid, inc, result)
@@ -96,10 +97,11 @@ class ControlServer:
             if first[0] != wire.REG:
                 conn.close()
                 return
-            _, inc, iid, pid, addr = first
+            inc, iid, pid, addr = first[1:5]
+            executor = first[5] if len(first) > 5 else None  # where the task runs
             key = (iid, inc)
             self.last_seen[key] = time.monotonic()
-            put((EV_REG, iid, inc, pid, addr, conn))
+            put((EV_REG, iid, inc, pid, addr, conn, executor))
             while True:
                 frame = wire.recv(conn)
                 self.last_seen[key] = time.monotonic()
@@ -177,6 +179,8 @@ class JobRunner:
         self.spare_base: SparePayload | None = None  # what every spare's payload shares
         self.closing = False
         self.spare_failures = 0  # spares lost in a row without one registering
+        # instance -> preferred executor (ftctl/spark/placement.py); others go anywhere
+        self.locations: dict[str, str] = {}
 
     def group(self, iid: str, inc: int) -> str:
         return f"ftctl-{self.run_id}-{iid}-{inc}"
@@ -262,7 +266,11 @@ class JobRunner:
     def _collect(self, group: str, payload: Any, what: str) -> Any:
         # Job groups are per thread (pyspark's pinned threads): this one's jobs only.
         self.sc.setJobGroup(group, what, interruptOnCancel=True)
-        result = self.sc.parallelize([payload], 1).mapPartitions(run_partition).collect()
+        where = self.locations.get(getattr(payload, "instance", ""))
+        rdd = pinned_rdd(self.sc, payload, where) if where else None
+        if rdd is None:  # no preference, or one the JVM would not take: Spark places it
+            rdd = self.sc.parallelize([payload], 1)
+        result = rdd.mapPartitions(run_partition).collect()
         return result[0] if result else None
 
     def _job(self, group: str, payload: TaskPayload) -> None:

@@ -52,6 +52,7 @@ from ftctl.spark.driver import (
     ControlServer,
     JobRunner,
 )
+from ftctl.spark.placement import placement
 from ftctl.spark.task import TaskPayload
 from ftctl.store import DirectoryStore, SinkStore
 from protocols.contract.events import Started, Suspected
@@ -59,6 +60,7 @@ from protocols.contract.messages import Msg
 from protocols.contract.names import InstanceId
 from protocols.contract.params import ProtocolParams
 from protocols.contract.spec import ProtocolSpec
+from protocols.contract.view import GraphView
 
 # Silence (heartbeats are 0.5 s apart) before an instance counts as hung. Judged by the
 # sender's stamp of the newest heartbeat read, and only when no heartbeat bytes wait
@@ -257,6 +259,7 @@ class SparkHost:
                                     lambda peer: self.log("connection-refused", peer=peer))
         self.jobs = JobRunner(self.sc, self.run_id, self.events_q, self.spares)
         self.server.on_spare = self.jobs.spare_ready
+        self.jobs.locations = placement(self.sc, self.info, GraphView(self.graph))
         complete = False
         try:
             self._apply(self.kernel.start(self.now()))
@@ -461,7 +464,7 @@ class SparkHost:
                 self._tell(sender, (wire.CONNECT, slot, addr, epoch))
 
     def _on_reg(self, iid: str, inc: int, pid: int, addr: wire.Address | None,
-                conn: Connection) -> None:
+                conn: Connection, executor: str | None = None) -> None:
         if inc != self.inc[iid] or iid in self.live:
             # A stopped incarnation that came up late: send it away.
             with contextlib.suppress(OSError, ValueError):
@@ -470,7 +473,8 @@ class SparkHost:
         self.pending.pop(iid, None)
         self.live[iid] = _Task(inc, conn, pid, addr, time.monotonic())
         self.pids[iid] = pid
-        self.log("instance-registered", instance=iid, incarnation=inc, pid=pid)
+        self.log("instance-registered", instance=iid, incarnation=inc, pid=pid,
+                 **({"executor": executor} if executor is not None else {}))
         self._release_groups()
 
     def _release_groups(self) -> None:

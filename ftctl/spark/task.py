@@ -31,6 +31,7 @@ from ftctl.spark import agent, wire
 from ftctl.spark.gcpolicy import ManualGC
 from ftctl.spark.latency import LatencyProbe
 from ftctl.spark.links import LinkFaults, is_link_payload
+from ftctl.spark.placement import this_executor
 from ftctl.store import DirectoryStore
 from protocols.contract.actions import Persist, Report
 from protocols.contract.events import (
@@ -185,7 +186,8 @@ class InstanceTask:
     def _run(self, started: float) -> dict[str, Any]:
         try:
             addr = self.listener.address if self.listener is not None else None
-            self._ctrl_send((wire.REG, self.inc, self.iid, os.getpid(), addr))
+            self._ctrl_send((wire.REG, self.inc, self.iid, os.getpid(), addr,
+                             this_executor()))
             for target in (self._control_reader, self._heartbeat):
                 threading.Thread(target=target, daemon=True).start()
             if self.listener is not None:

@@ -1,0 +1,121 @@
+"""Where the first plan's instances run: a protocol's replica groups on distinct executors.
+
+A protocol that recovers by replication (replica-ring) needs the replicas of one operator
+on different workers, or the loss of one worker takes a whole ring and nobody is left to
+take its slots over. Its ``ProtocolSpec.spared`` names those groups. Spark places a
+single-task job wherever it has a free core, so the driver asks for the placement: each
+group's members get the executors in turn (distinct while the group is no larger than
+the number of executors; beyond that they wrap around), and each job's one partition
+prefers its executor (``executor_<host>_<id>``, Spark's executor-local task location).
+With a standalone cluster's default of one executor per worker and application, distinct
+executors are distinct workers. A preference holds while the executor lives and has a
+free core (ftctl sizes workers with cores to spare); a task whose executor is gone runs
+anywhere. A restart in a job of its own prefers its slot's executor again; one handed to
+an idle spare runs where the spare is.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from protocols.contract.spec import ProtocolSpec
+from protocols.contract.view import GraphView
+
+EXECUTOR_WAIT = 5.0  # seconds to wait for one executor per group member (see placement)
+
+
+def spread(groups: Sequence[frozenset[str]], executors: Sequence[str]) -> dict[str, str]:
+    """Instance -> executor: each group's members on distinct executors as far as they go.
+    Groups start one executor further along each, so the load evens out."""
+    if not executors:
+        return {}
+    out: dict[str, str] = {}
+    for g, group in enumerate(groups):
+        for i, iid in enumerate(sorted(group)):
+            out[iid] = executors[(g + i) % len(executors)]
+    return out
+
+
+def location(executor_id: str, host: str) -> str:
+    """Spark's task location string for one executor (``TaskLocation``'s executor form)."""
+    return f"executor_{host}_{executor_id}"
+
+
+def live_executors(sc: Any) -> list[str]:
+    """The application's executors as task locations, in executor-id order.
+
+    The ids come from the scheduler (``SparkContext.getExecutorIds``); SparkEnv's block
+    manager, which pairs ids with hosts, cannot be reached from py4j (its classes refer to
+    Spark's shaded protobuf). A task location matches an executor by id (process-local);
+    the host only adds a node-local fallback, so the executors' one host is used when they
+    share it and a name no executor has otherwise."""
+    jvm = sc._jvm
+    ids = [str(x) for x in jvm.scala.jdk.javaapi.CollectionConverters.asJava(
+        sc._jsc.sc().getExecutorIds())]
+    hosts = {str(info.host()) for info in sc.statusTracker()._jtracker.getExecutorInfos()}
+    host = hosts.pop() if len(hosts) == 1 else "any"
+    ids.sort(key=lambda x: (not x.isdigit(), int(x) if x.isdigit() else 0, x))
+    return [location(eid, host) for eid in ids]
+
+
+def placement(sc: Any, protocol: ProtocolSpec[Any], graph: GraphView,
+              wait: float = EXECUTOR_WAIT) -> dict[str, str]:
+    """Instance -> preferred executor location for ``protocol``'s groups ({} without).
+
+    The run starts once the executors offer enough cores, which a cluster's first
+    executors may do alone: wait up to ``wait`` seconds for as many executors as the
+    largest group has members, then spread over those there are."""
+    groups = protocol.spared(graph) if protocol.spared is not None else ()
+    if not groups:
+        return {}
+    need = max(len(g) for g in groups)
+    deadline = time.monotonic() + wait
+    executors = live_executors(sc)
+    while len(executors) < need and time.monotonic() < deadline:
+        time.sleep(0.2)
+        executors = live_executors(sc)
+    return spread(groups, executors)
+
+
+def pinned_rdd(sc: Any, payload: Any, where: str) -> Any:
+    """A one-partition RDD of ``payload`` whose task prefers the executor ``where``.
+
+    ``sc.parallelize`` takes no location; ``SparkContext.makeRDD`` does. The element is
+    what ``parallelize`` would have stored: one pickled batch of one item. None when the
+    JVM refuses the calls (another Spark version): the job then goes where Spark puts it."""
+    from py4j.protocol import Py4JError
+    from pyspark.rdd import RDD
+    from pyspark.serializers import BatchedSerializer, CPickleSerializer
+
+    jvm = sc._jvm
+    try:
+        conv = jvm.scala.jdk.javaapi.CollectionConverters
+        prefs = jvm.java.util.ArrayList()
+        prefs.add(where)
+        items = jvm.java.util.ArrayList()
+        items.add(jvm.scala.Tuple2(bytearray(CPickleSerializer().dumps([payload])),
+                                   conv.asScala(prefs).toList()))
+        tag = jvm.scala.reflect.ClassTag.AnyRef()  # a static forwarder py4j can call
+        rdd = sc._jsc.sc().makeRDD(conv.asScala(items).toList(), tag)
+    except Py4JError:
+        return None
+    return RDD(rdd.toJavaRDD(), sc, BatchedSerializer(CPickleSerializer(), 1))
+
+
+def this_executor() -> str | None:
+    """The id of the executor whose JVM runs this Python worker (its ``--executor-id``),
+    so a run's history shows where each instance ran; None outside an executor."""
+    try:
+        import psutil  # not needed by anything else a task imports
+    except ImportError:
+        return None
+    try:
+        for proc in psutil.Process().parents():
+            args = proc.cmdline()
+            if "--executor-id" in args:
+                return str(args[args.index("--executor-id") + 1])
+    except (psutil.Error, IndexError):
+        return None
+    return None
