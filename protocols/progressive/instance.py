@@ -10,8 +10,12 @@ Every message on a channel, batch or marker, takes the next number of that chann
   coordinator's ``Trim``.
 - A non-source aligns ``P_k`` (a channel that delivered it is held), then forwards it and
   keeps a snapshot in memory (for a live rollback) and in storage (for a replacement).
-- Sinks make records visible at once, filtered by per-key counts: ``seen`` (part of the
-  snapshot) against ``emitted`` (stored with each output, ref ``SINK_COUNTS``).
+- Sinks make records visible at once, filtered by counts per record identity (the record
+  under ``multiset``, the key under the per-key modes; ``protocols.shared.logged``):
+  ``seen`` (part of the snapshot) against ``emitted`` (stored with each output, ref
+  ``SINK_COUNTS``). Only a replay in progressive mode keeps the original order; a
+  blocking rollback brings a join's or a merge's records in another order, so counting
+  per key under ``multiset`` would take one record for another (spec causal.md E4).
 - In recovery (after ``Recover`` or as a replacement, ``Init``) every non-sink keeps a
   recovery buffer per output channel and serves ``Resend`` from it; in progressive mode
   sources close a mini-batch every ``mini_batch`` wire batches and the others process
@@ -53,6 +57,7 @@ from protocols.progressive.messages import (
 )
 from protocols.progressive.minibatch import Aligner, Cutter, Positions
 from protocols.progressive.params import ProgressiveParams
+from protocols.shared.logged import record_identity
 
 Message = Batch | Marker
 
@@ -91,6 +96,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         self.future: list[tuple[int, Message]] = []  # of a rollback not taken yet
         self.emitted: dict[Any, int] = {}
         self.seen: dict[Any, int] = {}
+        self.identity = record_identity(core.sink_mode)
         self.done = False
         self.initial = self.state_of_fresh_core()
 
@@ -350,12 +356,13 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         self.aligner.add(ch, batch)
         return []
 
-    def visible(self, key: Any) -> bool:
-        """R5: one more record of ``key`` in this execution; is it new to the world?"""
-        n = self.seen.get(key, 0) + 1
-        self.seen[key] = n
-        if n > self.emitted.get(key, 0):
-            self.emitted[key] = n
+    def visible(self, key: Any, value: Any) -> bool:
+        """R5: one more record of this identity in this execution; is it new to the world?"""
+        i = self.identity(key, value)
+        n = self.seen.get(i, 0) + 1
+        self.seen[i] = n
+        if n > self.emitted.get(i, 0):
+            self.emitted[i] = n
             return True
         return False
 
@@ -381,9 +388,9 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         return acts
 
     def flush_sink(self) -> list[InstanceAction]:
-        """R5: a record is visible only if this execution produced more of its key than
-        were ever made visible; the counts are stored with the output, in one step."""
-        out = [(k, v) for k, v in self.core.pending_output if self.visible(k)]
+        """R5: a record is visible only if this execution produced more of its identity
+        than were ever made visible; the counts are stored with the output, in one step."""
+        out = [(k, v) for k, v in self.core.pending_output if self.visible(k, v)]
         self.core.pending_output = []
         if not out:
             return []

@@ -193,9 +193,25 @@ class TrimOnPersist(ProgressiveInstance):
 class SinkNoCounts(ProgressiveInstance):
     """A sink shows replayed records again after a rollback."""
 
-    def visible(self, key: Any) -> bool:
-        super().visible(key)
+    def visible(self, key: Any, value: Any) -> bool:
+        super().visible(key, value)
         return True
+
+
+class SinkDedupPerKey(ProgressiveInstance):
+    """A multiset sink counts visible records per key, as if a rollback replayed each
+    key's records in their original order (a join's or a merge's replay does not).
+
+    Caught by tests/test_progressive_joins.py, not shipped to the kit: its topologies
+    without joins do not tell it apart (the same choice as causal's and lineage's)."""
+
+    def __init__(self, me: Any, cores: Any, params: Any):
+        super().__init__(me, cores, params)
+        self.identity = _by_key
+
+
+def _by_key(key: Any, value: Any) -> Any:
+    return key
 
 
 INSTANCE_BUGS: dict[str, type[ProgressiveInstance]] = {
