@@ -1,7 +1,8 @@
 """``FalkirkInstance``: epochs, frontiers and persistence per policy (spec N1-N6, R2-R10).
 
 Every batch carries ``meta = (epoch, j)``, j its position among that epoch's batches on
-the channel; ``Marker("close", t)`` ends epoch t on a channel. An instance completes t
+the channel; ``Marker("close", t, meta=wm)`` ends epoch t on a channel, with the epoch's
+event-time watermark (N4: only these move a window's watermark). An instance completes t
 once every input closed t: it persists what its policy asks (state ``2t+3``, output log
 segment ``2t+4``), reports it (after the Persist, so the report means durable), then
 closes t downstream. Stateless instances process batches as they come (epochs
@@ -24,6 +25,7 @@ from typing import Any
 from ftctl.runtime.actions import Send as CoreSend
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
+from ftctl.runtime.operators import WATERMARK_MAX
 from protocols.contract.actions import InstanceAction, Persist, Report, Send, StageOutput
 from protocols.contract.events import (
     BatchIn,
@@ -55,6 +57,7 @@ from protocols.falkirk.params import FalkirkParams
 from protocols.falkirk.policy import SINK, SOURCE, Policy
 
 CLOSE = "close"
+WM_CHANNEL = -1  # a log entry on no channel: the watermark the logger closed an epoch with
 Logged = list[tuple[int, list[Any], Any]]  # (channel, records, watermark) in send order
 
 
@@ -91,6 +94,8 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
         self.pending: list[tuple[str, int, Any]] = []  # while paused or held
         self.log: dict[int, Logged] = {}
         self.chunks: dict[int, list[Any]] = {}  # sinks: epoch -> staged records
+        self.close_wm: dict[tuple[int, int], Any] = {}  # (channel, t) -> close(t).wm (N4)
+        self.sent_wm: dict[int, Any] = {}  # t -> the watermark this instance closed t with
         self.next_batch = (k + 1) * self.setup.epoch_every  # sources
 
     @property
@@ -192,7 +197,9 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
             return []
         if self.stopped:
             self.pending.append(("c", ev.channel, ev.marker.id))
+            self.close_wm[(ev.channel, ev.marker.id)] = ev.marker.meta
             return []
+        self.close_wm[(ev.channel, ev.marker.id)] = ev.marker.meta
         return self._close(ev.channel, ev.marker.id)
 
     def _batch(self, ch: int, batch: Batch) -> list[InstanceAction]:
@@ -219,7 +226,10 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
 
     def _process(self, ch: int, batch: Batch, t: int) -> list[InstanceAction]:
         self.consumed[ch] = max(self.consumed[ch], t)
-        self.core.deliver(ch, batch)
+        # N4: a batch's watermark says how far its sender had got when it sent it, which
+        # depends on arrival order; only close(t).wm moves watermarks, at completion of t.
+        self.core.deliver(ch, Batch(batch.records, batch.seq, None, batch.meta)
+                          if batch.watermark is not None else batch)
         if self.me.is_sink:
             self.chunks.setdefault(t, []).extend((ch, kv) for kv in self.core.pending_output)
             self.core.pending_output = []
@@ -228,7 +238,7 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
     def _sends(self, t: int) -> list[InstanceAction]:
         acts: list[InstanceAction] = []
         for a in self.core.take_actions():
-            if type(a) is CoreSend and isinstance(a.msg, Batch):
+            if type(a) is CoreSend and isinstance(a.msg, Batch) and a.msg.records:
                 acts.append(self._send(a.channel, a.msg.records, a.msg.watermark, t))
         return acts
 
@@ -259,6 +269,10 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
     def _complete(self, t: int) -> list[InstanceAction]:
         """N5: persist, report, then close t downstream (a sink: stage and report)."""
         acts: list[InstanceAction] = []
+        wm = self._epoch_watermark(t)
+        if t < self.fin and self.core.needs_wm and not self.me.is_sink:
+            self.core._output(self.core._advance_watermark(wm, []))
+            acts += self._sends(t)
         if t == self.fin:
             for ch in self.me.inputs:
                 if ch not in self.core.finished:
@@ -276,7 +290,10 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
                 acts += [StageOutput(self.me.id, t, recs), Report(Committed(t))]
             return acts + ([Report(Ended())] if t == self.fin else [])
         offset = self.setup.checkpoint_offset
+        self.sent_wm[t] = wm
         if self.policy.logs:
+            # first, so the segment still ends with the epoch's last batch
+            self.log.setdefault(t, []).insert(0, (WM_CHANNEL, [], wm))  # replayed closes carry it
             acts.append(Persist(self.me.id, segment_ref(t), self._segment(t)))
         if self.policy.checkpoints(t, offset):
             acts.append(Persist(self.me.id, checkpoint_ref(t), self.core.snapshot_state()))
@@ -284,10 +301,26 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
             kind = "checkpointed" if self.policy.stateful else (
                 "logged" if self.policy.logs else "completed")
             acts.append(Report(Available(t, kind, self.policy.logs)))
-        acts += [Send(ch, Marker(CLOSE, t)) for ch in self.me.out_channels]
+        acts += [Send(ch, Marker(CLOSE, t, meta=wm)) for ch in self.me.out_channels]
         if t == self.fin:
             acts.append(Report(Ended()))
         return acts
+
+    def _epoch_watermark(self, t: int) -> Any:
+        """N4: close(t).wm of an inner instance is the minimum of its inputs' close(t).wm
+        (unknown counts as no progress: a window then fires late, never early)."""
+        wms = [self.close_wm.get((ch, t)) for ch in self.me.inputs]
+        for key in [key for key in self.close_wm if key[1] <= t]:
+            del self.close_wm[key]
+        return min((-1 if w is None else w for w in wms), default=-1)
+
+    def _source_watermark(self, u: int) -> Any:
+        """N1: wm_u is the event time of the first record of epoch u+1 (max if none)."""
+        core = self.core
+        lo = core.lo + (u + 1) * self.setup.epoch_every * core.batch_size
+        if not core.needs_wm or core.gen is None or lo >= core.hi:
+            return WATERMARK_MAX
+        return core.gen(lo, lo + 1)[0][2]
 
     # ------------------------------------------------------------ sources
 
@@ -305,7 +338,8 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
         if self.next_batch % every == 0 or self.core.exhausted:
             last = self.fin if self.core.exhausted else t
             for u in range(self.completed + 1, last + 1):
-                acts += [Send(ch, Marker(CLOSE, u)) for ch in self.me.out_channels]
+                wm = self._source_watermark(u)
+                acts += [Send(ch, Marker(CLOSE, u, meta=wm)) for ch in self.me.out_channels]
                 if u == self.fin:
                     acts.append(Report(Ended()))
             self.completed = last
@@ -352,8 +386,15 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
                     acts += [self._send(c, r, w, t, log=False)
                              for c, r, w in self.log.get(t, []) if c == ch]
             if t <= self.completed:
-                acts.append(Send(ch, Marker(CLOSE, t)))
+                acts.append(Send(ch, Marker(CLOSE, t, meta=self._replayed_watermark(t))))
         return acts
+
+    def _replayed_watermark(self, t: int) -> Any:
+        if self.me.is_source:
+            return self._source_watermark(t)
+        if t in self.sent_wm:
+            return self.sent_wm[t]
+        return next((wm for c, _, wm in self.log.get(t, []) if c == WM_CHANNEL), -1)
 
 
 __all__ = ["SINK", "SOURCE", "FalkirkInstance"]

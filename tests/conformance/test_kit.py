@@ -92,7 +92,7 @@ CATCH: dict[str, tuple[str, int]] = {
     "falkirk/sink-keeps-rewound-output": ("replica-chain", 1),
     "falkirk/sink-keeps-staged": ("diamond", 4),
     "falkirk/no-positional-skip": ("replica-chain", 27),
-    "falkirk/gc-too-eager": ("progressive-small", 1),
+    "falkirk/gc-too-eager": ("progressive-small", 2),
     "falkirk/report-without-persist": ("diamond", 1),
     "falkirk/stateful-not-aligned": ("diamond", 1),
     "falkirk/stale-checkpoints-kept": ("diamond", 19),
