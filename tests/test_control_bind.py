@@ -39,9 +39,9 @@ def test_a_connection_without_the_token_is_refused_and_reported() -> None:
         assert events.empty(), "nothing from an unauthenticated peer reaches the host"
         # The listener keeps serving the run's own tasks afterwards.
         conn = wire.connect(server.address, token)
-        wire.send(conn, (wire.REG, 0, "count[0]", 123, ("127.0.0.1", 1)))
-        kind, iid, inc, pid, _addr, _conn = events.get(timeout=5)
-        assert (kind, iid, inc, pid) == (EV_REG, "count[0]", 0, 123)
+        wire.send(conn, (wire.REG, 0, "count[0]", 123, ("127.0.0.1", 1), "exec-1"))
+        kind, iid, inc, pid, _addr, _conn, executor = events.get(timeout=5)
+        assert (kind, iid, inc, pid, executor) == (EV_REG, "count[0]", 0, 123, "exec-1")
         conn.close()
     finally:
         server.close()
