@@ -31,12 +31,12 @@ from ftctl.compare.traffic import messages_of, per_record, takeover_times
 from ftctl.config.scenario import parse_target
 from ftctl.config.topology import Topology
 from ftctl.kernel.history import read_history
+from ftctl.run.capture import Capture
 from ftctl.run.chaos import ChaosExtension, expected_seconds, from_replay
 from ftctl.run.execute import (
     DEFAULT_SPARES,
     SLOTS_PER_INSTANCE,
     RunContext,
-    RunExtension,
     RunRequest,
     execute,
 )
@@ -47,23 +47,16 @@ from protocols.contract.view import GraphView
 from protocols.registry import Protocol
 
 
-class CaptureExtension(RunExtension):
+class CaptureExtension(Capture):
     """Runs the chaos extension and keeps what compare needs from the run."""
 
     def __init__(self, inner: ChaosExtension):
-        self.inner = inner
+        super().__init__(inner)
         self.figures: RunFigures | None = None
         self.latency: list[tuple[float, float]] = []
 
-    def attach(self, ctx: RunContext) -> None:
-        self.inner.attach(ctx)
-
-    def host_done(self, ctx: RunContext, result: HostResult) -> None:
-        self.inner.host_done(ctx, result)
-
-    def summarize(self, ctx: RunContext, result: HostResult, summary: dict[str, Any]) -> None:
-        self.inner.summarize(ctx, result, summary)
-        shift = self.inner.shift  # host clock -> the run store's clock (events, faults)
+    def keep(self, ctx: RunContext, result: HostResult, summary: dict[str, Any]) -> None:
+        shift = self.shift  # host clock -> the run store's clock (events, faults)
         recs = summary.get("recovery") or []
         self.latency = [(t + shift, lat) for _, t, lat in result.latency]
         series = _sink_series(result, ctx.graph, shift)
@@ -87,9 +80,6 @@ class CaptureExtension(RunExtension):
             messages=messages_of(result.stats),
             messages_per_record=per_record(messages_of(result.stats),
                                            sum(len(v) for v in result.outputs.values())))
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 def _median(xs: list[float]) -> float | None:

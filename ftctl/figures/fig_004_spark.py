@@ -43,6 +43,7 @@ from ftctl.metrics.queries import (
     before_fault,
     query_availability,
 )
+from ftctl.run.capture import Capture
 from ftctl.run.chaos import ChaosExtension, expected_seconds, size_input
 from ftctl.run.execute import RunContext, RunExtension, RunRequest, execute
 from ftctl.runtime.graph import ExecutionGraph
@@ -101,31 +102,21 @@ class SparkRun:
     run_dir: str = ""
 
 
-class _Keep(RunExtension):
+class _Keep(Capture):
     """The chaos run, plus what the figure reads: history, sink latency, kill time."""
 
     def __init__(self, chaos: ChaosExtension, name: str):
-        self.chaos = chaos
+        super().__init__(chaos)
         self.run = SparkRun(name, False, [], {})
 
-    def attach(self, ctx: RunContext) -> None:
-        self.chaos.attach(ctx)
-
-    def host_done(self, ctx: RunContext, result: HostResult) -> None:
-        self.chaos.host_done(ctx, result)
-
-    def summarize(self, ctx: RunContext, result: HostResult, summary: dict[str, Any]) -> None:
-        self.chaos.summarize(ctx, result, summary)
-        shift = self.chaos.shift
+    def keep(self, ctx: RunContext, result: HostResult, summary: dict[str, Any]) -> None:
+        shift = self.shift
         for iid, t, v in result.latency:
             self.run.latency.setdefault(iid.split("[", 1)[0], []).append((t + shift, v))
         self.run.events = ctx.store.read_history()
         self.run.passed = bool(summary.get("passed"))
         self.run.run_dir = str(ctx.store.path)
         self.run.t_kill = kill_time(self.run.events, shift)
-
-    def close(self) -> None:
-        self.chaos.close()
 
 
 def kill_time(events: Iterable[HistoryEvent], shift: float) -> float | None:

@@ -41,6 +41,7 @@ from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
 from ftctl.console import console
+from ftctl.run.capture import Capture
 from ftctl.run.chaos import ChaosExtension, expected_seconds
 from ftctl.run.execute import SLOTS_PER_INSTANCE, RunContext, RunExtension, RunRequest, execute
 from ftctl.runtime.graph import ExecutionGraph
@@ -97,26 +98,15 @@ class Measured:
     first_output_s: float | None = None
 
 
-class _Measure(RunExtension):
+class _Measure(Capture):
     """Keeps the run's figures; with a kill schedule, runs the chaos extension too."""
 
     def __init__(self, chaos: ChaosExtension | None):
-        self.chaos = chaos
+        super().__init__(chaos)
         self.measured: Measured | None = None
 
-    def attach(self, ctx: RunContext) -> None:
-        if self.chaos is not None:
-            self.chaos.attach(ctx)
-
-    def host_done(self, ctx: RunContext, result: HostResult) -> None:
-        if self.chaos is not None:
-            self.chaos.host_done(ctx, result)
-
-    def summarize(self, ctx: RunContext, result: HostResult, summary: dict[str, Any]) -> None:
-        shift = 0.0
-        if self.chaos is not None:
-            self.chaos.summarize(ctx, result, summary)
-            shift = self.chaos.shift  # host clock -> the store's (fault times)
+    def keep(self, ctx: RunContext, result: HostResult, summary: dict[str, Any]) -> None:
+        shift = self.shift  # host clock -> the store's (fault times)
         recs = summary.get("recovery") or []
         samples = sorted((t + shift, lat) for _, t, lat in result.latency)
         first = samples[0][0] if samples else 0.0
@@ -131,10 +121,6 @@ class _Measure(RunExtension):
             latencies=[lat for t, lat in samples if lo <= t < hi],
             recovery_s=recovered[0] if recovered else None,
             first_output_s=first_out[0] if first_out else None)
-
-    def close(self) -> None:
-        if self.chaos is not None:
-            self.chaos.close()
 
 
 def scaled(topology: Topology, events: int, workload: str) -> Topology:

@@ -19,23 +19,13 @@ from ftctl.backends import make_cluster
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
 from ftctl.figures import FigureOptions, FigureResult
-from ftctl.run.execute import SLOTS_PER_INSTANCE, RunContext, RunExtension, RunRequest, execute
+from ftctl.run.capture import Capture
+from ftctl.run.execute import SLOTS_PER_INSTANCE, RunRequest, execute
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.spark.host import HostResult
 from protocols.registry import get_protocol
 
 TOPOLOGY = Path(__file__).resolve().parents[2] / "topologies" / "replica-chain.yaml"
 SEMANTICS = ("at-most-once", "exactly-once")
-
-
-class _Keep(RunExtension):
-    """Keeps the host's result of the run."""
-
-    def __init__(self) -> None:
-        self.result: HostResult | None = None
-
-    def host_done(self, ctx: RunContext, result: HostResult) -> None:
-        self.result = result
 
 
 def with_replicas(topology: Topology, r: int) -> Topology:
@@ -51,7 +41,7 @@ def measure(topology: Topology, semantics: str, master: str, results: Path,
             workers: int, cores: int) -> dict[str, Any]:
     """One fault-free Spark run: run seconds, peer messages, output records, verdict."""
     info = get_protocol("replica-ring")
-    keep = _Keep()
+    keep = Capture()
     code = execute(RunRequest(topology, info, info.resolve({"semantics": semantics}),
                               master=master, workers=workers, results=results, timeout=600,
                               as_json=False, quiet=True, cores=cores, kind="figure"), keep)
