@@ -40,6 +40,7 @@ from chaos.arrivals import arrival_offsets
 from chaos.schedule import fault_seed
 from ftctl.config.load import load_topology
 from ftctl.config.scenario import RestoreParams
+from ftctl.figures.fig5_plots import Curve, plot_fig5
 from ftctl.figures.fig_004_runs import Fig5Run, baselines, run_fig5
 from ftctl.kernel.history import notes as notes_named
 from ftctl.metrics.queries import QueryMetricsParams
@@ -214,7 +215,7 @@ def run_level(options: FigureOptions) -> FigureResult:
                            "mean_rl": r.availability.mean_rl, "exactly_once": r.exactly_once,
                            "checkpoints_after_recovery": cps_after}
     options.out.mkdir(parents=True, exist_ok=True)
-    files = _plot_runs(done, kill, options.out)
+    files = _plot_runs(done, kill, options.out, metrics.threshold)
     first = {r.name: min(r.recovered.values()) for r in done if r.recovered}
     notes = [f"scale {scale:g}: kill at {kill:g} s, {records:,} records at 1,000/s, "
              f"Δ_T = {metrics.step:g} s, Θ = {metrics.threshold:g}, progressive "
@@ -236,35 +237,16 @@ def run_level(options: FigureOptions) -> FigureResult:
         rows=tuple(rows), files=files, summary=summary, notes=tuple(notes))
 
 
-def _plot_runs(done: list[Fig5Run], kill: float, out: Path) -> tuple[Path, ...]:
-    paths = (out / "fig5a-relative-latency.png", out / "fig5b-available-queries.png")
-    for path, what in zip(paths, ("rl", "available"), strict=True):
-        fig = MplFigure(figsize=(8, 4.5), dpi=110)
-        FigureCanvasAgg(fig)
-        ax = fig.add_subplot()
-        for r in done:
-            xs = [t - kill for t in r.availability.t]
-            if what == "rl":
-                pts = [(x, v) for x, v in zip(xs, r.availability.mean_rl, strict=True)
-                       if v is not None]
-                ax.plot([x for x, _ in pts], [v for _, v in pts], marker=".", label=r.name)
-            else:
-                ax.step(xs, r.available, where="post", label=r.name)
-        ax.axvline(0.0, color="grey", lw=0.8)
-        ax.set_xlabel("seconds after the correlated failure (simulated)")
-        if what == "rl":
-            ax.set_yscale("log")
-            ax.axhline(1.2, color="grey", ls="--", lw=0.8)
-            ax.set_ylabel("mean relative latency of queries with output")
-            ax.set_title("Paper 004 Fig. 5(a) setup on the simulation host")
-        else:
-            ax.set_ylabel("available queries (running, RL <= 1.2)")
-            ax.set_ylim(0, 16)
-            ax.set_title("Paper 004 Fig. 5(b) setup on the simulation host")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.savefig(path)
-    return paths
+def _plot_runs(done: list[Fig5Run], kill: float, out: Path,
+               threshold: float) -> tuple[Path, ...]:
+    curves = [Curve(r.name, [t - kill for t in r.availability.t], r.availability.mean_rl,
+                    r.available) for r in done]
+    return plot_fig5(curves, (out / "fig5a-relative-latency.png",
+                              out / "fig5b-available-queries.png"),
+                     threshold=threshold, host="simulated",
+                     titles=("Paper 004 Fig. 5(a) setup on the simulation host",
+                             "Paper 004 Fig. 5(b) setup on the simulation host"),
+                     max_available=16)
 
 
 FIGURE = Figure(name="004-fig5", paper="004",

@@ -31,11 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure as MplFigure
-
 from chaos.plan import from_scenario
 from ftctl.config.load import load_topology
+from ftctl.figures.fig5_plots import Curve, plot_fig5
 from ftctl.kernel.history import HistoryEvent
 from ftctl.metrics.queries import (
     QueryMetricsParams,
@@ -256,7 +254,7 @@ def _result(done: list[Measured], setup: Setup, theta: float, out: Path) -> Figu
         summary[m.run.name] = {"run_dir": m.run.run_dir, "arrivals": m.tl.arrivals,
                                "back": m.tl.back, "t": m.t, "available": m.available,
                                "mean_rl": m.mean_rl, "rl": m.rl, "passed": m.run.passed}
-    files = _plot(done, out)
+    files = _plot(done, out, theta)
     notes = [f"3 workers x {CORES} cores, progressive-small at {RATE:g} records/s; both "
              f"rack=a workers killed {setup.kill_at:g} s in, back one at a time from "
              f"{setup.restore_after:g} s later, {setup.gap:g} s apart; Δ_T = 1 s, Θ = "
@@ -270,29 +268,10 @@ def _result(done: list[Measured], setup: Setup, theta: float, out: Path) -> Figu
         rows=tuple(rows), files=files, summary=summary, notes=tuple(notes))
 
 
-def _plot(done: list[Measured], out: Path) -> tuple[Path, ...]:
-    paths = (out / "fig5a-spark-relative-latency.png",
-             out / "fig5b-spark-available-queries.png")
-    for path, what in zip(paths, ("rl", "available"), strict=True):
-        fig = MplFigure(figsize=(8, 4.5), dpi=110)
-        FigureCanvasAgg(fig)
-        ax = fig.add_subplot()
-        for m in done:
-            if what == "rl":
-                pts = [(x, v) for x, v in zip(m.t, m.mean_rl, strict=True) if v is not None]
-                ax.plot([x for x, _ in pts], [v for _, v in pts], marker=".", label=m.run.name)
-            else:
-                ax.step(m.t, m.available, where="post", label=m.run.name)
-        ax.axvline(0.0, color="grey", lw=0.8)
-        ax.set_xlabel("seconds after the correlated failure (Spark)")
-        if what == "rl":
-            ax.set_yscale("log")
-            ax.set_ylabel("mean relative latency of queries with output")
-        else:
-            ax.set_ylabel("available queries (running, RL <= threshold)")
-            ax.set_ylim(0, 3.5)
-        ax.set_title("Paper 004 Fig. 5 setup on Spark, scaled to 3 local workers")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.savefig(path)
-    return paths
+def _plot(done: list[Measured], out: Path, threshold: float) -> tuple[Path, ...]:
+    title = "Paper 004 Fig. 5 setup on Spark, scaled to 3 local workers"
+    return plot_fig5([Curve(m.run.name, m.t, m.mean_rl, m.available) for m in done],
+                     (out / "fig5a-spark-relative-latency.png",
+                      out / "fig5b-spark-available-queries.png"),
+                     threshold=threshold, host="Spark", titles=(title, title),
+                     max_available=3.5)
