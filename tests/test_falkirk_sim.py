@@ -14,6 +14,7 @@ from ftctl.sim.host import SimHost
 from ftctl.sim.runner import ScheduleOutcome, Simulator
 from ftctl.verify.checker import verify
 from protocols.contract.spec import Mutant
+from protocols.falkirk.fixedpoint import NoFrontier
 from protocols.falkirk.spec import SPEC
 from protocols.mutants import planted
 from tests.conftest import load
@@ -64,16 +65,31 @@ def test_a_checkpoint_above_a_rollback_is_forgotten() -> None:
     assert last["rewound"] == ["out[0]"]
 
 
-def test_a_rewound_sink_channel_forgets_its_commits() -> None:
-    """progressive-small, firewall, seed 103: out1 fails and every stateful instance
-    restarts empty, rewinding out2's channels; a burst then kills win[0] while its new
-    closes are in flight. out2's commits of win[0]'s channel from before the rewind must
-    not count as restorable (nor raise the low-watermark)."""
-    out = replay("progressive-small", FIREWALL, 103)
+def test_a_second_reset_forgets_what_the_first_undid() -> None:
+    """progressive-small, firewall, seed 6. Round 2: ones[0], ones[1] and cnt[0] fail and
+    every stateful instance restarts empty, rewinding each sink's channels to nothing;
+    round 3: both[1] fails before the new instances have checkpointed again. By §3.6 the
+    checkpoints reported before round 2 and the sinks' commits of the rewound channels
+    are void, so round 3 restarts them empty again (every frontier -1; out3's channel
+    from both[1], empty since its rewind, is left as it is). Kept (mutant
+    ``stale-checkpoints-kept``, which reverts the rule for instances and sink channels
+    alike), round 3 has no consistent frontier for both[1] (NoFrontier). Either half of
+    the rule alone passes this schedule; no seed of 1-800 here needs the sink-channel
+    half by itself."""
+    out = replay("progressive-small", FIREWALL, 6)
     assert out.verdict.passed and out.result.complete
     assert [r["failed"] for r in rounds(out)] == [
-        ["out1[0]"], ["both[1]", "ones[0]", "out1[0]", "win[0]"]]
-    assert rounds(out)[-1]["frontiers"]["win[0]"] == -1
+        ["tags[0]"], ["cnt[0]", "ones[0]", "ones[1]"], ["both[1]"]]
+    second, third = rounds(out)[1:]
+    assert second["restarted"] == ["both[0]", "both[1]", "cnt[0]", "cnt[1]", "ones[0]",
+                                   "ones[1]", "win[0]", "win[1]"]
+    stateful = ("cnt[0]", "cnt[1]", "win[0]", "win[1]", "both[0]", "both[1]")
+    assert all(third["frontiers"][i] == -1 for i in stateful)
+    assert third["frontiers"]["out3[0]@23"] == -2 and third["rewound"] == [
+        "out1[0]", "out2[0]", "out3[0]"]
+    info, params = planted("falkirk/stale-checkpoints-kept")
+    with pytest.raises(NoFrontier, match=r"both\[1\]"):
+        Simulator(load("progressive-small"), info, params).run_one(6)
 
 
 @pytest.mark.parametrize("seed", [5, 11])
