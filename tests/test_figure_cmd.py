@@ -25,3 +25,13 @@ def test_listing_names_every_registered_figure():
     for fig in figures().values():
         assert fig.name.startswith(fig.paper + "-")
         assert set(fig.hosts) <= {"sim", "spark"}
+
+
+def test_help_with_a_figure_name_lists_its_options():
+    res = CliRunner().invoke(app, ["figure", "004-fig5", "--help"])
+    assert res.exit_code == 0
+    text = " ".join(res.output.split())
+    assert "threshold=" in text and "default 1.2" in text and "both hosts" in text
+    assert "mini_batch=" in text
+    plain = " ".join(CliRunner().invoke(app, ["figure", "--help"]).output.split())
+    assert "threshold=" not in plain  # no figure named: no figure's options

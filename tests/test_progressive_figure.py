@@ -84,3 +84,40 @@ def test_fig5_run_level_on_the_simulation_host() -> None:
                  if v is not None]
         assert resumes - 0.1 <= after[0][0] <= resumes + 0.1, name
         assert max(v for _, v in after) > 3 and after[-1][1] <= 1.2, (name, after)
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("given", [{}, {"threshold": "1.5"}])
+def test_run_level_takes_the_threshold_like_the_spark_figure(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: dict[str, str]) -> None:
+    from ftctl.figures import fig_004_fig5
+
+    seen: list[float] = []
+
+    def first_run(*args: object, **kw: object) -> None:
+        seen.append(args[6].threshold)  # type: ignore[attr-defined]
+        raise _Stop
+
+    monkeypatch.setattr(fig_004_fig5, "baselines", lambda *a: {})
+    monkeypatch.setattr(fig_004_fig5, "golden_output", lambda *a: {})
+    monkeypatch.setattr(fig_004_fig5, "run_fig5", first_run)
+    with pytest.raises(_Stop):
+        fig_004_fig5.run(FigureOptions(out=tmp_path, quick=True, options=given))
+    assert seen == [float(given.get("threshold", "1.2"))]
+
+
+@pytest.mark.parametrize("host", ["sim", "spark"])
+@pytest.mark.parametrize("value", ["abc", "0", "-1", "inf"])
+def test_a_bad_threshold_is_one_line_exit_2_on_both_hosts(tmp_path: Path, host: str,
+                                                          value: str) -> None:
+    from typer.testing import CliRunner
+
+    from ftctl.cli import app
+
+    res = CliRunner().invoke(app, ["figure", "004-fig5", "--host", host, "--quick",
+                                   "--out", str(tmp_path), "--opt", f"threshold={value}"])
+    assert res.exit_code == 2, res.output
+    assert "threshold" in res.stderr and len(res.stderr.strip().splitlines()) == 1

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from typer.core import TyperCommand
 
 from ftctl.commands.common import parse_params, user_errors
 from ftctl.config.errors import ConfigError
@@ -85,5 +86,31 @@ def _show(result: FigureResult, as_json: bool) -> None:
         console.print(f"wrote {path}")
 
 
+class _FigureCommand(TyperCommand):
+    """``ftctl figure NAME --help`` ends with NAME's ``--opt`` keys: --help is answered
+    before NAME is parsed, so the words of the command line are kept to find it. (``ctx``
+    is the click Context typer vendors privately, hence Any.)"""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        ctx.meta["figure.words"] = [a for a in args if not a.startswith("-")]
+        return super().parse_args(ctx, args)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self.epilog = _options_help(ctx.meta.get("figure.words", []))
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.epilog = None
+
+
+def _options_help(words: list[str]) -> str | None:
+    known = figures()
+    fig = next((known[w] for w in words if w in known), None)
+    if fig is None or not fig.options:
+        return None
+    return "\n\n".join([f"{fig.name} --opt keys:",
+                         *(f"{k}=...  {what}" for k, what in fig.options.items())])
+
+
 def register(app: typer.Typer) -> None:
-    app.command("figure")(figure)
+    app.command("figure", cls=_FigureCommand)(figure)

@@ -43,6 +43,8 @@ class Figure:
     title: str
     hosts: tuple[str, ...]  # hosts it runs on
     run: Callable[[FigureOptions], FigureResult]
+    # --opt keys it reads -> what each does and its default (``ftctl figure NAME --help``)
+    options: Mapping[str, str] = field(default_factory=dict)
 
 
 def figures() -> dict[str, Figure]:

@@ -1,17 +1,34 @@
-"""The two plots of paper 004's Fig. 5, for both hosts' runs (``fig_004_fig5.py``,
-``fig_004_spark.py``): (a) the mean relative latency of the queries with output, (b) the
-available queries, per ``Δ_T`` step, against seconds after the correlated failure."""
+"""Paper 004's Fig. 5 for both hosts' runs (``fig_004_fig5.py``, ``fig_004_spark.py``):
+its availability threshold Θ (``--opt threshold=``) and its two plots, (a) the mean
+relative latency of the queries with output, (b) the available queries, per ``Δ_T`` step,
+against seconds after the correlated failure."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 
+from ftctl.config.errors import ConfigError
+
 DEFAULT_THRESHOLD = 1.2  # Θ of the paper: a query is available while RL <= Θ
+THRESHOLD_HELP = (f"Θ: a query is available while its relative latency is <= this "
+                  f"(default {DEFAULT_THRESHOLD:g}, the paper's)")
+
+
+def threshold_of(options: Mapping[str, str]) -> float:
+    """``--opt threshold=`` as a positive number, else a ConfigError naming it."""
+    text = options.get("threshold", str(DEFAULT_THRESHOLD))
+    try:
+        theta = float(text)
+    except ValueError:
+        theta = float("nan")
+    if not 0 < theta < float("inf"):
+        raise ConfigError("--opt", "threshold", f"{text!r} is not a positive number")
+    return theta
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from typing import Any
 
 from chaos.plan import from_scenario
 from ftctl.config.load import load_topology
-from ftctl.figures.fig5_plots import Curve, plot_fig5
+from ftctl.figures.fig5_plots import Curve, plot_fig5, threshold_of
 from ftctl.kernel.history import HistoryEvent
 from ftctl.metrics.queries import (
     QueryMetricsParams,
@@ -210,7 +210,7 @@ Runner = Callable[[RunRequest, RunExtension], int]
 
 def spark_level(options: FigureOptions, runner: Runner = execute) -> FigureResult:
     setup = QUICK if options.quick else FULL
-    theta = float(options.options.get("threshold", "1.2"))
+    theta = threshold_of(options.options)
     metrics = QueryMetricsParams(threshold=theta, step=1.0, baseline_window=4.0)
     topo = size_input(load_topology(TOPOLOGY), int(RATE * setup.input_s), RATE)
     graph = ExecutionGraph(topo)
