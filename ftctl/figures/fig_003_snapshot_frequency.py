@@ -25,10 +25,10 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
@@ -246,27 +246,52 @@ def _write(points: list[Point], out: Path, costs: CostModel, events: int) -> tup
     js, cv = write_tables([asdict(p) for p in points], out, "results", {
         "costs": asdict(costs), "cost_model": costs.describe(), "events": events})
     png = out / "snapshot-frequency.png"
-    fig = MplFigure(figsize=(13, 4.2), dpi=100)
+    panels: list[tuple[str, Callable[[Point], float | None]]] = [
+        ("overhead vs none (%)", lambda p: (p.overhead or 0.0) * 100),
+        ("persisted MB", lambda p: p.snapshot_bytes / 1e6),
+        ("kill adds (s)", lambda p: p.recovery_s or 0.0)]
+    plot_by_interval(points, panels, png, width=13, x=_x,
+                     xlabel="snapshot interval (s); 10 = off",
+                     title=f"003 snapshot frequency, simulation ({costs.describe()})")
+    return js, cv, png
+
+
+class ByInterval(Protocol):
+    """A point of the study, on either host."""
+
+    @property
+    def workload(self) -> str: ...
+
+    @property
+    def interval(self) -> str: ...  # "none" (the protocol) or the snapshot interval
+
+
+P = TypeVar("P", bound=ByInterval)
+
+
+def plot_by_interval(points: Sequence[P], panels: Sequence[tuple[str, Callable[[P], float | None]]],
+                     png: Path, *, width: float, x: Callable[[str], float], xlabel: str,
+                     title: str) -> None:
+    """One panel per (label, value), a line per workload over the intervals (``none``'s
+    points left out, as are values that are None)."""
+    fig = MplFigure(figsize=(width, 4.2), dpi=100)
     FigureCanvasAgg(fig)
-    panels = [("overhead vs none (%)", lambda p: (p.overhead or 0.0) * 100),
-              ("persisted MB", lambda p: p.snapshot_bytes / 1e6),
-              ("kill adds (s)", lambda p: p.recovery_s or 0.0)]
     workloads = list(dict.fromkeys(p.workload for p in points))
     for n, (label, value) in enumerate(panels, start=1):
-        ax = fig.add_subplot(1, 3, n)
+        ax = fig.add_subplot(1, len(panels), n)
         for w in workloads:
-            mine = [p for p in points if p.workload == w and p.interval != "none"]
-            ax.plot([_x(p.interval) for p in mine], [value(p) for p in mine],
-                    marker="o", label=w)
+            mine = [(x(p.interval), value(p)) for p in points
+                    if p.workload == w and p.interval != "none"]
+            shown = [(a, b) for a, b in mine if b is not None]
+            ax.plot([a for a, _ in shown], [b for _, b in shown], marker="o", label=w)
         ax.set_xscale("log")
-        ax.set_xlabel("snapshot interval (s); 10 = off")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(label)
         ax.grid(True, alpha=0.3)
     fig.axes[0].legend(fontsize=7)
-    fig.suptitle(f"003 snapshot frequency, simulation ({costs.describe()})", fontsize=9)
+    fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(png)
-    return js, cv, png
 
 
 FIGURE = Figure(name="003-snapshot-frequency", paper="003",

@@ -317,38 +317,19 @@ def _intervals(text: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def write_spark(points: Sequence[SparkPoint], out: Path, events: int) -> tuple[Path, ...]:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure as MplFigure
-
-    from .fig_003_snapshot_frequency import write_tables
+    from .fig_003_snapshot_frequency import plot_by_interval, write_tables
 
     out.mkdir(parents=True, exist_ok=True)
     js, cv = write_tables([asdict(p) for p in points], out, "results-spark", {
         "events": events, "parallelism": PARALLELISM, "pace": PACE, "kill_at": KILL_AT})
     png = out / "snapshot-frequency-spark.png"
-    fig = MplFigure(figsize=(15, 4.2), dpi=100)
-    FigureCanvasAgg(fig)
     panels: list[tuple[str, Callable[[SparkPoint], float | None]]] = [
         ("throughput overhead vs none (%)",
          lambda p: None if p.overhead is None else p.overhead * 100),
         ("latency p99 before the kill (ms)", lambda p: p.latency_p99_ms),
         ("persisted MB", lambda p: p.snapshot_bytes / 1e6),
         ("recovery after one kill (s)", lambda p: p.recovery_s)]
-    workloads = list(dict.fromkeys(p.workload for p in points))
-    for n, (label, value) in enumerate(panels, start=1):
-        ax = fig.add_subplot(1, len(panels), n)
-        for w in workloads:
-            mine = [(float(p.interval), value(p)) for p in points
-                    if p.workload == w and p.interval != "none"]
-            shown = [(x, y) for x, y in mine if y is not None]
-            ax.plot([x for x, _ in shown], [y for _, y in shown], marker="o", label=w)
-        ax.set_xscale("log")
-        ax.set_xlabel("snapshot interval (s)")
-        ax.set_ylabel(label)
-        ax.grid(True, alpha=0.3)
-    fig.axes[0].legend(fontsize=7)
-    fig.suptitle(f"003 snapshot frequency on Spark ({events:,} events, <= {PARALLELISM} "
-                 "tasks per operator)", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(png)
+    plot_by_interval(points, panels, png, width=15, x=float, xlabel="snapshot interval (s)",
+                     title=f"003 snapshot frequency on Spark ({events:,} events, <= "
+                           f"{PARALLELISM} tasks per operator)")
     return js, cv, png
