@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ftctl.config.errors import ConfigError
 from ftctl.sim.faults import CRASH_ONLY, FAULT_KINDS, FaultKind
 from protocols.contract.spec import Guarantee, Variant
 from protocols.registry import PROTOCOLS, get_protocol
@@ -47,9 +48,31 @@ def guarantee_of(spec: Any, params: Mapping[str, Any], topology: Path | None = N
     return Guarantee(spec.guarantee_of(spec.resolve(dict(params)), graph))
 
 
+def _yaml_files(directory: Path) -> list[Path]:
+    """Topology files in ``directory`` and one level of sub-directories (``joins/``, whose
+    keyed joins and windows after a fan-in break what the flat topologies cannot)."""
+    return sorted(directory.glob("*.yaml")) + sorted(directory.glob("*/*.yaml"))
+
+
 def topologies(directory: Path = BUNDLED_TOPOLOGIES) -> list[Path]:
-    """The topologies the kit simulates: every one in ``directory`` but the too large."""
-    return [p for p in sorted(directory.glob("*.yaml")) if p not in too_large(directory)]
+    """The topologies the kit simulates: every one in ``directory`` and its sub-directories
+    but the too large. Cases are named by file stem, so stems must be unique."""
+    large = too_large(directory)
+    out = [p for p in _yaml_files(directory) if p not in large]
+    stems = [p.stem for p in out]
+    clash = sorted({s for s in stems if stems.count(s) > 1})
+    if clash:
+        raise ConfigError(str(directory), None, f"two topologies named {clash[0]!r} "
+                          "(the kit names cases by file stem)")
+    return out
+
+
+def topology_named(stem: str, directory: Path = BUNDLED_TOPOLOGIES) -> Path:
+    """The kit's topology whose file is ``{stem}.yaml`` (at the top or one level down)."""
+    for p in topologies(directory):
+        if p.stem == stem:
+            return p
+    return directory / f"{stem}.yaml"
 
 
 def too_large(directory: Path = BUNDLED_TOPOLOGIES) -> dict[Path, int]:
@@ -57,7 +80,7 @@ def too_large(directory: Path = BUNDLED_TOPOLOGIES) -> dict[Path, int]:
     from ftctl.config.load import load_topology
 
     out = {}
-    for p in sorted(directory.glob("*.yaml")):
+    for p in _yaml_files(directory):
         records = load_topology(p).input.records
         if records > MAX_SIM_RECORDS:
             out[p] = records
@@ -132,7 +155,7 @@ def gate_cases(directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
         for key, schedules in gate_of(protocol, directory).items():
             stem, _, variant = key.partition("/")
             v = by_name[variant or "default"]
-            topology = directory / f"{stem}.yaml"
+            topology = topology_named(stem, directory)
             out.append(GuaranteeCase(protocol, v, topology,
                                      guarantee_of(spec, v.params, topology), schedules))
     return out

@@ -131,12 +131,9 @@ class SinkVectorWithoutClock(CausalInstance):
 class SinkDedupPerKey(CausalInstance):
     """A sink de-duplicates by per-key counts from its last local snapshot, as before spec
     S1: a replacement's parents resend from the snapshot, and the first records of a key
-    to arrive again are taken for the ones already visible (spec E4).
-
-    Not shipped in ``MUTANTS``: no topology of the conformance kit sends one key with
-    different values to a multiset sink on several channels; the E4 unit test
-    (tests/test_sink_identity.py) and seed 17 of topologies/joins/join-window.yaml
-    (tests/test_joins_sim.py) catch it."""
+    to arrive again are taken for the ones already visible (spec E4). Only the join
+    topologies send one key with different values to a multiset sink on several
+    channels."""
 
     def __init__(self, *args: Any):
         super().__init__(*args)
@@ -211,4 +208,6 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("clocks-one-level", _line(ClocksOneLevel), instance=ClocksOneLevel, budget=10),
     Mutant("recovering-neighbour-kept", _line(RecoveringNeighbourKept),
            coordinator=RecoveringNeighbourKept, budget=10),
+    Mutant("sink-dedup-per-key", _line(SinkDedupPerKey), instance=SinkDedupPerKey,
+           budget=10),
 )

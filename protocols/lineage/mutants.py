@@ -27,10 +27,7 @@ class NoSinkDedup(LineageInstance):
 class SinkDedupPerKey(LineageInstance):
     """A multiset sink counts visible records per key, not per record: a recomputation
     that brings a key's records in another order hides new ones behind old (spec E4).
-
-    Not shipped in ``MUTANTS``: no topology of the conformance kit sends one key with
-    different values to a multiset sink; the E4 unit test (tests/test_sink_identity.py)
-    and seed 1 of topologies/joins/join-window.yaml (tests/test_joins_sim.py) catch it."""
+    Only the join topologies send one key with different values to a multiset sink."""
 
     def __init__(self, *args: Any):
         super().__init__(*args)
@@ -88,4 +85,6 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("resend-from-second", ResendFromSecond.__doc__ or "",
            coordinator=ResendFromSecond, budget=10),
     Mutant("log-keeps-tail", LogKeepsTail.__doc__ or "", instance=LogKeepsTail, budget=10),
+    Mutant("sink-dedup-per-key", " ".join((SinkDedupPerKey.__doc__ or "").split()),
+           instance=SinkDedupPerKey, budget=10),
 )
