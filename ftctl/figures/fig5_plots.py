@@ -40,6 +40,16 @@ class Curve:
     mean_rl: Sequence[float | None]
     available: Sequence[int]
 
+    def first_available(self) -> float | None:
+        """The first step at or after the failure with a query available."""
+        return next((t for t, n in zip(self.t, self.available, strict=True)
+                     if t >= 0 and n > 0), None)
+
+    def peak_mean_rl(self) -> float | None:
+        """The highest mean relative latency at or after the failure."""
+        return max((v for t, v in zip(self.t, self.mean_rl, strict=True)
+                    if t >= 0 and v is not None), default=None)
+
 
 def plot_fig5(curves: Sequence[Curve], paths: tuple[Path, Path], *, threshold: float,
               host: str, titles: tuple[str, str], max_available: float) -> tuple[Path, Path]:

@@ -197,18 +197,15 @@ def run_level(options: FigureOptions) -> FigureResult:
     rows, summary = [], {}
     for r in done:
         back = sorted(r.recovered.values())
-        steps = [round(t - kill, 3) for t in r.availability.t]
-        after = [t for t, n in zip(steps, r.available, strict=True) if t >= 0 and n > 0]
-        rl = [(t, v) for t, v in zip(steps, r.availability.mean_rl, strict=True)
-              if t >= 0 and v is not None]
-        peak = max((v for _, v in rl), default=None)
+        curve = _curve(r, kill)
+        steps, after, peak = list(curve.t), curve.first_available(), curve.peak_mean_rl()
         by_arrival = [sum(1 for b in back if b <= nxt) for nxt in [*r.arrivals[1:], 1e9]]
         last_up = kill + max(r.arrivals)
         cps_after = sum(1 for e in notes_named(r.result.events, "snapshot-complete")
                         if e.t > last_up + 0.5 and e.data["data"]["snapshot"] < FINAL_SNAPSHOT)
         rows.append((r.name, " ".join(str(n) for n in by_arrival),
                      f"{back[0]:.2f}" if back else "-", f"{back[-1]:.2f}" if back else "-",
-                     f"{after[0]:.2f}" if after else "-",
+                     f"{after:.2f}" if after is not None else "-",
                      f"{peak:.1f}" if peak is not None else "-", cps_after,
                      "yes" if r.exactly_once else "NO"))
         summary[r.name] = {"arrivals": r.arrivals, "recovered": r.recovered,
@@ -238,11 +235,15 @@ def run_level(options: FigureOptions) -> FigureResult:
         rows=tuple(rows), files=files, summary=summary, notes=tuple(notes))
 
 
+def _curve(r: Fig5Run, kill: float) -> Curve:
+    """The run's steps in seconds after the kill."""
+    return Curve(r.name, [round(t - kill, 3) for t in r.availability.t],
+                 r.availability.mean_rl, r.available)
+
+
 def _plot_runs(done: list[Fig5Run], kill: float, out: Path,
                threshold: float) -> tuple[Path, ...]:
-    curves = [Curve(r.name, [t - kill for t in r.availability.t], r.availability.mean_rl,
-                    r.available) for r in done]
-    return plot_fig5(curves, (out / "fig5a-relative-latency.png",
+    return plot_fig5([_curve(r, kill) for r in done], (out / "fig5a-relative-latency.png",
                               out / "fig5b-available-queries.png"),
                      threshold=threshold, host="simulated",
                      titles=("Paper 004 Fig. 5(a) setup on the simulation host",

@@ -185,6 +185,9 @@ class Measured:
     mean_rl: list[float | None]
     rl: dict[str, list[float | None]]
 
+    def curve(self) -> Curve:
+        return Curve(self.run.name, self.t, self.mean_rl, self.available)
+
 
 def measure(run: SparkRun, graph: ExecutionGraph, metrics: QueryMetricsParams) -> Measured:
     assert run.t_kill is not None
@@ -241,14 +244,13 @@ def _result(done: list[Measured], setup: Setup, theta: float, out: Path) -> Figu
     for m in done:
         back = {q: t for q, t in m.tl.back.items() if t is not None}
         times = sorted(back.values())
-        after = [t for t, n in zip(m.t, m.available, strict=True) if t >= 0 and n > 0]
-        peak = max((v for t, v in zip(m.t, m.mean_rl, strict=True)
-                    if t >= 0 and v is not None), default=None)
+        curve = m.curve()
+        after, peak = curve.first_available(), curve.peak_mean_rl()
         order = " ".join(f"{q} {t:.1f}" for q, t in sorted(back.items(), key=lambda x: x[1]))
         rows.append((m.run.name, " ".join(f"{a:.1f}" for a in m.tl.arrivals) or "-",
                      order or "-", f"{times[0]:.1f}" if times else "-",
                      f"{times[-1]:.1f}" if times else "-",
-                     f"{after[0]:.1f}" if after else "-",
+                     f"{after:.1f}" if after is not None else "-",
                      f"{peak:.1f}" if peak is not None else "-",
                      "yes" if m.run.passed else "NO"))
         summary[m.run.name] = {"run_dir": m.run.run_dir, "arrivals": m.tl.arrivals,
@@ -270,7 +272,7 @@ def _result(done: list[Measured], setup: Setup, theta: float, out: Path) -> Figu
 
 def _plot(done: list[Measured], out: Path, threshold: float) -> tuple[Path, ...]:
     title = "Paper 004 Fig. 5 setup on Spark, scaled to 3 local workers"
-    return plot_fig5([Curve(m.run.name, m.t, m.mean_rl, m.available) for m in done],
+    return plot_fig5([m.curve() for m in done],
                      (out / "fig5a-spark-relative-latency.png",
                       out / "fig5b-spark-available-queries.png"),
                      threshold=threshold, host="Spark", titles=(title, title),
