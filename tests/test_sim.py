@@ -132,6 +132,18 @@ def test_sim_cli_passes_for_checkpoint() -> None:
     assert json.loads(res.output)["violating_schedules"] == 0
 
 
+def test_sim_records_resizes_the_input_and_the_replay_line_keeps_it() -> None:
+    res = runner.invoke(app, ["sim", str(TOPOLOGIES / "nexmark" / "q5.yaml"), "-p",
+                              "checkpoint", "-n", "3", "--records", "4000", "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output)
+    assert summary["records"] == 4000 and summary["failures_injected"] > 0
+    res = runner.invoke(app, ["sim", str(TOPOLOGIES / "wordcount.yaml"), "-p", "none",
+                              "--expect", "exactly-once", "-n", "20", "--records", "1000"])
+    assert res.exit_code == 1, res.output
+    assert "--records 1000 --seed" in res.output
+
+
 def test_sim_seed_replays_with_trace() -> None:
     res = runner.invoke(
         app, ["sim", str(TOPOLOGIES / "wordcount.yaml"), "-p", "none", "--seed", "6",

@@ -57,6 +57,9 @@ def sim(
             "--param", help="Protocol parameter key=value, e.g. alignment=aligned (repeatable)."
         ),
     ] = None,
+    records: Annotated[int | None, typer.Option(
+        "--records", min=1, help="Input records instead of the topology's own (snapshots "
+        "and fault windows scale with the run).")] = None,
     max_failures: Annotated[int, typer.Option(min=1, help="Most strikes per schedule.")] = 3,
     max_burst: Annotated[int, typer.Option(min=1, help="Most instances per strike.")] = 3,
     faults: Annotated[
@@ -118,6 +121,8 @@ def sim(
 
       ftctl sim topologies/diamond.yaml -p causal -n 5000 -j 2
 
+      ftctl sim topologies/nexmark/q5.yaml -p checkpoint --records 20000 -n 1000
+
       ftctl sim topologies/diamond.yaml -p causal -n 5000 --master spark://10.0.0.5:7077
     """
     kinds = _kinds(faults)
@@ -129,7 +134,7 @@ def sim(
     if scenario is not None and kinds != CRASH_ONLY:
         raise ConfigError("--faults", None, "draws random schedules; --scenario replays a file "
                           "instead: give one of them")
-    topo = load_topology(topology)
+    topo = load_topology(topology).with_input(records=records)
     info, given = protocol_and_params(protocol, param)
     for why in refusals(given, topo):  # a topology outside the protocol's scope
         raise ConfigError(str(topology), "--protocol", why)
@@ -175,7 +180,7 @@ def sim(
     if as_json:
         print(json.dumps(_summary_json(summary, topo.name, info.name, simulator, elapsed)))
     else:
-        _show_summary(summary, topology, info.name, simulator, elapsed, param or [])
+        _show_summary(summary, topology, info.name, simulator, elapsed, param or [], records)
     raise typer.Exit(EXIT_OK if summary.passed else EXIT_FAILED)
 
 
@@ -228,6 +233,7 @@ def _summary_json(
         "protocol": proto,
         "guarantee": sim.guarantee.value,
         "schedules": s.schedules,
+        "records": sim.graph.topology.input.records,
         "faults": list(sim.kinds) if sim.scenario is None else sim.scenario.name,
         "faults_injected": s.faults,
         "failures_injected": s.failures,
@@ -241,7 +247,8 @@ def _summary_json(
 
 
 def _show_summary(
-    s: SimSummary, topology: Path, proto: str, sim: Simulator, elapsed: float, params: list[str]
+    s: SimSummary, topology: Path, proto: str, sim: Simulator, elapsed: float, params: list[str],
+    records: int | None,
 ) -> None:
     table = Table(title=f"{sim.graph.topology.name} under {proto} (judged {sim.guarantee.value})")
     for col in ("schedules", "faults injected", "instances failed", "violating", *_KINDS):
@@ -265,6 +272,8 @@ def _show_summary(
             for d in sink.divergences[:3]:
                 console.print(f"  {sink.sink}: first divergence {d.describe()}", highlight=False)
         extra = "".join(f" --param {p}" for p in params)
+        if records is not None:
+            extra += f" --records {records}"
         console.print(
             f"reproduce: ftctl sim {topology} --protocol {proto}{extra}"
             f"{_faults_option(sim)} --seed {bad.seed}",
