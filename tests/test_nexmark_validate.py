@@ -78,3 +78,34 @@ def test_v3_ordered_sink_after_merge_of_running_sums(tmp_path: Path) -> None:
     msg = _refused(tmp_path, "nexmark/q4.yaml",
                    ("mode: final-per-key", "mode: ordered-per-key"))
     assert "mode ordered-per-key, but 'mean' (avg, operators[7])" in msg
+
+
+def test_v1_sum_of_text(tmp_path: Path) -> None:
+    # Found by tests/test_topology_fuzz.py: the sum crashed mid-run adding a line to 0.
+    msg = _refused(tmp_path, "wordcount.yaml",
+                   ("type: flat_map, function: split_words", "type: map, function: identity"),
+                   ("type: count", "type: sum"))
+    assert msg == ("operators[2]: 'count' (sum) adds up values, but its input is text.line, "
+                   "not a number; map it to numbers first")
+
+
+def test_v1_window_sum_of_tuples(tmp_path: Path) -> None:
+    msg = _refused(tmp_path, "nexmark/q7.yaml", ("agg: argmax, field: price", "agg: sum"))
+    assert msg == ("operators[4]: 'highest' (window, agg sum) adds up values, but its input "
+                   "is nexmark.q7, not a number; map it to numbers first, or name a 'field'")
+
+
+def test_v1_flat_map_function_in_a_map(tmp_path: Path) -> None:
+    # Found by tests/test_topology_fuzz.py: each line became a list, and the count
+    # downstream failed to unpack it as a record.
+    msg = _refused(tmp_path, "wordcount.yaml", ("type: flat_map", "type: map"))
+    assert msg == ("operators[1].function: 'split_words' is a flat_map function (it returns "
+                   "a list of records); use it in a flat_map")
+
+
+def test_v1_sum_over_words_still_validates(tmp_path: Path) -> None:
+    # A word's value is 1: summing words is counting them.
+    path = tmp_path / "t.yaml"
+    path.write_text((ROOT / "wordcount.yaml").read_text().replace("type: count", "type: sum")
+                    .replace("mode: ordered-per-key", "mode: final-per-key"))
+    load_topology(path)

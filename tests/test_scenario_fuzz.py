@@ -12,26 +12,23 @@ an instance wordcount lacks, a trigger checkpoint never enters).
 from __future__ import annotations
 
 import copy
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from ftctl.cli import app
 from ftctl.config.scenario import FAULT_TYPES
+from tests.cli_fuzz import FUZZ_SETTINGS, runs, validates
 
 pytestmark = pytest.mark.sim
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDCOUNT = str(ROOT / "topologies" / "wordcount.yaml")
 BUNDLED = {p.name: yaml.safe_load(p.read_text()) for p in sorted((ROOT / "chaos").glob("*.yaml"))}
-runner = CliRunner()
 
 NASTY: list[Any] = [0, -1, 1, 2.5, 2**63, 10**12, math.inf, -math.inf, math.nan, "", "x",
                     "2s", "500ms", [], {}, True, None]
@@ -111,33 +108,13 @@ def mutant(draw: st.DrawFn) -> Any:
     return doc
 
 
-def _one_line(output: str, name: str) -> None:
-    lines = output.strip().splitlines()
-    assert len(lines) == 1 and name in lines[0], output
-    assert "Traceback" not in output
-
-
-@settings(max_examples=90, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.function_scoped_fixture])
+@settings(FUZZ_SETTINGS, max_examples=90)
 @given(st.one_of(drawn(), mutant(), plausible()))
 def test_a_scenario_is_refused_in_one_line_or_runs_in_the_sim(tmp_path: Path, doc: Any) -> None:
     path = tmp_path / "fuzzed.yaml"
     path.write_text(yaml.safe_dump(doc, allow_unicode=True))
-    checked = runner.invoke(app, ["validate", str(path)])
-    assert checked.exception is None or isinstance(checked.exception, SystemExit), (
-        checked.exception)
-    assert checked.exit_code in (0, 2), checked.output
-    if checked.exit_code == 2:
-        _one_line(checked.stderr, str(path))
+    if not validates(path, doc):
         return
-    ran = runner.invoke(app, ["sim", WORDCOUNT, "-p", "checkpoint", "-n", "1", "--json",
-                              "--scenario", str(path), "--label", "rack=a",
-                              "--label", "rack=b"])
-    assert ran.exception is None or isinstance(ran.exception, SystemExit), (
-        doc, ran.exception)
-    assert ran.exit_code in (0, 1, 2), ran.output
-    if ran.exit_code == 2:
-        _one_line(ran.stderr, "error:")
-    else:
-        assert json.loads(ran.stdout)["faults"] == doc["name"]
+    summary = runs(["sim", WORDCOUNT, "-p", "checkpoint", "-n", "1", "--json",
+                    "--scenario", str(path), "--label", "rack=a", "--label", "rack=b"], doc)
+    assert summary is None or summary["faults"] == doc["name"]

@@ -16,6 +16,7 @@ from ftctl.runtime.operators import (
     OPERATORS,
     build_operator,
     builtin_summary,
+    function_role,
     is_source,
     operator_names,
     resolve_function,
@@ -24,6 +25,7 @@ from ftctl.runtime.sources import SOURCES, check_source
 
 Loc = tuple[str | int, ...]
 DEFAULT_SINK_MODE: SinkMode = "multiset"
+_RETURNS = {"filter": "a bool", "flat_map": "a list of records", "map": "one record"}
 
 
 @dataclass(frozen=True)
@@ -148,12 +150,19 @@ def _operator_problems(
         return
     if op.function:
         try:
-            resolve_function(op.function)
+            fn = resolve_function(op.function)
         except LookupError as exc:
             yield Problem((*at, "function"), str(exc))
             return
         except Exception as exc:  # a user's module can fail to import in any way
             yield Problem((*at, "function"), f"cannot import '{op.function}': {exc}")
+            return
+        # A filter's bool or a flat_map's list where a map expects a record breaks the
+        # next operator, mid-run: refuse it here.
+        role = function_role(fn)
+        if role is not None and role != op.type:
+            yield Problem((*at, "function"), f"'{op.function}' is a {role} function "
+                          f"(it returns {_RETURNS[role]}); use it in a {role}")
             return
 
 

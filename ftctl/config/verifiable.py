@@ -4,7 +4,9 @@ A fault-free run is the reference every other run is compared with, so a topolog
 output depends on the order in which parallel instances' batches arrive would make every
 protocol look broken. These checks run after the graph checks of `ftctl.config.checks`:
 
-- V1 types: on every edge, the producer's record type is one the consumer takes;
+- V1 types: on every edge, the producer's record type is one the consumer takes; an
+  operator that adds up values (sum, avg, tail_avg, a window's sum or avg) gets numbers,
+  not text or tuples, and one that reads a value's field gets values with fields;
 - V2 keyed state: an edge into a keyed stateful operator with parallelism > 1 is hash,
   or forward from an instance that already holds each of its keys alone;
 - V3 arrival-order independence: every operator's output gets a class, D (the sequence
@@ -61,6 +63,11 @@ def verifiable_problems(topo: Topology) -> Iterator[Problem]:
         if not accepts(takes, made):
             yield Problem(("edges", i), f"'{edge.dst}' port {edge.port} takes {takes}, "
                           f"'{edge.src}' makes {made}")
+            return
+    for name in order:
+        why = _not_numeric(topo.operator(name), types[name][0].get(0, ANY))
+        if why is not None:
+            yield Problem(("operators", index[name]), why)
             return
 
     # V4: event time flows only from sources that declare ordered event times.
@@ -127,6 +134,34 @@ def verifiable_problems(topo: Topology) -> Iterator[Problem]:
                           f"arrives in from {', '.join(repr(p) for p in producers)}; "
                           "add a reorder before it")
             return
+
+
+# Record types whose value is a number, and the named fields that hold text.
+_NUMBERS = {"any", "int", "tally", "count", "text.word"}  # a word's value is 1
+_TEXT_FIELDS = {"kind", "name", "city", "state", "channel"}
+
+
+def _not_numeric(op: OperatorSpec, in_type: str) -> str | None:
+    """Why ``op`` would add up values that are not numbers, or read a field of values
+    that have none, or None (V1). max and argmax only compare, which text and tuples
+    allow."""
+    from ftctl.runtime.records import RECORD_TYPES
+
+    agg = op.params.get("agg", "count") if op.type == "window" else op.type
+    if agg not in ("sum", "max", "avg", "tail_avg", "argmax"):
+        return None
+    field = op.params.get("field") if op.type in ("avg", "tail_avg", "window") else None
+    what = f"'{op.name}' ({op.type}{', agg ' + str(agg) if op.type == 'window' else ''})"
+    if field is None:
+        if in_type in _NUMBERS or agg in ("max", "argmax"):
+            return None
+        return (f"{what} adds up values, but its input is {in_type}, not a number; map it "
+                "to numbers first" + ("" if op.type == "sum" else ", or name a 'field'"))
+    if isinstance(field, str) and field in _TEXT_FIELDS and agg != "max" and agg != "argmax":
+        return f"{what} adds up field {field!r} of {in_type}, which is text; name a number"
+    if isinstance(field, int) and in_type != "any" and not RECORD_TYPES.get(in_type):
+        return f"{what} reads field {field} of {in_type}, which has no fields; drop 'field'"
+    return None
 
 
 def _takes(op: OperatorSpec) -> str:

@@ -107,6 +107,21 @@ def resolve_function(name: str) -> Callable[..., Any]:
     return fn
 
 
+def function_role(fn: Callable[..., Any]) -> str | None:
+    """The operator a function is written for, from its return annotation: filter
+    (-> bool), flat_map (-> Iterable/Iterator/list) or map (-> Record/tuple); None when
+    it does not say."""
+    ret = getattr(fn, "__annotations__", {}).get("return")
+    text = ret if isinstance(ret, str) else getattr(ret, "__name__", str(ret))
+    if text == "bool":
+        return "filter"
+    if text.startswith(("Iterable", "Iterator", "list", "typing.Iterable", "typing.Iterator")):
+        return "flat_map"
+    if text.startswith(("Record", "tuple")):
+        return "map"
+    return None
+
+
 class MapOp(Operator):
     def __init__(self, fn: Callable[[Record], Record]):
         self.fn = fn
