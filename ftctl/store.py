@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import secrets
 from collections import defaultdict
 from collections.abc import Sequence
@@ -19,6 +20,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from ftctl import codec
+
+# Visible sink records held in memory per instance before a spilling store writes them out.
+SPILL_KEEP = 100_000
 
 
 class SnapshotStore(Protocol):
@@ -202,12 +206,19 @@ class SinkStore:
 
     Transactional commits are idempotent per (sink instance, epoch), like a sink that
     records its last committed transaction id.
+
+    With ``spill`` (a directory), an instance's visible records beyond ``keep`` in memory
+    are appended to a file there, so a long run holds a bounded tail of its output, not
+    all of it; ``records``/``by_operator`` read the whole output back, in order.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, spill: Path | None = None, keep: int = SPILL_KEEP) -> None:
         self.visible: dict[str, list[tuple[Any, Any]]] = defaultdict(list)
         self.committed: dict[str, int] = {}
         self.seen: dict[str, set[Any]] = defaultdict(set)  # uids emitted, per sink instance
+        self.spill = spill
+        self.keep = keep
+        self.spilled: dict[str, int] = defaultdict(int)  # records on disk, per instance
 
     def append(self, instance: str, records: list[tuple[Any, Any]],
                uids: Sequence[Any] | None = None) -> None:
@@ -215,23 +226,57 @@ class SinkStore:
         ``(instance, uid)`` is ignored (an idempotent upsert in the outside world)."""
         if uids is None:
             self.visible[instance].extend(records)
-            return
-        seen = self.seen[instance]
-        for rec, uid in zip(records, uids, strict=True):
-            if uid not in seen:
-                seen.add(uid)
-                self.visible[instance].append(rec)
+        else:
+            seen = self.seen[instance]
+            for rec, uid in zip(records, uids, strict=True):
+                if uid not in seen:
+                    seen.add(uid)
+                    self.visible[instance].append(rec)
+        self._maybe_spill(instance)
 
     def commit(self, instance: str, epoch: int, records: list[tuple[Any, Any]]) -> bool:
         if self.committed.get(instance, 0) >= epoch:
             return False
         self.committed[instance] = epoch
         self.visible[instance].extend(records)
+        self._maybe_spill(instance)
         return True
+
+    def count(self, instance: str) -> int:
+        """Records ``instance`` has made visible so far, on disk and in memory."""
+        return self.spilled[instance] + len(self.visible[instance])
+
+    def records(self, instance: str) -> list[tuple[Any, Any]]:
+        """Everything ``instance`` made visible, in the order it did."""
+        out: list[tuple[Any, Any]] = []
+        if self.spilled[instance] and self.spill is not None:
+            with open(self._spill_file(instance), "rb") as f:
+                while True:
+                    try:
+                        out.extend(pickle.load(f))
+                    except EOFError:
+                        break
+        out.extend(self.visible[instance])
+        return out
+
+    def _spill_file(self, instance: str) -> Path:
+        assert self.spill is not None
+        return self.spill / f"{instance}.pickle"
+
+    def _maybe_spill(self, instance: str) -> None:
+        tail = self.visible[instance]
+        if self.spill is None or len(tail) <= self.keep:
+            return
+        self.spill.mkdir(parents=True, exist_ok=True)
+        # One pickle per chunk, appended: the file is written and read by this process only.
+        with open(self._spill_file(instance), "ab") as f:
+            pickle.dump(tail, f, protocol=pickle.HIGHEST_PROTOCOL)
+        self.spilled[instance] += len(tail)
+        self.visible[instance] = []
 
     def by_operator(self) -> dict[str, list[tuple[Any, Any]]]:
         """Visible output per sink operator (instances ``out[0]``, ``out[1]`` -> ``out``)."""
         out: dict[str, list[tuple[Any, Any]]] = defaultdict(list)
-        for iid in sorted(self.visible):
-            out[iid.split("[", 1)[0]].extend(self.visible[iid])
+        for iid in sorted(self.visible.keys() | self.spilled.keys()):
+            out[iid.split("[", 1)[0]].extend(self.records(iid))
         return dict(out)

@@ -12,7 +12,7 @@ from ftctl.config.load import load_topology
 from ftctl.kernel.unit import Unit
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch, Marker
-from ftctl.store import DirectoryStore
+from ftctl.store import DirectoryStore, SinkStore
 from protocols.checkpoint.instance import SNAPSHOT, CheckpointInstance
 from protocols.checkpoint.params import CheckpointParams
 from protocols.contract.actions import Persist, StageOutput
@@ -121,3 +121,29 @@ def test_a_store_pyarrow_cannot_open_is_one_line_exit_2(tmp_path: Path) -> None:
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and "--store" in lines[0] and "nosuchfs://x/y" in lines[0], lines
     assert not any(tmp_path.iterdir())
+
+
+def test_a_spilling_sink_store_keeps_a_bounded_tail_and_reads_everything_back(
+    tmp_path: Path,
+) -> None:
+    spill = tmp_path / "spill"
+    store = SinkStore(spill, keep=5)
+    for epoch in range(1, 8):
+        store.commit("out[0]", epoch, [(f"k{epoch}", i) for i in range(3)])
+    store.commit("out[0]", 3, [("late", 0)])  # already committed: ignored
+    store.append("out[1]", [("a", 1), ("b", 2), ("a", 1)] * 3, uids=list(range(9)))
+    store.append("out[1]", [("a", 1)], uids=[0])  # a repeat of uid 0: ignored
+
+    # Memory never holds more than ``keep`` plus one commit's records per instance.
+    assert len(store.visible["out[0]"]) <= 5 and store.spilled["out[0]"] > 0
+    assert (spill / "out[0].pickle").exists()
+    assert store.count("out[0]") == 21 and store.count("out[1]") == 9
+    assert store.records("out[0]") == [(f"k{e}", i) for e in range(1, 8) for i in range(3)]
+    assert store.by_operator() == {
+        "out": store.records("out[0]") + [("a", 1), ("b", 2), ("a", 1)] * 3}
+    # Without a spill directory nothing is written and everything stays in memory.
+    mem = SinkStore(keep=5)
+    for epoch in range(1, 8):
+        mem.commit("out[0]", epoch, [(f"k{epoch}", i) for i in range(3)])
+    assert len(mem.visible["out[0]"]) == 21 and mem.spilled["out[0]"] == 0
+    assert mem.by_operator() == {"out": store.records("out[0]")}

@@ -178,7 +178,8 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
                          snapshot_location(req.store, run_store), rate=topology.input.rate,
                          history=run_store.history, timeout=req.timeout, spares=req.spares,
                          bind=req.bind,
-                         workers=master_source(cluster) if cluster is not None else None)
+                         workers=master_source(cluster) if cluster is not None else None,
+                         spill=run_store.path / "sink-spill")
         ctx = RunContext(req, run_store, graph, host, cluster, say)
         ext.attach(ctx)
         with live:
@@ -191,6 +192,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
                          complete=result.complete)
         oracle = oracle_check(spark, topology, result.outputs) if result.complete else None
         run_store.write_outputs(result.outputs)
+        shutil.rmtree(run_store.path / "sink-spill", ignore_errors=True)  # now in outputs/
         run_store.write_metrics(result.metrics)
         # The oracle checks final values exactly: only a run promising exactly-once fails on
         # a mismatch (one that may lose or repeat records ends with other values by design).

@@ -56,9 +56,9 @@ class _TimedSinks(SinkStore):
 
     def append(self, instance: str, records: list[tuple[Any, Any]],
                uids: Sequence[Any] | None = None) -> None:
-        before = len(self.visible[instance])
+        before = self.count(instance)
         super().append(instance, records, uids)  # uids: repeats are dropped, count what shows
-        self.host.visible_now(instance, len(self.visible[instance]) - before)
+        self.host.visible_now(instance, self.count(instance) - before)
 
     def commit(self, instance: str, epoch: int, records: list[tuple[Any, Any]]) -> bool:
         done = super().commit(instance, epoch, records)

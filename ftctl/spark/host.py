@@ -128,7 +128,8 @@ class SparkHost:
                  progress: Progress | None = None, timeout: float = 3600.0,
                  on_start: Callable[[], None] | None = None, spares: int = 0,
                  bind: str = wire.HOST,
-                 workers: Callable[[], list[Worker] | None] | None = None):
+                 workers: Callable[[], list[Worker] | None] | None = None,
+                 spill: Path | None = None):
         self.sc = sc
         self.bind = bind  # the control channel's listen address (``--bind``)
         self.spares = spares
@@ -146,7 +147,9 @@ class SparkHost:
         self.events_q: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=EVENT_QUEUE)
         self.topology_data = graph.topology.model_dump(by_alias=True)
         self.store = DirectoryStore(store_dir)
-        self.sinks = SinkStore()
+        # ``spill``: where committed output beyond a bounded tail goes, so a long run's
+        # driver does not hold all of it in memory.
+        self.sinks = SinkStore(spill)
         self.outputs = Outputs(self.sinks)
         # ``workers``: the cluster's workers (ftctl.spark.capacity), when the host can read
         # them: the kernel then places restarts on free cores, by the protocol's priority.
