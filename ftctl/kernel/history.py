@@ -62,6 +62,8 @@ KINDS: dict[str, KindSpec] = {
     "cluster-starting": KindSpec("a local cluster is being started for the run",
                                  ("workers", "cores", "backend")),
     "session-started": KindSpec("the Spark session is up", ("master", "seconds")),
+    "run-finished": KindSpec("the topology stopped; its output is final and checks follow",
+                             ("complete", "seconds")),
     "interrupted": KindSpec("the run was interrupted (Ctrl-C, an error)"),
     "killed": KindSpec("a reader found the process running the run gone", ("pid",)),
     "chaos-schedule": KindSpec("the fault schedule a chaos run follows",

@@ -301,6 +301,9 @@ class SparkHost:
             self._shutdown()
         seconds = self.now()
         self._sample(seconds)
+        # Before the output is read back (from the spill, if any): readers of the history
+        # (the soak benchmark) know from here on the run no longer streams.
+        self.log("run-finished", complete=complete, seconds=round(seconds, 2))
         if self.progress is not None:
             self.progress(dict(self.counts), seconds)
         return HostResult(
