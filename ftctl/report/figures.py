@@ -10,6 +10,7 @@ The figure is returned as HTML without plotly's JavaScript: the page inlines it 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -44,6 +45,9 @@ def timeline_figure(runs: Sequence[RunView]) -> go.Figure:
     for r in runs:
         _fault_bars(fig, r, label_run=len(runs) > 1)
     marked: set[str] = set()
+    # Lines and bands are collected and set once: plotly's add_vline/add_vrect scan every
+    # shape already added, which took minutes on a long run with hundreds of faults.
+    shapes: list[dict[str, Any]] = []
     for i, r in enumerate(runs):
         thr_row, lat_row = 2 + 2 * i, 3 + 2 * i
         _line(fig, r.throughput, f"{r.protocol} throughput", thr_row, "#1f77b4", "records/s")
@@ -54,8 +58,8 @@ def timeline_figure(runs: Sequence[RunView]) -> go.Figure:
         fig.update_yaxes(title_text="records/s", row=thr_row, col=1)
         fig.update_yaxes(title_text="s", row=lat_row, col=1)
         for row in (thr_row, lat_row):
-            _marks(fig, r, row, marked)
-            _bands(fig, r, row)
+            _marks(fig, r, row, marked, shapes)
+            shapes += _bands(r, row)
     for j, r in enumerate(with_avail):
         row = 2 + 2 * len(runs) + j
         assert r.availability is not None
@@ -66,7 +70,8 @@ def timeline_figure(runs: Sequence[RunView]) -> go.Figure:
         fig.update_yaxes(title_text=f"of {r.availability['total']}",
                          range=[-0.2, r.availability["total"] + 0.2], row=row, col=1)
     for j, r in enumerate(with_avail):
-        _bands(fig, r, 2 + 2 * len(runs) + j)
+        shapes += _bands(r, 2 + 2 * len(runs) + j)
+    fig.update_layout(shapes=shapes)
     fig.update_xaxes(title_text="seconds since the topology started running", row=rows, col=1)
     fig.update_layout(height=170 + 190 * (rows - 1), margin={"l": 70, "r": 20, "t": 40, "b": 50},
                       hovermode="x unified", template="plotly_white",
@@ -74,12 +79,18 @@ def timeline_figure(runs: Sequence[RunView]) -> go.Figure:
     return fig
 
 
-def _bands(fig: go.Figure, run: RunView, row: int) -> None:
+def _spanning(row: int, x0: float, x1: float, **style: Any) -> dict[str, Any]:
+    """A shape across the full height of subplot ``row`` (what add_vline/add_vrect make)."""
+    axis = "" if row == 1 else str(row)
+    return {"type": "rect" if x1 != x0 else "line", "x0": x0, "x1": x1, "y0": 0, "y1": 1,
+            "xref": f"x{axis}", "yref": f"y{axis} domain", **style}
+
+
+def _bands(run: RunView, row: int) -> list[dict[str, Any]]:
     """The run's own faults as shaded bands in its own panels (each run struck at its time)."""
-    for f in run.faults:
-        end = f.end if f.end is not None else f.start + KILL_WIDTH
-        fig.add_vrect(x0=f.start, x1=end, fillcolor=FAULT_COLOR.format(a=0.15),
-                      line_width=0, row=row, col=1)
+    return [_spanning(row, f.start, f.end if f.end is not None else f.start + KILL_WIDTH,
+                      fillcolor=FAULT_COLOR.format(a=0.15), line={"width": 0})
+            for f in run.faults]
 
 
 def with_gaps(series: Sequence[tuple[float, float]],
@@ -130,15 +141,16 @@ def _fault_bars(fig: go.Figure, run: RunView, label_run: bool) -> None:
     fig.update_yaxes(row=1, col=1, type="category")
 
 
-def _marks(fig: go.Figure, run: RunView, row: int, marked: set[str]) -> None:
+def _marks(fig: go.Figure, run: RunView, row: int, marked: set[str],
+           shapes: list[dict[str, Any]]) -> None:
     """Detection, restart and recovery of each fault: a dotted line and a marker; the
     legend names each kind once."""
     for attr, label, color, symbol in MARKS:
         xs = [getattr(r, attr) for r in run.recoveries if getattr(r, attr) is not None]
         if not xs:
             continue
-        for x in xs:
-            fig.add_vline(x=x, line={"color": color, "width": 1, "dash": "dot"}, row=row, col=1)
+        shapes += [_spanning(row, x, x, line={"color": color, "width": 1, "dash": "dot"})
+                   for x in xs]
         fig.add_trace(go.Scatter(
             x=xs, y=[0] * len(xs), mode="markers", name=label, legendgroup=attr,
             showlegend=attr not in marked, marker={"color": color, "symbol": symbol, "size": 9},
