@@ -101,6 +101,9 @@ class HostFaultContext:
     clear_channel: Callable[[str], None] | None = None
     # Set on a cluster ftctl did not start: process faults go to the task's own agent.
     agent: Callable[[str, str, float | None, float], bool] | None = None
+    # Why an instance's reported pid is not its task on this machine (host and PID
+    # namespace, start time, command line), None if it is: checked before any signal.
+    pid_mismatch: Callable[[str, int], str | None] | None = None
 
     def through_agent(self) -> bool:
         return self.agent is not None
@@ -124,7 +127,11 @@ class HostFaultContext:
         never signalled. (Containers have pids of their own namespaces; on a cluster
         ftctl did not start faults go through the task's agent and signal nothing.)"""
         pid = self.task_pids(instance)
-        if pid is None or self.cluster is None or isinstance(self.cluster, ContainerBackend):
+        if pid is None or self.through_agent():
+            return pid  # the agent's record names it; nothing here signals it
+        if self.pid_mismatch is not None and (why := self.pid_mismatch(instance, pid)):
+            raise FaultError(f"{instance}'s task reported pid {pid}, but {why}: not signalled")
+        if self.cluster is None or isinstance(self.cluster, ContainerBackend):
             return pid
         if procs.ancestor_in(pid, self.cluster.worker_pids().values()) is None:
             raise FaultError(f"{instance}'s task reported pid {pid}, which is no process of "

@@ -16,6 +16,7 @@ from ftctl.cli import app
 from ftctl.cluster.process import wait_until
 from ftctl.spark import wire
 from ftctl.spark.driver import EV_REG, ControlServer
+from ftctl.spark.identity import this_process
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -39,9 +40,13 @@ def test_a_connection_without_the_token_is_refused_and_reported() -> None:
         assert events.empty(), "nothing from an unauthenticated peer reaches the host"
         # The listener keeps serving the run's own tasks afterwards.
         conn = wire.connect(server.address, token)
-        wire.send(conn, (wire.REG, 0, "count[0]", 123, ("127.0.0.1", 1), "exec-1"))
-        kind, iid, inc, pid, _addr, _conn, executor = events.get(timeout=5)
+        me = this_process()
+        assert me is not None
+        wire.send(conn, (wire.REG, 0, "count[0]", 123, ("127.0.0.1", 1), "exec-1",
+                         me.to_wire()))
+        kind, iid, inc, pid, _addr, _conn, executor, who = events.get(timeout=5)
         assert (kind, iid, inc, pid, executor) == (EV_REG, "count[0]", 0, 123, "exec-1")
+        assert who == me, "where the task runs reaches the host, for its pid checks"
         conn.close()
     finally:
         server.close()

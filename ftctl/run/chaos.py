@@ -95,6 +95,7 @@ class ChaosExtension(RunExtension):
             recovery=host.recovery_in_progress, phase=partial(_phase_open, host),
             apply_channel=host.apply_channel,
             clear_channel=host.clear_channel,
+            pid_mismatch=host.pid_mismatch,
             # A cluster ftctl did not start: its pids are not ours to signal.
             agent=partial(_agent_fault, host) if ctx.request.master is not None else None)
         counters = ctx.counters

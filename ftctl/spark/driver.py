@@ -17,11 +17,12 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ftctl.spark import wire
+from ftctl.spark.identity import Identity
 from ftctl.spark.placement import pinned_rdd
 from ftctl.spark.task import SparePayload, TaskPayload, run_partition
 
 # Events put on the queue (all tuples, first element the kind).
-EV_REG = "reg"  # (EV_REG, iid, inc, pid, data_address, conn, executor id or None)
+EV_REG = "reg"  # (EV_REG, iid, inc, pid, data_address, conn, executor id, Identity), or None
 EV_MSG = "msg"  # (EV_MSG, iid, frame)
 EV_LOST = "lost"  # (EV_LOST, iid, inc): the control connection dropped
 EV_JOB_DONE = "job-done"  # (EV_JOB_DONE, iid, inc, result)
@@ -99,9 +100,10 @@ class ControlServer:
                 return
             inc, iid, pid, addr = first[1:5]
             executor = first[5] if len(first) > 5 else None  # where the task runs
+            who = Identity.from_wire(first[6]) if len(first) > 6 else None
             key = (iid, inc)
             self.last_seen[key] = time.monotonic()
-            put((EV_REG, iid, inc, pid, addr, conn, executor))
+            put((EV_REG, iid, inc, pid, addr, conn, executor, who))
             while True:
                 frame = wire.recv(conn)
                 self.last_seen[key] = time.monotonic()

@@ -52,6 +52,7 @@ from ftctl.spark.driver import (
     ControlServer,
     JobRunner,
 )
+from ftctl.spark.identity import Identity, is_local, mismatch
 from ftctl.spark.placement import placement
 from ftctl.spark.task import TaskPayload
 from ftctl.store import DirectoryStore, SinkStore
@@ -94,6 +95,9 @@ class _Task:
     pid: int
     address: wire.Address | None
     last_hb: float
+    # Where it runs and what it is (None: it did not say): its pid is signalled, or read,
+    # on this machine only when ``identity.mismatch`` finds nothing wrong.
+    identity: Identity | None = None
     gone: bool = False  # received ``go``
     records_in: int = 0
     records_out: int = 0
@@ -207,6 +211,14 @@ class SparkHost:
     def task_pid(self, iid: str) -> int | None:
         task = self.live.get(iid)
         return task.pid if task is not None else None
+
+    def pid_mismatch(self, iid: str, pid: int) -> str | None:
+        """Why ``pid`` is not ``iid``'s task on this machine (host and PID namespace, start
+        time, command line as it registered); None if it is."""
+        task = self.live.get(iid)
+        if task is None or task.pid != pid:
+            return "it is not the task that registered"
+        return mismatch(task.identity, pid)
 
     def snapshot_in_progress(self) -> bool:
         """Whether a snapshot is being taken: only a protocol that declares the
@@ -470,14 +482,15 @@ class SparkHost:
                 self._tell(sender, (wire.CONNECT, slot, addr, epoch))
 
     def _on_reg(self, iid: str, inc: int, pid: int, addr: wire.Address | None,
-                conn: Connection, executor: str | None = None) -> None:
+                conn: Connection, executor: str | None = None,
+                who: Identity | None = None) -> None:
         if inc != self.inc[iid] or iid in self.live:
             # A stopped incarnation that came up late: send it away.
             with contextlib.suppress(OSError, ValueError):
                 conn.send((wire.EXIT,))
             return
         self.pending.pop(iid, None)
-        self.live[iid] = _Task(inc, conn, pid, addr, time.monotonic())
+        self.live[iid] = _Task(inc, conn, pid, addr, time.monotonic(), identity=who)
         self.pids[iid] = pid
         self.log("instance-registered", instance=iid, incarnation=inc, pid=pid,
                  **({"executor": executor} if executor is not None else {}))
@@ -550,7 +563,7 @@ class SparkHost:
             silent = mono - last
             if (task.gone and silent > HEARTBEAT_TIMEOUT and key not in blocked
                     and not server.heartbeat_pending(key)
-                    and (silent > HANG_TIMEOUT or _stopped(task.pid))):
+                    and (silent > HANG_TIMEOUT or _stopped(task))):
                 self._suspect(iid, f"missed heartbeats (silent {silent:.1f} s, "
                                    f"loop {mono - self._loop_at:.2f} s)")
             extra = server.extras.get(key)
@@ -767,14 +780,17 @@ class SparkHost:
             self.held_controls.setdefault(iid, []).append((self.inc[iid], frame))
 
 
-def _stopped(pid: int) -> bool:
+def _stopped(task: _Task) -> bool:
     """Whether the OS shows the task's process stopped (SIGSTOP) or gone.
 
-    Tasks run on this machine (or in containers sharing its pid namespace); a pid this
-    machine does not know (a remote cluster) gives no verdict, only HANG_TIMEOUT does.
+    Only for a task on this machine's process table (this host, this PID namespace): a
+    pid from elsewhere (a remote cluster, a container of its own) names another process
+    here, so it gives no verdict; only HANG_TIMEOUT does.
     """
+    if not is_local(task.identity):
+        return False
     try:
-        return psutil.Process(pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE,
+        return psutil.Process(task.pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE,
                                                  psutil.STATUS_DEAD, psutil.STATUS_TRACING_STOP)
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False

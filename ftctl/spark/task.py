@@ -27,7 +27,7 @@ from ftctl.kernel.unit import Unit, perform
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch
 from ftctl.runtime.pace import Pace
-from ftctl.spark import agent, wire
+from ftctl.spark import agent, identity, wire
 from ftctl.spark.gcpolicy import ManualGC
 from ftctl.spark.latency import LatencyProbe
 from ftctl.spark.links import LinkFaults, is_link_payload
@@ -186,8 +186,9 @@ class InstanceTask:
     def _run(self, started: float) -> dict[str, Any]:
         try:
             addr = self.listener.address if self.listener is not None else None
+            me = identity.this_process()
             self._ctrl_send((wire.REG, self.inc, self.iid, os.getpid(), addr,
-                             this_executor()))
+                             this_executor(), me.to_wire() if me is not None else None))
             for target in (self._control_reader, self._heartbeat):
                 threading.Thread(target=target, daemon=True).start()
             if self.listener is not None:

@@ -26,7 +26,7 @@ HOST = "127.0.0.1"
 Address = tuple[str, int]
 
 # Control frames, task -> driver: (kind, incarnation, ...)
-REG = "reg"  # (REG, inc, iid, pid, data_address[, executor id])
+REG = "reg"  # (REG, inc, iid, pid, data_address[, executor id[, identity]])
 HB = "hb"  # (HB, inc, records_in, records_out)
 HBREG = "hbreg"  # (HBREG, inc, iid): opens a task's heartbeat-only connection
 SPARE = "spare"  # (SPARE, spare id, pid): an idle task, waiting to be given an instance
