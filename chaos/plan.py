@@ -80,30 +80,38 @@ def check_cluster(schedule: Schedule, master: str | None,
                   worker_labels: Sequence[Mapping[str, str]], backend: str = "local") -> None:
     """Refuse, before anything starts, faults the cluster cannot take."""
     for p in schedule.faults:
-        if p.type not in FAULT_TYPES:
-            raise ConfigError(schedule.source, "type", f"unknown fault type {p.type!r}")
+        check_delivery(schedule.source, p.type, p.target, p.duration, master, backend)
         parsed = parse_target(p.target)
-        # On --master a task's agent kills its own executor: no worker access needed.
-        needs_cluster = (p.type in CLUSTER_FAULTS and p.type not in AGENT_FAULTS) \
-            or parsed.kind == "selector"
-        if needs_cluster and master is not None:
-            raise ConfigError(schedule.source, "faults",
-                              f"{p.type} on {p.target} needs process access to the workers; "
-                              "run without --master so ftctl starts the cluster")
-        if master is not None and p.type in TIMED_BY_AGENT and p.duration is None:
-            raise ConfigError(schedule.source, "duration",
-                              f"{p.type} on {p.target} needs a duration with --master: the "
-                              "task's agent resumes it, the driver cannot reach it")
-        if p.type in CONTAINER_FAULTS and backend != "docker":
-            raise ConfigError(schedule.source, "type",
-                              f"{p.type} needs the docker backend (--backend docker); on "
-                              f"the {backend} backend workers are processes: use kill-worker "
-                              "or pause")
         if parsed.kind == "selector":
             _check_selector(schedule, p.type, dict(parsed.labels), p.target, worker_labels)
         if p.type == "kill-group" and parsed.kind == "random" and not any(worker_labels):
             raise ConfigError(schedule.source, "target",
                               "kill-group random needs labelled workers (--label)")
+
+
+def check_delivery(source: str, fault: str, target: str, duration: float | None,
+                   master: str | None, backend: str = "local") -> None:
+    """Refuse, in one line, a fault the chosen cluster cannot have delivered: on one
+    ftctl did not start (``master``) only what the tasks' agent carries out, and the
+    container faults only on the docker backend."""
+    if fault not in FAULT_TYPES:
+        raise ConfigError(source, "type", f"unknown fault type {fault!r}")
+    # On --master a task's agent kills its own executor: no worker access needed.
+    needs_cluster = (fault in CLUSTER_FAULTS and fault not in AGENT_FAULTS) \
+        or parse_target(target).kind == "selector"
+    if needs_cluster and master is not None:
+        raise ConfigError(source, "faults",
+                          f"{fault} on {target} needs process access to the workers; "
+                          "run without --master so ftctl starts the cluster")
+    if master is not None and fault in TIMED_BY_AGENT and duration is None:
+        raise ConfigError(source, "duration",
+                          f"{fault} on {target} needs a duration with --master: the "
+                          "task's agent resumes it, the driver cannot reach it")
+    if fault in CONTAINER_FAULTS and backend != "docker":
+        raise ConfigError(source, "type",
+                          f"{fault} needs the docker backend (--backend docker); on "
+                          f"the {backend} backend workers are processes: use kill-worker "
+                          "or pause")
 
 
 def check_triggers(schedule: Schedule, protocols: Sequence[Any]) -> None:

@@ -211,3 +211,26 @@ def test_a_local_pid_is_signalled_only_under_one_of_the_clusters_workers() -> No
         for p in (worker, stranger):
             p.kill()
             p.wait(5)
+
+
+def test_ftctl_validate_refuses_a_scenario_the_chosen_cluster_cannot_take(
+        tmp_path: Path) -> None:  # fmt: skip
+    from typer.testing import CliRunner
+
+    from ftctl.cli import app
+
+    scenario = tmp_path / "hang.yaml"
+    scenario.write_text("name: hang\nfaults:\n  - {type: pause, at: 1.0, target: \"count[0]\"}\n")
+    runner = CliRunner()
+    assert runner.invoke(app, ["validate", str(scenario)]).exit_code == 0
+    refused = runner.invoke(app, ["validate", str(scenario), "--master", "spark://h:7077"])
+    assert refused.exit_code == 2
+    assert refused.output.strip().splitlines() == [
+        f"error: {scenario}: duration: pause on count[0] needs a duration with --master: "
+        "the task's agent resumes it, the driver cannot reach it"]
+    rack = str(ROOT / "chaos" / "rack-failure.yaml")
+    assert "kill-group on rack=a needs process access to the workers" in runner.invoke(
+        app, ["validate", rack, "--master", "spark://h:7077"]).output
+    containers = str(ROOT / "chaos" / "container-faults.yaml")
+    assert runner.invoke(app, ["validate", containers, "--backend", "local"]).exit_code == 2
+    assert runner.invoke(app, ["validate", containers, "--backend", "docker"]).exit_code == 0

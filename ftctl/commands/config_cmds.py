@@ -28,6 +28,11 @@ class ListWhat(StrEnum):
     faults = "faults"
 
 
+class Backend(StrEnum):
+    local = "local"
+    docker = "docker"
+
+
 class SchemaOf(StrEnum):
     topology = "topology"
     scenario = "scenario"
@@ -59,6 +64,16 @@ def validate(
         list[str], typer.Argument(help="Topology or scenario YAML files.", metavar="FILE...")
     ],
     as_json: JsonOpt = False,
+    master: Annotated[
+        str | None, typer.Option(help="Also check that each scenario's faults can be "
+                                 "delivered on a cluster ftctl did not start (as `ftctl "
+                                 "chaos --master URL`).")
+    ] = None,
+    backend: Annotated[
+        Backend | None, typer.Option(help="Also check that each scenario's faults can be "
+                                     "delivered on this backend (container faults need "
+                                     "docker).")
+    ] = None,
 ) -> None:
     """Check topology and chaos-scenario files without running anything.
 
@@ -71,12 +86,20 @@ def validate(
         ftctl validate topologies/wordcount.yaml
 
         ftctl validate topologies/*.yaml chaos/*.yaml --json
+
+        ftctl validate chaos/flapping.yaml --master spark://10.0.0.5:7077
     """
     bad = 0
     rows: list[dict[str, Any]] = []
     for file in files:
         try:
             config = load_config(file)
+            if isinstance(config, Scenario) and (master is not None or backend is not None):
+                from chaos.plan import check_delivery  # not for a plain validate: it is slow
+
+                for fault in config.faults:
+                    check_delivery(file, fault.type, fault.target, fault.duration, master,
+                                   backend or "local")
         except ConfigError as exc:
             bad += 1
             if as_json:
