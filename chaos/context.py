@@ -157,7 +157,7 @@ class AgentDelivery(Protocol):
 
     def agent_fault(self, instance: str, op: str, seconds: float | None = None,
                     factor: float = 1.0) -> bool:
-        """Have ``instance``'s task carry out ``op`` (kill, kill-executor, pause, slow) on
+        """Have ``instance``'s task carry out ``op`` (``ftctl.spark.agent.OPS``) on
         itself; False if it is not running now."""
         ...
 

@@ -253,6 +253,10 @@ class KillWorker(ChaosFault):
     name = "kill-worker"
 
     def inject(self, ctx: FaultContext) -> InjectRecord:
+        if (agent := _agent(ctx)) is not None and self.parsed.kind != "selector":
+            # --master: the target's task kills the worker it runs under (no restore:
+            # starting a worker needs the cluster's hosts).
+            return _by_agent(self, ctx, agent, "kill-worker")
         worker = self._worker(ctx)
         record = self._record(ctx, worker.id, [worker.pid], labels=dict(worker.labels))
         ctx.kill_worker(worker.id)

@@ -31,7 +31,7 @@ RESTORE_AFTER = 3.0
 CLUSTER_FAULTS = ("kill-executor", "kill-worker", "kill-group", "restore-capacity",
                   *CONTAINER_FAULTS)
 # Carried out by the agent inside the target's task on a cluster ftctl did not start.
-AGENT_FAULTS = ("kill-task", "kill-executor", "pause", "slow")
+AGENT_FAULTS = ("kill-task", "kill-executor", "kill-worker", "pause", "slow")
 TIMED_BY_AGENT = ("pause", "slow")  # the agent ends them itself, after their duration
 _WORKER_NAME = re.compile(r"^w[0-9]+$")
 
@@ -96,7 +96,8 @@ def check_delivery(source: str, fault: str, target: str, duration: float | None,
     container faults only on the docker backend."""
     if fault not in FAULT_TYPES:
         raise ConfigError(source, "type", f"unknown fault type {fault!r}")
-    # On --master a task's agent kills its own executor: no worker access needed.
+    # On --master a task's agent kills its own executor or worker: no worker access
+    # needed, but a selector (worker labels) does.
     needs_cluster = (fault in CLUSTER_FAULTS and fault not in AGENT_FAULTS) \
         or parse_target(target).kind == "selector"
     if needs_cluster and master is not None:

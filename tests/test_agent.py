@@ -15,7 +15,7 @@ from typing import Any
 import psutil
 import pytest
 
-from chaos.faults import FaultError, KillExecutor, KillTask, NotRunning, Pause, Slow
+from chaos.faults import FaultError, KillExecutor, KillTask, KillWorker, NotRunning, Pause, Slow
 from chaos.hostctx import HostFaultContext
 from chaos.plan import Schedule, check_cluster
 from chaos.schedule import PlannedFault
@@ -110,6 +110,37 @@ def test_kill_executor_outside_an_executor_kills_the_task_itself(task: Any) -> N
     assert proc.wait(10) == -9
 
 
+# A process whose command line names a Spark main class, with one child: a worker JVM
+# over an executor JVM over a task, as far as the agent looks (command lines).
+_PARENT = """
+import subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", sys.argv[2], *sys.argv[3:]])
+time.sleep(60)
+"""
+_KILL_WORKER = (
+    "from ftctl.spark import agent; agent.carry_out(agent.payload('kill-worker'))")
+
+
+def test_kill_worker_kills_the_worker_and_executor_the_task_runs_under() -> None:
+    worker = subprocess.Popen([sys.executable, "-c", _PARENT, agent.WORKER_CLASS, _PARENT,
+                               agent.EXECUTOR_CLASS, _KILL_WORKER])  # fmt: skip
+    try:
+        assert worker.wait(20) == -9, "the worker JVM is killed"
+        # The executor and the task died too (reparented: gone or a zombie, never left).
+        assert _until(lambda: not [p for p in psutil.process_iter(["cmdline"])
+                                   if _KILL_WORKER in (p.info["cmdline"] or [])
+                                   and p.status() != psutil.STATUS_ZOMBIE], 10)
+    finally:
+        worker.kill()
+        worker.wait(10)
+
+
+def test_kill_worker_outside_a_worker_kills_the_task_itself(task: Any) -> None:
+    proc, conn = task
+    wire.send(conn, (wire.CONTROL, agent.payload("kill-worker")))
+    assert proc.wait(10) == -9
+
+
 class _Agents:
     def __init__(self, running: bool = True) -> None:
         self.calls: list[tuple[str, str, float | None, float]] = []
@@ -130,10 +161,12 @@ def test_process_faults_on_master_go_through_the_agent_and_signal_nothing() -> N
     agents = _Agents()
     ctx = _ctx(agents)
     records = [KillTask("count[0]").inject(ctx), KillExecutor("count[0]").inject(ctx),
+               KillWorker("count[0]").inject(ctx),
                Pause("count[0]", duration=2.0).inject(ctx),
                Slow("count[0]", {"factor": 4.0}, duration=3.0).inject(ctx)]
     assert agents.calls == [("count[0]", "kill", None, 1.0),
                             ("count[0]", "kill-executor", None, 1.0),
+                            ("count[0]", "kill-worker", None, 1.0),
                             ("count[0]", "pause", 2.0, 1.0), ("count[0]", "slow", 3.0, 4.0)]
     # Recorded (detections name the pid), not signalled: this process is still here.
     assert all(r.details == {"via": "agent"} and r.pids == [os.getpid()] for r in records)
@@ -152,8 +185,10 @@ def _schedule(*faults: PlannedFault) -> Schedule:
     (PlannedFault(0, 0, "pause", "count[0]", at=1.0), "chaos/s.yaml: duration: pause on "
      "count[0] needs a duration with --master: the task's agent resumes it, the driver "
      "cannot reach it"),
-    (PlannedFault(0, 0, "kill-worker", "count[0]", at=1.0), "needs process access to the "
-     "workers"),
+    (PlannedFault(0, 0, "kill-worker", "rack=a", at=1.0), "kill-worker on rack=a needs "
+     "process access to the workers"),
+    (PlannedFault(0, 0, "restore-capacity", "random", at=1.0), "restore-capacity on random "
+     "needs process access to the workers"),
 ])
 def test_validate_refuses_what_the_agent_cannot_deliver(fault: PlannedFault,
                                                         message: str) -> None:
@@ -167,6 +202,7 @@ def test_validate_takes_what_the_agent_delivers() -> None:
     check_cluster(_schedule(
         PlannedFault(0, 0, "kill-task", "count[0]", at=1.0),
         PlannedFault(1, 0, "kill-executor", "count[0]", at=2.0),
+        PlannedFault(4, 0, "kill-worker", "count[0]", at=2.5),
         PlannedFault(2, 0, "pause", "count[0]", at=3.0, duration=1.0),
         PlannedFault(3, 0, "slow", "count[0]", at=4.0, duration=1.0, params={"factor": 2})),
         "spark://h:7077", [{}])

@@ -9,6 +9,11 @@ thread may be blocked on a full downstream):
 - ``kill``: SIGKILL of the task's own process (its Python worker), as ``kill-task``.
 - ``kill-executor``: SIGKILL of the executor JVM the task runs under, found among its own
   ancestors by its main class (nothing else on that host is a candidate).
+- ``kill-worker``: the node's loss as far as Spark goes: SIGKILL of the standalone Worker
+  JVM among its ancestors, then of its executor (which would otherwise linger until it
+  notices the worker gone), then of itself. The agent per worker is thus the agent of a
+  task on it: a worker with no task of the run has nothing to deliver a fault to, and
+  starting a worker anew (``restore-capacity``) needs the cluster's hosts, not a task.
 - ``pause``: SIGSTOP of its own process for ``seconds``. A stopped process cannot wake
   itself, and the driver cannot reach it, so a helper process started just before (a
   child of the task, exiting with it) sends SIGCONT when the time is up.
@@ -30,8 +35,9 @@ import time
 from typing import Any
 
 AGENT_KIND = "ftctl-agent"  # Control payloads {"kind": AGENT_KIND, "op": ..., ...}
-OPS = ("kill", "kill-executor", "pause", "slow")
+OPS = ("kill", "kill-executor", "kill-worker", "pause", "slow")
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
+WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 SLOW_PERIOD = 0.1  # as chaos.faults.SLOW_PERIOD
 
 
@@ -50,12 +56,13 @@ def carry_out(msg: dict[str, Any]) -> None:
     op = msg["op"]
     if op == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
-    elif op == "kill-executor":
-        executor = own_executor()
-        if executor is not None:
-            os.kill(executor, signal.SIGKILL)
-        else:  # not under an executor (a test harness): the task is what is left to kill
-            os.kill(os.getpid(), signal.SIGKILL)
+    elif op in ("kill-executor", "kill-worker"):
+        classes = (WORKER_CLASS, EXECUTOR_CLASS) if op == "kill-worker" else (EXECUTOR_CLASS,)
+        found = [pid for pid in map(own_ancestor, classes) if pid is not None]
+        # The task itself last: it dies with its executor anyway, and outside an executor
+        # (a test harness) it is what is left to kill.
+        for pid in found if op == "kill-executor" and found else [*found, os.getpid()]:
+            os.kill(pid, signal.SIGKILL)
     elif op in ("pause", "slow"):
         seconds = float(msg["seconds"])
         factor = float(msg["factor"]) if op == "slow" else 0.0
@@ -64,13 +71,14 @@ def carry_out(msg: dict[str, Any]) -> None:
             os.kill(os.getpid(), signal.SIGSTOP)  # the helper continues us
 
 
-def own_executor() -> int | None:
-    """The pid of the executor JVM this process runs under, checked by its command line."""
+def own_ancestor(main_class: str = EXECUTOR_CLASS) -> int | None:
+    """The pid of the JVM running ``main_class`` this process runs under (its executor,
+    its worker), checked by its command line."""
     import psutil
 
     try:
         for proc in psutil.Process().parents():
-            if EXECUTOR_CLASS in " ".join(proc.cmdline()):
+            if main_class in " ".join(proc.cmdline()):
                 return int(proc.pid)
     except psutil.Error:
         return None
