@@ -12,7 +12,12 @@ a snapshot) and E3 (a failed child's restore clock) are ftctl's extensions (spec
 
 from __future__ import annotations
 
-from protocols.causal.recovery import longest_failed_path, observations, plan_recovery
+from protocols.causal.recovery import (
+    longest_failed_path,
+    observations,
+    plan_recovery,
+    unobserved,
+)
 from protocols.shared.treeclock import Plain, TreeClock
 
 Log = list[tuple[int, Plain]]
@@ -124,8 +129,10 @@ def test_e2_silent_event_with_and_without_n5() -> None:
         assert p.t_min == 2 and p.children == {"C": 3}
         assert p.parents == {"A1": 1, "A2": 1}
         # Without N5 B:1 is observed nowhere: B' would run A2#1 first and emit the pair
-        # at B-time 3, which C receives a second time (spec E2).
+        # at B-time 3, which C receives a second time (spec E2). The completeness check
+        # (R7) refuses that plan: B-time 1 lies between the snapshot (0) and t_max (2).
         assert p.replay == replay
+        assert unobserved(p.replay, 0, max(p.t.values())) == ([1] if silent_ok else [])
 
 
 # ---------------------------------------------------------------- E3

@@ -14,6 +14,7 @@ from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost
 from ftctl.sim.runner import Simulator, sim_params
 from ftctl.verify.checker import verify
+from protocols.causal.recovery import CausalIncomplete
 from protocols.contract.spec import Guarantee
 from protocols.mutants import planted
 from protocols.registry import PROTOCOLS
@@ -50,14 +51,17 @@ def test_an_event_that_sends_nothing_is_still_seen_by_every_child() -> None:
     # and no watermark advance, so it sent nothing and no child logged it. Replayed later
     # than it ran, that batch advanced the watermark and sent a batch that never existed,
     # shifting every later seq: 28 duplicated records. An empty batch on every channel
-    # (spec N5) lets each child log every event, so the replay places it.
+    # (spec N5) lets each child log every event, so the replay places it. Without it the
+    # completeness check (spec R7) now refuses the plan: cnt[0]'s silent B-times are
+    # observed nowhere.
     sim = Simulator(load("progressive-small"), PROTOCOLS["causal"], {})
     summary = sim.run_many(1, seed=4)
     assert summary.failures > 0
     assert summary.failing_seeds == [], summary.violations
     info, params = planted("causal/silent-events")
     mutant = Simulator(load("progressive-small"), info, params)
-    assert mutant.run_many(1, seed=4).failing_seeds == [4]
+    with pytest.raises(CausalIncomplete, match=r"cnt\[0\]: B-times \[26, 31, 37\]"):
+        mutant.run_many(1, seed=4)
 
 
 def _run(protocol: str, schedule: FailureSchedule, seed: int = 4,

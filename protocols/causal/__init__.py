@@ -42,7 +42,12 @@ Recovery of a failed instance B (nobody else stops, pauses or rolls back):
    batches below it are filtered, i.e. sent duplicates are never sent) and the observed
    events in B-time order. B' processes its parents' batches in exactly that order
    (**execution replay**), so the batches it regenerates are the ones its children saw;
-   batches that no child observed are processed afterwards in arrival order.
+   batches that no child observed are processed afterwards in arrival order. Before the
+   replay a non-source B' checks that every B-time between its restored time and the
+   newest one a child saw is in the plan (spec R7: with no silent events the child that
+   saw the newest logged them all); after it, that its clock covers T* (R8). Either
+   failing is ``CausalIncomplete``, an internal error that ends the run, never a
+   fallback.
 4. Children de-duplicate by per-channel ``seq`` in any case; a sink's positions are
    durable with each output (above).
 

@@ -105,7 +105,8 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
                              (n for a in rec.answers for n in a.trees),
                              self.graph.upstream(b), after=0)
         resume = {a.channel: a.pos + 1 for a in direct}
-        return [Control(InstanceId(b), Plan(plan.replay, resume, plan.tstar)),
+        upto = max(plan.t.values(), default=0)
+        return [Control(InstanceId(b), Plan(plan.replay, resume, plan.tstar, upto)),
                 Note("causal-replay", {"instance": b, "t": plan.t, "t_min": plan.t_min,
                                        "tstar": plan.tstar.to_plain(),
                                        "replay": len(plan.replay),

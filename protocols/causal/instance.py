@@ -19,7 +19,7 @@ from protocols.causal.messages import (
     TrimDiffLog,
 )
 from protocols.causal.params import CausalParams
-from protocols.causal.recovery import ReplayEvent, observations
+from protocols.causal.recovery import CausalIncomplete, ReplayEvent, observations, unobserved
 from protocols.contract.actions import Send
 from protocols.contract.events import Started
 from protocols.contract.messages import Ended, Msg
@@ -267,12 +267,17 @@ class CausalInstance(LoggedInstance[CausalParams]):
                     self._run(ch, b, t)
                 elif btime < ptime:
                     self._run(ch, b)  # FIFO forces it before the observed one
-                else:  # the observed batch is already behind us: stop steering
-                    q.appendleft(b)
-                    self.replay.popleft()
+                else:  # R7 held, so FIFO delivers every observed batch in order
+                    raise CausalIncomplete(f"{self.core.id}: replay expects {parent}#{ptime}"
+                                           f" as {t}, the channel is past it ({btime})")
                 continue
             if self.tstar is not None:
-                self.clock.apply(self.tstar)
+                # Spec R8: the replay rebuilt at least the causal history the children
+                # rely on (T*). Nothing is merged: a gap here is a bug, not a repair. A
+                # source has nothing to replay: it regenerates its events (R3).
+                if self.core.inputs and not self.tstar.leq(self.clock):
+                    raise CausalIncomplete(f"{self.core.id}: clock {self.clock.to_plain()} "
+                                           f"does not cover T* {self.tstar.to_plain()}")
                 self.tstar = None
                 self.report(Replayed())
             ran = False
@@ -309,6 +314,11 @@ class CausalInstance(LoggedInstance[CausalParams]):
                            observations(self.dlog[ch], q.via)))
 
     def _plan(self, plan: Plan) -> None:
+        if self.core.inputs and self.clocks:  # a source regenerates its events (R3)
+            gaps = unobserved(plan.replay, self.time, plan.upto)
+            if gaps:
+                raise CausalIncomplete(f"{self.core.id}: B-times {gaps} after {self.time} "
+                                       f"(children saw up to {plan.upto}) observed nowhere")
         self.awaiting = False
         for ch, start in plan.resume.items():
             self.resend(ch, start)

@@ -42,11 +42,14 @@ class Query(Msg):
 @dataclass(frozen=True, slots=True)
 class Plan(Msg):
     """A replacement's recovery: resend to each output channel from ``resume[channel]``,
-    process the observed events ``replay`` in B-time order, then merge ``tstar``."""
+    process the observed events ``replay`` in B-time order; every B-time up to ``upto``
+    (the newest a child saw) must be among them (spec R7), and afterwards the clock must
+    cover ``tstar`` (R8)."""
 
     replay: Sequence[ReplayEvent]
     resume: Mapping[ChannelId, int]
     tstar: TreeClock
+    upto: int = 0
 
 
 @dataclass(frozen=True, slots=True)

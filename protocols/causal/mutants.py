@@ -6,9 +6,8 @@ and "parents resumed one early" (5) are masked by the receivers' per-channel ``s
 de-duplication (protocols/shared/logged.py), so they send duplicates that are never visible;
 "t_min = max", "T* from the parents' clocks" and "depth off by one" (6, 7, 11, 12) decide
 nothing in today's recovery (issue 14), so they cannot change an output until the recovery
-uses T* and depth as the paper does. "Diff log trimmed beyond g" (10), planted as trimming
-to twice the snapshot's time, survived seeds 1-20 on every bundled topology, as the spec
-predicts: it needs the silent-event rule (N5) and the incompleteness check (R7) of issue 14.
+uses T* and depth as the paper does. "Diff log trimmed beyond g" (10) changes no output;
+the completeness check (R7) stops the run before the replay.
 
 Rules of ``depth`` = f (spec M1-M5) not planted, because no bundled topology can tell:
 "diffs keep f levels" (row 12), "fallback not triggered beyond f" and "members asked by
@@ -29,9 +28,10 @@ from typing import Any
 
 from protocols.causal.coordinator import CausalCoordinator, _Recovery
 from protocols.causal.instance import CausalInstance
-from protocols.causal.messages import Plan, Query
+from protocols.causal.messages import Plan, Query, TrimDiffLog
 from protocols.contract.actions import Control, CoordinatorAction, Restart
 from protocols.contract.events import ReportIn
+from protocols.contract.messages import Msg
 from protocols.contract.spec import Mutant
 from protocols.contract.view import ClusterView
 from protocols.shared.logged import Ready
@@ -148,6 +148,16 @@ def _key_only(k: Any, v: Any) -> Any:
     return k
 
 
+class DiffLogTrimmedEarly(CausalInstance):
+    """A child trims its diff log about a parent five of the parent's times past the
+    parent's snapshot (spec T3, row 10): a replacement's plan misses events (R7)."""
+
+    def control(self, msg: Msg) -> None:
+        if isinstance(msg, TrimDiffLog):
+            msg = dataclasses.replace(msg, upto=msg.upto + 5)
+        super().control(msg)
+
+
 class FallbackForgetsSinks(CausalCoordinator):
     """The whole-graph fallback restarts sinks without their visible counts."""
 
@@ -210,4 +220,6 @@ MUTANTS: tuple[Mutant, ...] = (
            coordinator=RecoveringNeighbourKept, budget=10),
     Mutant("sink-dedup-per-key", _line(SinkDedupPerKey), instance=SinkDedupPerKey,
            budget=10),
+    Mutant("diff-log-trimmed-early", _line(DiffLogTrimmedEarly),
+           instance=DiffLogTrimmedEarly, budget=10),
 )

@@ -73,6 +73,24 @@ def plan_recovery(b: str, child_clocks: Mapping[str, TreeClock], trees: Iterable
         replay=[(bt, p, pt) for bt, (p, pt) in sorted(causes.items())])
 
 
+class CausalIncomplete(RuntimeError):
+    """Spec R7/R8 broken within f: the children's logs do not hold what recovery needs, or
+    the replay did not rebuild the causal history they rely on. An internal error (a bug
+    in logging, trimming or answering), never a reason to fall back: the run fails."""
+
+
+def unobserved(replay: Iterable[ReplayEvent], after: int, upto: int) -> list[int]:
+    """Spec R7: the B-times in (``after``, ``upto``] no survivor logged with its cause.
+
+    ``after`` is the restored time s, ``upto`` the largest B-time a child saw (max_j t_j).
+    Every event of a non-sink instance sends on every output (N5) and channels are FIFO,
+    so the child that saw ``upto`` logged every B-time up to it: a gap means a diff-log
+    entry was lost or trimmed too early, and B' could not place that event.
+    """
+    seen = {e[0] for e in replay if e[1] is not None}
+    return [t for t in range(after + 1, upto + 1) if t not in seen]
+
+
 def longest_failed_path(members: Collection[str],
                         downstream: Callable[[str], Iterable[str]]) -> int:
     """L of spec M1: the number of instances on the longest directed path of a failed
