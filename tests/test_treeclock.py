@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocols.shared.treeclock import TreeClock, plain_child, t_min_of, t_star, truncate_plain
+from protocols.causal.recovery import plan_recovery
+from protocols.shared.treeclock import TreeClock, plain_child, t_min_of, truncate_plain
 
 
 def _tc(id_: str, time: int, *children: TreeClock) -> TreeClock:
@@ -59,10 +60,11 @@ def test_t_star_from_child_clocks() -> None:
     c2 = _tc("C2", 4, _tc("B", 2, _tc("A2", 1)))
     tmin = t_min_of("B", [c1, c2])
     assert tmin == 2
-    star = t_star("B", d, tmin)
-    assert star == _tc("B", 2, _tc("A1", 1), _tc("A2", 1))
+    plan = plan_recovery("B", {"C1": c1, "C2": c2}, [x.to_plain() for x in d], ["A1", "A2"])
+    assert plan.t_min == tmin
+    assert plan.tstar == _tc("B", 2, _tc("A1", 1), _tc("A2", 1))
     # B' resumes to each A_i at 1 + A_i's time in T*
-    assert {k: c.time + 1 for k, c in star.children.items()} == {"A1": 2, "A2": 2}
+    assert plan.parents == {"A1": 2, "A2": 2}
 
 
 def test_t_min_is_zero_when_a_child_saw_nothing() -> None:

@@ -113,15 +113,8 @@ class TreeClock:
         for c in self.children.values():
             yield from c.walk()
 
-    def find(self, node: str) -> list[TreeClock]:
-        """Every occurrence of ``node`` in the tree (an id can sit on several paths)."""
-        return [n for n in self.walk() if n.id == node]
-
     def depth(self) -> int:
         return 1 + max((c.depth() for c in self.children.values()), default=0)
-
-    def size(self) -> int:
-        return sum(1 for _ in self.walk())
 
 
 def truncate_plain(plain: Plain, depth: int) -> Plain:
@@ -140,20 +133,6 @@ def plain_child(plain: Plain, node: str) -> Plain | None:
         if kid[0] == node:
             return kid
     return None
-
-
-def t_star(root: str, diffs: Iterable[TreeClock], t_min: int) -> TreeClock:
-    """The clock a replacement for ``root`` starts from.
-
-    Applies every diff rooted at ``root`` with time at most ``t_min`` to an all-zero clock
-    rooted at ``root``. It need not be a state the failed instance's clock was ever in:
-    it only covers what its children are guaranteed to have seen.
-    """
-    clock = TreeClock(root)
-    for d in diffs:
-        if d.id == root and d.time <= t_min:
-            clock.apply(d)
-    return clock
 
 
 def t_min_of(root: str, child_clocks: Iterable[TreeClock]) -> int:
