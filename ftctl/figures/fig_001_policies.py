@@ -12,7 +12,8 @@ exactly-once against the golden run.
 
 Options: ``topologies=wordcount,diamond,windowed,sharder`` (bundled names), ``seeds=N``
 (default 40; ``--quick`` 4), ``burst=K`` (instances struck together, default 1),
-``mixes=default,firewall,...`` (see ``MIXES``).
+``mixes=default,firewall,...`` (see ``MIXES``). ``--host spark``: one kill on a local
+cluster under checkpoint and each mix (``policies_spark``).
 """
 
 from __future__ import annotations
@@ -167,6 +168,10 @@ def table(runs: list[Run], sizes: Mapping[str, int]) -> list[tuple[Any, ...]]:
 
 
 def run(options: FigureOptions) -> FigureResult:
+    if options.host == "spark":
+        from .policies_spark import run_spark  # pyspark only when asked for
+
+        return run_spark(options)
     opts: Mapping[str, str] = options.options
     names = [t.strip() for t in opts.get("topologies", ",".join(TOPOLOGIES)).split(",")]
     unknown = [t for t in names if not (ROOT / "topologies" / f"{t}.yaml").is_file()]
@@ -260,6 +265,6 @@ FIGURE = Figure(
     name="001-policies",
     paper="001",
     title="Falkirk Wheel policy mixes vs global rollback: scope, replay, delay",
-    hosts=("sim",),
+    hosts=("sim", "spark"),
     run=run,
 )
