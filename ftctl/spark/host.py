@@ -56,7 +56,7 @@ from ftctl.spark.identity import Identity, is_local, mismatch
 from ftctl.spark.placement import placement
 from ftctl.spark.task import TaskPayload
 from ftctl.store import DirectoryStore, SinkStore
-from protocols.contract.events import Started, Suspected
+from protocols.contract.events import Suspected
 from protocols.contract.messages import Msg
 from protocols.contract.names import InstanceId
 from protocols.contract.params import ProtocolParams
@@ -204,6 +204,9 @@ class SparkHost:
         # Channel faults in force: id -> [(instance, set-payload)], re-sent to replacements.
         self.link_faults: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         self.offsets: dict[str, int] = {}  # sources: the furthest offset a heartbeat showed
+        # Restarted sources whose resume offset is not known yet: (iid, inc) -> the furthest
+        # offset seen before the restart (the end of what it reads again).
+        self.rewinding: dict[tuple[str, int], int] = {}
         self.drops_seen: dict[tuple[str, int], dict[str, int]] = {}
 
     # ------------------------------------------------------------------ for chaos (any thread)
@@ -704,19 +707,16 @@ class SparkHost:
             self.log("instance-started", instance=iid, incarnation=inc, reason="restart",
                      restore=restart.restore, spare=spare)
             if iid in self.graph.sources:
-                self._log_replay(iid, started)
+                lo, _hi = self.graph.source_range(iid)
+                self.rewinding[(iid, inc)] = self.offsets.get(iid, lo)
         return True
 
-    def _log_replay(self, iid: str, started: Started) -> None:
-        """The source range a restarted source reads again: [resume offset, furthest seen)."""
-        lo, _hi = self.graph.source_range(iid)
-        start = lo
-        blob = started.restored
-        if isinstance(blob, dict) and isinstance(blob.get("core"), dict):
-            start = int(blob["core"].get("offset", lo))
-        reached = max(self.offsets.get(iid, lo), start)
-        self.log("source-rewound", instance=iid, **{"from": start, "to": reached,
-                                                    "records": reached - start})
+    def _log_replay(self, iid: str, inc: int, start: int) -> None:
+        """The source range a restarted source reads again: [where its task says it
+        resumes, the furthest offset seen before the restart)."""
+        reached = max(self.rewinding.pop((iid, inc)), start)
+        self.log("source-rewound", instance=iid, incarnation=inc,
+                 **{"from": start, "to": reached, "records": reached - start})
 
     def _persisted(self, sid: Any, iid: str) -> None:
         if not isinstance(sid, int):
@@ -729,6 +729,8 @@ class SparkHost:
 
     def _check_extra(self, iid: str, key: tuple[str, int], extra: dict[str, Any]) -> None:
         """What a heartbeat carried: a source's offset, frames a channel fault dropped."""
+        if key in self.rewinding and extra.get("resumed") is not None:
+            self._log_replay(iid, key[1], int(extra["resumed"]))
         if "offset" in extra:
             self.offsets[iid] = max(self.offsets.get(iid, 0), int(extra["offset"]))
         dropped = extra.get("dropped")

@@ -170,6 +170,10 @@ class InstanceTask:
         self.first = self.unit.handle(p.started, now)
         for msg in p.held:
             self.first += self.unit.handle(ControlIn(msg), now)
+        # Where a source reads on, as its protocol restored it: the driver records the
+        # range a restarted source reads again from this, not from the stored blob, whose
+        # form is the protocol's own.
+        self.resumed = self.core.offset if self.core.is_source else None
         self.ctrl = wire.connect(p.coordinator, p.token)
         # Upstream peers connect on the address this host reaches the driver from: the
         # loopback by default, the cluster's network when the driver binds there.
@@ -289,6 +293,7 @@ class InstanceTask:
         extra: dict[str, Any] = {"sent": self.sent}
         if self.core.is_source:
             extra["offset"] = self.core.offset
+            extra["resumed"] = self.resumed
         if self.links.dropped:
             extra["dropped"] = dict(self.links.dropped)
         if self.probe is not None:
