@@ -18,6 +18,7 @@ from typing import Any
 
 from ftctl.spark import wire
 from ftctl.spark.identity import Identity
+from ftctl.spark.latency import LatencyLog
 from ftctl.spark.placement import pinned_rdd
 from ftctl.spark.task import SparePayload, TaskPayload, run_partition
 
@@ -59,7 +60,7 @@ class ControlServer:
         self.stamps: dict[tuple[str, int], float] = {}
         self.hb_conns: dict[tuple[str, int], Connection] = {}
         self.extras: dict[tuple[str, int], dict[str, Any]] = {}
-        self.latency: list[tuple[str, float, float]] = []  # (sink instance, t, seconds)
+        self.latency = LatencyLog()  # (sink instance, t, seconds) per sample
         self.on_spare: Callable[[int, Connection], None] | None = None
         threading.Thread(target=self._accept, name="ftctl-control", daemon=True).start()
 
@@ -131,7 +132,7 @@ class ControlServer:
                 self.counters[key] = (rin, rout)
                 samples = extra.pop("latency", None)
                 if samples:
-                    self.latency.extend((iid, t, v) for t, v in samples)
+                    self.latency.add(iid, samples)
                 self.extras[key] = extra
         self.hb_conns.pop(key, None)
 

@@ -340,7 +340,7 @@ class SparkHost:
     def _latency(self) -> list[tuple[str, float, float]]:
         if self.server is None:
             return []
-        return [(iid, round(t - self.t0, 4), v) for iid, t, v in list(self.server.latency)]
+        return self.server.latency.rows(self.t0)
 
     def _shutdown(self) -> None:
         """Tell every task to exit, give their jobs a moment, cancel what is left."""
