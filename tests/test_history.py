@@ -165,3 +165,21 @@ def test_every_kind_is_documented_field_by_field() -> None:
         assert section, f"docs/history.md has no section for {kind}"
         for name in (*spec.required, *spec.optional):
             assert f"`{name}`" in section.group(1), f"{kind}: field {name} not documented"
+
+
+def test_a_sim_run_is_framed_by_run_started_and_run_finished_with_its_commits() -> None:
+    """run-started before anything else the kernel does, run-finished last; each commit of
+    checkpoint's sinks says how many records it made visible, and together they are the
+    run's output."""
+    host, res = _run("wordcount", "checkpoint", [(0.005, Strike(0, 1, ("count[0]",)))])
+    assert res.complete
+    kinds = [e.kind for e in res.events]
+    assert kinds[0] == "run-started" and kinds[-1] == "run-finished"
+    assert res.events[0].data == {"instances": list(host.graph.order)}
+    assert res.events[-1].data == {"complete": True, "seconds": round(res.end_time, 4)}
+    commits = [e for e in res.events if e.kind == "output-committed"]
+    assert commits and {c.data["sink"] for c in commits} == set(host.graph.sinks)
+    for sink in host.graph.sinks:
+        uptos = [c.data["upto"] for c in commits if c.data["sink"] == sink]
+        assert uptos == sorted(uptos)  # commits move forward
+    assert sum(c.data["records"] for c in commits) == sum(len(v) for v in res.outputs.values())

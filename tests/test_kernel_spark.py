@@ -78,7 +78,14 @@ def test_kills_keep_the_guarantee_through_the_protocols_own_recovery(
     assert mechanism in kinds, sorted(kinds)
     # Replacements were new incarnations, started by the kernel's restart commands.
     assert any(e.kind == "instance-started" and (e.incarnation or 0) >= 1 for e in events)
+    # The kernel frames the run in the history, on Spark as in the simulation.
+    starts = [e.seq for e in events if e.kind == "run-started"]
+    ends = [e.seq for e in events if e.kind == "run-finished"]
+    running = [e.seq for e in events if e.kind == "instance-running"]
+    assert len(starts) == len(ends) == 1 and starts[0] < min(running) <= max(running) < ends[0]
     if protocol == "falkirk":
+        # Its sinks commit per epoch: each commit is a record with what it made visible.
+        assert sum(e.data["records"] for e in events if e.kind == "output-committed") > 0
         _rolled_back_in_place(events)
     elif protocol == "replica-ring":
         _rings_on_distinct_executors(events)

@@ -128,7 +128,8 @@ class CoordinatorKernel:
     def start(self, now: float) -> list[HostCommand]:
         """The run begins: the protocol's initial actions, then ``RunStarted``."""
         self._now = now
-        cmds = self._apply(self.logic.initial(self))
+        cmds: list[HostCommand] = [Log("run-started", {"instances": list(self.graph.order)})]
+        cmds += self._apply(self.logic.initial(self))
         return cmds + self._apply(self.logic.handle(RunStarted(now), self))
 
     def finished(self) -> bool:
@@ -233,8 +234,11 @@ class CoordinatorKernel:
                 cmds.append(SendControl(unit, self.inc[unit], a.msg,
                                         None if unit == a.instance else a.instance))
             elif isinstance(a, CommitOutput):
-                self.outputs.commit(a.sink, a.upto)
+                records = self.outputs.commit(a.sink, a.upto)
                 cmds.append(Trace(f"commit {a.sink} {a.upto}"))
+                if records is not None:  # a commit with nothing staged up to it shows nothing
+                    cmds.append(Log("output-committed",
+                                    {"sink": a.sink, "upto": a.upto, "records": records}))
             elif isinstance(a, DiscardSnapshots):
                 self._discard(a)
             elif isinstance(a, DiscardStaged):

@@ -62,6 +62,8 @@ KINDS: dict[str, KindSpec] = {
     "cluster-starting": KindSpec("a local cluster is being started for the run",
                                  ("workers", "cores", "backend")),
     "session-started": KindSpec("the Spark session is up", ("master", "seconds")),
+    "run-started": KindSpec("the coordinator starts the protocol: its first plan follows",
+                            ("instances",)),
     "run-finished": KindSpec("the topology stopped; its output is final and checks follow",
                              ("complete", "seconds")),
     "interrupted": KindSpec("the run was interrupted (Ctrl-C, an error)"),
@@ -102,6 +104,8 @@ KINDS: dict[str, KindSpec] = {
     "node-down": KindSpec("a simulated node was lost with its instances",
                           ("node", "instances")),
     "node-up": KindSpec("a simulated node (or its replacement) is back", ("node",)),
+    "output-committed": KindSpec("a sink's staged output up to (upto) became visible",
+                                 ("sink", "upto", "records")),
     "capacity-changed": KindSpec("the Spark host saw workers leave or come",
                                  ("total", "free", "alive"), ("joined", "left")),
     # ---------------------------------------------------------------- faults

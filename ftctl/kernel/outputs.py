@@ -24,12 +24,18 @@ class Outputs:
         for epoch in [e for e in staged if e > after]:
             del staged[epoch]
 
-    def commit(self, sink: str, upto: int) -> None:
-        """Make ``sink``'s output up to ``upto`` visible; monotone, idempotent per epoch."""
+    def commit(self, sink: str, upto: int) -> int | None:
+        """Make ``sink``'s output up to ``upto`` visible; monotone, idempotent per epoch.
+        Returns how many records that made visible; None when no staged epoch was due."""
         staged = self.staged[sink]
-        for epoch in sorted(e for e in staged if e <= upto):
+        due = sorted(e for e in staged if e <= upto)
+        records = 0
+        for epoch in due:
             # SinkStore ignores ids <= its last commit (0 initially): epoch 0 commits as 1.
-            self.sinks.commit(sink, epoch + 1, staged.pop(epoch))
+            batch = staged.pop(epoch)
+            if self.sinks.commit(sink, epoch + 1, batch):
+                records += len(batch)
+        return records if due else None
 
     def committed(self, sink: str) -> int:
         return self.sinks.committed.get(sink, 0) - 1

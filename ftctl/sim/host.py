@@ -310,6 +310,7 @@ class SimHost:
             if self.max_events is not None and self.stats.events > self.max_events:
                 break
         complete = self.kernel.finished()
+        self._log("run-finished", complete=complete, seconds=round(self.now, 4))
         return SimResult(self.sinks.by_operator(), complete, self.stats,
                          self.hasher.hexdigest() if self.hasher else "", self.trace,
                          self.events, self.now)
