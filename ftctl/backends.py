@@ -19,7 +19,8 @@ Backend = Literal["local", "docker"]
 BACKENDS: tuple[str, ...] = ("local", "docker")
 # Options only the docker backend understands; a local cluster ignores them, so callers
 # (ftctl run) can pass one set of options whatever the backend.
-DOCKER_OPTIONS = frozenset({"image", "mounts", "cpus", "mem_limit", "run_id", "client"})
+DOCKER_OPTIONS = frozenset({"image", "mounts", "cpus", "mem_limit", "run_id", "own_pids",
+                            "client"})
 
 
 def check_backend(backend: str) -> str:

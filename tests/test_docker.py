@@ -36,6 +36,7 @@ from ftctl.cluster.state import STATE_DIR_ENV
 from ftctl.docker.cluster import DockerCluster
 from ftctl.docker.image import ImageBuild, build_image
 from ftctl.docker.meta import LABEL_CLUSTER, cluster_key, load_meta, save_meta
+from tests.dockerkit import containers_of
 
 pytestmark = pytest.mark.docker
 
@@ -44,16 +45,8 @@ WORDCOUNT = ROOT / "topologies" / "wordcount.yaml"
 runner = CliRunner()
 
 
-def _containers(key: str) -> list[Any]:
-    client = docker.from_env()
-    try:
-        return list(client.containers.list(all=True, filters={"label": f"{LABEL_CLUSTER}={key}"}))
-    finally:
-        client.close()
-
-
 def _remove_all(key: str) -> None:
-    for container in _containers(key):
+    for container in containers_of(key):
         container.remove(force=True)
 
 
@@ -126,7 +119,7 @@ def test_status_shows_both_workers_alive_with_labels(cluster: DockerCluster) -> 
 
 
 def test_containers_are_labelled_and_limited(cluster: DockerCluster) -> None:
-    by_name = {c.name: c for c in _containers(cluster.key)}
+    by_name = {c.name: c for c in containers_of(cluster.key)}
     assert len(by_name) == 3
     worker = by_name[f"ftctl-{cluster.key}-w0"]
     assert worker.labels["ftctl.label.rack"] == "a"
@@ -197,7 +190,7 @@ def test_fault_context_drives_the_docker_cluster(cluster: DockerCluster) -> None
 
 def test_down_removes_every_container(cluster: DockerCluster) -> None:
     cluster.down()
-    assert _containers(cluster.key) == []
+    assert containers_of(cluster.key) == []
     assert not (cluster.state_dir / "cluster.json").exists()
 
 
@@ -218,7 +211,7 @@ def test_prune_removes_the_containers_of_a_dead_owner(image: ImageBuild, tmp_pat
         save_meta(cluster.state_dir, meta)
         pruned = [p for p in DockerCluster.prune() if p.cluster_key == cluster.key]
         assert len(pruned) == 1 and "is gone" in pruned[0].reason
-        assert _containers(cluster.key) == []
+        assert containers_of(cluster.key) == []
     finally:
         cluster.down()
         _remove_all(cluster.key)
@@ -240,4 +233,4 @@ def test_run_wordcount_checkpoint_on_docker_is_exactly_once(tmp_path: Path) -> N
     assert not any(summary["anomalies"].values()), summary["anomalies"]
     assert summary["oracle"] == {"passed": True, "mismatches": 0}
     key = cluster_key((tmp_path / ".ftctl" / "runs" / summary["run_id"]).resolve())
-    assert _containers(key) == []
+    assert containers_of(key) == []

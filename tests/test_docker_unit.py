@@ -57,9 +57,10 @@ def test_prune_without_engine_prunes_processes_and_says_containers_were_not_chec
 
 def test_docker_only_options_are_refused_for_local(tmp_path: Path) -> None:
     env = {"FTCTL_STATE_DIR": str(tmp_path / "state")}
-    result = runner.invoke(app, ["cluster", "up", "--cpus", "1"], env=env)
-    assert result.exit_code == 2
-    assert "--cpus applies to --backend docker only" in result.output
+    for flag in (["--cpus", "1"], ["--own-pids"]):
+        result = runner.invoke(app, ["cluster", "up", *flag], env=env)
+        assert result.exit_code == 2
+        assert f"{flag[0]} applies to --backend docker only" in result.output
 
 
 def test_make_cluster_picks_the_backend(tmp_path: Path) -> None:

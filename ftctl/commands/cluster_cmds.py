@@ -152,6 +152,11 @@ def up(
         list[Path] | None, typer.Option(help="docker: host directory bind-mounted at the "
                                         "same path (repeatable), e.g. the results dir.")
     ] = None,
+    own_pids: Annotated[
+        bool, typer.Option("--own-pids", help="docker: a PID namespace per container, as on "
+                           "separate hosts (for `--master` runs: faults then go through the "
+                           "tasks' agent).")
+    ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the recorded cluster state as JSON.")
     ] = False,
@@ -170,7 +175,7 @@ def up(
             ui_port=ui_port,
             start_timeout=timeout,
             **_docker_options(chosen, image=image, cpus=cpus, mem_limit=mem_limit,
-                              mounts=mount or [Path("results")]),
+                              own_pids=own_pids or None, mounts=mount or [Path("results")]),
         )
         started = time.monotonic()
         with spinner(f"starting the {chosen} Spark cluster", quiet=as_json) as say:
@@ -192,7 +197,8 @@ def _docker_options(backend: str, **opts: Any) -> dict[str, Any]:
     """Docker-only options; given to the local backend they are a usage error."""
     if backend == "docker":
         return opts
-    given = [name for name in ("image", "cpus", "mem_limit") if opts[name] is not None]
+    given = [name for name in ("image", "cpus", "mem_limit", "own_pids")
+             if opts[name] is not None]
     if given:
         flag = "--" + given[0].replace("_", "-")
         raise ClusterUsageError(f"{flag} applies to --backend docker only")

@@ -20,7 +20,9 @@ and stopped:
   container namespace (which would hit an unrelated host process). ``pid`` in the state
   file is the host pid of the container's main process (the daemon JVM), so process-level
   faults (SIGKILL of a task's Python worker, SIGSTOP of a tree) work unchanged; the engine
-  still kills every process of the container's cgroup when its main process dies;
+  still kills every process of the container's cgroup when its main process dies.
+  ``own_pids`` gives each container its own PID namespace instead, as on separate hosts:
+  such a cluster is for ``--master`` runs, where faults go through the tasks' own agent;
 - every container carries ``ftctl.cluster=<state dir hash>`` and ``ftctl.run=<id>``:
   ``down()`` removes them by label, and ``prune()`` finds those a crashed run left.
 
@@ -124,8 +126,8 @@ class DockerCluster(LocalCluster):
     for the current code), ``mounts`` (host paths bind-mounted at the same path, e.g. the
     results dir), ``cpus``/``mem_limit`` per worker container (default: ``min(cores,
     host CPUs)`` and the worker memory plus room for the daemons), ``run_id`` (the
-    ``ftctl.run`` label) and ``owned`` (the cluster belongs to this process: ``prune``
-    removes it once the process is gone).
+    ``ftctl.run`` label), ``owned`` (the cluster belongs to this process: ``prune``
+    removes it once the process is gone) and ``own_pids`` (a PID namespace per container).
     """
 
     DAEMON_NOUN = " container"
@@ -148,6 +150,7 @@ class DockerCluster(LocalCluster):
         mem_limit: str | None = None,
         run_id: str | None = None,
         owned: bool = False,
+        own_pids: bool | None = False,
         client: Any = None,
     ) -> None:
         super().__init__(
@@ -164,6 +167,7 @@ class DockerCluster(LocalCluster):
         self.cpus = cpus
         self.mem_limit = mem_limit
         self.run_id = run_id or new_run_id()
+        self.own_pids = bool(own_pids)
         self.key = cluster_key(self.state_dir)
         self._client = client
         self._client_lock = threading.Lock()
@@ -215,7 +219,7 @@ class DockerCluster(LocalCluster):
     def _use_meta(self, meta: DockerMeta) -> None:
         self._meta = meta
         self.image, self.mounts, self.run_id = meta.image, list(meta.mounts), meta.run_id
-        self.cpus, self.mem_limit = meta.cpus, meta.mem_limit
+        self.cpus, self.mem_limit, self.own_pids = meta.cpus, meta.mem_limit, meta.own_pids
 
     # ------------------------------------------------------------------ up
 
@@ -241,7 +245,7 @@ class DockerCluster(LocalCluster):
         owner = psutil.Process() if self.owned else None
         self._meta = DockerMeta(
             image=self.image, cluster_key=self.key, run_id=self.run_id, mounts=self.mounts,
-            cpus=self.cpus, mem_limit=self.mem_limit,
+            cpus=self.cpus, mem_limit=self.mem_limit, own_pids=self.own_pids,
             owner_pid=owner.pid if owner else None,
             owner_create_time=owner.create_time() if owner else None,
         )  # fmt: skip
@@ -312,7 +316,10 @@ class DockerCluster(LocalCluster):
         try:
             container = self.client.containers.run(
                 self.image, argv, name=container_name(self.key, daemon), detach=True,
-                network_mode="host", pid_mode="host", labels=container_labels,
+                network_mode="host", pid_mode=None if self.own_pids else "host",
+                # In a namespace of its own the daemon would be its init, which ignores
+                # SIGKILL from inside: a small init runs it, as a host's would.
+                init=True if self.own_pids else None, labels=container_labels,
                 environment=self._daemon_environment(log), volumes=volumes,
                 working_dir=str(self.state_dir), nano_cpus=int(cpus * 1e9), mem_limit=mem_limit,
             )  # fmt: skip

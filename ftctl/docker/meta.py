@@ -49,6 +49,7 @@ class DockerMeta:
     mounts: list[str] = field(default_factory=list)
     cpus: float | None = None
     mem_limit: str | None = None
+    own_pids: bool = False  # a PID namespace per container (see DockerCluster)
     # Set for a cluster that lives only as long as one command (`ftctl run`): when that
     # process is gone, `cluster prune` knows the containers were left by a crash.
     owner_pid: int | None = None
