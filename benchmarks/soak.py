@@ -38,6 +38,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("driver", "driver-jvm", "daemons", "executors", "tasks")
 MB = 1024 * 1024
+END_MARGIN_S = 60.0  # no flapping in the run's last minute
 
 
 def kind_of(proc: psutil.Process, root: int) -> str | None:
@@ -105,8 +106,9 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="ftctl-soak-"))
     scenario = yaml.safe_load(args.scenario.read_text())
     for fault in scenario["faults"]:
-        if "every" in fault:  # keep flapping until the run ends
-            fault["count"] = max(1, math.floor(seconds / float(fault["every"])))
+        if "every" in fault:  # keep flapping until the run ends, but not past it:
+            # an occurrence due after the topology stopped is undelivered and fails the run.
+            fault["count"] = max(1, math.floor((seconds - END_MARGIN_S) / float(fault["every"])))
     (work / "soak.yaml").write_text(yaml.safe_dump(scenario))
     # wordcount has one source: records = rate x seconds.
     records = int(args.rate * seconds)
@@ -129,7 +131,10 @@ def main() -> int:
             samples.append(with_time)
         time.sleep(args.every)
     out, err = proc.communicate()
-    print(f"{len(samples)} samples over {time.monotonic() - started:.0f} s")
+    rows = [{"t": round(t, 1), **{k: round(v, 1) for k, v in mb.items()}} for t, mb in samples]
+    (work / "samples.json").write_text(json.dumps(rows))
+    print(f"{len(samples)} samples over {time.monotonic() - started:.0f} s "
+          f"(each: {work / 'samples.json'})")
     print(f"{'kind':<12}{'first 1/4 MB':>14}{'last 1/4 MB':>14}{'MB/min (2nd half)':>20}")
     grew = []
     quarter = max(1, len(samples) // 4)
