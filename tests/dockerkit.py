@@ -4,6 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+
+def skip_unless_engine() -> None:
+    """Skip the calling test module, saying why, when no Docker engine answers."""
+    from ftctl.docker.engine import docker_host, engine_reachable
+
+    if not engine_reachable():
+        pytest.skip(f"no Docker engine reachable (DOCKER_HOST={docker_host()})",
+                    allow_module_level=True)
+
 
 def containers_of(key: str) -> list[Any]:
     """Every container, running or not, labelled with cluster key ``key``."""

@@ -17,27 +17,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import docker
 import psutil
 import pytest
 from typer.testing import CliRunner
 
-from ftctl.cli import app
-from ftctl.docker.engine import docker_host, engine_reachable
-
-if not engine_reachable():
-    pytest.skip(
-        f"no Docker engine reachable (DOCKER_HOST={docker_host()})", allow_module_level=True
-    )
-
-import docker
-
 from chaos.hostctx import HostFaultContext
+from ftctl.cli import app
 from ftctl.cluster.state import STATE_DIR_ENV
 from ftctl.docker.cluster import DockerCluster
 from ftctl.docker.image import ImageBuild, build_image
 from ftctl.docker.meta import LABEL_CLUSTER, cluster_key, load_meta, save_meta
-from tests.dockerkit import containers_of
+from tests.dockerkit import containers_of, skip_unless_engine
 
+skip_unless_engine()
 pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,24 +19,18 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from ftctl.docker.engine import docker_host, engine_reachable
-from ftctl.kernel.history import read_history
-
-if not engine_reachable():
-    pytest.skip(
-        f"no Docker engine reachable (DOCKER_HOST={docker_host()})", allow_module_level=True
-    )
-
 import docker
+import pytest
 
 from chaos.containers import ContainerKill, ContainerPause, ContainerRestart, ContainerStop
 from chaos.hostctx import HostFaultContext
 from ftctl.docker.cluster import DockerCluster
 from ftctl.docker.image import build_image
 from ftctl.docker.meta import LABEL_CLUSTER, LABEL_STATE_DIR
+from ftctl.kernel.history import read_history
+from tests.dockerkit import skip_unless_engine
 
+skip_unless_engine()
 pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parent.parent

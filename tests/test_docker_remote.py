@@ -26,19 +26,13 @@ from typing import Any
 import psutil
 import pytest
 
-from ftctl.docker.engine import docker_host, engine_reachable
-from ftctl.kernel.history import read_history
-
-if not engine_reachable():
-    pytest.skip(
-        f"no Docker engine reachable (DOCKER_HOST={docker_host()})", allow_module_level=True
-    )
-
 from ftctl.docker.cluster import DockerCluster
 from ftctl.docker.image import build_image
+from ftctl.kernel.history import read_history
 from ftctl.spark.agent import EXECUTOR_CLASS, WORKER_CLASS
-from tests.dockerkit import containers_of
+from tests.dockerkit import containers_of, skip_unless_engine
 
+skip_unless_engine()
 pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parent.parent
