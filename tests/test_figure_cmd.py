@@ -35,3 +35,12 @@ def test_help_with_a_figure_name_lists_its_options():
     assert "mini_batch=" in text
     plain = " ".join(CliRunner().invoke(app, ["figure", "--help"]).output.split())
     assert "threshold=" not in plain  # no figure named: no figure's options
+
+
+def test_list_gives_every_figure_a_line() -> None:
+    res = CliRunner().invoke(app, ["figure", "list"])
+    assert res.exit_code == 0
+    text = " ".join(res.output.split())
+    for fig in figures().values():
+        assert fig.name in text
+    assert "against aggregated state" in text  # 000-fig2's description

@@ -20,9 +20,12 @@ from ftctl.tables import print_table
 @user_errors
 def figure(
     name: Annotated[
-        str | None, typer.Argument(help="Figure to reproduce, e.g. 001-fig7; omit to list them.")
+        str | None, typer.Argument(
+            help="Figure to reproduce, e.g. 001-fig7; omit (or 'list') to list them.")
     ] = None,
-    host: Annotated[str, typer.Option(help="Where to run it: sim or spark.")] = "sim",
+    host: Annotated[str | None, typer.Option(
+        help="Where to run it: sim or spark (default: sim, or the figure's only host).")
+    ] = None,
     out: Annotated[
         Path, typer.Option(help="Folder for the PNG and data files.")
     ] = Path("results/figures"),
@@ -40,15 +43,17 @@ def figure(
 
       ftctl figure 001-fig7              # Falkirk Wheel's Figure 7 frontiers
 
-      ftctl figure 000-fig2 --host spark --quick
+      ftctl figure 000-fig2 --quick      # paper 000's Figure 2, on Spark
     """
     known = figures()
-    if name is None:
+    if name is None or name == "list":
         _list(known, as_json)
         raise typer.Exit(EXIT_OK)
     fig = known.get(name)
     if fig is None:
         raise ConfigError("figure", None, f"unknown figure {name!r} (known: {', '.join(known)})")
+    if host is None:  # a Spark-only figure needs no --host spark
+        host = "sim" if "sim" in fig.hosts else fig.hosts[0]
     if host not in fig.hosts:
         raise ConfigError("--host", None, f"{name} runs on {', '.join(fig.hosts)}, not {host!r}")
     options = FigureOptions(out=out / name, host=host, quick=quick, options=parse_params(opt))

@@ -1,0 +1,241 @@
+"""Paper 000, Figure 3: propagation latency against offered load, with and without clocks.
+
+``topologies/sharder.yaml`` fault-free on one warm local Spark cluster at each offered
+load (votes/s, paced by the sources' schedule), under ``causal`` (tree clocks on every
+batch, diff logs, payload logs, local snapshots), ``causal:clocks=off`` (the same without
+clocks or diff logs) and ``none`` (no clocks and no logging at all).
+
+Latency is the host's sink output latency: from when a record's batch was due on the
+rate schedule to when the sink outputs it; a run's p50/p90 are over its samples after
+the first second. A run whose worst sample is more than ``BEHIND_S`` late fell behind
+its schedule: that load is over the host's maximum. ``repeat`` sweeps run interleaved
+(a drift in the machine's load hits every protocol alike); a point's p50 is the median
+of its runs and an overhead the median of the paired ratios, run by run: clocks' =
+causal / causal:clocks=off - 1, causal vs none = causal / none - 1.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from matplotlib.axes import Axes
+
+from ftctl.config.load import load_topology
+from ftctl.run.capture import Capture
+from ftctl.run.execute import RunContext, execute
+from ftctl.spark.host import HostResult
+
+from . import Figure, FigureOptions, FigureResult
+from . import spark_points as sp
+from .spark_points import Runner
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARDER = ROOT / "topologies" / "sharder.yaml"
+WARMUP_S = 1.0  # output of the first second is start-up
+BEHIND_S = 2.0
+CORES = 24  # per worker, as for 000-fig2
+CLOCKS, NO_CLOCKS, NONE = "causal", "causal:clocks=off", "none"
+# (name, base): an overhead of causal over base, paired run by run
+OVERHEADS = (("clocks'", NO_CLOCKS), ("causal vs none", NONE))
+PAPER = "the paper: tree clocks cost 28% (1.5 ms) near its maximum load of 3.0M ops/s"
+
+
+@dataclass(frozen=True)
+class Setup:
+    rates: tuple[float, ...]
+    protocols: tuple[str, ...]
+    seconds: float  # input per point, at its rate
+    repeat: int
+
+
+# The docs' measured table.
+FULL = Setup((12_000.0, 16_000.0, 19_200.0, 24_000.0), (NONE, NO_CLOCKS, CLOCKS), 8.0, 3)
+QUICK = Setup((4_000.0, 12_000.0), (NONE, NO_CLOCKS, CLOCKS), 6.0, 1)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One fault-free run."""
+
+    protocol: str
+    rate: float
+    rep: int
+    passed: bool
+    p50_ms: float
+    p90_ms: float
+    behind: bool
+    samples: int
+    run_id: str = ""
+    load: float = 0.0
+
+
+def latency_sample(protocol: str, rate: float, rep: int, passed: bool,
+                   latency: Sequence[tuple[Any, float, float]], run_id: str) -> Sample:
+    """p50/p90 (ms) of the samples ``(instance, t, seconds)`` after the first second."""
+    t0 = min((t for _, t, _ in latency), default=0.0)
+    vals = sorted(v for _, t, v in latency if t >= t0 + WARMUP_S)
+    if not vals:
+        raise RuntimeError(f"{protocol} at {rate:g}/s: no latency samples")
+    return Sample(protocol, rate, rep, passed, round(1000 * statistics.median(vals), 3),
+                  round(1000 * vals[int(0.9 * (len(vals) - 1))], 3),
+                  max(v for _, _, v in latency) > BEHIND_S, len(vals), run_id)
+
+
+class _Keep(Capture):
+    def __init__(self, protocol: str, rate: float, rep: int):
+        super().__init__()
+        self.key = (protocol, rate, rep)
+        self.sample: Sample | None = None
+
+    def keep(self, ctx: RunContext, result: HostResult, summary: dict[str, Any]) -> None:
+        self.sample = latency_sample(*self.key, bool(summary.get("passed")), result.latency,
+                                     ctx.store.run_id)
+
+
+def setup_of(options: FigureOptions) -> Setup:
+    base = QUICK if options.quick else FULL
+    opts = options.options
+    return Setup(sp.number_list(opts, "rates", base.rates), sp.protocol_list(opts, base.protocols),
+                 sp.positive(opts, "seconds", base.seconds),
+                 int(sp.positive(opts, "repeat", base.repeat, whole=True)))
+
+
+def run(options: FigureOptions, runner: Runner = execute) -> FigureResult:
+    setup = setup_of(options)
+    base = load_topology(SHARDER)
+    out = options.out
+    out.mkdir(parents=True, exist_ok=True)
+    samples: list[Sample] = []
+    with sp.warm_cluster(options.options.get("master"), CORES, "ftctl-000-fig3-") as master:
+        for rep in range(setup.repeat):
+            for rate in setup.rates:
+                topo = base.with_input(records=int(rate * setup.seconds), rate=rate)
+                for proto in setup.protocols:
+                    keep = _Keep(proto, rate, rep)
+                    runner(sp.point_request(topo, proto, master, out / "runs", "000-fig3",
+                                         f"{proto} {rate:g}/s rep {rep}"), keep)
+                    if keep.sample is None:
+                        raise RuntimeError(f"{proto} at {rate:g}/s: the Spark run did not "
+                                           "finish")
+                    samples.append(sp.announce(keep.sample))
+    return result(samples, setup, out)
+
+
+@dataclass(frozen=True)
+class Median:
+    """One (protocol, rate) over its runs."""
+
+    protocol: str
+    rate: float
+    p50_ms: float
+    p90_ms: float
+    passed: bool
+    behind: int  # runs that fell behind
+    runs: int
+
+
+def medians(samples: Sequence[Sample]) -> list[Median]:
+    out = []
+    for key in dict.fromkeys((s.protocol, s.rate) for s in samples):
+        runs = [s for s in samples if (s.protocol, s.rate) == key]
+        out.append(Median(*key, statistics.median(s.p50_ms for s in runs),
+                          statistics.median(s.p90_ms for s in runs),
+                          all(s.passed for s in runs), sum(s.behind for s in runs),
+                          len(runs)))
+    return out
+
+
+def overheads(samples: Sequence[Sample]) -> dict[float, dict[str, list[float]]]:
+    """Per rate and overhead: causal / base - 1 for every repeat where both ran."""
+    by = {(s.protocol, s.rate, s.rep): s.p50_ms for s in samples}
+    out: dict[float, dict[str, list[float]]] = {}
+    for rate in dict.fromkeys(s.rate for s in samples):
+        for what, base in OVERHEADS:
+            paired = [by[(CLOCKS, rate, k)] / by[(base, rate, k)] - 1
+                      for k in sorted({s.rep for s in samples})
+                      if (CLOCKS, rate, k) in by and by.get((base, rate, k))]
+            if paired:
+                out.setdefault(rate, {})[what] = paired
+    return out
+
+
+def _pct(paired: list[float] | None) -> str:
+    if not paired:
+        return "-"
+    text = f"{statistics.median(paired):+.0%}"
+    return text + (f" ({', '.join(f'{x:+.0%}' for x in paired)})" if len(paired) > 1 else "")
+
+
+def result(samples: Sequence[Sample], setup: Setup, out: Path) -> FigureResult:
+    """The table, overheads and plot over measured (or, in tests, made-up) runs."""
+    meds = medians(samples)
+    over = overheads(samples)
+    protos = list(dict.fromkeys(m.protocol for m in meds))
+    by = {(m.protocol, m.rate): m for m in meds}
+    rows = []
+    for rate in dict.fromkeys(m.rate for m in meds):
+        cells = [f"{by[(p, rate)].p50_ms:.1f}" + (f" ({by[(p, rate)].behind} behind)"
+                                                  if by[(p, rate)].behind else "")
+                 if (p, rate) in by else "-" for p in protos]
+        rows.append((f"{rate:,.0f}", *cells,
+                     *(_pct(over.get(rate, {}).get(what)) for what, _ in OVERHEADS)))
+    kept = {p: max((m.rate for m in meds if m.protocol == p and not m.behind), default=None)
+            for p in protos}
+    summary = {"setup": asdict(setup), "runs": [asdict(s) for s in samples],
+               "medians": [asdict(m) for m in meds],
+               "overheads": {f"{r:g}": {w: {"median": statistics.median(v), "runs": v}
+                                        for w, v in o.items()} for r, o in over.items()},
+               "highest_on_schedule": kept,
+               "all_exactly_once": all(s.passed for s in samples)}
+    js = out / "fig3.json"
+    js.write_text(json.dumps(summary, indent=1))
+    png = plot(meds, out / "fig3.png")
+    return FigureResult(
+        title=f"000 Figure 3: sink latency vs offered load, sharder fault-free (Spark; "
+              f"{setup.seconds:g} s per point, {setup.repeat} interleaved sweep(s))",
+        header=("votes/s", *(f"{p} p50 ms" for p in protos),
+                *(f"{what} overhead" for what, _ in OVERHEADS)),
+        rows=tuple(rows), files=(js, png), summary=summary,
+        notes=(*(f"{p}: highest load kept on schedule here "
+                 + ("none" if r is None else f"{r:,.0f} votes/s") for p, r in kept.items()),
+               "p50: median of a run's sink latencies after its first second, median over "
+               "the runs; overheads: median of the paired per-run ratios (each run's in "
+               "brackets); 'behind': runs whose worst latency passed "
+               f"{BEHIND_S:g} s (over the load the host keeps up with).",
+               f"All {len(samples)} runs exactly-once." if summary["all_exactly_once"]
+               else "NOT all runs exactly-once: see fig3.json.", PAPER + "."))
+
+
+def plot(meds: Sequence[Median], png: Path) -> Path:
+    labels = {CLOCKS: "causal (tree clocks)", NO_CLOCKS: "causal, clocks off",
+              NONE: "none (no logging)"}
+
+    def draw(ax: Axes) -> None:
+        for proto in dict.fromkeys(m.protocol for m in meds):
+            pts = [(m.rate, m.p50_ms) for m in meds if m.protocol == proto]
+            ax.plot(*zip(*pts, strict=True), marker="o", label=labels.get(proto, proto))
+    return sp.line_plot(png, (5.0, 3.5), draw, ("offered load (votes/s)",
+                     "propagation latency p50 (ms)", "sharder: latency vs load (Spark)"))
+
+
+FIGURE = Figure(
+    name="000-fig3",
+    paper="000",
+    title="tree clocks' latency overhead against offered load (causal, clocks off, none)",
+    hosts=("spark",),
+    run=run,
+    options={
+        "rates": "offered loads, votes/s, comma-separated (default "
+                 "12000,16000,19200,24000; --quick 4000,12000)",
+        "protocols": f"default {NONE},{NO_CLOCKS},{CLOCKS} (name or name:key=value+...)",
+        "seconds": "input per point, at its rate (default 8; --quick 6)",
+        "repeat": "interleaved sweeps; medians of runs and of paired ratios (default 3; "
+                  "--quick 1)",
+        "master": "run on this Spark master instead of a local cluster started here",
+    },
+)

@@ -1,0 +1,164 @@
+"""``ftctl figure 000-fig2`` / ``000-fig3`` without Spark: each run is replaced by the
+figures a real run would keep, and the table, ratios and plot must carry them through."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ftctl.cli import app
+from ftctl.compare.figures import RunFigures
+from ftctl.figures import FigureOptions, fig_000_fig2, fig_000_fig3
+from ftctl.kernel.history import HistoryEvent
+from ftctl.run.execute import RunRequest
+
+MASTER = {"master": "spark://fake:7077"}  # no cluster is started for a given master
+
+# fig2, per (protocol, N): restarts, detection, first output, recovery (incl. detection),
+# snapshot bytes read, records processed, replayed.
+FIG2 = {
+    ("causal", 20_000): (1, 0.05, 0.12, 0.25, 0, 360_000, 0),
+    ("lineage", 20_000): (22, 0.05, 6.0, 8.05, 0, 400_000, 20_000),
+    ("causal", 100_000): (1, 0.06, 0.15, 0.46, 0, 600_000, 0),
+    ("lineage", 100_000): (22, 0.06, 12.06, None, 0, 800_000, 100_000),
+}
+
+
+def fig2_runner(seen: list[RunRequest]) -> Any:
+    def run(request: RunRequest, ext: Any) -> int:
+        seen.append(request)
+        proto, n = request.config["run"].split(" N=")
+        restarts, det, first, rec, snap, processed, replayed = FIG2[(proto, int(n))]
+        ext.figures = RunFigures(
+            run_id=f"{proto}-{n}", protocol=proto, passed=True, lost=0, duplicated=0,
+            detection_s=det, restart_s=None, recovery_s=rec, throughput_rps=None,
+            latency_p50_s=None, records_processed=processed, snapshot_bytes=0,
+            restarts=restarts, seconds=30.0, replayed=replayed)
+        ext.recovery = {"detection_s": det, "first_output_s": first, "recovery_s": rec}
+        ext.snapshot_read = snap
+        return 0
+    return run
+
+
+def test_fig2_table_and_ratios_carry_each_runs_numbers(tmp_path: Path) -> None:
+    seen: list[RunRequest] = []
+    res = fig_000_fig2.run(FigureOptions(tmp_path, host="spark", quick=True, options=MASTER),
+                           fig2_runner(seen))
+    assert [r.config["run"] for r in seen] == ["causal N=20000", "lineage N=20000",
+                                               "causal N=100000", "lineage N=100000"]
+    assert all(r.master == "spark://fake:7077" and r.spares == 1 for r in seen)
+    # N votes at 16,000/s, then 4,000/s for the 6 s settle and the 25 s tail
+    inp = seen[2].topology.input
+    assert (inp.records, inp.rate) == (100_000 + 4_000 * 31, 16_000.0)
+    assert inp.rate_change is not None and (inp.rate_change.at, inp.rate_change.rate) == \
+        (100_000, 4_000.0)
+    assert "at: 12.25" in (tmp_path / "kill-sharder-100000.yaml").read_text()
+    rows = [r[:10] for r in res.rows]  # all but the load average
+    assert rows == [
+        ("20,000", "causal", "yes", 1, "0.05", "0.12", "0.20", "0", "360,000", "0"),
+        ("20,000", "lineage", "yes", 22, "0.05", "6.00", "8.00", "0", "400,000", "20,000"),
+        ("100,000", "causal", "yes", 1, "0.06", "0.15", "0.40", "0", "600,000", "0"),
+        ("100,000", "lineage", "yes", 22, "0.06", "12.06", "-", "0", "800,000", "100,000"),
+    ]
+    # first output 6/0.12 = 50x, recovery 8/0.2 = 40x; at 100k lineage never settled:
+    # its recovery is at least its first output after detection, (12.06-0.06)/0.4
+    assert res.summary["ratios"] == {
+        "20000": {"first_output": 50.0, "recovery": 40.0},
+        "100000": {"first_output": 80.4, "recovery_at_least": 30.0}}
+    assert "N=20,000: lineage / causal first output 50x, recovery 40x" in res.notes
+    assert any(n.startswith("N=100,000: lineage / causal first output 80.4x, recovery >= "
+                            "30x") for n in res.notes)
+    png = tmp_path / "fig2.png"
+    assert png in res.files and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_fig2_snapshot_bytes_read_sizes_what_replacements_restored(tmp_path: Path) -> None:
+    (tmp_path / "00000003").mkdir()
+    (tmp_path / "00000003" / "shard[4].pkl").write_bytes(b"x" * 700)
+
+    def started(instance: str, restore: int | None) -> HistoryEvent:
+        return HistoryEvent(1, 1.0, "spark", "instance-started",
+                            {"reason": "restart", "restore": restore}, instance=instance)
+
+    read = fig_000_fig2.snapshot_bytes_read
+    assert read([started("sharder[0]", None)], tmp_path) == 0  # stateless: nothing read
+    assert read([started("shard[4]", 3), started("sharder[0]", None)], tmp_path) == 700
+    assert read([started("shard[5]", 3)], tmp_path) is None  # gone: not sized, not 0
+
+
+def _latency(p50_ms: float, behind: bool = False) -> list[tuple[str, float, float]]:
+    """Samples whose median after the first second is ``p50_ms``; the first second's
+    samples are large and must be ignored."""
+    s = p50_ms / 1000
+    warm = [("out[0]", 0.1 * k, 0.5) for k in range(5)]
+    late = [("out[0]", 5.0, 3.0)] if behind else []
+    return warm + [("out[0]", 1.0 + 0.1 * k, v) for k, v in
+                   enumerate((s * 0.9, s, s, s * 1.1, s))] + late
+
+
+# fig3 p50 ms per (protocol, rate, repeat)
+FIG3 = {
+    ("none", 4000.0): (2.0, 2.0), ("causal:clocks=off", 4000.0): (2.5, 3.0),
+    ("causal", 4000.0): (2.75, 3.6),
+    ("none", 12000.0): (2.0, 1.6), ("causal:clocks=off", 12000.0): (3.0, 2.0),
+    ("causal", 12000.0): (3.0, 3.0),
+}
+
+
+def fig3_runner(seen: list[RunRequest]) -> Any:
+    def run(request: RunRequest, ext: Any) -> int:
+        seen.append(request)
+        proto, rate, rep = ext.key
+        behind = (proto, rate, rep) == ("causal", 12000.0, 1)
+        ext.sample = fig_000_fig3.latency_sample(
+            proto, rate, rep, True, _latency(FIG3[(proto, rate)][rep], behind), "r")
+        return 0
+    return run
+
+
+def test_fig3_medians_and_paired_overheads(tmp_path: Path) -> None:
+    seen: list[RunRequest] = []
+    res = fig_000_fig3.run(FigureOptions(tmp_path, host="spark", quick=True,
+                                         options={**MASTER, "repeat": "2"}),
+                           fig3_runner(seen))
+    # interleaved: every rate and protocol once per sweep
+    assert [(r.info.name, r.topology.input.rate) for r in seen[:3]] == [
+        ("none", 4000.0), ("causal", 4000.0), ("causal", 4000.0)]
+    assert seen[1].params.model_dump()["clocks"] == "off"
+    assert seen[0].topology.input.records == 24_000  # 6 s at 4,000/s
+    assert len(seen) == 12
+    assert res.header == ("votes/s", "none p50 ms", "causal:clocks=off p50 ms",
+                          "causal p50 ms", "clocks' overhead", "causal vs none overhead")
+    # 4,000/s: clocks' +10% and +20% -> +15%; vs none +38% and +80% -> +59%
+    # 12,000/s: clocks' +0% and +50% -> +25%; vs none +50% and +88% -> +69%
+    assert res.rows == (
+        ("4,000", "2.0", "2.8", "3.2", "+15% (+10%, +20%)", "+59% (+38%, +80%)"),
+        ("12,000", "1.8", "2.5", "3.0 (1 behind)", "+25% (+0%, +50%)",
+         "+69% (+50%, +88%)"))
+    assert res.summary["overheads"]["4000"]["clocks'"]["median"] == pytest.approx(0.15)
+    assert res.summary["highest_on_schedule"] == {"none": 12000.0,
+                                                  "causal:clocks=off": 12000.0,
+                                                  "causal": 4000.0}
+    assert "causal: highest load kept on schedule here 4,000 votes/s" in res.notes
+    png = tmp_path / "fig3.png"
+    assert png in res.files and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["000-fig2", "--opt", "sizes=10k"], "sizes"),
+    (["000-fig2", "--opt", "sizes=0,100"], "sizes"),
+    (["000-fig2", "--opt", "tail=1,2"], "tail"),
+    (["000-fig2", "--opt", "protocols=causal,nope"], "nope"),
+    (["000-fig2", "--opt", "protocols=causal:depth=zero"], "depth"),
+    (["000-fig3", "--opt", "repeat=1.5"], "repeat"),
+    (["000-fig3", "--opt", "rates=-5"], "rates"),
+    (["000-fig3", "--host", "sim"], "spark"),
+])
+def test_bad_options_are_one_line_exit_2(tmp_path: Path, args: list[str], says: str) -> None:
+    res = CliRunner().invoke(app, ["figure", *args, "--out", str(tmp_path)])
+    assert res.exit_code == 2, res.output
+    assert says in res.output and "Traceback" not in res.output
+    assert len(res.output.strip().splitlines()) == 1
