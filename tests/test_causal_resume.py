@@ -1,9 +1,9 @@
 """Where a replacement resumes each child: at 1 + the child's level-1 entry (spec R1, R5).
 
-The plan's resume point per channel is the child's position + 1; with no silent events
-(N5) a non-source instance sends exactly one batch per channel per event, so that is the
-paper's 1 + t_j, which ``causal-replay`` records next to it (``children``, from the
-clocks). A resume point one batch early or late breaks the equality."""
+The plan's resume point per channel is 1 + the child's level-1 entry t_j, a sender time
+(payload logs are addressed by it, spec D5), for sources too, whose hash or round-robin
+output skips channels; ``causal-replay`` records both next to each other. A resume point
+one batch early or late breaks the equality."""
 
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ def test_every_plan_resumes_at_one_past_the_level_one_entry(topology: str) -> No
         out = sim.run_one(seed)
         assert out.verdict.passed
         for e in out.result.events:
-            if e.note != "causal-replay" or sim.graph.instances[e.payload["instance"]].is_source:
-                continue  # a round-robin source numbers batches per channel, not by time
+            if e.note != "causal-replay":
+                continue
             plans += 1
             got = {chans[int(ch)].dst: r for ch, r in e.payload["resume"].items()}
             assert got == e.payload["children"] == {c: t + 1 for c, t in e.payload["t"].items()}, e

@@ -18,9 +18,10 @@ from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch
 from protocols.causal.instance import SINK_SLOT, CausalInstance
-from protocols.causal.messages import CausalInit, Plan
+from protocols.causal.messages import CausalInit, Plan, Restored
 from protocols.causal.mutants import SinkDedupPerKey as CausalPerKey
 from protocols.causal.params import CausalParams
+from protocols.causal.recovery import plan_recovery
 from protocols.contract.actions import Emit, InstanceAction, Persist, Report
 from protocols.contract.events import BatchIn, ControlIn, Started
 from protocols.contract.logic import InstanceLogic
@@ -99,8 +100,9 @@ def test_e4_causal_sink_resumes_after_what_it_made_visible() -> None:
     assert slots[SINK_SLOT]["vis"] == {CH[P1]: 1, CH[P2]: 0, CH[P3]: 0}
     inst, acts = _causal_restart(CausalInstance, slots)
     # R4 with R := the persisted vector: parents resend after what is visible.
-    assert [a.msg for a in acts if isinstance(a, Report) and isinstance(a.msg, Ready)] == [
-        Ready({CH[P1]: 2, CH[P2]: 1, CH[P3]: 1})]
+    [restored] = [a.msg for a in acts if isinstance(a, Report) and isinstance(a.msg, Restored)]
+    assert plan_recovery(SINK, {}, [], CH, restore=restored.clock).parents == {
+        P1: 2, P2: 1, P3: 1}
     after = _arrivals(inst)
     assert Counter(before + after) == Counter([A[:2], B[:2], C[:2]])
     # Its clock and diff log cover the visible batch, so a failed parent's replacement

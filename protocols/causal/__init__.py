@@ -9,10 +9,16 @@ Normal operation (per instance, no coordination):
   it to the instance's clock. Every batch sent carries the last diff in ``Batch.meta``.
 - Diffs are truncated to ``depth + 1`` levels below the root (``depth`` is f, how many
   adjacent failures are recovered locally), so the piggyback is constant-size.
-- Every batch sent is kept in the **payload log** of its output channel.
+- Every batch carries its **sender time** (the root of its diff; without clocks the bare
+  root) and is kept in the **payload log** of its output channel, addressed by that time
+  (spec D5): resends, trimming and a replacement's output filter name sender times. The
+  channel's ``seq`` is only a FIFO gap check at the receiver.
 - **No silent events** (spec N5): an event that sends nothing on an output channel sends
   an empty batch there, so each child's diff log holds every event of its parent up to
-  the child's position and replay can place all of them.
+  the child's position and replay can place all of them. End of stream is an event of its
+  own: once every input ended, the flush (windows fired at the last watermark) gets the
+  next time and a bare diff and sends on every output, so each sender time names exactly
+  one batch per channel and "resend from T + 1" never skips a flush.
 - **Local snapshots.** Every ``snapshot_every`` processed batches per input channel
   (``snapshot_every`` times the number of inputs) an instance persists, in
   its own store slot, its operator state, per-input positions, clock, diff log and payload
@@ -27,19 +33,23 @@ Normal operation (per instance, no coordination):
   per-channel batch numbering and round-robin counters are state even in a stateless
   operator, so every instance takes these local snapshots (tiny for stateless ones).
 - **Garbage collection.** When an instance reports a snapshot, its parents drop payload
-  log entries up to the snapshot's input positions and its children drop diff-log entries
-  about it up to the snapshot's time: a replacement never needs older ones.
+  log entries up to the snapshot's level-1 clock entries (sender times, spec T2) and its
+  children drop diff-log entries about it up to the snapshot's time: a replacement never
+  needs older ones.
 
 Recovery of a failed instance B (nobody else stops, pauses or rolls back):
 
-1. B' restores B's newest local snapshot and holds all input. It reports ``Ready`` with its
-   input positions; the coordinator asks each parent to resend from there (payload logs).
+1. B' restores B's newest local snapshot and holds all input. It reports ``Restored`` with
+   its restore clock R; with the plan, the coordinator asks each parent A to resend from
+   sender time 1 + R[A] (spec R4; a parent restarting in the same component gets no
+   resend: its replacement's regenerated output, filtered there, is the resend).
 2. The coordinator asks B's children (``Query`` controls, ``Answer`` reports) for their
    position on the channel from B and the diffs in which B appears: B's time and the
    parent batch (parent id, parent time) that caused it. ``t_min`` is the smallest B time
    the children have seen, T* applies every B diff up to it to an all-zero clock.
-3. The plan tells B' where to resume to each child (1 + the child's position: regenerated
-   batches below it are filtered, i.e. sent duplicates are never sent) and the observed
+3. The plan tells B' where to resume to each child (1 + t_j, the child's level-1 entry
+   for B: regenerated batches with an older sender time are filtered, i.e. duplicates are
+   never sent, spec R5) and the observed
    events in B-time order. B' processes its parents' batches in exactly that order
    (**execution replay**), so the batches it regenerates are the ones its children saw;
    batches that no child observed are processed afterwards in arrival order. Before the
@@ -48,8 +58,8 @@ Recovery of a failed instance B (nobody else stops, pauses or rolls back):
    saw the newest logged them all); after it, that its clock covers T* (R8). Either
    failing is ``CausalIncomplete``, an internal error that ends the run, never a
    fallback.
-4. Children de-duplicate by per-channel ``seq`` in any case; a sink's positions are
-   durable with each output (above).
+4. A receiver still drops a batch whose ``seq`` is not the next on its channel (a FIFO
+   gap check); a sink's positions are durable with each output (above).
 
 Batches a parent's FIFO channel delivers before an observed one are processed first even if
 unobserved. An unobserved batch processed after later observed ones cannot change what was

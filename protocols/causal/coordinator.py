@@ -15,17 +15,19 @@ from protocols.causal.messages import (
     Plan,
     Query,
     Replayed,
+    Restored,
     TrimDiffLog,
 )
 from protocols.causal.params import CausalParams
-from protocols.causal.recovery import longest_failed_path, plan_recovery
+from protocols.causal.recovery import RecoveryPlan, longest_failed_path, plan_recovery
 from protocols.contract.actions import Control, CoordinatorAction, Note, Restart, Stop
 from protocols.contract.events import FailureDetected, ReportIn
 from protocols.contract.logic import CoordinatorLogic
 from protocols.contract.messages import Ended
 from protocols.contract.names import InstanceId
 from protocols.contract.view import ClusterView, GraphView
-from protocols.shared.logged import SLOT, Ready, Resend, TrimPayloadLog
+from protocols.shared.logged import SLOT, Resend, TrimPayloadLog
+from protocols.shared.treeclock import TreeClock
 
 
 @dataclass
@@ -33,6 +35,7 @@ class _Recovery:
     rid: int
     waiting: set[tuple[str, tuple[str, ...]]]  # (instance asked, path it reads along)
     answers: list[Answer] = field(default_factory=list)
+    restore: TreeClock | None = None  # the replacement's restore clock R, once reported
 
 
 class CausalCoordinator(CoordinatorLogic[CausalParams]):
@@ -58,15 +61,16 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
     def on_report(self, ev: ReportIn, view: ClusterView) -> list[CoordinatorAction]:
         chans = self.graph.channels
         instance, msg = ev.instance, ev.msg
-        if isinstance(msg, Ready):
-            # A parent recovering in the same component gets the same resume point in its
-            # plan (this instance's answer), so it is not asked twice.
-            return [Control(InstanceId(chans[ch].src), Resend(ch, s))
-                    for ch, s in msg.starts.items() if not self._asks(chans[ch].src, instance)]
+        if isinstance(msg, Restored):
+            rec = self.recovering.get(instance)
+            if rec is None or rec.restore is not None:
+                return []
+            rec.restore = msg.clock
+            return self._plan_if_ready(instance, rec)
         if isinstance(msg, LocalSnapshot):
             acts: list[CoordinatorAction] = [
                 Control(InstanceId(chans[ch].src), TrimPayloadLog(ch, p))
-                for ch, p in msg.pos.items()]
+                for ch, p in msg.ptime.items()]
             acts += [Control(InstanceId(chans[ch].dst), TrimDiffLog(ch, msg.time, instance))
                      for ch in self.graph.out_channels(instance)]
             return acts
@@ -81,10 +85,6 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
             self.ended.add(instance)
         return []
 
-    def _asks(self, parent: str, child: str) -> bool:
-        rec = self.recovering.get(parent)
-        return rec is not None and (child, (parent,)) in rec.waiting
-
     def _on_answer(self, child: str, answer: Answer) -> list[CoordinatorAction]:
         rec = self.recovering.get(answer.about)
         key = (child, tuple(answer.via))
@@ -95,7 +95,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         return self._plan_if_ready(answer.about, rec)
 
     def _plan_if_ready(self, b: str, rec: _Recovery) -> list[CoordinatorAction]:
-        if rec.waiting:
+        if rec.waiting or rec.restore is None:
             return []
         del self.recovering[b]
         self.replaying.add(b)
@@ -103,15 +103,31 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         direct = [a for a in rec.answers if len(a.via) == 1]
         plan = plan_recovery(b, {chans[a.channel].dst: a.clock for a in direct},
                              (n for a in rec.answers for n in a.trees),
-                             self.graph.upstream(b), after=0)
-        resume = {a.channel: a.pos + 1 for a in direct}
+                             self.graph.upstream(b), restore=rec.restore, after=0)
+        # Spec R5: B' sends to each child from 1 + its level-1 entry for B.
+        resume = {a.channel: plan.children[chans[a.channel].dst] for a in direct}
         upto = max(plan.t.values(), default=0)
+        resends = self._resends(b, plan)
         return [Control(InstanceId(b), Plan(plan.replay, resume, plan.tstar, upto)),
+                *resends,
                 Note("causal-replay", {"instance": b, "t": plan.t, "t_min": plan.t_min,
                                        "tstar": plan.tstar.to_plain(),
                                        "replay": len(plan.replay),
                                        "resume": {str(k): v for k, v in resume.items()},
-                                       "children": plan.children})]
+                                       "children": plan.children,
+                                       "parents": {str(c.msg.channel): c.msg.start
+                                                   for c in resends
+                                                   if isinstance(c.msg, Resend)}})]
+
+    def _resends(self, b: str, plan: RecoveryPlan) -> list[Control]:
+        """Spec R4: each parent A resends to B' from 1 + R[A]. A parent restarting in the
+        same component gets none (M4): its replacement resumes to B' at 1 + B's answer,
+        the same entry of R, and its regenerated output is the resend."""
+        chans = self.graph.channels
+        busy = set(self.recovering) | self.replaying
+        return [Control(InstanceId(a), Resend(ch, plan.parents[a]))
+                for ch in self.graph.inputs(b)
+                if (a := chans[ch].src) not in busy]
 
     # ------------------------------------------------------------ failures
 

@@ -16,6 +16,7 @@ from protocols.causal.messages import (
     Plan,
     Query,
     Replayed,
+    Restored,
     TrimDiffLog,
 )
 from protocols.causal.params import CausalParams
@@ -25,7 +26,7 @@ from protocols.contract.events import Started
 from protocols.contract.messages import Ended, Msg
 from protocols.contract.names import InstanceId
 from protocols.contract.view import InstanceView
-from protocols.shared.logged import SLOT, LoggedInstance, Ready
+from protocols.shared.logged import SLOT, LoggedInstance
 from protocols.shared.treeclock import Plain, TreeClock, plain_child
 
 # A sink's de-duplication state with each output (spec causal.md S1): per input channel,
@@ -53,6 +54,10 @@ class CausalInstance(LoggedInstance[CausalParams]):
         # carry them, the diff log and snapshots, and marshal-able on the wire.
         self.last_diff: Plain | None = None
         self.dlog: dict[int, list[tuple[int, Plain]]] = {ch: [] for ch in core.inputs}
+        # Per input channel, the sender time of the last batch processed: with clocks,
+        # the clock's level-1 entry for that parent (spec D6), kept apart so that
+        # ``clocks: off`` still trims payload logs.
+        self.ptime: dict[int, int] = dict.fromkeys(core.inputs, 0)
         self.pending: dict[int, deque[Batch]] = {ch: deque() for ch in core.inputs}
         self.eos_wait: set[int] = set()
         self.replay: deque[ReplayEvent] = deque()
@@ -83,7 +88,9 @@ class CausalInstance(LoggedInstance[CausalParams]):
         if not current:
             self._persist()  # a slot exists before any failure can need it
         if self.awaiting:
-            self.report(Ready({ch: self.pos[ch] + 1 for ch in self.core.inputs}))
+            # The restore clock R: the coordinator asks each parent A to resend from
+            # 1 + R[A] (spec R4) once it has the plan.
+            self.report(Restored(self.clock.copy()))
             if self.done:
                 self.report(Ended())
 
@@ -96,6 +103,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
             # Clocks and batches as plain tuples: the blob is marshalled, several times
             # cheaper than pickling thousands of small objects (``ftctl.codec``).
             "pos": done, "time": self.time, "clock": self.clock.to_plain(),
+            "ptime": dict(self.ptime),
             "last": self.last_diff,
             "plog": {ch: [(b.records, b.seq, b.watermark, b.meta) for b in v]
                      for ch, v in self.plog.items()},
@@ -109,6 +117,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.time = blob["time"]
         self.snaps = blob["n"]
         self.clock = TreeClock.from_plain(blob["clock"])
+        self.ptime = dict(blob["ptime"])
         self.last_diff = blob["last"]
         self.plog = {ch: [Batch(r, seq, wm, m) for r, seq, wm, m in v]
                      for ch, v in blob["plog"].items()}
@@ -124,7 +133,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.touched = set()  # the snapshot holds every count
         self.snap_pos = blob["pos"]
         self.persist(SLOT, blob)
-        self.report(LocalSnapshot(blob["pos"], self.time))
+        self.report(LocalSnapshot(blob["ptime"], self.time))
 
     def persist_sink(self, out: list[tuple[Any, Any]]) -> None:
         """With every output, in the same step (spec causal.md S1), what a replacement
@@ -191,7 +200,15 @@ class CausalInstance(LoggedInstance[CausalParams]):
     # ------------------------------------------------------------ normal operation
 
     def stamp(self, ch: int, batch: Batch) -> None:
-        batch.meta = self.last_diff if self.clocks else None
+        # Every batch carries its sender time, the root of its diff (spec D3, D5); without
+        # clocks, the bare root.
+        batch.meta = self.last_diff if self.clocks else (self.core.id, self.time, ())
+
+    def key(self, batch: Batch) -> int:
+        """Payload logs, resends and a replacement's output filter address a batch by its
+        sender time (spec D5, R4, R5), not by its position on the channel."""
+        meta: Plain = batch.meta
+        return meta[1]
 
     def step(self) -> None:
         if self.awaiting:
@@ -215,6 +232,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
 
     def _run(self, ch: int, batch: Batch, at: int | None = None) -> None:
         self.time = at if at is not None and at > self.time else self.time + 1
+        self.ptime[ch] = batch.meta[1]
         if self.clocks:
             diff = TreeClock.receive_plain(self.core.id, self.time, batch.meta, self.depth)
             self.clock.apply_plain(diff)
@@ -255,6 +273,18 @@ class CausalInstance(LoggedInstance[CausalParams]):
                 t, parent, ptime = self.replay[0]
                 ch = self.chan_of.get(parent) if parent is not None else None
                 q = self.pending.get(ch) if ch is not None else None
+                if parent is None and self.core.inputs:
+                    # The observed end-of-stream flush: after every batch its inputs
+                    # still deliver (FIFO), once every input ended.
+                    busy = [c for c, q in self.pending.items() if q]
+                    if busy:
+                        self._run(busy[0], self.pending[busy[0]].popleft())
+                    elif self.eos_wait | self.core.finished == set(self.core.inputs):
+                        self.replay.popleft()
+                        self._eos(t)
+                    else:
+                        return
+                    continue
                 if ch is None or q is None:
                     self.replay.popleft()  # nothing to match (a source's own event)
                     continue
@@ -288,10 +318,32 @@ class CausalInstance(LoggedInstance[CausalParams]):
             if not ran:
                 break
         if not self.awaiting and not self.replay:
-            for ch in sorted(self.eos_wait):
-                if not self.pending[ch]:
-                    self.eos_wait.discard(ch)
-                    super().on_eos(ch)
+            self._eos()
+
+    def _eos(self, at: int | None = None) -> None:
+        for ch in sorted(self.eos_wait):
+            if not self.pending[ch]:
+                self.eos_wait.discard(ch)
+                self._end(ch, at)
+
+    def _end(self, ch: int, at: int | None = None) -> None:
+        """End of stream on ``ch``. Once every input ended, the flush (windows fired at the
+        last watermark, an instance's final batches) is an event of its own, with a time
+        and a bare diff, and sends on every output (spec N5): each sender time names
+        exactly one batch per channel, so resending from T + 1 never skips a flush."""
+        core = self.core
+        if ch in core.finished or not core.end_of_stream(ch):
+            return
+        if core.out_channels:
+            self.time = at if at is not None and at > self.time else self.time + 1
+            self.last_diff = (core.id, self.time, ())
+            self.clock.time = self.time
+            sent = len(self.out)
+            self.take()
+            if self.clocks:
+                self._no_silent_event(sent)
+        self.take()
+        self.close_outputs()
 
     # ------------------------------------------------------------ controls
 

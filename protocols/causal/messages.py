@@ -67,11 +67,21 @@ class TrimDiffLog(Msg):
 
 @dataclass(frozen=True, slots=True)
 class LocalSnapshot(Msg):
-    """A local snapshot is durable: its input positions (the parents trim their payload
-    logs to them) and its time (the children trim their diff logs)."""
+    """A local snapshot is durable: per input channel the sender time of the last batch
+    it covers (its level-1 clock entries: the parents trim their payload logs to them,
+    spec T2) and its time (the children trim their diff logs)."""
 
-    pos: Mapping[ChannelId, int]
+    ptime: Mapping[ChannelId, int]
     time: int
+
+
+@dataclass(frozen=True, slots=True)
+class Restored(Msg):
+    """A replacement runs and holds its input: ``clock`` is its restore clock R (its
+    local snapshot's, and for a sink the level-1 entries of its last visible output).
+    Each parent A resends from 1 + R[A] once the plan is made (spec R4)."""
+
+    clock: TreeClock
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,4 +104,4 @@ class Replayed(Msg):
 
 
 MESSAGES: tuple[type[Msg], ...] = (CausalInit, Query, Plan, TrimDiffLog, LocalSnapshot,
-                                   Answer, Replayed)
+                                   Restored, Answer, Replayed)

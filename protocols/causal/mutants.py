@@ -29,12 +29,11 @@ from typing import Any
 from protocols.causal.coordinator import CausalCoordinator, _Recovery
 from protocols.causal.instance import CausalInstance
 from protocols.causal.messages import Plan, Query, TrimDiffLog
+from protocols.causal.recovery import RecoveryPlan
 from protocols.contract.actions import Control, CoordinatorAction, Restart
-from protocols.contract.events import ReportIn
 from protocols.contract.messages import Msg
 from protocols.contract.spec import Mutant
-from protocols.contract.view import ClusterView
-from protocols.shared.logged import Ready
+from protocols.shared.logged import Resend
 
 
 def _line(cls: type) -> str:
@@ -76,11 +75,9 @@ class NoReplay(CausalCoordinator):
 class ParentsResumeLate(CausalCoordinator):
     """A replacement's parents resend from one batch after the one it needs next."""
 
-    def on_report(self, ev: ReportIn, view: ClusterView) -> list[CoordinatorAction]:
-        if isinstance(ev.msg, Ready):
-            ev = dataclasses.replace(
-                ev, msg=Ready({ch: s + 1 for ch, s in ev.msg.starts.items()}))
-        return super().on_report(ev, view)
+    def _resends(self, b: str, plan: RecoveryPlan) -> list[Control]:
+        return [Control(c.instance, Resend(c.msg.channel, c.msg.start + 1))
+                for c in super()._resends(b, plan) if isinstance(c.msg, Resend)]
 
 
 class AnswerDropsNewest(CausalInstance):

@@ -62,10 +62,18 @@ def plan_recovery(b: str, child_clocks: Mapping[str, TreeClock], trees: Iterable
     tstar.time = tmin
     rclock = restore if restore is not None else tstar
     cut = rclock.time if after is None else after
-    causes: dict[int, tuple[str, int]] = {}
+    parents = list(parents)
+    causes: dict[int, tuple[str | None, int]] = {}
     for node in trees:
-        if node[1] > cut and node[2]:
-            causes.setdefault(node[1], (node[2][0][0], node[2][0][1]))
+        if node[1] <= cut:
+            continue
+        if node[2]:
+            causes[node[1]] = (node[2][0][0], node[2][0][1])
+        elif parents:
+            # A bare diff of an instance with inputs: its end-of-stream flush, an event
+            # with no input batch (N5). Observed, so complete (R7); B' regenerates it
+            # when its inputs end.
+            causes.setdefault(node[1], (None, 0))
     return RecoveryPlan(
         t=t, t_min=tmin, tstar=tstar,
         children={c: 1 + v for c, v in t.items()},
@@ -87,7 +95,7 @@ def unobserved(replay: Iterable[ReplayEvent], after: int, upto: int) -> list[int
     so the child that saw ``upto`` logged every B-time up to it: a gap means a diff-log
     entry was lost or trimmed too early, and B' could not place that event.
     """
-    seen = {e[0] for e in replay if e[1] is not None}
+    seen = {e[0] for e in replay}
     return [t for t in range(after + 1, upto + 1) if t not in seen]
 
 

@@ -54,7 +54,8 @@ SLOT = 1
 @dataclass(frozen=True, slots=True)
 class Resend(Msg):
     """Control: send ``channel``'s payload log again from batch ``start`` on, and filter
-    newer sends on it below ``start`` (the child already has them)."""
+    newer sends on it below ``start`` (the child already has them). Batches are addressed
+    by ``LoggedInstance.key``."""
 
     channel: ChannelId
     start: int
@@ -123,6 +124,12 @@ class LoggedInstance(InstanceLogic[P]):
     def stamp(self, ch: int, batch: Batch) -> None:
         """Fill ``batch.meta`` before it is logged and sent."""
 
+    def key(self, batch: Batch) -> int:
+        """What addresses ``batch`` in its channel's payload log (``Resend`` starts,
+        ``TrimPayloadLog`` bounds, the filter of a replacement's output): its ``seq`` here;
+        ``causal`` addresses batches by their sender time (spec causal.md D5)."""
+        return batch.seq
+
     def sent(self, ch: int, batch: Batch) -> None:
         """The core sent ``batch`` on ``ch``: stamp it and keep it in the payload log."""
         self.stamp(ch, batch)
@@ -167,9 +174,10 @@ class LoggedInstance(InstanceLogic[P]):
         resume = self.resume
         if not resume:
             return acts
+        key = self.key
         return [a for a in acts
                 if not (type(a) is Send and type(a.msg) is Batch
-                        and a.msg.seq < resume.get(a.channel, 0))]
+                        and key(a.msg) < resume.get(a.channel, 0))]
 
     # ------------------------------------------------------------ events
 
@@ -267,14 +275,15 @@ class LoggedInstance(InstanceLogic[P]):
             self.resume[ch] = start
         else:
             self.resume.pop(ch, None)
-        self.out += [Send(ch, b) for b in self.plog.get(ch, []) if b.seq >= start]
+        key = self.key
+        self.out += [Send(ch, b) for b in self.plog.get(ch, []) if key(b) >= start]
         if self.done:
             self.out.append(Send(ch, Marker(EOS, meta=self.core.out_seq[ch])))
 
     def gc(self, ch: int, upto: int) -> None:
-        log = self.plog.get(ch)
-        if log and log[0].seq <= upto:
-            self.plog[ch] = [b for b in log if b.seq > upto]
+        log, key = self.plog.get(ch), self.key
+        if log and key(log[0]) <= upto:
+            self.plog[ch] = [b for b in log if key(b) > upto]
 
     def log_size(self) -> int:
         return sum(len(v) for v in self.plog.values())
