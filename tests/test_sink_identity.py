@@ -111,6 +111,19 @@ def test_e4_causal_sink_resumes_after_what_it_made_visible() -> None:
     assert inst.clock.children[P1].time == 2 and inst.clock.children[P2].time == 1
 
 
+def test_causal_sink_knows_a_duplicate_by_parent_time_not_by_position() -> None:
+    # Spec S1: identity (parent, parent time). P1:1 is visible; the same sender time at
+    # the next channel position is still P1:1, and a sender time that skips (a source's
+    # hash output skips channels) is new.
+    before, slots = _causal_crash(CausalInstance)
+    inst, _ = _causal_restart(CausalInstance, slots)
+    again = BatchIn(SINK, CH[P1], Batch([A], 2, None, (P1, 1, (("evens[0]", 1, ()),))))
+    assert _emitted(inst.handle(again, 0.0)) == []
+    new = BatchIn(SINK, CH[P1], Batch([C], 2, None, (P1, 5, (("evens[0]", 5, ()),))))
+    assert _emitted(inst.handle(new, 0.0)) == [C[:2]]
+    assert before == [A[:2]]
+
+
 def test_e4_causal_sink_across_a_fallback_uses_record_identity() -> None:
     before, slots = _causal_crash(CausalInstance)
     inst, _ = _causal_restart(CausalInstance, slots, epoch=1)  # channels renumbered

@@ -21,8 +21,8 @@ from protocols.causal.messages import (
 )
 from protocols.causal.params import CausalParams
 from protocols.causal.recovery import CausalIncomplete, ReplayEvent, observations, unobserved
-from protocols.contract.actions import Send
-from protocols.contract.events import Started
+from protocols.contract.actions import InstanceAction, Send
+from protocols.contract.events import BatchIn, Started
 from protocols.contract.messages import Ended, Msg
 from protocols.contract.names import InstanceId
 from protocols.contract.view import InstanceView
@@ -30,8 +30,8 @@ from protocols.shared.logged import SLOT, LoggedInstance
 from protocols.shared.treeclock import Plain, TreeClock, plain_child
 
 # A sink's de-duplication state with each output (spec causal.md S1): per input channel,
-# the last batch made visible, and the counts per record identity that changed since its
-# last local snapshot (see ``persist_sink``).
+# the sender time of the last batch made visible, and the counts per record identity that
+# changed since its last local snapshot (see ``persist_sink``).
 SINK_SLOT = 2
 
 
@@ -58,6 +58,10 @@ class CausalInstance(LoggedInstance[CausalParams]):
         # the clock's level-1 entry for that parent (spec D6), kept apart so that
         # ``clocks: off`` still trims payload logs.
         self.ptime: dict[int, int] = dict.fromkeys(core.inputs, 0)
+        # Per input channel, the sender time of the last batch accepted (processed or
+        # pending): a batch at or below it is a duplicate by its identity (parent, parent
+        # time), spec S1.
+        self.got: dict[int, int] = dict.fromkeys(core.inputs, 0)
         self.pending: dict[int, deque[Batch]] = {ch: deque() for ch in core.inputs}
         self.eos_wait: set[int] = set()
         self.replay: deque[ReplayEvent] = deque()
@@ -118,6 +122,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.snaps = blob["n"]
         self.clock = TreeClock.from_plain(blob["clock"])
         self.ptime = dict(blob["ptime"])
+        self.got = dict(self.ptime)
         self.last_diff = blob["last"]
         self.plog = {ch: [Batch(r, seq, wm, m) for r, seq, wm, m in v]
                      for ch, v in blob["plog"].items()}
@@ -139,10 +144,12 @@ class CausalInstance(LoggedInstance[CausalParams]):
         """With every output, in the same step (spec causal.md S1), what a replacement
         needs beyond the last local snapshot to stand exactly where this output left it:
 
-        - per input channel, the position of the last batch made visible. This is the
-          sink's message identity (parent, parent time): a replacement in the same epoch
-          asks its parents to resend after it, so nothing visible ever arrives again, in
-          whatever order the channels interleave;
+        - per input channel, the sender time of the last batch made visible: the sink's
+          level-1 clock entries, the message identities (parent, parent time) it has. A
+          replacement in the same epoch asks each parent to resend after it and drops
+          any batch at or below it, so nothing visible is made visible again, in
+          whatever order the channels interleave (and the batch's channel position, for
+          the FIFO gap check only);
         - the diff-log entries since the snapshot and the time: its clock (rebuilt from
           them) and its answers about a failed parent must cover the same batches, or the
           parent's replacement would resume after batches it never replayed;
@@ -154,7 +161,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
         seen, emitted, snap = self.seen, self.emitted, self.snap_pos
         self.persist(SINK_SLOT, {
             "epoch": self.epoch, "time": self.time,
-            "vis": {ch: self.pos[ch] - len(q) for ch, q in self.pending.items()},
+            "vis": dict(self.ptime),
+            "pos": {ch: self.pos[ch] - len(q) for ch, q in self.pending.items()},
             "dlog": {ch: [e for e in log if e[0] > snap.get(ch, 0)]
                      for ch, log in self.dlog.items()},
             "emitted": {i: emitted.get(i, 0) for i in touched},
@@ -192,12 +200,25 @@ class CausalInstance(LoggedInstance[CausalParams]):
                 if e[0] > self.pos[ch]:
                     log.append(e)
                     self.clock.apply_plain(e[1])
-        for ch, p in sink["vis"].items():
+        for ch, p in sink["pos"].items():
             self.pos[ch] = max(self.pos[ch], p)
+        for ch, t in sink["vis"].items():
+            self.ptime[ch] = self.got[ch] = max(self.ptime[ch], t)
         self.time = max(self.time, sink["time"])
         self.clock.time = max(self.clock.time, self.time)
 
     # ------------------------------------------------------------ normal operation
+
+    def on_batch(self, ev: BatchIn, now: float) -> list[InstanceAction]:
+        ch, batch = ev.channel, ev.batch
+        t = batch.meta[1]
+        # A duplicate by identity (spec S1), then the FIFO gap check: a batch past the
+        # next one on the channel waits for the resend that covers it.
+        if t > self.got[ch] and batch.seq == self.pos[ch] + 1:
+            self.pos[ch] = batch.seq
+            self.got[ch] = t
+            self.process(ch, batch)
+        return self.flush()
 
     def stamp(self, ch: int, batch: Batch) -> None:
         # Every batch carries its sender time, the root of its diff (spec D3, D5); without
