@@ -43,6 +43,10 @@ class InstanceCore:
         self.actions: list[Action] = []
         self.out_seq = dict.fromkeys(self.out_channels, 0)
         self.rr = [0] * len(spec.outputs)
+        # Set by a protocol whose instances count their events (``causal``): the
+        # round-robin choice is then that time mod n, so a replacement restored at a
+        # time routes as the original did, with no per-channel counter to carry over.
+        self.rr_time: Callable[[], int] | None = None
         self.in_wm = dict.fromkeys(self.inputs, -1)
         self.wm = -1  # this instance's event-time watermark
         self.wm_sent = -1
@@ -137,7 +141,8 @@ class InstanceCore:
             elif group.partition == "hash":
                 parts = self._hash_split(records, chans)
             else:  # round-robin by whole batches: deterministic given the instance's state
-                parts = {chans[self.rr[gi] % len(chans)]: records}
+                turn = self.rr_time() if self.rr_time is not None else self.rr[gi]
+                parts = {chans[turn % len(chans)]: records}
                 self.rr[gi] += 1
             for ch in chans:
                 recs = parts.get(ch)

@@ -29,9 +29,10 @@ Normal operation (per instance, no coordination):
   per record identity since its last local snapshot. A replacement sink stands exactly
   where its last output left it: its parents resend after those positions, so nothing
   visible arrives again whatever order the channels interleave in (spec E4).
-  The paper recovers stateless nodes from T* alone; here the
-  per-channel batch numbering and round-robin counters are state even in a stateless
-  operator, so every instance takes these local snapshots (tiny for stateless ones).
+  The paper recovers stateless nodes from T* alone; here every instance
+  still takes these local snapshots (tiny for stateless ones: channel positions for the
+  FIFO gap check, watermarks, end-of-stream state) and restores them. Round-robin output
+  is not part of that state: an event at time t sends its records to channel t mod n.
 - **Garbage collection.** When an instance reports a snapshot, its parents drop payload
   log entries up to the snapshot's level-1 clock entries (sender times, spec T2) and its
   children drop diff-log entries about it up to the snapshot's time: a replacement never

@@ -73,6 +73,12 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.snap_pos: Mapping[int, int] = {}  # sinks: input positions of that snapshot
         # The coordinator names each input channel's parent: a diff names instances.
         self.chan_of: dict[str, int] = {}
+        # Round-robin output goes to channel (own time mod n) (spec change 2): where a
+        # replacement resumes is decided by its time alone, not by a hidden counter.
+        core.rr_time = self._now
+
+    def _now(self) -> int:
+        return self.time
 
     def start(self, ev: Started) -> None:
         init = ev.init if isinstance(ev.init, CausalInit) else CausalInit()
