@@ -18,12 +18,12 @@ from ftctl.run.execute import RunRequest
 MASTER = {"master": "spark://fake:7077"}  # no cluster is started for a given master
 
 # fig2, per (protocol, N): restarts, detection, first output, recovery (incl. detection),
-# snapshot bytes read, records processed, replayed.
+# snapshot bytes read (None: not sized), records processed, replayed.
 FIG2 = {
-    ("causal", 20_000): (1, 0.05, 0.12, 0.25, 0, 360_000, 0),
-    ("lineage", 20_000): (22, 0.05, 6.0, 8.05, 0, 400_000, 20_000),
-    ("causal", 100_000): (1, 0.06, 0.15, 0.46, 0, 600_000, 0),
-    ("lineage", 100_000): (22, 0.06, 12.06, None, 0, 800_000, 100_000),
+    ("causal", 20_000): (1, 0.05, 0.12, 0.25, 21_695, 432_000, 0),
+    ("lineage", 20_000): (22, 0.05, 6.0, 8.05, 0, 563_376, 0),
+    ("causal", 100_000): (1, 0.06, 0.15, 0.46, 21_695, 672_000, 0),
+    ("lineage", 100_000): (22, 0.06, 12.06, None, None, 1_043_198, 0),
 }
 
 
@@ -56,12 +56,13 @@ def test_fig2_table_and_ratios_carry_each_runs_numbers(tmp_path: Path) -> None:
     assert inp.rate_change is not None and (inp.rate_change.at, inp.rate_change.rate) == \
         (100_000, 4_000.0)
     assert "at: 12.25" in (tmp_path / "kill-sharder-100000.yaml").read_text()
-    rows = [r[:10] for r in res.rows]  # all but the load average
+    rows = [r[:9] for r in res.rows]  # all but the load average
+    # re-processed: beyond 3 per vote, the run's votes being N + 4,000/s x 31 s
     assert rows == [
-        ("20,000", "causal", "yes", 1, "0.05", "0.12", "0.20", "0", "360,000", "0"),
-        ("20,000", "lineage", "yes", 22, "0.05", "6.00", "8.00", "0", "400,000", "20,000"),
-        ("100,000", "causal", "yes", 1, "0.06", "0.15", "0.40", "0", "600,000", "0"),
-        ("100,000", "lineage", "yes", 22, "0.06", "12.06", "-", "0", "800,000", "100,000"),
+        ("20,000", "causal", "yes", 1, "0.05", "0.12", "0.20", "21,695", "0"),
+        ("20,000", "lineage", "yes", 22, "0.05", "6.00", "8.00", "0", "131,376"),
+        ("100,000", "causal", "yes", 1, "0.06", "0.15", "0.40", "21,695", "0"),
+        ("100,000", "lineage", "yes", 22, "0.06", "12.06", "-", "-", "371,198"),
     ]
     # first output 6/0.12 = 50x, recovery 8/0.2 = 40x; at 100k lineage never settled:
     # its recovery is at least its first output after detection, (12.06-0.06)/0.4
