@@ -15,14 +15,14 @@ import pytest
 from ftctl.config.load import load_topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
-from ftctl.runtime.messages import Batch
+from ftctl.runtime.messages import Batch, Marker
 from ftctl.sim.runner import Simulator
-from protocols.causal.instance import CausalInstance
+from protocols.causal.instance import RESUME, CausalInstance
 from protocols.causal.messages import CausalInit, Plan, Replayed
 from protocols.causal.params import CausalParams
 from protocols.causal.recovery import CausalIncomplete, unobserved
 from protocols.contract.actions import InstanceAction, Report, Send
-from protocols.contract.events import BatchIn, ControlIn, Started
+from protocols.contract.events import BatchIn, ControlIn, MarkerIn, Started
 from protocols.contract.names import InstanceId
 from protocols.contract.view import InstanceView
 from protocols.mutants import planted
@@ -40,6 +40,8 @@ def _replacement() -> CausalInstance:
     inst = CausalInstance(InstanceView.of(GRAPH, B), {B: InstanceCore(GRAPH, B)},
                           CausalParams())
     inst.handle(Started(B, 1, "restart", init=CausalInit(0, True, {PARENT: CH})), 0.0)
+    # The parent's resend starts with where it resumes: after the time-0 snapshot.
+    inst.handle(MarkerIn(B, CH, Marker(RESUME, meta=1)), 0.0)
     return inst
 
 

@@ -11,14 +11,15 @@ import pytest
 
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
-from ftctl.runtime.messages import Batch
+from ftctl.runtime.messages import Batch, Marker
 from ftctl.sim.faults import FailureSchedule, Strike
 from ftctl.sim.runner import Simulator
-from protocols.causal.instance import CausalInstance
+from protocols.causal.instance import RESUME, CausalInstance
 from protocols.causal.messages import CausalInit
 from protocols.causal.params import CausalParams
+from protocols.causal.recovery import CausalIncomplete
 from protocols.contract.actions import Send
-from protocols.contract.events import Started
+from protocols.contract.events import BatchIn, MarkerIn, Started
 from protocols.contract.names import InstanceId
 from protocols.contract.view import InstanceView
 from protocols.registry import PROTOCOLS
@@ -82,3 +83,63 @@ def test_round_robin_output_follows_the_instance_time_not_a_counter() -> None:
         assert inst.time == 7
         assert {ch for ch, recs in sent.items() if recs} == {chans[7 % 2] for chans in groups}
         assert set(sent) == {ch for chans in groups for ch in chans}
+
+
+def _merge0(recover: bool) -> tuple[CausalInstance, int]:
+    """diamond's merge[0], its channel from evens[0] (E1's child C1 of B = evens[0])."""
+    graph = ExecutionGraph(load("diamond"))
+    me = InstanceId("merge[0]")
+    core = InstanceCore(graph, me)
+    inst = CausalInstance(InstanceView.of(graph, me), {me: core}, CausalParams())
+    parents = {graph.channels[ch].src: ch for ch in core.inputs}
+    inst.handle(Started(me, 0, "initial", init=CausalInit(0, recover, parents)), 0.0)
+    return inst, parents["evens[0]"]
+
+
+def _from_b(inst: CausalInstance, ch: int, t: int) -> None:
+    inst.handle(BatchIn(inst.me.id, ch, Batch([], t, meta=("evens[0]", t, ()))), 0.0)
+
+
+@pytest.mark.parametrize(("start", "verdict"), [(7, None), (6, "duplicates"), (8, "a gap")])
+def test_a_child_refuses_a_resume_one_early_or_late(start: int, verdict: str | None) -> None:
+    # E1: C1 has B-times up to 6, so B' resumes it at 7 (spec R5). One early would send
+    # C1 B(A1#4) again, one late would never send it B:7: the RESUME marker that starts
+    # every resend names the first sender time and the child checks it (spec section 5,
+    # rows 4 and 5: no duplicate leaves a replacement or a resending parent).
+    inst, ch = _merge0(recover=False)
+    for t in range(1, 7):
+        _from_b(inst, ch, t)
+    resume = MarkerIn(inst.me.id, ch, Marker(RESUME, meta=start))
+    if verdict is None:
+        inst.handle(resume, 0.0)
+        _from_b(inst, ch, 7)
+        assert inst.got[ch] == 7
+    else:
+        with pytest.raises(CausalIncomplete, match=f"evens\\[0\\] resumes at sender time "
+                                                   f"{start}, .* up to 6 \\({verdict}\\)"):
+            inst.handle(resume, 0.0)
+
+
+def test_a_replacement_takes_a_parents_batches_only_after_its_resume() -> None:
+    # Live batches that reach a replacement before its parent's resend are sent again
+    # after the RESUME marker; taken early, the resend would repeat them.
+    inst, ch = _merge0(recover=True)
+    _from_b(inst, ch, 1)
+    assert inst.got[ch] == 0 and inst.pos[ch] == 0
+    inst.handle(MarkerIn(inst.me.id, ch, Marker(RESUME, meta=1)), 0.0)
+    _from_b(inst, ch, 1)
+    assert inst.got[ch] == 1
+
+
+def test_a_resend_starts_with_its_resume_marker() -> None:
+    # merge[0] ran five events (one batch each to out[0], N5); resending from sender
+    # time 3 sends the marker, then the batches of times 3, 4 and 5.
+    inst, ch = _merge0(recover=False)
+    for t in range(1, 6):
+        _from_b(inst, ch, t)
+    [och] = inst.core.out_channels
+    inst.resend(och, 3)
+    acts = inst.flush()
+    assert acts[0] == Send(och, Marker(RESUME, meta=3))
+    assert isinstance(acts[0], Send) and acts[0].msg.meta == 3  # meta is not compared
+    assert [inst.key(a.msg) for a in acts[1:] if type(a.msg) is Batch] == [3, 4, 5]

@@ -16,14 +16,14 @@ from typing import Any
 
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
-from ftctl.runtime.messages import Batch
-from protocols.causal.instance import SINK_SLOT, CausalInstance
+from ftctl.runtime.messages import Batch, Marker
+from protocols.causal.instance import RESUME, SINK_SLOT, CausalInstance
 from protocols.causal.messages import CausalInit, Plan, Restored
 from protocols.causal.mutants import SinkDedupPerKey as CausalPerKey
 from protocols.causal.params import CausalParams
 from protocols.causal.recovery import plan_recovery
 from protocols.contract.actions import Emit, InstanceAction, Persist, Report
-from protocols.contract.events import BatchIn, ControlIn, Started
+from protocols.contract.events import BatchIn, ControlIn, MarkerIn, Started
 from protocols.contract.logic import InstanceLogic
 from protocols.contract.names import InstanceId
 from protocols.contract.params import NoParams
@@ -90,6 +90,10 @@ def _causal_restart(cls: type[CausalInstance], slots: dict[int, Any], epoch: int
                                extra={SINK_SLOT: slots.get(SINK_SLOT)}, init=init), 0.0)
     if epoch == 0:
         inst.handle(ControlIn(Plan([], {}, TreeClock(SINK))), 0.0)
+        # Each parent's resend starts with where it resumes: 1 + R[parent] (spec R4).
+        assert isinstance(inst, CausalInstance)
+        for ch in CH.values():
+            inst.handle(MarkerIn(SINK, ch, Marker(RESUME, meta=inst.got[ch] + 1)), 0.0)
     return inst, acts
 
 
@@ -187,5 +191,7 @@ def test_a_suppressed_record_stays_counted_across_a_restart_in_the_same_epoch() 
                          extra={SINK_SLOT: slots[SINK_SLOT]},
                          init=CausalInit(1, True, dict(CH))), 0.0)
     again.handle(ControlIn(Plan([], {}, TreeClock(SINK))), 0.0)
+    for ch in CH.values():
+        again.handle(MarkerIn(SINK, ch, Marker(RESUME, meta=again.got[ch] + 1)), 0.0)
     shown += _emitted(again.handle(_batch(P1, 2, A), 0.0))
     assert before + shown == [A[:2], B[:2], A[:2]]

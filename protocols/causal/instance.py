@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ftctl.runtime.instance import InstanceCore
-from ftctl.runtime.messages import Batch
+from ftctl.runtime.messages import Batch, Marker
 from protocols.causal.messages import (
     Answer,
     CausalInit,
@@ -22,12 +22,16 @@ from protocols.causal.messages import (
 from protocols.causal.params import CausalParams
 from protocols.causal.recovery import CausalIncomplete, ReplayEvent, observations, unobserved
 from protocols.contract.actions import InstanceAction, Send
-from protocols.contract.events import BatchIn, Started
+from protocols.contract.events import BatchIn, MarkerIn, Started
 from protocols.contract.messages import Ended, Msg
 from protocols.contract.names import InstanceId
 from protocols.contract.view import InstanceView
 from protocols.shared.logged import SLOT, LoggedInstance
 from protocols.shared.treeclock import Plain, TreeClock, plain_child
+
+# The marker a sender puts on a channel before it resends or, as a replacement, resumes
+# it: ``meta`` is the sender time it resumes at (spec R4, R5; see ``_resumed``).
+RESUME = "resume"
 
 # A sink's de-duplication state with each output (spec causal.md S1): per input channel,
 # the sender time of the last batch made visible, and the counts per record identity that
@@ -62,6 +66,9 @@ class CausalInstance(LoggedInstance[CausalParams]):
         # pending): a batch at or below it is a duplicate by its identity (parent, parent
         # time), spec S1.
         self.got: dict[int, int] = dict.fromkeys(core.inputs, 0)
+        # A replacement's input channels until their sender's ``RESUME``: what arrives
+        # before it is sent again after it.
+        self.unsynced: set[int] = set()
         self.pending: dict[int, deque[Batch]] = {ch: deque() for ch in core.inputs}
         self.eos_wait: set[int] = set()
         self.replay: deque[ReplayEvent] = deque()
@@ -84,6 +91,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
         init = ev.init if isinstance(ev.init, CausalInit) else CausalInit()
         self.epoch = init.epoch
         self.awaiting = init.recover
+        if init.recover:
+            self.unsynced = set(self.core.inputs)
         self.chan_of = dict(init.parents)
         blob: dict[str, Any] | None = ev.restored
         current = blob is not None and blob["epoch"] == self.epoch
@@ -210,6 +219,12 @@ class CausalInstance(LoggedInstance[CausalParams]):
             self.pos[ch] = max(self.pos[ch], p)
         for ch, t in sink["vis"].items():
             self.ptime[ch] = self.got[ch] = max(self.ptime[ch], t)
+        # The clock's level-1 entries are the visible vector even where the diff-log
+        # entries behind it were trimmed (a parent's newer snapshot covers them, T3):
+        # parents resend after it (R4) and a failed parent resumes after it (R1).
+        parent = {c: p for p, c in self.chan_of.items()}
+        self.clock.apply_plain((self.core.id, 0, tuple(
+            (parent[ch], t, ()) for ch, t in sink["vis"].items() if ch in parent)))
         self.time = max(self.time, sink["time"])
         self.clock.time = max(self.clock.time, self.time)
 
@@ -220,11 +235,35 @@ class CausalInstance(LoggedInstance[CausalParams]):
         t = batch.meta[1]
         # A duplicate by identity (spec S1), then the FIFO gap check: a batch past the
         # next one on the channel waits for the resend that covers it.
-        if t > self.got[ch] and batch.seq == self.pos[ch] + 1:
+        if t > self.got[ch] and batch.seq == self.pos[ch] + 1 and ch not in self.unsynced:
             self.pos[ch] = batch.seq
             self.got[ch] = t
             self.process(ch, batch)
         return self.flush()
+
+    def on_marker(self, ev: MarkerIn, now: float) -> list[InstanceAction]:
+        if ev.marker.kind == RESUME:
+            self._resumed(ev.channel, ev.marker.meta)
+        elif ev.channel not in self.unsynced:  # an end of stream is resent after RESUME
+            return super().on_marker(ev, now)
+        return self.flush()
+
+    def _resumed(self, ch: int, start: int) -> None:
+        """The sender resends or resumes ``ch`` at sender time ``start``: exactly one past
+        the last batch this instance has from it. Earlier would send it duplicates, which
+        must never leave a replacement or a resending parent (spec R4, R5); later, a gap
+        nothing fills. Either is a wrong plan, an internal error like R7/R8."""
+        have = self.got[ch]
+        if start != have + 1:
+            parent = next((p for p, c in self.chan_of.items() if c == ch), ch)
+            what = "duplicates" if start <= have else "a gap"
+            raise CausalIncomplete(f"{self.core.id}: {parent} resumes at sender time {start},"
+                                   f" this instance has up to {have} ({what})")
+        self.unsynced.discard(ch)
+
+    def resend(self, ch: int, start: int) -> None:
+        self.out.append(Send(ch, Marker(RESUME, meta=start)))
+        super().resend(ch, start)
 
     def stamp(self, ch: int, batch: Batch) -> None:
         # Every batch carries its sender time, the root of its diff (spec D3, D5); without

@@ -1,13 +1,18 @@
 """Planted bugs of ``causal`` (shared/specs/causal.md section 5, where today's code has the part).
 
 Each is one overridden method; the conformance kit must find a seeded schedule on which it
-breaks exactly-once. Spec rows not planted here and why: "children resumed one early" (4)
-and "parents resumed one early" (5) are masked by the receivers' per-channel ``seq``
-de-duplication (protocols/shared/logged.py), so they send duplicates that are never visible;
-"t_min = max", "T* from the parents' clocks" and "depth off by one" (6, 7, 11, 12) decide
-nothing in today's recovery (issue 14), so they cannot change an output until the recovery
-uses T* and depth as the paper does. "Diff log trimmed beyond g" (10) changes no output;
-the completeness check (R7) stops the run before the replay.
+breaks exactly-once or stops the run. "Children resumed one early" (row 4) and "parents
+resumed one early" (5) send duplicates that receivers would drop by identity; they are
+caught because every resend and every replacement's resume starts with a ``RESUME``
+marker naming its first sender time, which the receiver checks against what it has
+(``CausalInstance._resumed``): no duplicate may leave a replacement or a resending
+parent. Not planted: "t_min = max" and "T* from the parents' clocks" (6, 7): every
+instance, stateless ones included, still restores its local snapshot, so R is the
+snapshot's clock and T* only feeds the R8 check, which neither breaks (a larger t_min
+still lies within what the replay rebuilds); the unit tests of the worked example E1
+(tests/test_causal_examples.py) catch both. "depth off by one" (11, 12): see below.
+"Diff log trimmed beyond g" (10) changes no output; the completeness check (R7) stops the
+run before the replay.
 
 Rules of ``depth`` = f (spec M1-M5) not planted, because no bundled topology can tell:
 "diffs keep f levels" (row 12), "fallback not triggered beyond f" and "members asked by
@@ -56,6 +61,14 @@ class ResumeLate(CausalCoordinator):
             p, resume={ch: s + 1 for ch, s in p.resume.items()}))
 
 
+class ResumeEarly(CausalCoordinator):
+    """A recovered instance resumes to each child one batch too early (spec row 4)."""
+
+    def _plan_if_ready(self, b: str, rec: _Recovery) -> list[CoordinatorAction]:
+        return _replan(super()._plan_if_ready(b, rec), lambda p: dataclasses.replace(
+            p, resume={ch: s - 1 for ch, s in p.resume.items()}))
+
+
 class ReplayReversed(CausalCoordinator):
     """The observed events are replayed in reverse B-time order."""
 
@@ -77,6 +90,15 @@ class ParentsResumeLate(CausalCoordinator):
 
     def _resends(self, b: str, plan: RecoveryPlan) -> list[Control]:
         return [Control(c.instance, Resend(c.msg.channel, c.msg.start + 1))
+                for c in super()._resends(b, plan) if isinstance(c.msg, Resend)]
+
+
+class ParentsResumeEarly(CausalCoordinator):
+    """A replacement's parents resend from one batch before the one it needs next (spec
+    row 5)."""
+
+    def _resends(self, b: str, plan: RecoveryPlan) -> list[Control]:
+        return [Control(c.instance, Resend(c.msg.channel, c.msg.start - 1))
                 for c in super()._resends(b, plan) if isinstance(c.msg, Resend)]
 
 
@@ -195,6 +217,9 @@ class RecoveringNeighbourKept(CausalCoordinator):
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("resume-late", ResumeLate.__doc__ or "", coordinator=ResumeLate, budget=10),
+    Mutant("resume-early", ResumeEarly.__doc__ or "", coordinator=ResumeEarly, budget=10),
+    Mutant("parents-resume-early", _line(ParentsResumeEarly),
+           coordinator=ParentsResumeEarly, budget=10),
     Mutant("replay-reversed", ReplayReversed.__doc__ or "", coordinator=ReplayReversed,
            budget=10),
     Mutant("no-replay", NoReplay.__doc__ or "", coordinator=NoReplay, budget=10),

@@ -58,6 +58,8 @@ CATCH: dict[str, tuple[str, int]] = {
     "lineage/log-keeps-tail": ("sharder", 1),
     "lineage/sink-dedup-per-key": ("join-window", 1),
     "causal/resume-late": ("diamond", 1),
+    "causal/resume-early": ("diamond", 1),
+    "causal/parents-resume-early": ("diamond", 1),
     "causal/replay-reversed": ("replica-chain", 16),
     "causal/no-replay": ("progressive-small", 3),
     "causal/parents-resume-late": ("sharder", 1),
@@ -66,10 +68,10 @@ CATCH: dict[str, tuple[str, int]] = {
     "causal/snapshot-without-payload-log": ("sharder", 3),
     "causal/no-sink-counts": ("wordcount", 13),
     "causal/fallback-forgets-sinks": ("wordcount", 13),
-    "causal/sink-vector-without-clock": ("wordcount", 7),
+    "causal/sink-vector-without-clock": ("wordcount", 5),
     "causal/silent-events": ("progressive-small", 4),
     "causal/clocks-one-level": ("diamond", 3),
-    "causal/recovering-neighbour-kept": ("wordcount", 5),
+    "causal/recovering-neighbour-kept": ("progressive-small", 7),
     "causal/sink-dedup-per-key": ("join-then-window", 6),
     "causal/diff-log-trimmed-early": ("join-then-window", 2),
     "replica-ring/takeover-ignores-pending": ("replica-chain", 2),
@@ -151,6 +153,8 @@ JOIN_CATCH: dict[str, tuple[str, int]] = {
     "causal/answer-drops-newest": ("join-window", 2),
     "causal/resume-late": ("join-then-window", 1),
     "causal/parents-resume-late": ("join-then-window", 2),
+    "causal/resume-early": ("join-then-window", 1),
+    "causal/parents-resume-early": ("join-then-window", 2),
 }
 
 
