@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import secrets
 from collections import defaultdict
 from collections.abc import Sequence
@@ -20,6 +19,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from ftctl import codec
+from ftctl.spill import ChunkFile
 
 # Visible sink records held in memory per instance before a spilling store writes them out.
 SPILL_KEEP = 100_000
@@ -219,6 +219,7 @@ class SinkStore:
         self.spill = spill
         self.keep = keep
         self.spilled: dict[str, int] = defaultdict(int)  # records on disk, per instance
+        self._files: dict[str, ChunkFile] = {}
 
     def append(self, instance: str, records: list[tuple[Any, Any]],
                uids: Sequence[Any] | None = None) -> None:
@@ -249,28 +250,18 @@ class SinkStore:
     def records(self, instance: str) -> list[tuple[Any, Any]]:
         """Everything ``instance`` made visible, in the order it did."""
         out: list[tuple[Any, Any]] = []
-        if self.spilled[instance] and self.spill is not None:
-            with open(self._spill_file(instance), "rb") as f:
-                while True:
-                    try:
-                        out.extend(pickle.load(f))
-                    except EOFError:
-                        break
+        for chunk in self._files.get(instance, ()):
+            out.extend(chunk)
         out.extend(self.visible[instance])
         return out
-
-    def _spill_file(self, instance: str) -> Path:
-        assert self.spill is not None
-        return self.spill / f"{instance}.pickle"
 
     def _maybe_spill(self, instance: str) -> None:
         tail = self.visible[instance]
         if self.spill is None or len(tail) <= self.keep:
             return
-        self.spill.mkdir(parents=True, exist_ok=True)
-        # One pickle per chunk, appended: the file is written and read by this process only.
-        with open(self._spill_file(instance), "ab") as f:
-            pickle.dump(tail, f, protocol=pickle.HIGHEST_PROTOCOL)
+        if instance not in self._files:
+            self._files[instance] = ChunkFile(self.spill / f"{instance}.pickle")
+        self._files[instance].append(tail)
         self.spilled[instance] += len(tail)
         self.visible[instance] = []
 

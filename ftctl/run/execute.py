@@ -50,6 +50,7 @@ from protocols.registry import Protocol
 
 EXIT_INTERRUPTED = 130
 LOGS = "logs"  # in the run folder: the driver's and executors' JVM output
+SPILL = "spill"  # in the run folder while it streams: output, latency and metrics past a tail
 # Task slots asked of a local cluster per instance: room for a replacement to be
 # scheduled while the task it replaces is still being cancelled.
 SLOTS_PER_INSTANCE = 2
@@ -179,7 +180,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
                          history=run_store.history, timeout=req.timeout, spares=req.spares,
                          bind=req.bind,
                          workers=master_source(cluster) if cluster is not None else None,
-                         spill=run_store.path / "sink-spill")
+                         spill=run_store.path / SPILL)
         ctx = RunContext(req, run_store, graph, host, cluster, say)
         ext.attach(ctx)
         with live:
@@ -192,7 +193,6 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
                          complete=result.complete)
         oracle = oracle_check(spark, topology, result.outputs) if result.complete else None
         run_store.write_outputs(result.outputs)
-        shutil.rmtree(run_store.path / "sink-spill", ignore_errors=True)  # now in outputs/
         run_store.write_metrics(result.metrics)
         # The oracle checks final values exactly: only a run promising exactly-once fails on
         # a mismatch (one that may lose or repeat records ends with other values by design).
@@ -251,6 +251,9 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
                 work_dir = cluster.work_dir if cluster is not None else req.work_dir
                 if work_dir is not None and app_id:
                     collect_executor_logs(work_dir, app_id, run_store.path / LOGS)
+            # Scratch of the streaming part: read back into outputs/ and metrics.jsonl on
+            # success, of no use after a failure.
+            shutil.rmtree(run_store.path / SPILL, ignore_errors=True)
             if cluster is not None:
                 cluster.down()
                 if not keep_state:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from ftctl.spark import wire
@@ -42,7 +43,8 @@ class ControlServer:
     """
 
     def __init__(self, token: bytes, events: queue.Queue[tuple[Any, ...]],
-                 bind: str = wire.HOST, on_refused: Callable[[str], None] | None = None):
+                 bind: str = wire.HOST, on_refused: Callable[[str], None] | None = None,
+                 latency_spill: Path | None = None):
         self.events = events
         self.listener = wire.listen(token, bind)
         self.address: wire.Address = wire.advertised(self.listener.address)
@@ -60,7 +62,7 @@ class ControlServer:
         self.stamps: dict[tuple[str, int], float] = {}
         self.hb_conns: dict[tuple[str, int], Connection] = {}
         self.extras: dict[tuple[str, int], dict[str, Any]] = {}
-        self.latency = LatencyLog()  # (sink instance, t, seconds) per sample
+        self.latency = LatencyLog(latency_spill)  # (sink instance, t, seconds) per sample
         self.on_spare: Callable[[int, Connection], None] | None = None
         threading.Thread(target=self._accept, name="ftctl-control", daemon=True).start()
 

@@ -55,6 +55,7 @@ from ftctl.spark.driver import (
 from ftctl.spark.identity import Identity, is_local, mismatch
 from ftctl.spark.placement import placement
 from ftctl.spark.task import TaskPayload
+from ftctl.spill import RowLog
 from ftctl.store import DirectoryStore, SinkStore
 from protocols.contract.events import Suspected
 from protocols.contract.messages import Msg
@@ -151,8 +152,10 @@ class SparkHost:
         self.events_q: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=EVENT_QUEUE)
         self.topology_data = graph.topology.model_dump(by_alias=True)
         self.store = DirectoryStore(store_dir)
-        # ``spill``: where committed output beyond a bounded tail goes, so a long run's
-        # driver does not hold all of it in memory.
+        # ``spill``: a directory for what grows with the run's length (committed output,
+        # latency samples, metrics) beyond a bounded tail, so a long run's driver does not
+        # hold it all in memory. It is read back once, when the run is over.
+        self.spill = spill
         self.sinks = SinkStore(spill)
         self.outputs = Outputs(self.sinks)
         # ``workers``: the cluster's workers (ftctl.spark.capacity), when the host can read
@@ -180,7 +183,8 @@ class SparkHost:
         # the fault layer's records) or the host's own, on its clock.
         self.history = history or History("spark", self.now, digits=4)
         self.events: list[HistoryEvent] = self.history.events
-        self.metrics: list[dict[str, Any]] = []
+        # (t, instance, records in, out, in and out over all incarnations) per sample
+        self.metrics = RowLog(spill / "metrics.pickle" if spill is not None else None)
         self.counts: dict[str, tuple[int, int]] = {i: (0, 0) for i in graph.order}
         # Counts of the incarnations that are gone, so series over the run never go back.
         self.done_counts: dict[str, tuple[int, int]] = {i: (0, 0) for i in graph.order}
@@ -274,7 +278,8 @@ class SparkHost:
     def run(self) -> HostResult:
         self.t0 = time.monotonic()
         self.server = ControlServer(self.token, self.events_q, self.bind,
-                                    lambda peer: self.log("connection-refused", peer=peer))
+                                    lambda peer: self.log("connection-refused", peer=peer),
+                                    self.spill / "latency.pickle" if self.spill else None)
         self.jobs = JobRunner(self.sc, self.run_id, self.events_q, self.spares)
         self.server.on_spare = self.jobs.spare_ready
         self.jobs.locations = placement(self.sc, self.info, GraphView(self.graph))
@@ -323,7 +328,7 @@ class SparkHost:
             self.progress(dict(self.counts), seconds)
         return HostResult(
             outputs=self.sinks.by_operator(), complete=complete, seconds=seconds,
-            events=self.events, metrics=self.metrics,
+            events=self.events, metrics=self._metrics(),
             records_in={i: c[0] for i, c in self.counts.items()},
             records_out={i: c[1] for i, c in self.counts.items()},
             started_at=self.started_at, restarts=self.restarts, detections=self.detections,
@@ -376,9 +381,11 @@ class SparkHost:
         self._refresh_counts()
         for iid, (rin, rout) in self.counts.items():
             din, dout = self.done_counts[iid]
-            self.metrics.append({"t": round(now, 3), "instance": iid,
-                                 "records_in": rin, "records_out": rout,
-                                 "total_in": din + rin, "total_out": dout + rout})
+            self.metrics.append((round(now, 3), iid, rin, rout, din + rin, dout + rout))
+
+    def _metrics(self) -> list[dict[str, Any]]:
+        keys = ("t", "instance", "records_in", "records_out", "total_in", "total_out")
+        return [dict(zip(keys, row, strict=True)) for row in self.metrics.rows()]
 
     # ------------------------------------------------------------------ events
 

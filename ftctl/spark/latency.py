@@ -24,13 +24,16 @@ import threading
 import time
 from array import array
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.pace import Pace
+from ftctl.spill import ChunkFile
 
 STRIDE = 16
 MAX_PENDING = 4000  # samples held between two heartbeats before the stride doubles
+LATENCY_KEEP = 200_000  # samples the driver holds in memory when it has a spill file
 
 
 class LatencyProbe:
@@ -91,17 +94,22 @@ class LatencyLog:
 
     A long run gathers hundreds of thousands of samples; as tuples of Python objects they
     took ~150 bytes each and were most of the driver's memory growth in a 20-minute soak.
-    Columns take 18: an instance index and two doubles. Heartbeat readers add from several
-    threads, hence the lock (the three columns must stay aligned).
+    Columns take 18: an instance index and two doubles. With ``spill`` (a file), columns
+    past ``keep`` samples are written out as a chunk, so memory holds a bounded tail.
+    Heartbeat readers add from several threads, hence the lock (the columns must stay
+    aligned).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, spill: Path | None = None, keep: int = LATENCY_KEEP) -> None:
         self.names: list[str] = []
         self._index: dict[str, int] = {}
         self.which = array("H")
         self.t = array("d")
         self.v = array("d")
         self.lock = threading.Lock()
+        self.keep = keep
+        self._file = ChunkFile(spill) if spill is not None else None
+        self._spilled = 0
 
     def add(self, iid: str, samples: Sequence[tuple[float, float]]) -> None:
         with self.lock:
@@ -111,12 +119,18 @@ class LatencyLog:
             self.which.extend([i] * len(samples))
             self.t.extend(t for t, _ in samples)
             self.v.extend(v for _, v in samples)
+            if self._file is not None and len(self.t) > self.keep:
+                self._file.append((self.which, self.t, self.v))
+                self._spilled += len(self.t)
+                self.which, self.t, self.v = array("H"), array("d"), array("d")
 
     def __len__(self) -> int:
-        return len(self.t)
+        return self._spilled + len(self.t)
 
     def rows(self, t0: float = 0.0) -> list[tuple[str, float, float]]:
         """(sink instance, time since ``t0``, seconds), in the order they arrived."""
         with self.lock:
+            chunks = [*(self._file or ()), (self.which, self.t, self.v)]
             return [(self.names[i], round(t - t0, 4), v)
-                    for i, t, v in zip(self.which, self.t, self.v, strict=True)]
+                    for which, ts, vs in chunks
+                    for i, t, v in zip(which, ts, vs, strict=True)]

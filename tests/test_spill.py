@@ -1,0 +1,82 @@
+"""What grows with a run's length is spilled past a bounded tail and read back whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from ftctl.config.load import load_topology
+from ftctl.console import EXIT_INFRA
+from ftctl.results import list_runs
+from ftctl.run import execute as execute_mod
+from ftctl.spark.latency import LatencyLog
+from ftctl.spill import ChunkFile, RowLog
+from protocols.registry import get_protocol
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_chunk_file_gives_back_its_chunks_in_order(tmp_path: Path) -> None:
+    f = ChunkFile(tmp_path / "deep" / "x.pickle")
+    assert list(f) == [] and not f.path.exists()  # nothing written, nothing read
+    for k in range(3):
+        f.append([k, str(k)])
+    assert list(f) == [[0, "0"], [1, "1"], [2, "2"]]
+
+
+def test_a_row_log_keeps_a_bounded_tail_and_reads_every_row_back(tmp_path: Path) -> None:
+    log = RowLog(tmp_path / "rows.pickle", keep=4)
+    for k in range(11):
+        log.append((k, f"i{k % 3}"))
+        assert len(log.tail) < 4
+    assert log.rows() == [(k, f"i{k % 3}") for k in range(11)]
+    # Without a file, everything stays in memory.
+    mem = RowLog(keep=4)
+    for k in range(11):
+        mem.append(k)
+    assert len(mem.tail) == 11 and mem.rows() == list(range(11))
+
+
+def test_a_spilling_latency_log_holds_a_bounded_tail_and_keeps_every_sample(
+    tmp_path: Path,
+) -> None:
+    log = LatencyLog(tmp_path / "latency.pickle", keep=10)
+    expected = []
+    for k in range(40):
+        iid = f"out[{k % 2}]"
+        log.add(iid, [(float(k), k / 4), (k + 0.5, k / 8)])
+        expected += [(iid, float(k) - 1.0, k / 4), (iid, k + 0.5 - 1.0, k / 8)]
+        assert len(log.t) <= 11
+    assert len(log) == 80
+    assert log.rows(t0=1.0) == expected
+
+
+def test_a_failed_run_leaves_no_spill_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """The host dies mid-run after spilling: the run is marked failed, the scratch is gone."""
+
+    class DyingHost:
+        def __init__(self, *args: Any, spill: Path, **kwargs: Any) -> None:
+            self.spill = spill
+
+        def run(self) -> None:
+            ChunkFile(self.spill / "out[0].pickle").append([("k", 1)])
+            raise RuntimeError("lost the driver's socket")
+
+    session = SimpleNamespace(sparkContext=SimpleNamespace(applicationId="app-1"))
+    monkeypatch.setattr(execute_mod, "start_session", lambda *a, **k: session)
+    monkeypatch.setattr(execute_mod, "stop_session", lambda spark: None)
+    monkeypatch.setattr(execute_mod, "SparkHost", DyingHost)
+    topology = load_topology(ROOT / "topologies" / "wordcount.yaml")
+    info = get_protocol("none")
+    req = execute_mod.RunRequest(topology=topology, info=info, params=info.resolve({}),
+                                 master="spark://127.0.0.1:7077", workers=1,
+                                 results=tmp_path / "results", timeout=60, as_json=True)
+    assert execute_mod.execute(req) == EXIT_INFRA
+    assert "lost the driver's socket" in capsys.readouterr().err
+    (run,) = list_runs(tmp_path / "results")
+    assert run.status() == "failed"
+    assert not (run.path / execute_mod.SPILL).exists()
