@@ -110,7 +110,8 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         resends = self._resends(b, plan)
         return [Control(InstanceId(b), Plan(plan.replay, resume, plan.tstar, upto)),
                 *resends,
-                Note("causal-replay", {"instance": b, "t": plan.t, "t_min": plan.t_min,
+                Note("causal-replay", {"instance": b, "s": rec.restore.time,
+                                       "t": plan.t, "t_min": plan.t_min,
                                        "tstar": plan.tstar.to_plain(),
                                        "replay": len(plan.replay),
                                        "resume": {str(k): v for k, v in resume.items()},
