@@ -23,7 +23,7 @@ from ftctl.console import EXIT_FAILED, EXIT_OK, console, err_console
 from ftctl.progress import LiveLine
 from ftctl.run.simspread import check_master, run_on_spark
 from ftctl.sim.faults import CRASH_ONLY, FAULT_KINDS, FaultKind, parse_kinds
-from ftctl.sim.runner import ScheduleOutcome, SimSummary, Simulator, refusals
+from ftctl.sim.runner import ScheduleCrashed, ScheduleOutcome, SimSummary, Simulator, refusals
 from ftctl.sim.spread import SimJob, run_parallel
 from ftctl.tables import print_table
 from protocols.contract.spec import Guarantee
@@ -144,13 +144,29 @@ def sim(
     # What another process or an executor needs to rebuild this simulator (-j, --master).
     job = SimJob(topo, info.name, given, guarantee, max_failures, max_burst, kinds, planned)
     simulator = job.simulator()
+    try:
+        _simulate(simulator, job, topology, topo, info.name, seed, trace, schedules,
+                  first_seed, jobs, master, bind, fail_fast, as_json, param, records)
+    except ScheduleCrashed as exc:
+        err_console.print(
+            f"[red]error:[/red] {escape(str(exc))}; replay it with: ftctl sim {topology} "
+            f"-p {info.name} --seed {exc.seed}{_faults_option(simulator)}",
+            highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_FAILED) from None
+
+
+def _simulate(simulator: Simulator, job: SimJob, topology: Path, topo: Topology,
+              protocol: str, seed: int | None, trace: Path | None, schedules: int,
+              first_seed: int, jobs: int, master: str | None, bind: str,
+              fail_fast: bool, as_json: bool, param: list[str] | None,
+              records: int | None) -> None:
     if seed is not None:
-        outcome = simulator.run_one(seed, trace=True)
+        outcome = simulator.run_reported(seed, trace=True)
         _show_replay(outcome, trace)
         raise typer.Exit(EXIT_OK if outcome.verdict.passed else EXIT_FAILED)
 
     started = time.perf_counter()
-    label = f"{topo.name} / {info.name}"
+    label = f"{topo.name} / {protocol}"
 
     def run(progress: Callable[[int], None], step: Callable[[str], None]) -> SimSummary:
         if master is None:
@@ -178,9 +194,9 @@ def sim(
                           live.update)
     elapsed = time.perf_counter() - started
     if as_json:
-        print(json.dumps(_summary_json(summary, topo.name, info.name, simulator, elapsed)))
+        print(json.dumps(_summary_json(summary, topo.name, protocol, simulator, elapsed)))
     else:
-        _show_summary(summary, topology, info.name, simulator, elapsed, param or [], records)
+        _show_summary(summary, topology, protocol, simulator, elapsed, param or [], records)
     raise typer.Exit(EXIT_OK if summary.passed else EXIT_FAILED)
 
 

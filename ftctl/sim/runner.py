@@ -123,6 +123,22 @@ def _median(values: list[float]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
+class ScheduleCrashed(RuntimeError):
+    """A schedule whose run raised: the protocol (or the host) broke, not only the output.
+
+    Carries the seed so the caller can say how to replay it; picklable (``-j`` workers
+    send it back).
+    """
+
+    def __init__(self, seed: int, what: str) -> None:
+        super().__init__(seed, what)
+        self.seed = seed
+        self.what = what
+
+    def __str__(self) -> str:
+        return f"seed {self.seed}: {self.what}"
+
+
 class Simulator:
     """Holds the golden output and runs schedules against it."""
 
@@ -166,6 +182,14 @@ class Simulator:
                          complete=result.complete, golden_index=self.golden_index)
         return ScheduleOutcome(seed, result, verdict)
 
+    def run_reported(self, seed: int, trace: bool = False) -> ScheduleOutcome:
+        """``run_one`` for a report: a run that raises (a protocol's own consistency check,
+        a host error) becomes ``ScheduleCrashed``, naming the seed."""
+        try:
+            return self.run_one(seed, trace)
+        except Exception as exc:
+            raise ScheduleCrashed(seed, f"{type(exc).__name__}: {exc}") from exc
+
     def cluster(self) -> SimCluster | None:
         """A fresh cluster for one run when node faults are drawn or a scenario replayed;
         else none (no nodes)."""
@@ -189,7 +213,7 @@ class Simulator:
                  fail_fast: bool = False) -> SimSummary:
         summary = SimSummary()
         for i in range(n):
-            outcome = self.run_one(seed + i)
+            outcome = self.run_reported(seed + i)
             summary.add(self.record(outcome))
             if not outcome.verdict.passed and summary.first_failure is None:
                 summary.first_failure = outcome
