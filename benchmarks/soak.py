@@ -15,8 +15,9 @@ grew more than ``--max-growth`` MB/min.
 
 Sampling covers the streaming only: it starts when the tasks are up and stops at the run's
 ``run-finished`` history record, before the driver reads the whole output back to check it.
-The driver keeps a bounded tail of the committed output in memory and the rest on disk
-(``SinkStore`` with a spill directory), so its memory measures the run, not the output.
+The driver keeps a bounded tail of what grows with the run (committed output, latency
+samples, throughput metrics) in memory and the rest in the run's ``spill`` folder
+(``ftctl/spill.py``), so its memory measures the run, not the output.
 """
 
 from __future__ import annotations
