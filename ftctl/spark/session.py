@@ -35,6 +35,16 @@ def spark_conf(master: str, app_name: str) -> dict[str, str]:
         "spark.scheduler.mode": "FAIR",
         "spark.locality.wait": "0s",
         "spark.ui.enabled": "false",
+        # Every restart is a Spark job. The driver JVM keeps the status of finished jobs,
+        # stages and tasks (up to 1,000 jobs by default, and every root RDD of the job
+        # graph), so a chaos run with hundreds of restarts grew its heap for the whole run.
+        # Nothing of ftctl reads them back.
+        "spark.ui.retainedJobs": "50",
+        "spark.ui.retainedStages": "50",
+        "spark.ui.retainedTasks": "500",
+        "spark.ui.retainedDeadExecutors": "10",
+        "spark.ui.dagGraph.retainedRootRDDs": "50",
+        "spark.sql.ui.retainedExecutions": "10",
         "spark.driver.memory": "512m",
         "spark.executor.memory": "512m",
         "spark.executor.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
