@@ -8,10 +8,12 @@ with its ``count`` raised so the pauses go on for the whole run; wordcount's inp
 sized to last ``--minutes`` at ``--rate`` records/s per source. Every ``--every`` seconds
 the resident memory of each process under the run is sampled and summed per kind: the
 driver's Python process, the driver JVM, the Spark daemons, the executor JVMs and the
-tasks' Python workers. It prints, per kind, the mean of the first and the last quarter of
-the samples and the least-squares slope (MB/min) over the run's second half (past the
-warm-up), then the run's verdict: exit 0 only when the run passed exactly-once and no kind
-grew more than ``--max-growth`` MB/min.
+tasks' Python workers. It prints, per kind, the median of each quarter of the samples and
+the least-squares slope (MB/min) over the run's second half (past the warm-up), fitted to
+the median of each minute so a sample taken mid-restart does not pass for a trend (for the
+tasks, of the memory per task process: see ``level``); then
+the run's verdict: exit 0 only when the run passed exactly-once and no kind grew more than
+``--max-growth`` MB/min.
 
 Sampling covers the streaming only: it starts when the tasks are up and stops at the run's
 ``run-finished`` history record, before the driver reads the whole output back to check it.
@@ -26,6 +28,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -64,9 +67,19 @@ def sample(root: psutil.Process) -> dict[str, float]:
             kind = kind_of(proc, root.pid)
             if kind is not None:
                 out[kind] += proc.memory_info().rss / MB
+                out[f"{kind}#n"] += 1
         except psutil.Error:
             continue
     return dict(out)
+
+
+def level(s: dict[str, float], kind: str) -> float:
+    """What the trend is judged on: the sum over the kind's processes, but per process
+    for the tasks. Under checkpoint a pause restarts every task, so how many are alive
+    when a sample is taken swings the sum by half; a task that leaks grows its own."""
+    if kind != "tasks":
+        return s.get(kind, 0.0)
+    return s.get(kind, 0.0) / max(1.0, s.get(f"{kind}#n", 0.0))
 
 
 def finished(results: Path, offsets: dict[Path, int]) -> bool:
@@ -92,6 +105,16 @@ def slope(points: list[tuple[float, float]]) -> float:
     my = sum(v for _, v in points) / n
     var = sum((t - mx) ** 2 for t, _ in points)
     return 0.0 if var == 0 else sum((t - mx) * (v - my) for t, v in points) / var * 60
+
+
+def by_minute(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """(mid-time, median MB) per minute: a sample that falls into a restart (every pause
+    under checkpoint restarts the tasks) is an outlier of its minute, not a trend."""
+    groups: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for t, v in points:
+        groups[int(t // 60)].append((t, v))
+    return [(statistics.mean(t for t, _ in g), statistics.median(v for _, v in g))
+            for _, g in sorted(groups.items())]
 
 
 def main() -> int:
@@ -136,18 +159,19 @@ def main() -> int:
     (work / "samples.json").write_text(json.dumps(rows))
     print(f"{len(samples)} samples over {time.monotonic() - started:.0f} s "
           f"(each: {work / 'samples.json'})")
-    print(f"{'kind':<12}{'first 1/4 MB':>14}{'last 1/4 MB':>14}{'MB/min (2nd half)':>20}")
+    print(f"{'kind':<12}" + "".join(f"{f'Q{k} median MB':>15}" for k in range(1, 5))
+          + f"{'MB/min (2nd half)':>20}")
+    print("(the slope of tasks is per task process)")
     grew = []
     quarter = max(1, len(samples) // 4)
     half = samples[len(samples) // 2:]
     for kind in KINDS:
-        first = [s.get(kind, 0.0) for _, s in samples[:quarter]]
-        last = [s.get(kind, 0.0) for _, s in samples[-quarter:]]
-        rate = slope([(t, s.get(kind, 0.0)) for t, s in half])
+        medians = [statistics.median(s.get(kind, 0.0) for _, s in samples[k:k + quarter])
+                   for k in range(0, quarter * 4, quarter)]
+        rate = slope(by_minute([(t, level(s, kind)) for t, s in half]))
         if rate > args.max_growth:
             grew.append(kind)
-        print(f"{kind:<12}{sum(first) / max(1, len(first)):>14.1f}"
-              f"{sum(last) / max(1, len(last)):>14.1f}{rate:>20.2f}")
+        print(f"{kind:<12}" + "".join(f"{m:>15.1f}" for m in medians) + f"{rate:>20.2f}")
     try:
         summary = json.loads(out)
     except json.JSONDecodeError:
