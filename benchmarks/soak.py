@@ -10,8 +10,8 @@ the resident memory of each process under the run is sampled and summed per kind
 driver's Python process, the driver JVM, the Spark daemons, the executor JVMs and the
 tasks' Python workers. It prints, per kind, the median of each quarter of the samples and
 the least-squares slope (MB/min) over the run's second half (past the warm-up), fitted to
-the median of each minute so a sample taken mid-restart does not pass for a trend (for the
-tasks, of the memory per task process: see ``level``); then
+the highest sample of each minute so a sample taken mid-restart does not pass for a trend
+(for the tasks, of the memory per task process: see ``level``); then
 the run's verdict: exit 0 only when the run passed exactly-once and no kind grew more than
 ``--max-growth`` MB/min.
 
@@ -108,12 +108,13 @@ def slope(points: list[tuple[float, float]]) -> float:
 
 
 def by_minute(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """(mid-time, median MB) per minute: a sample that falls into a restart (every pause
-    under checkpoint restarts the tasks) is an outlier of its minute, not a trend."""
+    """(mid-time, highest MB) per minute. A sample that falls into a restart (every pause
+    under checkpoint restarts the tasks) catches fresh, small processes: it can only be
+    lower than what the processes hold, so the fullest sample of a minute is the level."""
     groups: dict[int, list[tuple[float, float]]] = defaultdict(list)
     for t, v in points:
         groups[int(t // 60)].append((t, v))
-    return [(statistics.mean(t for t, _ in g), statistics.median(v for _, v in g))
+    return [(statistics.mean(t for t, _ in g), max(v for _, v in g))
             for _, g in sorted(groups.items())]
 
 
