@@ -62,7 +62,7 @@ def test_an_event_that_sends_nothing_is_still_seen_by_every_child() -> None:
     info, params = planted("causal/silent-events")
     mutant = Simulator(load("progressive-small"), info, params)
     with pytest.raises(CausalIncomplete, match=r"both\[1\]: B-times \[81\] after 80"):
-        mutant.run_many(1, seed=1)
+        mutant.run_one(1)
 
 
 def _run(protocol: str, schedule: FailureSchedule, seed: int = 4,
