@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.markup import escape
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
     from ftctl.sim.scenario import SimScenario
 
 _KINDS = ("lost", "duplicated", "unexpected", "reordered", "stalled")
+
+# Runs the schedules, told how many are done (progress) and what the cluster is doing (step).
+Progressed = Callable[[Callable[[int], None], Callable[[str], None]], SimSummary]
 
 
 def sim(
@@ -144,9 +149,12 @@ def sim(
     # What another process or an executor needs to rebuild this simulator (-j, --master).
     job = SimJob(topo, info.name, given, guarantee, max_failures, max_burst, kinds, planned)
     simulator = job.simulator()
+    run = _Run(topology, topo, info.name, schedules, first_seed, jobs, master, bind,
+               fail_fast, as_json, tuple(param or ()), records)
     try:
-        _simulate(simulator, job, topology, topo, info.name, seed, trace, schedules,
-                  first_seed, jobs, master, bind, fail_fast, as_json, param, records)
+        if seed is not None:
+            _replay(simulator, seed, trace)
+        _simulate(simulator, job, run)
     except ScheduleCrashed as exc:
         err_console.print(
             f"[red]error:[/red] {escape(str(exc))}; replay it with: ftctl sim {topology} "
@@ -155,49 +163,76 @@ def sim(
         raise typer.Exit(EXIT_FAILED) from None
 
 
-def _simulate(simulator: Simulator, job: SimJob, topology: Path, topo: Topology,
-              protocol: str, seed: int | None, trace: Path | None, schedules: int,
-              first_seed: int, jobs: int, master: str | None, bind: str,
-              fail_fast: bool, as_json: bool, param: list[str] | None,
-              records: int | None) -> None:
-    if seed is not None:
-        outcome = simulator.run_reported(seed, trace=True)
-        _show_replay(outcome, trace)
-        raise typer.Exit(EXIT_OK if outcome.verdict.passed else EXIT_FAILED)
+@dataclass(frozen=True)
+class _Run:
+    """The options of one ``ftctl sim`` run over many schedules, as the command gave them."""
 
+    topology: Path  # the file, as the user named it (for the reproduce line)
+    topo: Topology
+    protocol: str
+    schedules: int
+    first_seed: int
+    jobs: int
+    master: str | None
+    bind: str
+    fail_fast: bool
+    as_json: bool
+    params: tuple[str, ...]  # --param as given, repeated in the reproduce line
+    records: int | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.topo.name} / {self.protocol}"
+
+
+def _replay(simulator: Simulator, seed: int, trace: Path | None) -> NoReturn:
+    """Replay one schedule with its trace; exits with its verdict."""
+    outcome = simulator.run_reported(seed, trace=True)
+    _show_replay(outcome, trace)
+    raise typer.Exit(EXIT_OK if outcome.verdict.passed else EXIT_FAILED)
+
+
+def _simulate(simulator: Simulator, job: SimJob, run: _Run) -> NoReturn:
+    """Run the schedules, show the summary and exit with its verdict."""
     started = time.perf_counter()
-    label = f"{topo.name} / {protocol}"
+    summary = _with_progress(run, partial(_schedules, simulator, job, run))
+    elapsed = time.perf_counter() - started
+    if run.as_json:
+        print(json.dumps(_summary_json(summary, run.topo.name, run.protocol, simulator,
+                                       elapsed)))
+    else:
+        _show_summary(summary, run, simulator, elapsed)
+    raise typer.Exit(EXIT_OK if summary.passed else EXIT_FAILED)
 
-    def run(progress: Callable[[int], None], step: Callable[[str], None]) -> SimSummary:
-        if master is None:
-            return run_parallel(simulator, job, schedules, first_seed, jobs, progress,
-                                fail_fast)
-        try:
-            return run_on_spark(simulator, job, schedules, first_seed, master, progress,
-                                fail_fast, step, check_bind(bind))
-        except ClusterError as exc:
-            err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False,
-                              soft_wrap=True)
-            raise typer.Exit(exc.exit_code) from None
 
-    if err_console.is_terminal and not as_json:
+def _schedules(simulator: Simulator, job: SimJob, run: _Run, progress: Callable[[int], None],
+               step: Callable[[str], None]) -> SimSummary:
+    """The schedules in local processes, or as Spark tasks with --master."""
+    if run.master is None:
+        return run_parallel(simulator, job, run.schedules, run.first_seed, run.jobs, progress,
+                            run.fail_fast)
+    try:
+        return run_on_spark(simulator, job, run.schedules, run.first_seed, run.master,
+                            progress, run.fail_fast, step, check_bind(run.bind))
+    except ClusterError as exc:
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False,
+                          soft_wrap=True)
+        raise typer.Exit(exc.exit_code) from None
+
+
+def _with_progress(run: _Run, body: Progressed) -> SimSummary:
+    """Call ``body(progress, step)`` while showing how far the schedules are."""
+    if err_console.is_terminal and not run.as_json:
         # A bar on stderr in a terminal; stdout keeps only the results.
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=err_console, transient=True) as progress:
-            task = progress.add_task(label, total=schedules)
-            summary = run(lambda done: progress.update(task, completed=done),
-                          lambda msg: progress.update(task, description=f"{label}: {msg}"))
-    else:
-        # A pipe or CI log: a plain line now and then (LiveLine), none with --json.
-        with LiveLine(quiet=as_json) as live:
-            summary = run(lambda done: live.update(f"{label}: {done:,}/{schedules:,} schedules"),
-                          live.update)
-    elapsed = time.perf_counter() - started
-    if as_json:
-        print(json.dumps(_summary_json(summary, topo.name, protocol, simulator, elapsed)))
-    else:
-        _show_summary(summary, topology, protocol, simulator, elapsed, param or [], records)
-    raise typer.Exit(EXIT_OK if summary.passed else EXIT_FAILED)
+                      TimeElapsedColumn(), console=err_console, transient=True) as bar:
+            task = bar.add_task(run.label, total=run.schedules)
+            return body(lambda done: bar.update(task, completed=done),
+                        lambda msg: bar.update(task, description=f"{run.label}: {msg}"))
+    # A pipe or CI log: a plain line now and then (LiveLine), none with --json.
+    with LiveLine(quiet=run.as_json) as live:
+        return body(lambda done: live.update(f"{run.label}: {done:,}/{run.schedules:,} "
+                                             "schedules"), live.update)
 
 
 def _scenario(path: Path, topo: Topology, workers: int, labels: list[str] | None,
@@ -262,11 +297,9 @@ def _summary_json(
     }
 
 
-def _show_summary(
-    s: SimSummary, topology: Path, proto: str, sim: Simulator, elapsed: float, params: list[str],
-    records: int | None,
-) -> None:
-    table = Table(title=f"{sim.graph.topology.name} under {proto} (judged {sim.guarantee.value})")
+def _show_summary(s: SimSummary, run: _Run, sim: Simulator, elapsed: float) -> None:
+    table = Table(
+        title=f"{sim.graph.topology.name} under {run.protocol} (judged {sim.guarantee.value})")
     for col in ("schedules", "faults injected", "instances failed", "violating", *_KINDS):
         table.add_column(col, justify="right")
     table.add_row(
@@ -287,11 +320,11 @@ def _show_summary(
         for sink in bad.verdict.sinks:
             for d in sink.divergences[:3]:
                 console.print(f"  {sink.sink}: first divergence {d.describe()}", highlight=False)
-        extra = "".join(f" --param {p}" for p in params)
-        if records is not None:
-            extra += f" --records {records}"
+        extra = "".join(f" --param {p}" for p in run.params)
+        if run.records is not None:
+            extra += f" --records {run.records}"
         console.print(
-            f"reproduce: ftctl sim {topology} --protocol {proto}{extra}"
+            f"reproduce: ftctl sim {run.topology} --protocol {run.protocol}{extra}"
             f"{_faults_option(sim)} --seed {bad.seed}",
             highlight=False,
         )
