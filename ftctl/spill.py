@@ -24,12 +24,15 @@ class ChunkFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.chunks = 0
+        self.records = 0  # in all chunks: what the owner has on disk, without reading it
 
-    def append(self, chunk: Any) -> None:
+    def append(self, chunk: Any, records: int | None = None) -> None:
+        """Append ``chunk``, which holds ``records`` records (by default ``len(chunk)``)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "ab") as f:
             pickle.dump(chunk, f, protocol=pickle.HIGHEST_PROTOCOL)
         self.chunks += 1
+        self.records += len(chunk) if records is None else records
 
     def __iter__(self) -> Iterator[Any]:
         if not self.chunks:

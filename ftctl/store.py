@@ -218,8 +218,7 @@ class SinkStore:
         self.seen: dict[str, set[Any]] = defaultdict(set)  # uids emitted, per sink instance
         self.spill = spill
         self.keep = keep
-        self.spilled: dict[str, int] = defaultdict(int)  # records on disk, per instance
-        self._files: dict[str, ChunkFile] = {}
+        self._files: dict[str, ChunkFile] = {}  # records on disk, per instance
 
     def append(self, instance: str, records: list[tuple[Any, Any]],
                uids: Sequence[Any] | None = None) -> None:
@@ -245,7 +244,8 @@ class SinkStore:
 
     def count(self, instance: str) -> int:
         """Records ``instance`` has made visible so far, on disk and in memory."""
-        return self.spilled[instance] + len(self.visible[instance])
+        spilled = self._files.get(instance)
+        return (spilled.records if spilled is not None else 0) + len(self.visible[instance])
 
     def records(self, instance: str) -> list[tuple[Any, Any]]:
         """Everything ``instance`` made visible, in the order it did."""
@@ -262,12 +262,11 @@ class SinkStore:
         if instance not in self._files:
             self._files[instance] = ChunkFile(self.spill / f"{instance}.pickle")
         self._files[instance].append(tail)
-        self.spilled[instance] += len(tail)
         self.visible[instance] = []
 
     def by_operator(self) -> dict[str, list[tuple[Any, Any]]]:
         """Visible output per sink operator (instances ``out[0]``, ``out[1]`` -> ``out``)."""
         out: dict[str, list[tuple[Any, Any]]] = defaultdict(list)
-        for iid in sorted(self.visible.keys() | self.spilled.keys()):
+        for iid in sorted(self.visible.keys() | self._files.keys()):
             out[iid.split("[", 1)[0]].extend(self.records(iid))
         return dict(out)

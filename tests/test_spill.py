@@ -25,6 +25,10 @@ def test_a_chunk_file_gives_back_its_chunks_in_order(tmp_path: Path) -> None:
     for k in range(3):
         f.append([k, str(k)])
     assert list(f) == [[0, "0"], [1, "1"], [2, "2"]]
+    # The records on disk are counted as written: a chunk's length, or what its owner says.
+    assert f.records == 6
+    f.append(("columns", [1.0, 2.0, 3.0]), records=3)
+    assert f.records == 9 and f.chunks == 4
 
 
 def test_a_row_log_keeps_a_bounded_tail_and_reads_every_row_back(tmp_path: Path) -> None:
@@ -50,7 +54,7 @@ def test_a_spilling_latency_log_holds_a_bounded_tail_and_keeps_every_sample(
         log.add(iid, [(float(k), k / 4), (k + 0.5, k / 8)])
         expected += [(iid, float(k) - 1.0, k / 4), (iid, k + 0.5 - 1.0, k / 8)]
         assert len(log.t) <= 11
-    assert len(log) == 80
+    assert len(log) == 80 == len(expected)  # the spilled samples counted with the tail
     assert log.rows(t0=1.0) == expected
 
 

@@ -109,7 +109,6 @@ class LatencyLog:
         self.lock = threading.Lock()
         self.keep = keep
         self._file = ChunkFile(spill) if spill is not None else None
-        self._spilled = 0
 
     def add(self, iid: str, samples: Sequence[tuple[float, float]]) -> None:
         with self.lock:
@@ -120,12 +119,11 @@ class LatencyLog:
             self.t.extend(t for t, _ in samples)
             self.v.extend(v for _, v in samples)
             if self._file is not None and len(self.t) > self.keep:
-                self._file.append((self.which, self.t, self.v))
-                self._spilled += len(self.t)
+                self._file.append((self.which, self.t, self.v), records=len(self.t))
                 self.which, self.t, self.v = array("H"), array("d"), array("d")
 
     def __len__(self) -> int:
-        return self._spilled + len(self.t)
+        return (self._file.records if self._file is not None else 0) + len(self.t)
 
     def rows(self, t0: float = 0.0) -> list[tuple[str, float, float]]:
         """(sink instance, time since ``t0``, seconds), in the order they arrived."""
