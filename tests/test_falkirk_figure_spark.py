@@ -15,6 +15,7 @@ from ftctl.figures import FigureOptions
 from ftctl.figures.policies_spark import QUICK, _Capture, read_run, result, run_spark
 from ftctl.kernel.history import HistoryEvent
 from ftctl.run.execute import RunRequest
+from tests.fakecluster import URL, FakeWarmCluster
 
 # Per configuration: (records processed, recovery s, detection s, history kinds).
 RESTARTS = [("instance-started", {"reason": "restart"})]
@@ -102,3 +103,19 @@ def test_bad_options_are_refused_before_anything_runs(tmp_path: Path,
         run_spark(FigureOptions(tmp_path, host="spark", quick=True, options=opt),
                   fake_runner(seen), master="spark://fake:7077")
     assert seen == []
+
+
+def test_without_a_master_every_run_goes_to_one_cluster_started_for_the_figure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ftctl.figures import policies_spark
+    from ftctl.run.execute import SLOTS_PER_INSTANCE
+
+    cluster = FakeWarmCluster()
+    monkeypatch.setattr(policies_spark, "warm_cluster", cluster)
+    seen: list[RunRequest] = []
+    run_spark(FigureOptions(tmp_path, host="spark", quick=True), fake_runner(seen))
+    # wordcount's 6 instances: every one's slots on each worker, as the runs ask for
+    assert cluster.started == [(None, SLOTS_PER_INSTANCE * 6, "ftctl-policies-")]
+    assert len(seen) == 4 and all(r.master == URL and r.cores == SLOTS_PER_INSTANCE * 6
+                                  for r in seen)

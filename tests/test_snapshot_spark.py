@@ -19,6 +19,7 @@ from ftctl.figures import FigureOptions
 from ftctl.figures import snapshot_spark as study
 from ftctl.figures.fig_003_snapshot_frequency import WORKLOADS, run
 from ftctl.run.execute import RunRequest
+from tests.fakecluster import URL, FakeWarmCluster
 
 # Fault-free throughput by interval: the fake cluster loses 20% at 10 ms, 10% at 100 ms.
 THROUGHPUT = {"none": 1000.0, "0.01": 800.0, "0.1": 900.0, "1.0": 990.0}
@@ -131,3 +132,16 @@ def test_a_run_that_did_not_finish_leaves_its_point_out(tmp_path: Path,
                                     "spark://fake:7077", tmp_path, runner=unfinished,
                                     say=lambda _: None)
     assert [p.interval for p in points] == ["none", "0.1"]
+
+
+def test_without_a_master_one_cluster_is_started_for_the_study(
+        tmp_path: Path, fake: FakeRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ftctl.run.execute import SLOTS_PER_INSTANCE
+
+    cluster = FakeWarmCluster()
+    monkeypatch.setattr(study, "warm_cluster", cluster)
+    study.run_spark(FigureOptions(out=tmp_path, host="spark", quick=True))
+    # wordcount's 6 tasks, their slots split over the workers
+    assert cluster.started == [
+        (None, -(-SLOTS_PER_INSTANCE * 6 // study.WORKERS), "ftctl-003-")]
+    assert [r.master for r, _ in fake.requests] == [URL] * 3

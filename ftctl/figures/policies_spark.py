@@ -24,7 +24,6 @@ input. Run directories are kept under ``<out>/runs``.
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,7 +33,6 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 
 from chaos.plan import Schedule, from_scenario
-from ftctl.backends import make_cluster
 from ftctl.compare.figures import RunFigures
 from ftctl.compare.runner import CaptureExtension
 from ftctl.config.errors import ConfigError
@@ -48,11 +46,11 @@ from ftctl.spark.host import HostResult
 from protocols.registry import get_protocol
 
 from . import FigureOptions, FigureResult
+from .spark_points import WORKERS, warm_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE = "checkpoint"
 FAULT_FREE = "fault-free"
-WORKERS = 2
 RUN_TIMEOUT = 600.0
 QUICK_MIXES = ("default", "firewall")
 
@@ -168,13 +166,8 @@ def run_spark(options: FigureOptions, runner: Runner = execute,
     scenario = out / "policies-spark-scenario.yaml"
     scenario.write_text(setup.scenario())
     cores = SLOTS_PER_INSTANCE * len(graph.order)
-    if master is not None:
-        runs = _measure(plan, topo, scenario, master, out, cores, runner)
-    else:
-        with tempfile.TemporaryDirectory(prefix="ftctl-policies-") as state, make_cluster(
-                "local", workers=WORKERS, cores=cores, state_dir=Path(state),
-                owned=True) as cluster:
-            runs = _measure(plan, topo, scenario, cluster.master_url, out, cores, runner)
+    with warm_cluster(master, cores, "ftctl-policies-") as url:
+        runs = _measure(plan, topo, scenario, url, out, cores, runner)
     return result(runs, setup, len(graph.order), out)
 
 

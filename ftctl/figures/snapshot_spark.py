@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import random
 import statistics
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -49,6 +48,7 @@ from ftctl.spark.host import HostResult
 from protocols.registry import PROTOCOLS
 
 from . import FigureOptions, FigureResult
+from .spark_points import WORKERS, warm_cluster
 
 WORKLOADS = ("q1", "q5", "wordcount")
 INTERVALS = ("0.01", "0.1", "1.0")
@@ -61,7 +61,6 @@ PARALLELISM = 2  # per operator: q5 is 11 tasks, not 25, on two cores
 PACE = 0.3
 PACED_SECONDS = 12.0  # of input in a paced run: a kill at 6 s after a steady baseline
 KILL_AT = 0.5  # of the paced run's expected length
-WORKERS = 2
 RUN_TIMEOUT = 900.0
 
 Runner = Callable[[RunRequest, RunExtension], int]
@@ -216,8 +215,6 @@ def paced_input(topology: Topology, base: float) -> tuple[Topology, float]:
 
 
 def run_spark(options: FigureOptions) -> FigureResult:
-    from ftctl.backends import make_cluster
-
     from .fig_003_snapshot_frequency import WORKLOADS as KNOWN
     from .fig_003_snapshot_frequency import positive_events, spearman, workload_list
 
@@ -226,25 +223,14 @@ def run_spark(options: FigureOptions) -> FigureResult:
     names = workload_list(opts, ("wordcount",) if options.quick else WORKLOADS)
     intervals = _intervals(opts.get("intervals"), ("0.1",) if options.quick else INTERVALS)
     topologies = {w: scaled(load_topology(KNOWN[w]), events, w) for w in names}
-    master = opts.get("master")
     out = options.out
-    cluster = None
-    try:
-        if master is None:
-            most = max(len(ExecutionGraph(t).order) for t in topologies.values())
-            state = Path(tempfile.mkdtemp(prefix="ftctl-003-"))
-            cluster = make_cluster("local", workers=WORKERS,
-                                   cores=-(-SLOTS_PER_INSTANCE * most // WORKERS),
-                                   state_dir=state, owned=True)
-            console.print(f"starting a {WORKERS}-worker cluster for the study")
-            cluster.up()
-            master = cluster.master_url
-        points: list[SparkPoint] = []
+    # Per worker: the slots of the largest workload, split over the workers.
+    most = max(len(ExecutionGraph(t).order) for t in topologies.values())
+    points: list[SparkPoint] = []
+    with warm_cluster(opts.get("master"), -(-SLOTS_PER_INSTANCE * most // WORKERS),
+                      "ftctl-003-") as master:
         for w in names:
             points += measure_workload(w, topologies[w], intervals, master, out / "runs")
-    finally:
-        if cluster is not None:
-            cluster.down()
     files = write_spark(points, out, events)
     summary = spark_summary(points, intervals, spearman)
     return FigureResult(

@@ -11,14 +11,13 @@ to the first ring travel on channels and are the same under both semantics).
 from __future__ import annotations
 
 import statistics
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from ftctl.backends import make_cluster
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
 from ftctl.figures import FigureOptions, FigureResult
+from ftctl.figures.spark_points import WORKERS, warm_cluster
 from ftctl.run.capture import Capture
 from ftctl.run.execute import SLOTS_PER_INSTANCE, RunRequest, execute
 from ftctl.runtime.graph import ExecutionGraph
@@ -61,16 +60,14 @@ def run_spark(options: FigureOptions) -> FigureResult:
     base = load_topology(TOPOLOGY).with_input(records=records)
     largest = with_replicas(base, max(factors))
     cores = SLOTS_PER_INSTANCE * len(ExecutionGraph(largest).order)
-    workers = 2
     measured: dict[int, dict[str, list[dict[str, Any]]]] = {}
-    with tempfile.TemporaryDirectory(prefix="ftctl-table2-") as state, make_cluster(
-            "local", workers=workers, cores=cores, state_dir=Path(state), owned=True) as cluster:
+    with warm_cluster(None, cores, "ftctl-table2-") as master:
         for r in factors:
             topo = with_replicas(base, r)
             for _ in range(repeat):
                 for sem in SEMANTICS:
                     measured.setdefault(r, {}).setdefault(sem, []).append(measure(
-                        topo, sem, cluster.master_url, options.out / "runs", workers, cores))
+                        topo, sem, master, options.out / "runs", WORKERS, cores))
     rows = []
     summary: dict[str, Any] = {"host": "spark", "records": records, "repeat": repeat}
     for r, by_sem in measured.items():
