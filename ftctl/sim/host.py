@@ -51,6 +51,7 @@ from ftctl.kernel.commands import (
 from ftctl.kernel.coordinator import CoordinatorKernel
 from ftctl.kernel.history import History, HistoryEvent
 from ftctl.kernel.outputs import Outputs
+from ftctl.kernel.piggyback import Piggyback
 from ftctl.kernel.unit import Unit, perform
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch, Message
@@ -108,6 +109,8 @@ class SimStats:
     injected: int = 0  # faults of any kind that struck (crashes included)
     skipped: int = 0  # faults logged fault-skipped
     zombie_actions: Counter[str] = field(default_factory=Counter)  # dropped, by action
+    # batches' protocol piggyback and clock-only batches, over all units (kernel/piggyback)
+    piggyback: Piggyback = field(default_factory=Piggyback)
 
 
 @dataclass(eq=False)
@@ -874,6 +877,7 @@ class SimHost:
         self.stats.messages += 1
         if type(msg) is Batch:
             self.stats.records_sent += len(msg.records)
+            self.stats.piggyback.observe(ch, msg)
             self.stats.kinds["data", *self.chan_ops[ch]] += 1
         else:
             self.stats.kinds[msg.kind, *self.chan_ops[ch]] += 1  # type: ignore[union-attr]

@@ -40,6 +40,7 @@ from ftctl.kernel.commands import (
 from ftctl.kernel.coordinator import CoordinatorKernel
 from ftctl.kernel.history import History, HistoryEvent
 from ftctl.kernel.outputs import Outputs
+from ftctl.kernel.piggyback import merge
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.spark import links, wire
 from ftctl.spark.capacity import SparkCapacity, Worker
@@ -192,6 +193,9 @@ class SparkHost:
         self.restarts = 0
         self.detections = 0
         self.peer_kinds: Counter[str] = Counter()  # peer messages relayed, by class
+        # (instance, incarnation) -> its batches' piggyback counts as its job returned
+        # them at the end: newer than its last heartbeat's.
+        self.final_piggyback: dict[tuple[str, int], dict[str, int]] = {}
         self.t0 = time.monotonic()
         self.finishing = False
         self.started_at = 0.0
@@ -336,11 +340,16 @@ class SparkHost:
             stats=self._traffic())
 
     def _traffic(self) -> dict[str, Any]:
-        """Messages of the run: peer messages this driver relayed, by class, and channel
-        messages every incarnation had sent as of its last heartbeat."""
-        extras = self.server.extras.values() if self.server is not None else ()
+        """Messages of the run: peer messages this driver relayed, by class, channel
+        messages every incarnation had sent as of its last heartbeat, and the batches'
+        piggyback (``ftctl.kernel.piggyback``) over all incarnations, as of the end of
+        their jobs where they ran to the end."""
+        extras = self.server.extras if self.server is not None else {}
+        piggyback = {k: e.get("piggyback") for k, e in extras.items()}
+        piggyback.update(self.final_piggyback)
         return {"peer_messages": dict(self.peer_kinds),
-                "channel_messages": sum(int(e.get("sent", 0)) for e in extras)}
+                "channel_messages": sum(int(e.get("sent", 0)) for e in extras.values()),
+                "piggyback": merge(piggyback.values())}
 
     def _latency(self) -> list[tuple[str, float, float]]:
         if self.server is None:
@@ -368,6 +377,8 @@ class SparkHost:
                 break
             if ev[0] == EV_JOB_DONE and ev[3] and ev[2] == self.inc[ev[1]]:
                 self.counts[ev[1]] = (ev[3]["records_in"], ev[3]["records_out"])
+                if "piggyback" in ev[3]:
+                    self.final_piggyback[ev[1], ev[2]] = ev[3]["piggyback"]
 
     def _refresh_counts(self) -> None:
         """Counters from the heartbeat connections (newer than any seen on a frame)."""

@@ -23,6 +23,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ftctl.config.topology import Topology
+from ftctl.kernel.piggyback import Piggyback
 from ftctl.kernel.unit import Unit, perform
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch
@@ -150,6 +151,7 @@ class InstanceTask:
         # What ``perform`` produced since the last flush.
         self.sends: dict[str, list[tuple[int, Any]]] = {}
         self.sent = 0  # channel messages (batches, markers) sent, for the run's traffic
+        self.piggyback = Piggyback()  # batches' protocol piggyback, for the run's traffic
         self.frames: list[tuple[Any, ...]] = []
         self.timers: dict[str, float] = {}  # key -> due (monotonic); one per key
         # Chaos and measurement: channel faults on outgoing links, sink output latency.
@@ -216,6 +218,7 @@ class InstanceTask:
             self._close()
         return {"instance": self.iid, "inc": self.inc, "records_in": self.core.records_in,
                 "records_out": self.core.records_out,
+                "piggyback": self.piggyback.to_dict(),
                 "seconds": round(time.monotonic() - started, 3)}
 
     def _close(self) -> None:
@@ -290,7 +293,7 @@ class InstanceTask:
         wire.shutdown(hb)
 
     def _hb_extra(self) -> dict[str, Any]:
-        extra: dict[str, Any] = {"sent": self.sent}
+        extra: dict[str, Any] = {"sent": self.sent, "piggyback": self.piggyback.to_dict()}
         if self.core.is_source:
             extra["offset"] = self.core.offset
             extra["resumed"] = self.resumed
@@ -495,6 +498,8 @@ class InstanceTask:
     # UnitPorts (ftctl/kernel/unit.py): what ``perform`` calls, in action order.
 
     def send(self, channel: int, msg: Any) -> None:
+        if type(msg) is Batch:
+            self.piggyback.observe(channel, msg)
         self.sends.setdefault(self.dst_of[channel], []).append((channel, msg))
 
     def emit(self, slot: str, records: Sequence[tuple[Any, Any]],
