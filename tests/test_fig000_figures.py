@@ -3,7 +3,9 @@ figures a real run would keep, and the table, ratios and plot must carry them th
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,6 +16,7 @@ from ftctl.compare.figures import RunFigures
 from ftctl.figures import FigureOptions, fig_000_fig2, fig_000_fig3
 from ftctl.kernel.history import HistoryEvent
 from ftctl.run.execute import RunRequest
+from ftctl.spark.host import HostResult
 
 MASTER = {"master": "spark://fake:7077"}  # no cluster is started for a given master
 
@@ -109,13 +112,25 @@ FIG3 = {
 }
 
 
+# causal's piggyback per (rate, repeat), as HostResult.stats["piggyback"] has it:
+# batches, clock-only batches, bytes per batch (mean), largest
+FIG3_WIRE = {
+    (4000.0, 0): (1000, 200, 40.0, 60), (4000.0, 1): (1200, 300, 44.0, 70),
+    (12000.0, 0): (3000, 900, 41.0, 61), (12000.0, 1): (3300, 1000, 45.0, 66),
+}
+
+
 def fig3_runner(seen: list[RunRequest]) -> Any:
     def run(request: RunRequest, ext: Any) -> int:
         seen.append(request)
         proto, rate, rep = ext.key
         behind = (proto, rate, rep) == ("causal", 12000.0, 1)
+        batches, only, mean, top = FIG3_WIRE[(rate, rep)] if proto == "causal" else \
+            (500, 0, 20.0, 22) if proto == "causal:clocks=off" else (500, 0, 0.0, 0)
         ext.sample = fig_000_fig3.latency_sample(
-            proto, rate, rep, True, _latency(FIG3[(proto, rate)][rep], behind), "r")
+            proto, rate, rep, True, _latency(FIG3[(proto, rate)][rep], behind), "r",
+            {"batches": batches, "clock_only": only, "bytes": int(batches * mean),
+             "max": top, "mean": mean})
         return 0
     return run
 
@@ -132,13 +147,29 @@ def test_fig3_medians_and_paired_overheads(tmp_path: Path) -> None:
     assert seen[0].topology.input.records == 24_000  # 6 s at 4,000/s
     assert len(seen) == 12
     assert res.header == ("votes/s", "none p50 ms", "causal:clocks=off p50 ms",
-                          "causal p50 ms", "clocks' overhead", "causal vs none overhead")
+                          "causal p50 ms", "clocks' overhead", "causal vs none overhead",
+                          "causal piggyback B/batch mean (max)", "causal clock-only batches")
     # 4,000/s: clocks' +10% and +20% -> +15%; vs none +38% and +80% -> +59%
     # 12,000/s: clocks' +0% and +50% -> +25%; vs none +50% and +88% -> +69%
+    # piggyback: median of the runs' means, largest of any run; clock-only: median of the
+    # runs' counts and its share of their median batches (250 of 1,100; 950 of 3,150)
     assert res.rows == (
-        ("4,000", "2.0", "2.8", "3.2", "+15% (+10%, +20%)", "+59% (+38%, +80%)"),
+        ("4,000", "2.0", "2.8", "3.2", "+15% (+10%, +20%)", "+59% (+38%, +80%)",
+         "42.0 (70)", "250 (23%)"),
         ("12,000", "1.8", "2.5", "3.0 (1 behind)", "+25% (+0%, +50%)",
-         "+69% (+50%, +88%)"))
+         "+69% (+50%, +88%)", "43.0 (66)", "950 (30%)"))
+    wire = [(m["protocol"], m["rate"], m["batches"], m["clock_only"], m["piggyback_mean"],
+             m["piggyback_max"]) for m in res.summary["medians"]]
+    assert wire == [("none", 4000.0, 500, 0, 0.0, 0),
+                    ("causal:clocks=off", 4000.0, 500, 0, 20.0, 22),
+                    ("causal", 4000.0, 1100, 250, 42.0, 70),
+                    ("none", 12000.0, 500, 0, 0.0, 0),
+                    ("causal:clocks=off", 12000.0, 500, 0, 20.0, 22),
+                    ("causal", 12000.0, 3150, 950, 43.0, 66)]
+    assert [(r["clock_only"], r["piggyback_max"]) for r in res.summary["runs"]
+            if r["protocol"] == "causal"] == [(200, 60), (900, 61), (300, 70), (1000, 66)]
+    saved = json.loads((tmp_path / "fig3.json").read_text())
+    assert saved["medians"] == res.summary["medians"]
     assert res.summary["overheads"]["4000"]["clocks'"]["median"] == pytest.approx(0.15)
     assert res.summary["highest_on_schedule"] == {"none": 12000.0,
                                                   "causal:clocks=off": 12000.0,
@@ -146,6 +177,21 @@ def test_fig3_medians_and_paired_overheads(tmp_path: Path) -> None:
     assert "causal: highest load kept on schedule here 4,000 votes/s" in res.notes
     png = tmp_path / "fig3.png"
     assert png in res.files and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_fig3_keeps_each_runs_piggyback_from_the_hosts_traffic() -> None:
+    keep = fig_000_fig3._Keep("causal", 4000.0, 0)
+    host = HostResult(outputs={}, complete=True, seconds=7.0, events=[], metrics=[],
+                      records_in={}, records_out={}, latency=_latency(3.0),
+                      stats={"channel_messages": 9, "piggyback": {
+                          "batches": 480, "clock_only": 76, "bytes": 22_656, "max": 61,
+                          "mean": 47.2}})
+    ctx = SimpleNamespace(store=SimpleNamespace(run_id="run-7"))
+    keep.keep(ctx, host, {"passed": True})  # type: ignore[arg-type]
+    assert keep.sample is not None
+    assert (keep.sample.p50_ms, keep.sample.batches, keep.sample.clock_only,
+            keep.sample.piggyback_mean, keep.sample.piggyback_max, keep.sample.run_id) == \
+        (3.0, 480, 76, 47.2, 61, "run-7")
 
 
 @pytest.mark.parametrize(("args", "says"), [

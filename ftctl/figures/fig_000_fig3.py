@@ -12,13 +12,18 @@ its schedule: that load is over the host's maximum. ``repeat`` sweeps run interl
 (a drift in the machine's load hits every protocol alike); a point's p50 is the median
 of its runs and an overhead the median of the paired ratios, run by run: clocks' =
 causal / causal:clocks=off - 1, causal vs none = causal / none - 1.
+
+What the clocks add on the wire, from the hosts' counts (``ftctl.kernel.piggyback``):
+piggyback bytes per batch (each batch's ``meta`` as encoded, mean and largest) and the
+clock-only batches, empty batches sent only to carry a clock (causal's rule N5, which
+the paper's design does not have): at each load, the median of the runs' figures.
 """
 
 from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -72,18 +77,29 @@ class Sample:
     samples: int
     run_id: str = ""
     load: float = 0.0
+    # the run's batches, of them clock-only, and piggyback bytes per batch: mean, largest
+    batches: int = 0
+    clock_only: int = 0
+    piggyback_mean: float = 0.0
+    piggyback_max: int = 0
 
 
 def latency_sample(protocol: str, rate: float, rep: int, passed: bool,
-                   latency: Sequence[tuple[Any, float, float]], run_id: str) -> Sample:
-    """p50/p90 (ms) of the samples ``(instance, t, seconds)`` after the first second."""
+                   latency: Sequence[tuple[Any, float, float]], run_id: str,
+                   piggyback: Mapping[str, Any] | None = None) -> Sample:
+    """p50/p90 (ms) of the samples ``(instance, t, seconds)`` after the first second;
+    ``piggyback``: the run's counts (``HostResult.stats["piggyback"]``)."""
     t0 = min((t for _, t, _ in latency), default=0.0)
     vals = sorted(v for _, t, v in latency if t >= t0 + WARMUP_S)
     if not vals:
         raise RuntimeError(f"{protocol} at {rate:g}/s: no latency samples")
+    pb = piggyback or {}
     return Sample(protocol, rate, rep, passed, round(1000 * statistics.median(vals), 3),
                   round(1000 * vals[int(0.9 * (len(vals) - 1))], 3),
-                  max(v for _, _, v in latency) > BEHIND_S, len(vals), run_id)
+                  max(v for _, _, v in latency) > BEHIND_S, len(vals), run_id,
+                  batches=int(pb.get("batches", 0)), clock_only=int(pb.get("clock_only", 0)),
+                  piggyback_mean=float(pb.get("mean", 0.0)),
+                  piggyback_max=int(pb.get("max", 0)))
 
 
 class _Keep(Capture):
@@ -94,7 +110,7 @@ class _Keep(Capture):
 
     def keep(self, ctx: RunContext, result: HostResult, summary: dict[str, Any]) -> None:
         self.sample = latency_sample(*self.key, bool(summary.get("passed")), result.latency,
-                                     ctx.store.run_id)
+                                     ctx.store.run_id, result.stats.get("piggyback"))
 
 
 def setup_of(options: FigureOptions) -> Setup:
@@ -137,6 +153,10 @@ class Median:
     passed: bool
     behind: int  # runs that fell behind
     runs: int
+    batches: float = 0.0
+    clock_only: float = 0.0
+    piggyback_mean: float = 0.0
+    piggyback_max: int = 0  # the largest of any run
 
 
 def medians(samples: Sequence[Sample]) -> list[Median]:
@@ -146,7 +166,10 @@ def medians(samples: Sequence[Sample]) -> list[Median]:
         out.append(Median(*key, statistics.median(s.p50_ms for s in runs),
                           statistics.median(s.p90_ms for s in runs),
                           all(s.passed for s in runs), sum(s.behind for s in runs),
-                          len(runs)))
+                          len(runs), statistics.median(s.batches for s in runs),
+                          statistics.median(s.clock_only for s in runs),
+                          statistics.median(s.piggyback_mean for s in runs),
+                          max(s.piggyback_max for s in runs)))
     return out
 
 
@@ -171,6 +194,14 @@ def _pct(paired: list[float] | None) -> str:
     return text + (f" ({', '.join(f'{x:+.0%}' for x in paired)})" if len(paired) > 1 else "")
 
 
+def _wire(m: Median | None) -> tuple[str, str]:
+    """The piggyback and clock-only cells of one (protocol, rate)."""
+    if m is None:
+        return "-", "-"
+    share = f" ({m.clock_only / m.batches:.0%})" if m.batches else ""
+    return f"{m.piggyback_mean:.1f} ({m.piggyback_max:,})", f"{m.clock_only:,.0f}{share}"
+
+
 def result(samples: Sequence[Sample], setup: Setup, out: Path) -> FigureResult:
     """The table, overheads and plot over measured (or, in tests, made-up) runs."""
     meds = medians(samples)
@@ -183,7 +214,8 @@ def result(samples: Sequence[Sample], setup: Setup, out: Path) -> FigureResult:
                                                   if by[(p, rate)].behind else "")
                  if (p, rate) in by else "-" for p in protos]
         rows.append((f"{rate:,.0f}", *cells,
-                     *(_pct(over.get(rate, {}).get(what)) for what, _ in OVERHEADS)))
+                     *(_pct(over.get(rate, {}).get(what)) for what, _ in OVERHEADS),
+                     *_wire(by.get((CLOCKS, rate)))))
     kept = {p: max((m.rate for m in meds if m.protocol == p and not m.behind), default=None)
             for p in protos}
     summary = {"setup": asdict(setup), "runs": [asdict(s) for s in samples],
@@ -199,7 +231,8 @@ def result(samples: Sequence[Sample], setup: Setup, out: Path) -> FigureResult:
         title=f"000 Figure 3: sink latency vs offered load, sharder fault-free (Spark; "
               f"{setup.seconds:g} s per point, {setup.repeat} interleaved sweep(s))",
         header=("votes/s", *(f"{p} p50 ms" for p in protos),
-                *(f"{what} overhead" for what, _ in OVERHEADS)),
+                *(f"{what} overhead" for what, _ in OVERHEADS),
+                f"{CLOCKS} piggyback B/batch mean (max)", f"{CLOCKS} clock-only batches"),
         rows=tuple(rows), files=(js, png), summary=summary,
         notes=(*(f"{p}: highest load kept on schedule here "
                  + ("none" if r is None else f"{r:,.0f} votes/s") for p, r in kept.items()),
@@ -207,6 +240,10 @@ def result(samples: Sequence[Sample], setup: Setup, out: Path) -> FigureResult:
                "the runs; overheads: median of the paired per-run ratios (each run's in "
                "brackets); 'behind': runs whose worst latency passed "
                f"{BEHIND_S:g} s (over the load the host keeps up with).",
+               f"{CLOCKS} on the wire, median over the runs: piggyback B/batch is the "
+               "encoded size of the clock diff each batch carries (mean, and the largest "
+               "of any batch); clock-only batches are empty batches sent only to carry a "
+               "clock (rule N5, not in the paper's design), with their share of all batches.",
                f"All {len(samples)} runs exactly-once." if summary["all_exactly_once"]
                else "NOT all runs exactly-once: see fig3.json.", PAPER + "."))
 
