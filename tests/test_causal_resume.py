@@ -28,22 +28,29 @@ from tests.test_causal_sim import _run
 
 pytestmark = pytest.mark.sim
 
-# sharder[0] killed at event 400 (seed 4): what each shard had seen of it, by its clock.
-SEEN = [8, 7, 8, 7, 8, 8, 7, 8, 8, 8, 8, 8, 6, 7, 8, 8, 7, 8, 8, 6]
+# sharder[0] killed at event 700 (seed 4): what each shard had seen of it, by its clock.
+SEEN = [13] * 16 + [12, 13, 13, 12]
 
 
-def test_the_sharder_resumes_each_shard_one_past_what_it_saw() -> None:
-    result, ok = _run("causal", FailureSchedule([Strike(400, 1, ("sharder[0]",))]))
+def test_the_stateless_sharder_restarts_at_t_star_and_resumes_each_shard_one_past_what_it_saw(
+) -> None:
+    result, ok = _run("causal", FailureSchedule([Strike(700, 1, ("sharder[0]",))]))
     assert ok and result.complete
     [plan] = [e for e in result.events if e.note == "causal-replay"]
     assert plan.payload["t"] == {f"shard[{i}]": t for i, t in enumerate(SEEN)}
-    assert plan.payload["t_min"] == 6
-    assert plan.payload["tstar"] == ("sharder[0]", 6, (("votes[0]", 6, ()),))
+    assert plan.payload["stateless"]
+    # Each shard's newest local snapshot holds sharder B-time 10: a shard may restore it
+    # and ask for everything after it again, so B' starts there (spec T2/T3's g), below
+    # the level-1 entries (12 and 13).
+    assert plan.payload["floor"] == {f"shard[{i}]": 10 for i in range(20)}
+    assert plan.payload["t_min"] == 10 and plan.payload["s"] == 10
+    assert plan.payload["tstar"] == ("sharder[0]", 10, (("votes[0]", 10, ()),))
+    # R = T*: the source resends from 1 + T*[votes[0]].
+    assert plan.payload["parents"] == {"0": 11}
     assert plan.payload["children"] == {f"shard[{i}]": t + 1 for i, t in enumerate(SEEN)}
     assert sorted(plan.payload["resume"].values()) == sorted(t + 1 for t in SEEN)
-    # Every observed B-time, 1..8: the replacement replays those above the time of the
-    # snapshot it restored.
-    assert plan.payload["replay"] == 8
+    # Every observed B-time, 1..13: the replacement replays those above t_min.
+    assert plan.payload["replay"] == 13
 
 
 @pytest.mark.parametrize("topology", ["diamond", "wordcount", "windowed"])

@@ -83,6 +83,10 @@ def test_sharder_kill_under_causal_restarts_only_the_sharder(cluster: LocalClust
     # By default a spare task took over (``--spares 1``): no Spark job start in recovery.
     (restart,) = [e for e in events if e.kind == "instance-started"]
     assert restart.data["spare"] is True
+    # The sharder has no state: its replacement restores no snapshot (0 bytes read) and
+    # starts from T* (spec R3).
+    assert restart.data["restore"] is None
+    assert any(e.note == "causal-replay" and e.payload["stateless"] for e in events)
     pids = [e.data["pid"] for e in events
             if e.kind == "instance-registered" and e.instance == VICTIM]
     assert len(pids) == 2 and pids[0] != pids[1]

@@ -47,7 +47,7 @@ class _Watched(CausalInstance):
 
 
 @pytest.mark.parametrize(("path", "schedules"), [
-    ("diamond.yaml", 40), ("wordcount.yaml", 40), ("windowed.yaml", 40),
+    ("diamond.yaml", 60), ("wordcount.yaml", 40), ("windowed.yaml", 40),
     ("joins/join-window.yaml", 30)])
 def test_logs_are_trimmed_and_snapshots_restored_mid_run(path: str, schedules: int) -> None:
     spec = dataclasses.replace(PROTOCOLS["causal"], instance=_Watched)

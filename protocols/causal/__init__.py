@@ -29,19 +29,21 @@ Normal operation (per instance, no coordination):
   per record identity since its last local snapshot. A replacement sink stands exactly
   where its last output left it: its parents resend after those positions, so nothing
   visible arrives again whatever order the channels interleave in (spec E4).
-  The paper recovers stateless nodes from T* alone; here every instance
-  still takes these local snapshots (tiny for stateless ones: channel positions for the
-  FIFO gap check, watermarks, end-of-stream state) and restores them. Round-robin output
-  is not part of that state: an event at time t sends its records to channel t mod n.
+  Operators without state (map, filter, flat_map) persist nothing (spec R3): a
+  replacement starts from T* and t_min, given with its plan. Round-robin output is not
+  part of any state: an event at time t sends its records to channel t mod n.
 - **Garbage collection.** When an instance reports a snapshot, its parents drop payload
   log entries up to the snapshot's level-1 clock entries (sender times, spec T2) and its
   children drop diff-log entries about it up to the snapshot's time: a replacement never
-  needs older ones.
+  needs older ones. A stateless instance's parents trim to its T* at g, the lowest time
+  it can restart from (``Durable``/``Covered``, spec T2, T3).
 
 Recovery of a failed instance B (nobody else stops, pauses or rolls back):
 
-1. B' restores B's newest local snapshot and holds all input. It reports ``Restored`` with
-   its restore clock R; with the plan, the coordinator asks each parent A to resend from
+1. B' restores B's newest local snapshot (a stateless B' none: R is T*, and each child's
+   t_j is at most the B-time its newest snapshot holds, so B' regenerates all a child may
+   ask for again) and holds all input. It reports ``Restored`` with its restore clock R;
+   with the plan, the coordinator asks each parent A to resend from
    sender time 1 + R[A] (spec R4; a parent restarting in the same component gets no
    resend: its replacement's regenerated output, filtered there, is the resend).
 2. The coordinator asks B's children (``Query`` controls, ``Answer`` reports) for their

@@ -3,14 +3,16 @@ fallback beyond (see the package docstring)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocols.causal.instance import SINK_SLOT
+from protocols.causal.instance import SINK_SLOT, STATELESS
 from protocols.causal.messages import (
     Answer,
     CausalInit,
+    Covered,
+    Durable,
     LocalSnapshot,
     Plan,
     Query,
@@ -24,10 +26,10 @@ from protocols.contract.actions import Control, CoordinatorAction, Note, Restart
 from protocols.contract.events import FailureDetected, ReportIn
 from protocols.contract.logic import CoordinatorLogic
 from protocols.contract.messages import Ended
-from protocols.contract.names import InstanceId
+from protocols.contract.names import ChannelId, InstanceId
 from protocols.contract.view import ClusterView, GraphView
 from protocols.shared.logged import SLOT, Resend, TrimPayloadLog
-from protocols.shared.treeclock import TreeClock
+from protocols.shared.treeclock import Plain, TreeClock, plain_child
 
 
 @dataclass
@@ -36,6 +38,7 @@ class _Recovery:
     waiting: set[tuple[str, tuple[str, ...]]]  # (instance asked, path it reads along)
     answers: list[Answer] = field(default_factory=list)
     restore: TreeClock | None = None  # the replacement's restore clock R, once reported
+    restored: bool = False  # reported; a stateless one reports no clock: R is T* (R3)
 
 
 class CausalCoordinator(CoordinatorLogic[CausalParams]):
@@ -45,6 +48,13 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         self.rid = 0
         self.recovering: dict[str, _Recovery] = {}
         self.replaying: set[str] = set()
+        # T* of each stateless replacement once planned: its clock until it runs (R3),
+        # what a failed parent's plan reads as its answer (M2).
+        self.tstars: dict[str, TreeClock] = {}
+        # Per channel, the sender time its receiver's durable restore clock holds (its
+        # newest local snapshot's level-1 entry): the lowest a recovery may resend from.
+        self.durable: dict[int, int] = {}
+        self.g: dict[str, int] = {}  # the last g sent to each stateless instance
 
     def initial(self, view: ClusterView) -> list[CoordinatorAction]:
         return [Restart(i, init=self._init(i)) for i in self.graph.order]
@@ -63,14 +73,14 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         instance, msg = ev.instance, ev.msg
         if isinstance(msg, Restored):
             rec = self.recovering.get(instance)
-            if rec is None or rec.restore is not None:
+            if rec is None or rec.restored:
                 return []
-            rec.restore = msg.clock
-            return self._plan_if_ready(instance, rec)
+            rec.restore, rec.restored = msg.clock, True
+            return self._plan_ready(instance, rec)
+        if isinstance(msg, Covered):
+            return self._durable(msg.ptime)
         if isinstance(msg, LocalSnapshot):
-            acts: list[CoordinatorAction] = [
-                Control(InstanceId(chans[ch].src), TrimPayloadLog(ch, p))
-                for ch, p in msg.ptime.items()]
+            acts: list[CoordinatorAction] = self._durable(msg.ptime)
             acts += [Control(InstanceId(chans[ch].dst), TrimDiffLog(ch, msg.time, instance))
                      for ch in self.graph.out_channels(instance)]
             return acts
@@ -85,6 +95,27 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
             self.ended.add(instance)
         return []
 
+    def _durable(self, ptime: Mapping[ChannelId, int]) -> list[CoordinatorAction]:
+        """A receiver's durable restore clock moved to ``ptime`` (per input channel): its
+        parents trim their payload logs to it (spec T2), and a stateless parent learns
+        its new g, the lowest time any recovery restarts it from (T3)."""
+        chans = self.graph.channels
+        durable = self.durable
+        for ch, p in ptime.items():
+            # Monotone: a restore clock only moves forward (a replacement restores the
+            # newest snapshot, or starts from a T* at or past g), so a report that
+            # arrives late never lowers it.
+            durable[ch] = max(durable.get(ch, 0), p)
+        acts: list[CoordinatorAction] = [
+            Control(InstanceId(chans[ch].src), TrimPayloadLog(ch, p)) for ch, p in ptime.items()]
+        for a in sorted({chans[ch].src for ch in ptime}):  # a deterministic trace
+            if self.stateless(a):
+                g = min(self.durable.get(c, 0) for c in self.graph.out_channels(a))
+                if g > self.g.get(a, 0):
+                    self.g[a] = g
+                    acts.append(Control(InstanceId(a), Durable(g)))
+        return acts
+
     def _on_answer(self, child: str, answer: Answer) -> list[CoordinatorAction]:
         rec = self.recovering.get(answer.about)
         key = (child, tuple(answer.via))
@@ -92,26 +123,65 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
             return []
         rec.waiting.discard(key)
         rec.answers.append(answer)
-        return self._plan_if_ready(answer.about, rec)
+        return self._plan_ready(answer.about, rec)
+
+    def _plan_ready(self, b: str, rec: _Recovery) -> list[CoordinatorAction]:
+        """B's plan if it can be made, then those of failed parents that waited for it
+        (M2: a failed stateless child's restore clock is its T*)."""
+        if self.recovering.get(b) is not rec:
+            return []  # planned already
+        acts = self._plan_if_ready(b, rec)
+        if acts:
+            for p in self.graph.upstream(b):
+                if (r := self.recovering.get(p)) is not None:
+                    acts += self._plan_ready(p, r)
+        return acts
 
     def _plan_if_ready(self, b: str, rec: _Recovery) -> list[CoordinatorAction]:
-        if rec.waiting or rec.restore is None:
+        if rec.waiting or not rec.restored:
+            return []
+        # Spec M2, children first: a failed stateless child's restore clock is its T*,
+        # known once its own plan is made.
+        if any(c in self.recovering and self.stateless(c) for c in self.graph.downstream(b)):
             return []
         del self.recovering[b]
         self.replaying.add(b)
         chans = self.graph.channels
         direct = [a for a in rec.answers if len(a.via) == 1]
-        plan = plan_recovery(b, {chans[a.channel].dst: a.clock for a in direct},
-                             (n for a in rec.answers for n in a.trees),
-                             self.graph.upstream(b), restore=rec.restore, after=0)
+        clocks: dict[str, TreeClock] = {}
+        trees = [n for a in rec.answers for n in a.trees]
+        bases: list[Plain] = []
+        for a in direct:
+            c = chans[a.channel].dst
+            clocks[c] = a.clock
+            if c in self.tstars:
+                clocks[c] = a.clock.copy()
+                clocks[c].apply(self.tstars[c])
+                sub = plain_child(self.tstars[c].to_plain(), b)
+                if sub is not None:
+                    bases.append(sub)
+        floor = ({chans[ch].dst: self.durable.get(ch, 0) for ch in self.graph.out_channels(b)}
+                 if rec.restore is None else None)
+        plan = self.plan_of(b, clocks, trees, self.graph.upstream(b), rec.restore, floor,
+                            bases)
+        if rec.restore is None:
+            self.tstars[b] = plan.tstar
+            # Spec M2: B' asks each parent from 1 + T*[A], its restore clock from now on;
+            # a parent planned later in this component floors its t_min there.
+            for ch in self.graph.inputs(b):
+                src = chans[ch].src
+                self.durable[ch] = max(self.durable.get(ch, 0), plan.parents[src] - 1)
+        rclock = rec.restore if rec.restore is not None else plan.tstar
         # Spec R5: B' sends to each child from 1 + its level-1 entry for B.
         resume = {a.channel: plan.children[chans[a.channel].dst] for a in direct}
         upto = max(plan.t.values(), default=0)
         resends = self._resends(b, plan)
         return [Control(InstanceId(b), Plan(plan.replay, resume, plan.tstar, upto)),
                 *resends,
-                Note("causal-replay", {"instance": b, "s": rec.restore.time,
-                                       "t": plan.t, "t_min": plan.t_min,
+                Note("causal-replay", {"instance": b, "s": rclock.time,
+                                       "stateless": rec.restore is None,
+                                       "t": plan.t, "floor": floor,
+                                       "t_min": plan.t_min,
                                        "tstar": plan.tstar.to_plain(),
                                        "replay": len(plan.replay),
                                        "resume": {str(k): v for k, v in resume.items()},
@@ -119,6 +189,15 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
                                        "parents": {str(c.msg.channel): c.msg.start
                                                    for c in resends
                                                    if isinstance(c.msg, Resend)}})]
+
+    @staticmethod
+    def plan_of(b: str, clocks: Mapping[str, TreeClock], trees: list[Plain],
+                parents: Iterable[str], restore: TreeClock | None,
+                floor: Mapping[str, int] | None, bases: list[Plain]) -> RecoveryPlan:
+        """B's plan from its children's answers (spec R1-R6): ``plan_recovery``, every
+        observed event replayed (B' skips those at or below its restored time)."""
+        return plan_recovery(b, clocks, trees, parents, restore=restore, after=0,
+                             floor=floor, bases=bases)
 
     def _resends(self, b: str, plan: RecoveryPlan) -> list[Control]:
         """Spec R4: each parent A resends to B' from 1 + R[A]. A parent restarting in the
@@ -155,15 +234,17 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         for b in members:
             self.ended.discard(InstanceId(b))
             self.replaying.discard(b)
+            self.tstars.pop(b, None)
             self.rid += 1
             recs[b] = self.recovering[b] = _Recovery(self.rid, set(self._queries(b, members)))
-            acts.append(Restart(InstanceId(b), restore=SLOT, init=self._init(b, recover=True),
+            acts.append(Restart(InstanceId(b), restore=None if self.stateless(b) else SLOT,
+                                init=self._init(b, recover=True),
                                 extra=self._sink_slot(b)))
         for b in members:  # every replacement is up before any is asked
             acts += [Control(InstanceId(x), Query(b, via, recs[b].rid))
                      for x, via in sorted(recs[b].waiting)]
         for b in members:
-            acts += self._plan_if_ready(b, recs[b])
+            acts += self._plan_ready(b, recs[b])
         return acts
 
     def components(self, failed: set[str]) -> list[set[str]]:
@@ -203,6 +284,9 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         self.epoch += 1
         self.recovering.clear()
         self.replaying.clear()
+        self.tstars.clear()
+        self.durable.clear()
+        self.g.clear()
         self.ended.clear()
         order = self.graph.order
         acts: list[CoordinatorAction] = [
@@ -214,6 +298,10 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
                          init=self._init(iid), extra=self._sink_slot(iid))
                  for iid in order]
         return acts
+
+    def stateless(self, iid: str) -> bool:
+        """An operator without state persists nothing and restores nothing (spec R3)."""
+        return self.graph.execution.instances[iid].kind in STATELESS
 
     def _sink_slot(self, iid: str) -> tuple[int, ...]:
         return (SINK_SLOT,) if self.graph.is_sink(iid) else ()

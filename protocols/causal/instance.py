@@ -12,6 +12,8 @@ from ftctl.runtime.messages import Batch, Marker
 from protocols.causal.messages import (
     Answer,
     CausalInit,
+    Covered,
+    Durable,
     LocalSnapshot,
     Plan,
     Query,
@@ -32,6 +34,9 @@ from protocols.shared.treeclock import Plain, TreeClock, plain_child
 # The marker a sender puts on a channel before it resends or, as a replacement, resumes
 # it: ``meta`` is the sender time it resumes at (spec R4, R5; see ``_resumed``).
 RESUME = "resume"
+
+# Operators without state: no local snapshot; a replacement starts from T* (spec R3).
+STATELESS = frozenset({"map", "filter", "flat_map"})
 
 # A sink's de-duplication state with each output (spec causal.md S1): per input channel,
 # the sender time of the last batch made visible, and the counts per record identity that
@@ -83,6 +88,16 @@ class CausalInstance(LoggedInstance[CausalParams]):
         # Round-robin output goes to channel (own time mod n) (spec change 2): where a
         # replacement resumes is decided by its time alone, not by a hidden counter.
         core.rr_time = self._now
+        # Spec R3: an operator without state (map, filter, flat_map) persists nothing; a
+        # replacement starts from T* (clock) and t_min (time), given with its plan.
+        self.stateless = core.spec.kind in STATELESS
+        # A stateless replacement's input channels whose RESUME came before its plan, and
+        # what followed it: checked and run once T* says what it already has.
+        self.early: dict[int, int] = {}
+        self.held: dict[int, list[Batch]] = {}
+        # Stateless: (time, sender time per input channel) after each event since g, the
+        # lowest time a recovery may restart it from: T* at g, what its parents keep.
+        self.hist: deque[tuple[int, dict[int, int]]] = deque([(0, dict(self.ptime))])
 
     def _now(self) -> int:
         return self.time
@@ -104,12 +119,12 @@ class CausalInstance(LoggedInstance[CausalParams]):
         sink = ev.extra.get(SINK_SLOT)
         if sink is not None:
             self._restore_sink(sink)
-        if not current:
+        if not current and not self.stateless:
             self._persist()  # a slot exists before any failure can need it
         if self.awaiting:
             # The restore clock R: the coordinator asks each parent A to resend from
             # 1 + R[A] (spec R4) once it has the plan.
-            self.report(Restored(self.clock.copy()))
+            self.report(Restored(None if self.stateless else self.clock.copy()))
             if self.done:
                 self.report(Ended())
 
@@ -232,7 +247,14 @@ class CausalInstance(LoggedInstance[CausalParams]):
 
     def on_batch(self, ev: BatchIn, now: float) -> list[InstanceAction]:
         ch, batch = ev.channel, ev.batch
+        if ch in self.early:
+            self.held[ch].append(batch)
+            return self.flush()
         t = batch.meta[1]
+        if self.pos[ch] < 0 and t > self.got[ch] and ch not in self.unsynced:
+            # A stateless replacement knows its parents by sender time only (T*): the
+            # channel position restarts at the resend's first batch.
+            self.pos[ch] = batch.seq - 1
         # A duplicate by identity (spec S1), then the FIFO gap check: a batch past the
         # next one on the channel waits for the resend that covers it.
         if t > self.got[ch] and batch.seq == self.pos[ch] + 1 and ch not in self.unsynced:
@@ -243,8 +265,16 @@ class CausalInstance(LoggedInstance[CausalParams]):
 
     def on_marker(self, ev: MarkerIn, now: float) -> list[InstanceAction]:
         if ev.marker.kind == RESUME:
-            self._resumed(ev.channel, ev.marker.meta)
+            if self.stateless and self.awaiting:
+                self.early[ev.channel] = ev.marker.meta
+                self.held[ev.channel] = []
+            else:
+                self._resumed(ev.channel, ev.marker.meta)
+        elif ev.channel in self.early:
+            self.held[ev.channel].append(ev.marker)  # type: ignore[arg-type]
         elif ev.channel not in self.unsynced:  # an end of stream is resent after RESUME
+            if self.pos[ev.channel] < 0 and ev.marker.meta is not None:
+                self.pos[ev.channel] = ev.marker.meta  # nothing came after the RESUME
             return super().on_marker(ev, now)
         return self.flush()
 
@@ -304,6 +334,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
             self.clock.apply_plain(diff)
             self.last_diff = diff
             self.dlog[ch].append((batch.seq, diff))
+        if self.stateless:
+            self.hist.append((self.time, dict(self.ptime)))
         sent = len(self.out)
         self.core.deliver(ch, batch)
         self.take()
@@ -330,7 +362,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
 
     def _tick(self) -> None:
         self.since += 1
-        if self.since >= self.every:
+        if self.since >= self.every and not self.stateless:
             self._persist()
 
     def _pump(self) -> None:
@@ -418,6 +450,16 @@ class CausalInstance(LoggedInstance[CausalParams]):
             self._answer(msg)
         elif isinstance(msg, Plan):
             self._plan(msg)
+        elif isinstance(msg, Durable):
+            if self.awaiting:
+                # A replacement's history starts at T*, given with its plan: before it,
+                # it knows nothing it could vouch for (a restart lands at or past g).
+                return
+            hist = self.hist
+            while len(hist) > 1 and hist[1][0] <= msg.upto:
+                hist.popleft()
+            if hist[0][0] <= msg.upto:
+                self.report(Covered(dict(hist[0][1])))
         elif isinstance(msg, TrimDiffLog):
             ch, upto, src = msg.channel, msg.upto, msg.src
             self.dlog[ch] = [e for e in self.dlog[ch] if _time_of(e[1], src) > upto]
@@ -432,6 +474,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
                            observations(self.dlog[ch], q.via)))
 
     def _plan(self, plan: Plan) -> None:
+        if self.stateless and self.awaiting:
+            self._from_tstar(plan.tstar)
         if self.core.inputs and self.clocks:  # a source regenerates its events (R3)
             gaps = unobserved(plan.replay, self.time, plan.upto)
             if gaps:
@@ -443,6 +487,28 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.replay = deque(e for e in plan.replay if e[0] > self.time)
         self.tstar = plan.tstar
         self._pump()
+        early, held = self.early, self.held
+        self.early, self.held = {}, {}
+        for ch, start in early.items():
+            self._resumed(ch, start)
+            for m in held[ch]:
+                if isinstance(m, Batch):
+                    self.out += self.on_batch(BatchIn(self.me.id, ch, m), 0.0)
+                else:
+                    self.out += self.on_marker(MarkerIn(self.me.id, ch, m), 0.0)
+
+    def _from_tstar(self, tstar: TreeClock) -> None:
+        """Spec R3: a stateless replacement starts with clock T* and time t_min. Every
+        event sends one batch on every output (N5), so its channel positions are t_min."""
+        self.clock = tstar.copy()
+        self.time = tstar.time
+        self.clock.time = self.time
+        for parent, ch in self.chan_of.items():
+            self.ptime[ch] = self.got[ch] = _time_of(tstar.to_plain(), parent)
+            self.pos[ch] = -1
+        for ch in self.core.out_channels:
+            self.core.out_seq[ch] = self.time
+        self.hist = deque([(self.time, dict(self.ptime))])
 
 
 def _time_of(diff: Plain, src: str) -> int:

@@ -62,6 +62,14 @@ class TrimDiffLog(Msg):
     src: str
 
 
+@dataclass(frozen=True, slots=True)
+class Durable(Msg):
+    """To a stateless instance: every child's durable restore clock holds its time
+    ``upto`` (g, spec T3); no recovery restarts it earlier (T2)."""
+
+    upto: int
+
+
 # ---------------------------------------------------------------- reports
 
 
@@ -76,12 +84,21 @@ class LocalSnapshot(Msg):
 
 
 @dataclass(frozen=True, slots=True)
+class Covered(Msg):
+    """A stateless instance's answer to ``Durable``: per input channel, the sender time
+    of the last batch it had processed at that time, its T* there: the parents trim their
+    payload logs to it (spec T2)."""
+
+    ptime: Mapping[ChannelId, int]
+
+
+@dataclass(frozen=True, slots=True)
 class Restored(Msg):
     """A replacement runs and holds its input: ``clock`` is its restore clock R (its
     local snapshot's, and for a sink the level-1 entries of its last visible output).
     Each parent A resends from 1 + R[A] once the plan is made (spec R4)."""
 
-    clock: TreeClock
+    clock: TreeClock | None  # None: a stateless replacement, whose R is T* (spec R3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,5 +120,5 @@ class Replayed(Msg):
     """The replacement processed every observed event of its plan."""
 
 
-MESSAGES: tuple[type[Msg], ...] = (CausalInit, Query, Plan, TrimDiffLog, LocalSnapshot,
-                                   Restored, Answer, Replayed)
+MESSAGES: tuple[type[Msg], ...] = (CausalInit, Query, Plan, TrimDiffLog, Durable,
+                                   LocalSnapshot, Covered, Restored, Answer, Replayed)

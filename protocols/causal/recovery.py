@@ -44,19 +44,26 @@ class RecoveryPlan:
 
 def plan_recovery(b: str, child_clocks: Mapping[str, TreeClock], trees: Iterable[Plain],
                   parents: Iterable[str], restore: TreeClock | None = None,
-                  after: int | None = None) -> RecoveryPlan:
+                  after: int | None = None,
+                  floor: Mapping[str, int] | None = None,
+                  bases: Iterable[Plain] = ()) -> RecoveryPlan:
     """The recovery of ``b`` from what its children (and survivors below them) logged.
 
     ``child_clocks``: each child's clock (a failed child's restore clock); ``trees``: every
     logged subtree rooted at ``b`` (``observations``). ``restore`` is B's restore clock R:
     a local snapshot's clock, or None for the paper's stateless case, where R is T*.
-    ``after``: replay events with a B-time above it (default R's time).
+    ``after``: replay events with a B-time above it (default R's time). ``floor``: per
+    child, the B-time its durable restore clock holds (spec T2); a stateless B' starts
+    no later than it, so its payload log holds everything that child may ask for again.
+    ``bases``: subtrees rooted at ``b`` of a failed stateless child's T*, merges rather
+    than single events, so they feed T* but name no cause.
     """
     t = {c: t_min_of(b, [clock]) for c, clock in child_clocks.items()}
-    tmin = min(t.values(), default=0)
+    low = t if floor is None else {c: min(v, floor.get(c, 0)) for c, v in t.items()}
+    tmin = min(low.values(), default=0)
     trees = list(trees)
     tstar = TreeClock(b)
-    for node in trees:
+    for node in (*trees, *bases):
         if node[1] <= tmin:
             tstar.apply_plain(node)
     tstar.time = tmin
