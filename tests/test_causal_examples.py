@@ -12,6 +12,12 @@ a snapshot) and E3 (a failed child's restore clock) are ftctl's extensions (spec
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
+from protocols.causal.coordinator import CausalCoordinator
+from protocols.causal.mutants import TMinMax, TStarFromParents
 from protocols.causal.recovery import (
     longest_failed_path,
     observations,
@@ -92,6 +98,21 @@ def test_e1_one_stateless_failure() -> None:
     assert p.parents == {"A1": 3, "A2": 2}
     assert p.children == {"C1": 7, "C2": 4}
     assert p.replay == [(4, "A2", 2), (6, "A1", 4)]
+
+
+@pytest.mark.parametrize(("coordinator", "holds"), [
+    (CausalCoordinator, True), (TMinMax, False), (TStarFromParents, False)])
+def test_e1_literal_plan_of_the_coordinator_and_its_mutants(coordinator: Any,
+                                                            holds: bool) -> None:
+    # The coordinator's own planning step on E1 (B stateless: R = T*). t-min-max resumes
+    # C2 at 7 and loses B(A1#3); tstar-from-parents resends nothing (A1 from 5, A2 from 3).
+    c1, c2, _ = _e1()
+    p = coordinator.plan_of("B", {"C1": c1.clock, "C2": c2.clock},
+                            observations(c1.log, ["B"]) + observations(c2.log, ["B"]),
+                            ["A1", "A2"], None, None, [])
+    literal = (p.t_min == 3 and p.tstar == _tc("B", 3, _tc("A1", 2), _tc("A2", 1))
+               and p.parents == {"A1": 3, "A2": 2} and p.children == {"C1": 7, "C2": 4})
+    assert literal == holds, p
 
 
 def test_e1_t_min_is_the_minimum_and_t_star_reads_the_childrens_logs() -> None:

@@ -6,11 +6,11 @@ resumed one early" (5) send duplicates that receivers would drop by identity; th
 caught because every resend and every replacement's resume starts with a ``RESUME``
 marker naming its first sender time, which the receiver checks against what it has
 (``CausalInstance._resumed``): no duplicate may leave a replacement or a resending
-parent. Not planted: "t_min = max" and "T* from the parents' clocks" (6, 7): every
-instance, stateless ones included, still restores its local snapshot, so R is the
-snapshot's clock and T* only feeds the R8 check, which neither breaks (a larger t_min
-still lies within what the replay rebuilds); the unit tests of the worked example E1
-(tests/test_causal_examples.py) catch both. "depth off by one" (11, 12): see below.
+parent. "t_min = max" and "T* from the parents' clocks" (6, 7) override the
+coordinator's ``plan_of``: a stateless replacement starts from T* (R = T*), so both move
+where it starts and where its parents resend from; the kit catches them and so does the
+coordinator's plan of the worked example E1 (tests/test_causal_examples.py). "depth off
+by one" (11, 12): see below.
 "Diff log trimmed beyond g" (10) changes no output; the completeness check (R7) stops the
 run before the replay.
 
@@ -28,7 +28,7 @@ test_causal_depth.py and tests/test_causal_examples.py (E3) catch them by their 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from protocols.causal.coordinator import CausalCoordinator, _Recovery
@@ -39,6 +39,7 @@ from protocols.contract.actions import Control, CoordinatorAction, Restart
 from protocols.contract.messages import Msg
 from protocols.contract.spec import Mutant
 from protocols.shared.logged import Resend
+from protocols.shared.treeclock import Plain, TreeClock, t_min_of
 
 
 def _line(cls: type) -> str:
@@ -100,6 +101,43 @@ class ParentsResumeEarly(CausalCoordinator):
     def _resends(self, b: str, plan: RecoveryPlan) -> list[Control]:
         return [Control(c.instance, Resend(c.msg.channel, c.msg.start - 1))
                 for c in super()._resends(b, plan) if isinstance(c.msg, Resend)]
+
+
+class TMinMax(CausalCoordinator):
+    """t_min is the largest of the children's B-times instead of the smallest (spec R1,
+    row 6): a stateless replacement starts past what some child has, which loses it."""
+
+    @staticmethod
+    def plan_of(b: str, clocks: Mapping[str, TreeClock], trees: list[Plain],
+                parents: Iterable[str], restore: TreeClock | None,
+                floor: Mapping[str, int] | None, bases: list[Plain]) -> RecoveryPlan:
+        plan = CausalCoordinator.plan_of(b, clocks, trees, parents, restore, floor, bases)
+        if not plan.t:
+            return plan
+        top = max(plan.t, key=lambda c: min(plan.t[c], (floor or {}).get(c, plan.t[c])))
+        most = CausalCoordinator.plan_of(b, {top: clocks[top]}, trees, parents, restore,
+                                         floor, bases)
+        return dataclasses.replace(most, t=plan.t, children=plan.children)
+
+
+class TStarFromParents(CausalCoordinator):
+    """T* takes each parent's newest time the answers name, the parents' clocks as far as
+    recovery sees them, instead of the children's subtrees up to t_min (spec R2, row 7):
+    the parents resend nothing a child still lacks."""
+
+    @staticmethod
+    def plan_of(b: str, clocks: Mapping[str, TreeClock], trees: list[Plain],
+                parents: Iterable[str], restore: TreeClock | None,
+                floor: Mapping[str, int] | None, bases: list[Plain]) -> RecoveryPlan:
+        parents = list(parents)
+        plan = CausalCoordinator.plan_of(b, clocks, trees, parents, restore, floor, bases)
+        tstar = TreeClock(b, plan.t_min)
+        for node in (*trees, *bases):
+            tstar.apply_plain((b, 0, node[2]))
+        tstar.time = plan.t_min
+        rclock = restore if restore is not None else tstar
+        return dataclasses.replace(plan, tstar=tstar, parents={
+            a: 1 + t_min_of(a, [rclock]) for a in parents})
 
 
 class AnswerDropsNewest(CausalInstance):
@@ -225,6 +263,9 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("no-replay", NoReplay.__doc__ or "", coordinator=NoReplay, budget=10),
     Mutant("parents-resume-late", ParentsResumeLate.__doc__ or "",
            coordinator=ParentsResumeLate, budget=10),
+    Mutant("t-min-max", _line(TMinMax), coordinator=TMinMax, budget=10),
+    Mutant("tstar-from-parents", _line(TStarFromParents), coordinator=TStarFromParents,
+           budget=10),
     Mutant("answer-drops-newest", AnswerDropsNewest.__doc__ or "",
            instance=AnswerDropsNewest, budget=10),
     Mutant("payload-trimmed-early", PayloadTrimmedEarly.__doc__ or "",

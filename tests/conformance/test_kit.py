@@ -63,6 +63,8 @@ CATCH: dict[str, tuple[str, int]] = {
     "causal/replay-reversed": ("replica-chain", 16),
     "causal/no-replay": ("progressive-small", 3),
     "causal/parents-resume-late": ("sharder", 1),
+    "causal/t-min-max": ("diamond", 3),
+    "causal/tstar-from-parents": ("wordcount", 2),
     "causal/answer-drops-newest": ("diamond", 4),
     "causal/payload-trimmed-early": ("sharder", 1),
     "causal/snapshot-without-payload-log": ("join-window", 2),
