@@ -42,7 +42,7 @@ from ftctl.kernel.history import History, HistoryEvent
 from ftctl.kernel.outputs import Outputs
 from ftctl.kernel.piggyback import merge
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.spark import links, wire
+from ftctl.spark import allocator, links, wire
 from ftctl.spark.capacity import SparkCapacity, Worker
 from ftctl.spark.driver import (
     EV_JOB_DONE,
@@ -294,6 +294,7 @@ class SparkHost:
             if self.capacity is not None:
                 self.capacity.start()
             last_sample = last_progress = 0.0
+            trimmer = allocator.Trimmer()
             while not self.kernel.finished():
                 try:
                     ev = self.events_q.get(timeout=0.05)
@@ -313,6 +314,7 @@ class SparkHost:
                 if now - last_sample >= SAMPLE_EVERY:
                     last_sample = now
                     self._sample(now)
+                trimmer.tick(time.monotonic())
                 if self.progress is not None and now - last_progress >= 0.25:
                     last_progress = now
                     self._refresh_counts()
