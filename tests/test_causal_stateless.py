@@ -9,6 +9,7 @@ B-times 1-5, tag[1] 1-3, tag[2] 1-4 (every event sends on every channel, N5).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -20,7 +21,15 @@ from ftctl.runtime.messages import Batch, Marker
 from ftctl.sim.runner import Simulator
 from protocols.causal.coordinator import CausalCoordinator
 from protocols.causal.instance import RESUME, CausalInstance
-from protocols.causal.messages import Answer, CausalInit, Covered, Plan, Replayed, Restored
+from protocols.causal.messages import (
+    Answer,
+    CausalInit,
+    Covered,
+    FoldDiffLog,
+    Plan,
+    Replayed,
+    Restored,
+)
 from protocols.causal.params import CausalParams
 from protocols.causal.recovery import CausalIncomplete
 from protocols.contract.actions import Control, InstanceAction, Persist, Report, Restart, Send
@@ -171,3 +180,61 @@ def test_stateless_restarts_stay_exactly_once(topology: str, seed: int) -> None:
     # Within f recovery stays local (spec M5): a fallback only for a component past f.
     assert all(e.payload["reason"] == "beyond-f" and e.payload["L"] > e.payload["f"]
                for e in outcome.result.events if e.note == "causal-fallback")
+
+
+# ---------------------------------------------------------------- T3: folding
+
+
+def _entry(seq: int, evens: int, split: str, stime: int) -> tuple[int, Any]:
+    # tag[0]'s diff for evens[0]'s batch at evens-time ``evens``, caused by split#stime.
+    return (seq, ("tag[0]", seq, (("evens[0]", evens, ((split, stime, (("lines[0]", stime,
+                                                                        ()),)),)),)))
+
+
+def _tag0(log: list[tuple[int, Any]]) -> CausalInstance:
+    tag = InstanceId("tag[0]")
+    inst = CausalInstance(InstanceView.of(GRAPH, tag), {tag: InstanceCore(GRAPH, tag)},
+                          CausalParams())
+    inst.dlog[OUT["tag[0]"]] = list(log)
+    return inst
+
+
+LOG = [_entry(1, 1, "split[0]", 1), _entry(2, 2, "split[1]", 1),
+       _entry(3, 3, "split[0]", 2)]
+
+
+def test_a_diff_log_about_a_stateless_parent_folds_what_no_recovery_reads_one_by_one(
+) -> None:
+    # Spec T3 with f = 2: entries whose evens[0] (level 1) and split (level 2) times are
+    # at or below their g merge into one; B-time 3 is past evens[0]'s g and stays.
+    inst = _tag0(LOG)
+    ch = OUT["tag[0]"]
+    inst.handle(ControlIn(FoldDiffLog(ch, {"evens[0]": 2, "split[0]": 5, "split[1]": 1})),
+                0.0)
+    assert inst.dlog[ch] == [
+        (2, ("tag[0]", 2, (("evens[0]", 2, (("split[0]", 1, (("lines[0]", 1, ()),)),
+                                            ("split[1]", 1, (("lines[0]", 1, ()),)))),))),
+        LOG[2]]
+    # Level 2 counts too: split[1]'s g 0 keeps B-time 2 (and all after it) unfolded.
+    inst = _tag0(LOG)
+    inst.handle(ControlIn(FoldDiffLog(ch, {"evens[0]": 3, "split[0]": 5, "split[1]": 0})),
+                0.0)
+    assert inst.dlog[ch] == LOG
+
+
+def test_shard_snapshots_keep_a_bounded_diff_log_about_the_stateless_sharder() -> None:
+    # 20,000 votes: 200 sharder events. Without folding every shard's snapshot carries
+    # a diff-log entry for each of them; folded, what is left lies between g and now.
+    lengths: list[int] = []
+
+    class Watched(CausalInstance):
+        def _persist(self) -> None:
+            if self.core.spec.op == "shard":
+                lengths.append(max(len(v) for v in self.dlog.values()))
+            super()._persist()
+
+    spec = dataclasses.replace(PROTOCOLS["causal"], instance=Watched)
+    topology = load_topology(TOPOLOGIES / "sharder.yaml").with_input(records=20_000)
+    sim = Simulator(topology, spec, {})
+    assert sim.run_one(1).verdict.passed
+    assert len(lengths) > 100 and max(lengths) <= 40, max(lengths)

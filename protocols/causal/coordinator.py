@@ -13,6 +13,7 @@ from protocols.causal.messages import (
     CausalInit,
     Covered,
     Durable,
+    FoldDiffLog,
     LocalSnapshot,
     Plan,
     Query,
@@ -55,6 +56,8 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         # newest local snapshot's level-1 entry): the lowest a recovery may resend from.
         self.durable: dict[int, int] = {}
         self.g: dict[str, int] = {}  # the last g sent to each stateless instance
+        # Each stateful instance's newest local snapshot time: its g (spec T3).
+        self.snapped: dict[str, int] = {}
 
     def initial(self, view: ClusterView) -> list[CoordinatorAction]:
         return [Restart(i, init=self._init(i)) for i in self.graph.order]
@@ -80,6 +83,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         if isinstance(msg, Covered):
             return self._durable(msg.ptime)
         if isinstance(msg, LocalSnapshot):
+            self.snapped[instance] = max(self.snapped.get(instance, 0), msg.time)
             acts: list[CoordinatorAction] = self._durable(msg.ptime)
             acts += [Control(InstanceId(chans[ch].dst), TrimDiffLog(ch, msg.time, instance))
                      for ch in self.graph.out_channels(instance)]
@@ -114,6 +118,9 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
                 if g > self.g.get(a, 0):
                     self.g[a] = g
                     acts.append(Control(InstanceId(a), Durable(g)))
+                    gs = {**self.snapped, **self.g}
+                    acts += [Control(InstanceId(chans[ch].dst), FoldDiffLog(ch, gs))
+                             for ch in self.graph.out_channels(a)]
         return acts
 
     def _on_answer(self, child: str, answer: Answer) -> list[CoordinatorAction]:
@@ -287,6 +294,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         self.tstars.clear()
         self.durable.clear()
         self.g.clear()
+        self.snapped.clear()
         self.ended.clear()
         order = self.graph.order
         acts: list[CoordinatorAction] = [

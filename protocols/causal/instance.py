@@ -14,6 +14,7 @@ from protocols.causal.messages import (
     CausalInit,
     Covered,
     Durable,
+    FoldDiffLog,
     LocalSnapshot,
     Plan,
     Query,
@@ -460,11 +461,28 @@ class CausalInstance(LoggedInstance[CausalParams]):
                 hist.popleft()
             if hist[0][0] <= msg.upto:
                 self.report(Covered(dict(hist[0][1])))
+        elif isinstance(msg, FoldDiffLog):
+            self._fold(msg.channel, msg.g)
         elif isinstance(msg, TrimDiffLog):
             ch, upto, src = msg.channel, msg.upto, msg.src
             self.dlog[ch] = [e for e in self.dlog[ch] if _time_of(e[1], src) > upto]
         else:
             super().control(msg)
+
+    def _fold(self, ch: int, g: Mapping[str, int]) -> None:
+        """Spec T3 for a stateless parent: merge the prefix of the diff log whose every
+        instance at levels 1..f sits at or below its g into one entry. T* merges all of
+        them anyway (each is at or below any t_min that reads it), and none is replayed."""
+        log = self.dlog[ch]
+        n = 0
+        while n < len(log) and _below(log[n][1], g, self.depth - 1):
+            n += 1
+        if n < 2:
+            return
+        base = TreeClock.from_plain(log[0][1])
+        for _, diff in log[1:n]:
+            base.apply_plain(diff)
+        self.dlog[ch] = [(log[n - 1][0], base.to_plain()), *log[n:]]
 
     def _answer(self, q: Query) -> None:
         # ``via``: the senders from this instance's parent down to B (spec M3); [B] for a
@@ -509,6 +527,13 @@ class CausalInstance(LoggedInstance[CausalParams]):
         for ch in self.core.out_channels:
             self.core.out_seq[ch] = self.time
         self.hist = deque([(self.time, dict(self.ptime))])
+
+
+def _below(node: Plain, g: Mapping[str, int], levels: int) -> bool:
+    """Every instance at levels 1..``levels`` below ``node`` is at or below its g."""
+    if levels <= 0:
+        return True
+    return all(kid[1] <= g.get(kid[0], 0) and _below(kid, g, levels - 1) for kid in node[2])
 
 
 def _time_of(diff: Plain, src: str) -> int:

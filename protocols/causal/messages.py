@@ -63,6 +63,17 @@ class TrimDiffLog(Msg):
 
 
 @dataclass(frozen=True, slots=True)
+class FoldDiffLog(Msg):
+    """A stateless parent's g moved (spec T3): fold the prefix of ``channel``'s diff log
+    whose every instance at levels 1..f is at or below its ``g`` (the lowest time any
+    recovery restarts it from) into one entry, their merge. No recovery reads those
+    entries one by one: each lies at or below every t_min that could ask for it."""
+
+    channel: ChannelId
+    g: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
 class Durable(Msg):
     """To a stateless instance: every child's durable restore clock holds its time
     ``upto`` (g, spec T3); no recovery restarts it earlier (T2)."""
@@ -120,5 +131,6 @@ class Replayed(Msg):
     """The replacement processed every observed event of its plan."""
 
 
-MESSAGES: tuple[type[Msg], ...] = (CausalInit, Query, Plan, TrimDiffLog, Durable,
+MESSAGES: tuple[type[Msg], ...] = (CausalInit, Query, Plan, TrimDiffLog, FoldDiffLog,
+                                   Durable,
                                    LocalSnapshot, Covered, Restored, Answer, Replayed)
