@@ -56,3 +56,12 @@ def test_summary_gives_the_scope_of_recovery() -> None:
         r.restarts, r.replayed = restarts, replayed
     f = summarize("falkirk", "exactly-once", runs)
     assert (f.restarts, f.replayed) == (3.0, 250.0)  # medians over the repeats
+
+
+def test_summary_gives_the_median_first_output_after_a_fault() -> None:
+    runs = [_run("causal", 2.0, 900, 0.01) for _ in range(3)]
+    for r, first in zip(runs, [0.4, None, 0.2], strict=True):
+        r.first_output_s = first
+    f = summarize("causal", "exactly-once", runs)
+    assert f.first_output_s == pytest.approx(0.3)  # a run without one does not count
+    assert f.to_json()["first_output_s"] == f.first_output_s

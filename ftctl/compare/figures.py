@@ -31,6 +31,9 @@ class RunFigures:
     seconds: float
     replayed: int = 0  # source records read again by restarted sources
     takeover_s: float | None = None  # fault to its slot's route change (median over faults)
+    # Fault to the first output after the restart it caused: kill to recovered output,
+    # detection included (papers/000's recovery time), whatever the latency does after.
+    first_output_s: float | None = None
     messages: int = 0  # channel and peer messages of the run
     messages_per_record: float | None = None  # messages per record at the sinks
 
@@ -103,6 +106,7 @@ class ProtocolFigures:
     replayed: float | None = None
     takeover_s: float | None = None
     messages_per_record: float | None = None
+    first_output_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -126,7 +130,8 @@ def summarize(protocol: str, guarantee: str, runs: Sequence[RunFigures]) -> Prot
         restarts=_median([float(r.restarts) for r in runs]),
         replayed=_median([float(r.replayed) for r in runs]),
         takeover_s=_median([r.takeover_s for r in runs]),
-        messages_per_record=_median([r.messages_per_record for r in runs]))
+        messages_per_record=_median([r.messages_per_record for r in runs]),
+        first_output_s=_median([r.first_output_s for r in runs]))
 
 
 def add_overheads(figures: list[ProtocolFigures], reference: str = "none") -> None:

@@ -16,7 +16,8 @@ from ftctl.results import RunStore, atomic_write_bytes
 OUTCOME = [
     ("protocol", "protocol"), ("guarantee", "guarantee"), ("held", "guarantee_held"),
     ("lost", "lost"), ("dup", "duplicated"), ("detect s", "detection_s"),
-    ("restart s", "restart_s"), ("recover s", "recovery_s"), ("spread s", "recovery_spread_s"),
+    ("restart s", "restart_s"), ("1st out s", "first_output_s"), ("recover s", "recovery_s"),
+    ("spread s", "recovery_spread_s"),
     ("takeover s", "takeover_s"), ("restarted", "restarts"), ("replayed", "replayed"),
 ]
 COST = [
@@ -30,6 +31,7 @@ COLUMNS = OUTCOME + COST[1:]
 LEGEND = {
     "held": "guarantee held", "dup": "duplicated records",
     "detect s": "fault to detection (median)", "restart s": "fault to restart (median)",
+    "1st out s": "fault to the first output after its restart (median)",
     "recover s": "fault to latency back within 10% (median)",
     "spread s": "max - min recovery over repeats", "rec/s": "sink records/s",
     "restarted": "instances restarted per run (median)",

@@ -69,6 +69,7 @@ class CaptureExtension(Capture):
             lost=int(anomalies.get("lost", 0)), duplicated=int(anomalies.get("duplicated", 0)),
             detection_s=_median_of(recs, "detection_s"), restart_s=_median_of(recs, "restart_s"),
             recovery_s=_median_of(recs, "recovery_s"),
+            first_output_s=_median_of(recs, "first_output_s"),
             throughput_rps=steady_throughput(series, window),
             latency_p50_s=steady_latency(self.latency, window),
             records_processed=_records_processed(result),
@@ -220,8 +221,9 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
 def _outcome(f: RunFigures) -> str:
     """One line after each run: its verdict in words and how long it took."""
     verdict = "passed" if f.passed else f"failed ({f.lost:,} lost, {f.duplicated:,} duplicated)"
+    first = "" if f.first_output_s is None else f", output again {f.first_output_s:.2f} s"
     recovery = "" if f.recovery_s is None else f", recovered in {f.recovery_s:.2f} s"
-    return f"{verdict}{recovery}, {f.seconds:.0f} s"
+    return f"{verdict}{first}{recovery}, {f.seconds:.0f} s"
 
 
 def _prefixed(step: Callable[[str], None], prefix: str) -> Callable[[str], None]:
