@@ -58,6 +58,9 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         self.g: dict[str, int] = {}  # the last g sent to each stateless instance
         # Each stateful instance's newest local snapshot time: its g (spec T3).
         self.snapped: dict[str, int] = {}
+        # Per replacement, the instances restarted with it (spec M4: a parent among them
+        # gets no resend control; its replacement's own resume to B' is the resend).
+        self.peers: dict[str, frozenset[str]] = {}
 
     def initial(self, view: ClusterView) -> list[CoordinatorAction]:
         return [Restart(i, init=self._init(i)) for i in self.graph.order]
@@ -211,7 +214,9 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         same component gets none (M4): its replacement resumes to B' at 1 + B's answer,
         the same entry of R, and its regenerated output is the resend."""
         chans = self.graph.channels
-        busy = set(self.recovering) | self.replaying
+        # A peer done replaying before B's plan is made (B stateful: it waits for no
+        # parent) still resumed itself to B' at 1 + B's answer: no second resend.
+        busy = set(self.recovering) | self.replaying | self.peers.get(b, frozenset())
         return [Control(InstanceId(a), Resend(ch, plan.parents[a]))
                 for ch in self.graph.inputs(b)
                 if (a := chans[ch].src) not in busy]
@@ -242,6 +247,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
             self.ended.discard(InstanceId(b))
             self.replaying.discard(b)
             self.tstars.pop(b, None)
+            self.peers[b] = frozenset(members)
             self.rid += 1
             recs[b] = self.recovering[b] = _Recovery(self.rid, set(self._queries(b, members)))
             acts.append(Restart(InstanceId(b), restore=None if self.stateless(b) else SLOT,
@@ -295,6 +301,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         self.durable.clear()
         self.g.clear()
         self.snapped.clear()
+        self.peers.clear()
         self.ended.clear()
         order = self.graph.order
         acts: list[CoordinatorAction] = [
