@@ -7,7 +7,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocols.causal.instance import SINK_SLOT, STATELESS
+from protocols.causal.instance import SINK_SLOT, restarts_from_tstar
 from protocols.causal.messages import (
     Answer,
     CausalInit,
@@ -316,7 +316,8 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
 
     def stateless(self, iid: str) -> bool:
         """An operator without state persists nothing and restores nothing (spec R3)."""
-        return self.graph.execution.instances[iid].kind in STATELESS
+        ex = self.graph.execution
+        return restarts_from_tstar(ex.instances[iid].kind, ex.needs_watermarks)
 
     def _sink_slot(self, iid: str) -> tuple[int, ...]:
         return (SINK_SLOT,) if self.graph.is_sink(iid) else ()

@@ -39,6 +39,20 @@ RESUME = "resume"
 # Operators without state: no local snapshot; a replacement starts from T* (spec R3).
 STATELESS = frozenset({"map", "filter", "flat_map"})
 
+
+def restarts_from_tstar(kind: str, event_time: bool) -> bool:
+    """Spec R3: an operator without state persists nothing and restarts from T*.
+
+    Only where the topology carries no event time: an instance that forwards watermarks
+    keeps, per input channel, the highest watermark it has received, and its output's
+    watermark is their minimum. T* names the parents' last batches, not what they carried,
+    so a replacement started from it forwards a lower watermark than its predecessor did
+    at the same times; a window downstream then fires a window later than in the run its
+    child observed, and the sink gets that window twice (join-window, seed 714 with every
+    fault kind: 141 duplicates). Such an instance is restored from its snapshot instead.
+    """
+    return kind in STATELESS and not event_time
+
 # A sink's de-duplication state with each output (spec causal.md S1): per input channel,
 # the sender time of the last batch made visible, and the counts per record identity that
 # changed since its last local snapshot (see ``persist_sink``).
@@ -91,7 +105,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         core.rr_time = self._now
         # Spec R3: an operator without state (map, filter, flat_map) persists nothing; a
         # replacement starts from T* (clock) and t_min (time), given with its plan.
-        self.stateless = core.spec.kind in STATELESS
+        self.stateless = restarts_from_tstar(core.spec.kind, core.needs_wm)
         # A stateless replacement's input channels whose RESUME came before its plan, and
         # what followed it: checked and run once T* says what it already has.
         self.early: dict[int, int] = {}
