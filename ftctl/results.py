@@ -47,6 +47,9 @@ from ftctl.kernel.history import History, HistoryEvent, read_history
 STATUSES = ("running", "complete", "incomplete", "failed")
 FINISHED = ("complete", "failed")
 DEFAULT_ROOT = Path("results")
+# Sink outputs on disk: both columns Python literals (``encode_value``).
+OUTPUT_SCHEMA = pa.schema([("key", pa.string()), ("value", pa.string())])
+OUTPUT_ROW_GROUP = 1 << 20  # records a row group
 
 
 # ------------------------------------------------------------------ atomic file helpers
@@ -216,19 +219,25 @@ class RunStore:
             f.flush()
 
     def write_outputs(self, outputs: dict[str, list[tuple[Any, Any]]]) -> None:
-        """Each sink's output, in order, as ``outputs/<sink>.parquet``."""
+        """Each sink's output, in order, as ``outputs/<sink>.parquet``.
+
+        Written a row group at a time: encoding a whole sink at once held two strings per
+        record on top of the records (about 5 GB more at 50M records)."""
         out_dir = self.path / "outputs"
         out_dir.mkdir(exist_ok=True)
         for sink, records in outputs.items():
-            table = pa.table({
-                "key": pa.array([encode_value(k) for k, _ in records], pa.string()),
-                "value": pa.array([encode_value(v) for _, v in records], pa.string()),
-            })
             target = out_dir / f"{sink}.parquet"
             fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{sink}.", suffix=".tmp")
             os.close(fd)
             try:
-                pq.write_table(table, tmp)
+                with pq.ParquetWriter(tmp, OUTPUT_SCHEMA) as writer:
+                    for i in range(0, max(len(records), 1), OUTPUT_ROW_GROUP):
+                        part = records[i:i + OUTPUT_ROW_GROUP]
+                        writer.write_table(pa.table({
+                            "key": pa.array([encode_value(k) for k, _ in part], pa.string()),
+                            "value": pa.array([encode_value(v) for _, v in part],
+                                              pa.string()),
+                        }, schema=OUTPUT_SCHEMA))
                 os.replace(tmp, target)
             except BaseException:
                 _unlink_quietly(Path(tmp))

@@ -102,6 +102,19 @@ def test_outputs_round_trip_with_str_int_and_tuple_values(tmp_path: Path) -> Non
     assert isinstance(back["win"][0][1], tuple)
 
 
+def test_outputs_span_row_groups_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow.parquet as pq
+
+    import ftctl.results as results
+
+    monkeypatch.setattr(results, "OUTPUT_ROW_GROUP", 4)
+    run = _store(tmp_path)
+    outputs: dict[str, list[tuple[Any, Any]]] = {"out": [(i % 3, i) for i in range(10)]}
+    run.write_outputs(outputs)
+    assert pq.ParquetFile(run.path / "outputs" / "out.parquet").num_row_groups == 3
+    assert RunStore.open(run.path).read_outputs() == outputs
+
+
 def test_numpy_scalars_are_stored_as_plain_values(tmp_path: Path) -> None:
     np = pytest.importorskip("numpy")
     run = _store(tmp_path)
