@@ -79,6 +79,21 @@ def test_fig2_table_and_ratios_carry_each_runs_numbers(tmp_path: Path) -> None:
     assert png in res.files and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_fig2_run_budget_covers_the_input_at_any_size(tmp_path: Path) -> None:
+    """At 50M votes the input alone lasts 52 min: the run may not time out before it ends."""
+    seen: list[RunRequest] = []
+    FIG2[("causal", 50_000_000)] = FIG2[("causal", 100_000)]
+    try:
+        fig_000_fig2.run(FigureOptions(tmp_path, host="spark", options={
+            **MASTER, "sizes": "50000000", "protocols": "causal", "tail": "250"}),
+            fig2_runner(seen))
+    finally:
+        del FIG2[("causal", 50_000_000)]
+    (req,) = seen
+    input_s = 50_000_000 / 16_000 + 6 + 250
+    assert input_s < req.timeout <= input_s + 1_000
+
+
 def test_fig2_snapshot_bytes_read_sizes_what_replacements_restored(tmp_path: Path) -> None:
     (tmp_path / "00000003").mkdir()
     (tmp_path / "00000003" / "shard[4].pkl").write_bytes(b"x" * 700)

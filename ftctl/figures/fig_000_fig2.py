@@ -182,8 +182,11 @@ def run(options: FigureOptions, runner: Runner = execute) -> FigureResult:
                 duration = expected_seconds(graph)
                 keep = _Keep(ChaosExtension(from_scenario(scenario, graph.order, duration,
                                                           None), duration))
+                # The input alone lasts N / build-rate s (52 min at 50M): the usual
+                # budget comes on top of it.
                 request = sp.point_request(topo, proto, master, out / "runs", "000-fig2",
-                                        f"{proto} N={n}", spares=setup.spares)
+                                           f"{proto} N={n}", spares=setup.spares,
+                                           timeout=duration + sp.RUN_TIMEOUT)
                 runner(request, keep)
                 points.append(sp.announce(keep.point(proto, n, setup.records(n))))
     return result(points, setup, out)
