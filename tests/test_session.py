@@ -40,3 +40,15 @@ def test_a_failed_session_start_kills_the_driver_it_launched(
         for p in (*started, bystander):
             p.kill()
             p.wait()
+
+
+def test_the_driver_heap_pinned_is_the_driver_memory_whatever_set_it() -> None:
+    from ftctl.spark.session import heap_pinned, spark_conf
+
+    conf = heap_pinned(spark_conf("local[1]", "t"))
+    assert conf["spark.driver.extraJavaOptions"] == "-Xms512m -XX:+AlwaysPreTouch"
+    bigger = heap_pinned({**spark_conf("local[1]", "t"), "spark.driver.memory": "2g"})
+    assert bigger["spark.driver.extraJavaOptions"].startswith("-Xms2g ")
+    # JVM options given by the caller are theirs: not rewritten.
+    own = {**spark_conf("local[1]", "t"), "spark.driver.extraJavaOptions": "-Xss4m"}
+    assert heap_pinned(own)["spark.driver.extraJavaOptions"] == "-Xss4m"

@@ -47,10 +47,6 @@ def spark_conf(master: str, app_name: str) -> dict[str, str]:
         "spark.ui.dagGraph.retainedRootRDDs": "50",
         "spark.sql.ui.retainedExecutions": "10",
         "spark.driver.memory": "512m",
-        # The whole heap committed and touched at start: G1 otherwise grows and shrinks it
-        # with the load, and a long run's driver JVM moved in 30-60 MB steps (the soak
-        # benchmark read them as a trend). Resident memory is then flat from the start.
-        "spark.driver.extraJavaOptions": "-Xms512m -XX:+AlwaysPreTouch",
         "spark.executor.memory": "512m",
         "spark.executor.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
         "spark.pyspark.python": sys.executable,
@@ -77,6 +73,20 @@ def driver_conf(bind: str) -> dict[str, str]:
             "spark.driver.host": wire.advertised((bind, 0))[0]}
 
 
+def heap_pinned(conf: dict[str, str]) -> dict[str, str]:
+    """``conf`` with the driver JVM's whole heap (``spark.driver.memory``, whatever set it)
+    committed and touched at start, unless ``conf`` sets the driver's JVM options itself.
+
+    G1 otherwise grows and shrinks the heap with the load, and a long run's driver JVM
+    moved in 30-60 MB steps (the soak benchmark read them as a trend); resident memory is
+    then flat from the start.
+    """
+    key = "spark.driver.extraJavaOptions"
+    if key in conf:
+        return conf
+    return {**conf, key: f"-Xms{conf['spark.driver.memory']} -XX:+AlwaysPreTouch"}
+
+
 DRIVER_LOG = "driver.log"
 
 
@@ -93,7 +103,7 @@ def start_session(master: str, app_name: str, slots: int, log_dir: Path | None =
     # Before py4j and the host start their threads (see ``allocator``).
     allocator.cap_arenas()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = {**spark_conf(master, app_name), **(conf or {})}
+    conf = heap_pinned({**spark_conf(master, app_name), **(conf or {})})
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
