@@ -19,7 +19,7 @@ from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
 from ftctl.sim.runner import Simulator
-from protocols.causal.coordinator import CausalCoordinator
+from protocols.causal.coordinator import FOLD_EVERY, CausalCoordinator
 from protocols.causal.instance import RESUME, CausalInstance, restarts_from_tstar
 from protocols.causal.messages import (
     Answer,
@@ -228,8 +228,9 @@ def test_a_diff_log_about_a_stateless_parent_folds_what_no_recovery_reads_one_by
 
 
 def test_shard_snapshots_keep_a_bounded_diff_log_about_the_stateless_sharder() -> None:
-    # 20,000 votes: 200 sharder events. Without folding every shard's snapshot carries
-    # a diff-log entry for each of them; folded, what is left lies between g and now.
+    # 60,000 votes: 600 sharder events. Without folding every shard's snapshot carries
+    # a diff-log entry for each of them; folded every FOLD_EVERY snapshot intervals of
+    # g (100 events), what is left lies between the last fold and now.
     lengths: list[int] = []
 
     class Watched(CausalInstance):
@@ -239,10 +240,11 @@ def test_shard_snapshots_keep_a_bounded_diff_log_about_the_stateless_sharder() -
             super()._persist()
 
     spec = dataclasses.replace(PROTOCOLS["causal"], instance=Watched)
-    topology = load_topology(TOPOLOGIES / "sharder.yaml").with_input(records=20_000)
+    topology = load_topology(TOPOLOGIES / "sharder.yaml").with_input(records=60_000)
     sim = Simulator(topology, spec, {})
     assert sim.run_one(1).verdict.passed
-    assert len(lengths) > 100 and max(lengths) <= 40, max(lengths)
+    gap = FOLD_EVERY * CausalParams().snapshot_every
+    assert len(lengths) > 300 and max(lengths) <= gap + 40, max(lengths)
 
 
 def test_maps_restart_from_tstar_only_without_event_time() -> None:

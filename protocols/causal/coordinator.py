@@ -32,6 +32,10 @@ from protocols.contract.view import ClusterView, GraphView
 from protocols.shared.logged import SLOT, Resend, TrimPayloadLog
 from protocols.shared.treeclock import Plain, TreeClock, plain_child
 
+# A stateless instance's children fold their diff logs about it once its g has moved
+# this many snapshot intervals (``snapshot_every``) since the last fold (``_fold``).
+FOLD_EVERY = 10
+
 
 @dataclass
 class _Recovery:
@@ -58,6 +62,8 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         self.g: dict[str, int] = {}  # the last g sent to each stateless instance
         # Each stateful instance's newest local snapshot time: its g (spec T3).
         self.snapped: dict[str, int] = {}
+        # The g each stateless instance's children last folded their diff logs at.
+        self.folded: dict[str, int] = {}
         # Per replacement, the instances restarted with it (spec M4: a parent among them
         # gets no resend control; its replacement's own resume to B' is the resend).
         self.peers: dict[str, frozenset[str]] = {}
@@ -121,10 +127,25 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
                 if g > self.g.get(a, 0):
                     self.g[a] = g
                     acts.append(Control(InstanceId(a), Durable(g)))
-                    gs = {**self.snapped, **self.g}
-                    acts += [Control(InstanceId(chans[ch].dst), FoldDiffLog(ch, gs))
-                             for ch in self.graph.out_channels(a)]
+                    acts += self._fold(a, g)
         return acts
+
+    def _fold(self, a: str, g: int) -> list[CoordinatorAction]:
+        """FoldDiffLog to a stateless ``a``'s children once its g has moved FOLD_EVERY
+        snapshot intervals since their last fold (spec T3).
+
+        A fold is only an economy: an entry left unfolded is merged by T* all the same.
+        Sent at every move of g (about every ``snapshot_every`` events of ``a``), the
+        folds doubled the controls a child of the sharder handles and halved the Spark
+        pipeline's throughput (960,000 votes at 16,000/s: 424 s against 196 s without
+        them); the diff logs stay bounded by the gap either way."""
+        if g < self.folded.get(a, 0) + FOLD_EVERY * self.params.snapshot_every:
+            return []
+        self.folded[a] = g
+        gs = {**self.snapped, **self.g}
+        chans = self.graph.channels
+        return [Control(InstanceId(chans[ch].dst), FoldDiffLog(ch, gs))
+                for ch in self.graph.out_channels(a)]
 
     def _on_answer(self, child: str, answer: Answer) -> list[CoordinatorAction]:
         rec = self.recovering.get(answer.about)
@@ -301,6 +322,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         self.durable.clear()
         self.g.clear()
         self.snapped.clear()
+        self.folded.clear()
         self.peers.clear()
         self.ended.clear()
         order = self.graph.order
