@@ -224,3 +224,29 @@ def test_bad_options_are_one_line_exit_2(tmp_path: Path, args: list[str], says: 
     assert res.exit_code == 2, res.output
     assert says in res.output and "Traceback" not in res.output
     assert len(res.output.strip().splitlines()) == 1
+
+
+def test_ctrl_c_during_a_run_stops_the_figure_in_one_line_exit_130(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``execute`` answers Ctrl-C by tearing its run down and returning 130: the figure
+    stops there (no next point, no traceback) and says where the runs so far are."""
+    from ftctl.run.execute import EXIT_INTERRUPTED
+
+    seen: list[RunRequest] = []
+
+    def interrupted(request: RunRequest, ext: Any) -> int:
+        seen.append(request)
+        return EXIT_INTERRUPTED
+
+    import dataclasses
+
+    import ftctl.commands.figure_cmd as cmd
+
+    real = fig_000_fig2.run
+    fig = dataclasses.replace(fig_000_fig2.FIGURE, run=lambda o: real(o, interrupted))
+    monkeypatch.setattr(cmd, "figures", lambda: {fig.name: fig})
+    res = CliRunner().invoke(app, ["figure", "000-fig2", "--quick", "--out", str(tmp_path),
+                                   "--opt", "master=spark://fake:7077"])
+    assert res.exit_code == 130, res.output
+    assert len(seen) == 1
+    assert "Traceback" not in res.output and "interrupted: 000-fig2 stopped" in res.output

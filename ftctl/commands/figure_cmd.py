@@ -12,7 +12,7 @@ from typer.core import TyperCommand
 
 from ftctl.commands.common import parse_params, user_errors
 from ftctl.config.errors import ConfigError
-from ftctl.console import EXIT_OK, console
+from ftctl.console import EXIT_OK, console, err_console
 from ftctl.figures import FigureOptions, FigureResult, figures
 from ftctl.tables import print_table
 
@@ -58,7 +58,16 @@ def figure(
         raise ConfigError("--host", None, f"{name} runs on {', '.join(fig.hosts)}, not {host!r}")
     options = FigureOptions(out=out / name, host=host, quick=quick, options=parse_params(opt))
     options.out.mkdir(parents=True, exist_ok=True)
-    result = fig.run(options)
+    try:
+        result = fig.run(options)
+    except KeyboardInterrupt:
+        from ftctl.run.execute import EXIT_INTERRUPTED
+
+        # The run under way was torn down by ``execute``; points already measured were
+        # printed as they came and their runs stay under --out.
+        err_console.print(f"[yellow]interrupted[/yellow]: {name} stopped; the runs so far "
+                          f"are in {options.out}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     _show(result, as_json)
 
 

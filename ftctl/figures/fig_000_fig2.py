@@ -187,7 +187,7 @@ def run(options: FigureOptions, runner: Runner = execute) -> FigureResult:
                 request = sp.point_request(topo, proto, master, out / "runs", "000-fig2",
                                            f"{proto} N={n}", spares=setup.spares,
                                            timeout=duration + sp.RUN_TIMEOUT)
-                runner(request, keep)
+                sp.run_point(runner, request, keep)
                 points.append(sp.announce(keep.point(proto, n, setup.records(n))))
     return result(points, setup, out)
 

@@ -133,8 +133,9 @@ def run(options: FigureOptions, runner: Runner = execute) -> FigureResult:
                 topo = base.with_input(records=int(rate * setup.seconds), rate=rate)
                 for proto in setup.protocols:
                     keep = _Keep(proto, rate, rep)
-                    runner(sp.point_request(topo, proto, master, out / "runs", "000-fig3",
-                                         f"{proto} {rate:g}/s rep {rep}"), keep)
+                    request = sp.point_request(topo, proto, master, out / "runs",
+                                               "000-fig3", f"{proto} {rate:g}/s rep {rep}")
+                    sp.run_point(runner, request, keep)
                     if keep.sample is None:
                         raise RuntimeError(f"{proto} at {rate:g}/s: the Spark run did not "
                                            "finish")

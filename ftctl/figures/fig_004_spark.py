@@ -50,6 +50,7 @@ from ftctl.spark.host import HostResult
 from protocols.registry import get_protocol
 
 from . import FigureOptions, FigureResult
+from .spark_points import run_point
 
 TOPOLOGY = Path(__file__).resolve().parents[2] / "topologies" / "progressive-small.yaml"
 # 5 cores: the 12 instances leave 3 free, and one returning worker can hold a query that
@@ -233,7 +234,7 @@ def spark_level(options: FigureOptions, runner: Runner = execute) -> FigureResul
             results=out / "runs", timeout=RUN_TIMEOUT, as_json=False, labels=LABELS,
             cores=CORES, kind="figure", quiet=True, spares=0,
             config={"figure": "004-fig5", "run": name, "scenario": setup.scenario()})
-        runner(request, keep)
+        run_point(runner, request, keep)
         if keep.run.t_kill is not None:
             done.append(measure(keep.run, graph, metrics))
     return _result(done, setup, theta, out)

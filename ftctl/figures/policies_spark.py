@@ -46,7 +46,7 @@ from ftctl.spark.host import HostResult
 from protocols.registry import get_protocol
 
 from . import FigureOptions, FigureResult
-from .spark_points import WORKERS, warm_cluster
+from .spark_points import WORKERS, run_point, warm_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE = "checkpoint"
@@ -187,7 +187,7 @@ def _measure(plan: Sequence[tuple[str, str, dict[str, Any]]], topo: Topology, sc
             results=out / "runs", timeout=RUN_TIMEOUT, as_json=False, cores=cores,
             kind="figure", quiet=True,
             config={"figure": "001-policies", "run": name, "params": given})
-        runner(request, capture)
+        run_point(runner, request, capture)
         if capture.figures is None:
             raise RuntimeError(f"the Spark run {name} did not finish")
         runs.append(read_run(name, capture.figures, capture.events))

@@ -48,7 +48,7 @@ from ftctl.spark.host import HostResult
 from protocols.registry import PROTOCOLS
 
 from . import FigureOptions, FigureResult
-from .spark_points import WORKERS, warm_cluster
+from .spark_points import WORKERS, run_point, warm_cluster
 
 WORKLOADS = ("q1", "q5", "wordcount")
 INTERVALS = ("0.01", "0.1", "1.0")
@@ -170,7 +170,7 @@ def measure_workload(workload: str, topology: Topology, intervals: Sequence[str]
                              quiet=True, config={"figure": "003-snapshot-frequency",
                                                  "interval": interval})
         assert runner is not None
-        runner(request, ext)
+        run_point(runner, request, ext)
         return ext.measured
 
     for interval in ("none", *intervals):

@@ -25,7 +25,7 @@ from ftctl.backends import make_cluster
 from ftctl.config.errors import ConfigError
 from ftctl.config.topology import Topology
 from ftctl.console import console
-from ftctl.run.execute import RunExtension, RunRequest
+from ftctl.run.execute import EXIT_INTERRUPTED, RunExtension, RunRequest
 from protocols.registry import get_protocol
 
 if TYPE_CHECKING:
@@ -35,6 +35,15 @@ WORKERS = 2
 RUN_TIMEOUT = 900.0
 
 Runner = Callable[[RunRequest, RunExtension], int]
+
+
+def run_point(runner: Runner, request: RunRequest, ext: RunExtension) -> int:
+    """``runner``'s exit code; Ctrl-C during the run (which ``execute`` turns into a code
+    after tearing the run down) stops the whole figure instead of its next point."""
+    code = runner(request, ext)
+    if code == EXIT_INTERRUPTED:
+        raise KeyboardInterrupt
+    return code
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ from typing import Any
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
 from ftctl.figures import FigureOptions, FigureResult
-from ftctl.figures.spark_points import WORKERS, warm_cluster
+from ftctl.figures.spark_points import WORKERS, run_point, warm_cluster
 from ftctl.run.capture import Capture
 from ftctl.run.execute import SLOTS_PER_INSTANCE, RunRequest, execute
 from ftctl.runtime.graph import ExecutionGraph
@@ -41,9 +41,10 @@ def measure(topology: Topology, semantics: str, master: str, results: Path,
     """One fault-free Spark run: run seconds, peer messages, output records, verdict."""
     info = get_protocol("replica-ring")
     keep = Capture()
-    code = execute(RunRequest(topology, info, info.resolve({"semantics": semantics}),
-                              master=master, workers=workers, results=results, timeout=600,
-                              as_json=False, quiet=True, cores=cores, kind="figure"), keep)
+    request = RunRequest(topology, info, info.resolve({"semantics": semantics}),
+                         master=master, workers=workers, results=results, timeout=600,
+                         as_json=False, quiet=True, cores=cores, kind="figure")
+    code = run_point(execute, request, keep)
     res = keep.result
     if res is None or not res.complete:
         raise RuntimeError(f"the Spark run ({semantics}) did not finish (exit {code})")
