@@ -37,10 +37,11 @@ Normal operation (per instance, no coordination):
   children drop diff-log entries about it up to the snapshot's time: a replacement never
   needs older ones. A stateless instance's parents trim to its T* at g, the lowest time
   it can restart from (``Durable``/``Covered``, spec T2, T3). A stateless instance has
-  no snapshot to trim by: when its g moves, its children fold the prefix of their diff
-  logs about it whose instances at levels 1..f all sit at or below their own g into one
-  merged entry (``FoldDiffLog``, spec T3): T* merges those entries anyway and none is
-  replayed, so a shard's snapshot no longer carries every event of the sharder.
+  no snapshot to trim by: every 10 snapshot intervals of its g, its children fold the
+  prefix of their diff logs about it whose instances at levels 1..f all sit at or below
+  their own g into one merged entry (``FoldDiffLog``, spec T3): T* merges those entries
+  anyway and none is replayed, so a shard's snapshot no longer carries every event of
+  the sharder.
 
 Recovery of a failed instance B (nobody else stops, pauses or rolls back):
 
