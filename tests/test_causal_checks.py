@@ -43,7 +43,7 @@ def _replacement() -> CausalInstance:
                           CausalParams())
     inst.handle(Started(B, 1, "restart", init=CausalInit(0, True, {PARENT: CH})), 0.0)
     # The parent's resend starts with where it resumes: after the time-0 snapshot.
-    inst.handle(MarkerIn(B, CH, Marker(RESUME, meta=1)), 0.0)
+    inst.handle(MarkerIn(B, CH, Marker(RESUME, meta=(1, None))), 0.0)
     return inst
 
 

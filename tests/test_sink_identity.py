@@ -93,7 +93,7 @@ def _causal_restart(cls: type[CausalInstance], slots: dict[int, Any], epoch: int
         # Each parent's resend starts with where it resumes: 1 + R[parent] (spec R4).
         assert isinstance(inst, CausalInstance)
         for ch in CH.values():
-            inst.handle(MarkerIn(SINK, ch, Marker(RESUME, meta=inst.got[ch] + 1)), 0.0)
+            inst.handle(MarkerIn(SINK, ch, Marker(RESUME, meta=(inst.got[ch] + 1, None))), 0.0)
     return inst, acts
 
 
@@ -192,6 +192,6 @@ def test_a_suppressed_record_stays_counted_across_a_restart_in_the_same_epoch() 
                          init=CausalInit(1, True, dict(CH))), 0.0)
     again.handle(ControlIn(Plan([], {}, TreeClock(SINK))), 0.0)
     for ch in CH.values():
-        again.handle(MarkerIn(SINK, ch, Marker(RESUME, meta=again.got[ch] + 1)), 0.0)
+        again.handle(MarkerIn(SINK, ch, Marker(RESUME, meta=(again.got[ch] + 1, None))), 0.0)
     shown += _emitted(again.handle(_batch(P1, 2, A), 0.0))
     assert before + shown == [A[:2], B[:2], A[:2]]

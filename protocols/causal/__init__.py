@@ -30,7 +30,12 @@ Normal operation (per instance, no coordination):
   where its last output left it: its parents resend after those positions, so nothing
   visible arrives again whatever order the channels interleave in (spec E4).
   Operators without state (map, filter, flat_map) persist nothing (spec R3): a
-  replacement starts from T* and t_min, given with its plan. Round-robin output is not
+  replacement starts from T* and t_min, given with its plan, with or without event time.
+  The ``RESUME`` marker each parent puts before a resend carries the channel's watermark
+  as of the batch before the resume point (a trimmed payload log keeps the watermark of
+  its last trimmed batch), so the replacement holds its predecessor's per-channel
+  watermarks at T* before it runs an event. A marker names the incarnation of the child
+  it is for, and a child ignores one for an earlier incarnation. Round-robin output is not
   part of any state: an event at time t sends its records to channel t mod n.
 - **Garbage collection.** When an instance reports a snapshot, its parents drop payload
   log entries up to the snapshot's level-1 clock entries (sender times, spec T2) and its

@@ -18,6 +18,7 @@ from protocols.causal.messages import (
     Plan,
     Query,
     Replayed,
+    ResendTo,
     Restored,
     TrimDiffLog,
 )
@@ -67,6 +68,9 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         # Per replacement, the instances restarted with it (spec M4: a parent among them
         # gets no resend control; its replacement's own resume to B' is the resend).
         self.peers: dict[str, frozenset[str]] = {}
+        # Each instance's incarnation (the recovery that restarted it; 0 from the start or
+        # a fallback): resends and resumes name the one they are for.
+        self.incarnation: dict[str, int] = {}
 
     def initial(self, view: ClusterView) -> list[CoordinatorAction]:
         return [Restart(i, init=self._init(i)) for i in self.graph.order]
@@ -76,7 +80,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         # diff records) names the input channel.
         chans = self.graph.channels
         parents = {chans[c].src: c for c in self.graph.inputs(iid)}
-        return CausalInit(self.epoch, recover, parents)
+        return CausalInit(self.epoch, recover, parents, self.incarnation.get(iid, 0))
 
     # ------------------------------------------------------------ reports
 
@@ -207,7 +211,8 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         resume = {a.channel: plan.children[chans[a.channel].dst] for a in direct}
         upto = max(plan.t.values(), default=0)
         resends = self._resends(b, plan)
-        return [Control(InstanceId(b), Plan(plan.replay, resume, plan.tstar, upto)),
+        to = {ch: self.incarnation.get(chans[ch].dst, 0) for ch in resume}
+        return [Control(InstanceId(b), Plan(plan.replay, resume, plan.tstar, upto, to)),
                 *resends,
                 Note("causal-replay", {"instance": b, "s": rclock.time,
                                        "stateless": rec.restore is None,
@@ -238,7 +243,8 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         # A peer done replaying before B's plan is made (B stateful: it waits for no
         # parent) still resumed itself to B' at 1 + B's answer: no second resend.
         busy = set(self.recovering) | self.replaying | self.peers.get(b, frozenset())
-        return [Control(InstanceId(a), Resend(ch, plan.parents[a]))
+        to = self.incarnation.get(b, 0)
+        return [Control(InstanceId(a), ResendTo(ch, plan.parents[a], to))
                 for ch in self.graph.inputs(b)
                 if (a := chans[ch].src) not in busy]
 
@@ -271,6 +277,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
             self.peers[b] = frozenset(members)
             self.rid += 1
             recs[b] = self.recovering[b] = _Recovery(self.rid, set(self._queries(b, members)))
+            self.incarnation[b] = self.rid
             acts.append(Restart(InstanceId(b), restore=None if self.stateless(b) else SLOT,
                                 init=self._init(b, recover=True),
                                 extra=self._sink_slot(b)))
@@ -324,6 +331,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         self.snapped.clear()
         self.folded.clear()
         self.peers.clear()
+        self.incarnation.clear()
         self.ended.clear()
         order = self.graph.order
         acts: list[CoordinatorAction] = [
@@ -339,7 +347,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
     def stateless(self, iid: str) -> bool:
         """An operator without state persists nothing and restores nothing (spec R3)."""
         ex = self.graph.execution
-        return restarts_from_tstar(ex.instances[iid].kind, ex.needs_watermarks)
+        return restarts_from_tstar(ex.instances[iid].kind)
 
     def _sink_slot(self, iid: str) -> tuple[int, ...]:
         return (SINK_SLOT,) if self.graph.is_sink(iid) else ()

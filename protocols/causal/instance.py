@@ -4,11 +4,12 @@ replay of a recovery plan (see the package docstring)."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
+from ftctl.runtime.operators import WATERMARK_MAX
 from protocols.causal.messages import (
     Answer,
     CausalInit,
@@ -19,6 +20,7 @@ from protocols.causal.messages import (
     Plan,
     Query,
     Replayed,
+    ResendTo,
     Restored,
     TrimDiffLog,
 )
@@ -33,25 +35,28 @@ from protocols.shared.logged import SLOT, LoggedInstance
 from protocols.shared.treeclock import Plain, TreeClock, plain_child
 
 # The marker a sender puts on a channel before it resends or, as a replacement, resumes
-# it: ``meta`` is the sender time it resumes at (spec R4, R5; see ``_resumed``).
+# it: ``meta`` is ``(start, watermark)``, the sender time it resumes at (spec R4, R5; see
+# ``_resumed``) and the channel's watermark as of the last batch before it, the highest
+# any batch below ``start`` carried (None without event time; see ``_wm_before``).
 RESUME = "resume"
 
-# Operators without state: no local snapshot; a replacement starts from T* (spec R3).
+# Operators without state (map, filter, flat_map): they persist nothing, and a replacement
+# restores nothing; it starts with clock T* and time t_min (spec R3), and each input
+# channel's watermark is the one its parent's RESUME marker carries.
 STATELESS = frozenset({"map", "filter", "flat_map"})
 
 
-def restarts_from_tstar(kind: str, event_time: bool) -> bool:
+def restarts_from_tstar(kind: str) -> bool:
     """Spec R3: an operator without state persists nothing and restarts from T*.
 
-    Only where the topology carries no event time: an instance that forwards watermarks
-    keeps, per input channel, the highest watermark it has received, and its output's
-    watermark is their minimum. T* names the parents' last batches, not what they carried,
-    so a replacement started from it forwards a lower watermark than its predecessor did
-    at the same times; a window downstream then fires a window later than in the run its
-    child observed, and the sink gets that window twice (join-window, seed 714 with every
-    fault kind: 141 duplicates). Such an instance is restored from its snapshot instead.
+    With or without event time: such an instance keeps, per input channel, the highest
+    watermark received and forwards their minimum. T* names its parents' last batches,
+    not the watermarks they carried; each parent's RESUME marker carries that
+    channel's watermark as of the last batch before the resume point, so the
+    replacement's watermarks are its predecessor's at T* before it runs anything.
     """
-    return kind in STATELESS and not event_time
+    return kind in STATELESS
+
 
 # A sink's de-duplication state with each output (spec causal.md S1): per input channel,
 # the sender time of the last batch made visible, and the counts per record identity that
@@ -72,6 +77,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         # batches, each a slice of one upstream batch.
         self.every = params.snapshot_every * max(1, len(core.inputs))
         self.epoch = 0
+        self.incarnation = 0  # ``CausalInit.incarnation``: the RESUMEs meant for it
         self.clock = TreeClock(core.id)
         self.time = 0
         # Diffs in plain form (``TreeClock.receive_plain``): shared by the batches that
@@ -104,11 +110,26 @@ class CausalInstance(LoggedInstance[CausalParams]):
         # replacement resumes is decided by its time alone, not by a hidden counter.
         core.rr_time = self._now
         # Spec R3: an operator without state (map, filter, flat_map) persists nothing; a
-        # replacement starts from T* (clock) and t_min (time), given with its plan.
-        self.stateless = restarts_from_tstar(core.spec.kind, core.needs_wm)
+        # replacement starts from T* (clock) and t_min (time), given with its plan, and
+        # from the per-channel watermarks its parents' RESUME markers carry.
+        self.from_tstar = restarts_from_tstar(core.spec.kind)
+        # A replacement started from T* with event time: the input channels whose
+        # watermark at T* is not known yet (no RESUME yet). It runs nothing until every
+        # one is known: an event run earlier would forward a lower watermark than its
+        # predecessor did at the same time.
+        self.wm_unknown: set[int] = set()
+        # Per output channel: the highest watermark of the batches trimmed from the payload
+        # log (a T* replacement: its watermark at T*), what a RESUME carries when no
+        # batch below its start is left in the log.
+        self.floor_wm: dict[int, int] = dict.fromkeys(core.out_channels, -1)
+        # Per output channel, a resume point and the child incarnation it is for, whose
+        # RESUME waits until this instance has produced every batch below it (a
+        # replacement regenerating them) and knows its watermark at T*: only then is the
+        # watermark it carries known.
+        self.announce: dict[int, tuple[int, int]] = {}
         # A stateless replacement's input channels whose RESUME came before its plan, and
         # what followed it: checked and run once T* says what it already has.
-        self.early: dict[int, int] = {}
+        self.early: dict[int, tuple[int, int | None]] = {}
         self.held: dict[int, list[Batch]] = {}
         # Stateless: (time, sender time per input channel) after each event since g, the
         # lowest time a recovery may restart it from: T* at g, what its parents keep.
@@ -120,6 +141,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
     def start(self, ev: Started) -> None:
         init = ev.init if isinstance(ev.init, CausalInit) else CausalInit()
         self.epoch = init.epoch
+        self.incarnation = init.incarnation
         self.awaiting = init.recover
         if init.recover:
             self.unsynced = set(self.core.inputs)
@@ -134,12 +156,12 @@ class CausalInstance(LoggedInstance[CausalParams]):
         sink = ev.extra.get(SINK_SLOT)
         if sink is not None:
             self._restore_sink(sink)
-        if not current and not self.stateless:
+        if not current and not self.from_tstar:
             self._persist()  # a slot exists before any failure can need it
         if self.awaiting:
             # The restore clock R: the coordinator asks each parent A to resend from
             # 1 + R[A] (spec R4) once it has the plan.
-            self.report(Restored(None if self.stateless else self.clock.copy()))
+            self.report(Restored(None if self.from_tstar else self.clock.copy()))
             if self.done:
                 self.report(Ended())
 
@@ -156,6 +178,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
             "last": self.last_diff,
             "plog": {ch: [(b.records, b.seq, b.watermark, b.meta) for b in v]
                      for ch, v in self.plog.items()},
+            "floor_wm": dict(self.floor_wm),
             "dlog": {ch: list(v) for ch, v in self.dlog.items()},
             "done": self.done, "seen": dict(self.seen), "emitted": dict(self.emitted),
         }
@@ -171,6 +194,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.last_diff = blob["last"]
         self.plog = {ch: [Batch(r, seq, wm, m) for r, seq, wm, m in v]
                      for ch, v in blob["plog"].items()}
+        self.floor_wm = dict(blob["floor_wm"])
         self.dlog = {ch: list(v) for ch, v in blob["dlog"].items()}
         self.done = blob["done"]
         self.seen = dict(blob["seen"])
@@ -280,11 +304,17 @@ class CausalInstance(LoggedInstance[CausalParams]):
 
     def on_marker(self, ev: MarkerIn, now: float) -> list[InstanceAction]:
         if ev.marker.kind == RESUME:
-            if self.stateless and self.awaiting:
+            if ev.marker.id != self.incarnation:
+                # Asked for an earlier incarnation of this instance (a control delayed on
+                # the way, or a replacement that caught up only after this one started):
+                # its own resend follows; what comes with this one is dropped as before
+                # any RESUME.
+                return self.flush()
+            if self.from_tstar and self.awaiting:
                 self.early[ev.channel] = ev.marker.meta
                 self.held[ev.channel] = []
             else:
-                self._resumed(ev.channel, ev.marker.meta)
+                self._resumed(ev.channel, *ev.marker.meta)
         elif ev.channel in self.early:
             self.held[ev.channel].append(ev.marker)  # type: ignore[arg-type]
         elif ev.channel not in self.unsynced:  # an end of stream is resent after RESUME
@@ -293,11 +323,15 @@ class CausalInstance(LoggedInstance[CausalParams]):
             return super().on_marker(ev, now)
         return self.flush()
 
-    def _resumed(self, ch: int, start: int) -> None:
+    def _resumed(self, ch: int, start: int, wm: int | None) -> None:
         """The sender resends or resumes ``ch`` at sender time ``start``: exactly one past
         the last batch this instance has from it. Earlier would send it duplicates, which
         must never leave a replacement or a resending parent (spec R4, R5); later, a gap
-        nothing fills. Either is a wrong plan, an internal error like R7/R8."""
+        nothing fills. Either is a wrong plan, an internal error like R7/R8.
+
+        ``wm`` is the channel's watermark as of the batch before ``start``: a replacement
+        started from T* takes it as the highest watermark received on ``ch``, what its
+        predecessor had there at T*, and runs once it has it for every channel."""
         have = self.got[ch]
         if start != have + 1:
             parent = next((p for p, c in self.chan_of.items() if c == ch), ch)
@@ -305,10 +339,90 @@ class CausalInstance(LoggedInstance[CausalParams]):
             raise CausalIncomplete(f"{self.core.id}: {parent} resumes at sender time {start},"
                                    f" this instance has up to {have} ({what})")
         self.unsynced.discard(ch)
+        core = self.core
+        if ch in self.wm_unknown:
+            if wm is not None and wm > core.in_wm[ch]:
+                core.in_wm[ch] = wm
+            self.wm_unknown.discard(ch)
+            if not self.wm_unknown:
+                # Every event sent its watermark on every output (N5), so the predecessor
+                # had sent this one on each, and it is the floor a resume below T* reads.
+                core.wm = core.wm_sent = max(core.wm, min(core.in_wm.values()))
+                self.floor_wm = dict.fromkeys(core.out_channels, core.wm)
+                self._pump()
+        elif core.needs_wm and not core.is_sink:
+            # Like the sender time: the watermark a resend or a replacement starts from
+            # is the one this instance has (with the batches it holds for its replay).
+            # A sink is left out: its visible vector may run past its snapshot's state.
+            have = max([core.in_wm[ch], *(b.watermark for b in self.pending[ch]
+                                          if b.watermark is not None)])
+            # Past the sender's end-of-stream flush the receiver holds the final
+            # watermark; a sender restarted from T* after its flush cannot tell its
+            # predecessor flushed (it flushes again), so there it does not compare.
+            if wm != have and have != WATERMARK_MAX:
+                parent = next((p for p, c in self.chan_of.items() if c == ch), ch)
+                raise CausalIncomplete(f"{core.id}: {parent} resumes at sender time {start}"
+                                       f" with watermark {wm}, this instance has {have}")
 
-    def resend(self, ch: int, start: int) -> None:
-        self.out.append(Send(ch, Marker(RESUME, meta=start)))
+    def resend(self, ch: int, start: int, to: int = 0) -> None:
+        # The RESUME goes first; a replacement that has not produced every batch below
+        # ``start`` yet sends it once it has (``_announce``): before then nothing at or
+        # past ``start`` exists to resend. ``to``: the child's incarnation.
+        self.announce[ch] = (start, to)
+        self._announce((ch,))
         super().resend(ch, start)
+
+    def _announce(self, chans: Iterable[int], force: bool = False) -> None:
+        """Send the waiting RESUME of each of ``chans`` whose watermark is known: every
+        batch below its start produced, and this instance's own watermark at T* known
+        (without event time it carries none and never waits)."""
+        ready = force or not self.core.needs_wm
+        for ch in chans:
+            if ch not in self.announce:
+                continue
+            start, to = self.announce[ch]
+            if ready or (self.time >= start - 1 and not self.wm_unknown):
+                del self.announce[ch]
+                wm = self._wm_before(ch, start)
+                self.out.append(Send(ch, Marker(RESUME, to, (start, wm))))
+
+    def _wm_before(self, ch: int, start: int) -> int | None:
+        """The watermark of ``ch`` as of its last batch below ``start``: the highest any
+        batch below it carried (a receiver keeps the highest), from the payload log and,
+        for what was trimmed from it, ``floor_wm``. A resume point is never at or below a
+        trimmed batch (spec T2)."""
+        return self._highest_wm(ch, start) if self.core.needs_wm else None
+
+    def _highest_wm(self, ch: int, start: int) -> int:
+        wm = self.floor_wm.get(ch, -1)
+        key = self.key
+        for b in self.plog.get(ch, []):
+            if key(b) >= start:
+                break
+            if b.watermark is not None and b.watermark > wm:
+                wm = b.watermark
+        return wm
+
+    def sent(self, ch: int, batch: Batch) -> None:
+        super().sent(ch, batch)  # stamped: its key is known (and above the watermark read)
+        if ch in self.announce and self.key(batch) >= self.announce[ch][0]:
+            self._announce((ch,))  # ``take`` sends the batch after the marker
+
+    def flush(self) -> list[InstanceAction]:
+        if self.announce:
+            self.take()
+            self._announce(list(self.announce))
+        return super().flush()
+
+    def close_outputs(self) -> None:
+        self._announce(list(self.announce), force=True)  # every batch was produced
+        super().close_outputs()
+
+    def gc(self, ch: int, upto: int) -> None:
+        log = self.plog.get(ch)
+        if log and self.core.needs_wm:
+            self.floor_wm[ch] = self._highest_wm(ch, upto + 1)
+        super().gc(ch, upto)
 
     def stamp(self, ch: int, batch: Batch) -> None:
         # Every batch carries its sender time, the root of its diff (spec D3, D5); without
@@ -349,7 +463,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
             self.clock.apply_plain(diff)
             self.last_diff = diff
             self.dlog[ch].append((batch.seq, diff))
-        if self.stateless:
+        if self.from_tstar:
             self.hist.append((self.time, dict(self.ptime)))
         sent = len(self.out)
         self.core.deliver(ch, batch)
@@ -377,10 +491,12 @@ class CausalInstance(LoggedInstance[CausalParams]):
 
     def _tick(self) -> None:
         self.since += 1
-        if self.since >= self.every and not self.stateless:
+        if self.since >= self.every and not self.from_tstar:
             self._persist()
 
     def _pump(self) -> None:
+        if self.wm_unknown:
+            return  # a T* replacement's watermarks come with its parents' RESUMEs
         while not self.awaiting:
             if self.replay:
                 t, parent, ptime = self.replay[0]
@@ -475,6 +591,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
                 hist.popleft()
             if hist[0][0] <= msg.upto:
                 self.report(Covered(dict(hist[0][1])))
+        elif isinstance(msg, ResendTo):
+            self.resend(msg.channel, msg.start, msg.to)
         elif isinstance(msg, FoldDiffLog):
             self._fold(msg.channel, msg.g)
         elif isinstance(msg, TrimDiffLog):
@@ -506,8 +624,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
                            observations(self.dlog[ch], q.via)))
 
     def _plan(self, plan: Plan) -> None:
-        if self.stateless and self.awaiting:
-            self._from_tstar(plan.tstar)
+        if self.from_tstar and self.awaiting:
+            self._start_from_tstar(plan.tstar)
         if self.core.inputs and self.clocks:  # a source regenerates its events (R3)
             gaps = unobserved(plan.replay, self.time, plan.upto)
             if gaps:
@@ -515,23 +633,24 @@ class CausalInstance(LoggedInstance[CausalParams]):
                                        f"(children saw up to {plan.upto}) observed nowhere")
         self.awaiting = False
         for ch, start in plan.resume.items():
-            self.resend(ch, start)
+            self.resend(ch, start, plan.to.get(ch, 0))
         self.replay = deque(e for e in plan.replay if e[0] > self.time)
         self.tstar = plan.tstar
         self._pump()
         early, held = self.early, self.held
         self.early, self.held = {}, {}
-        for ch, start in early.items():
-            self._resumed(ch, start)
+        for ch, meta in early.items():
+            self._resumed(ch, *meta)
             for m in held[ch]:
                 if isinstance(m, Batch):
                     self.out += self.on_batch(BatchIn(self.me.id, ch, m), 0.0)
                 else:
                     self.out += self.on_marker(MarkerIn(self.me.id, ch, m), 0.0)
 
-    def _from_tstar(self, tstar: TreeClock) -> None:
+    def _start_from_tstar(self, tstar: TreeClock) -> None:
         """Spec R3: a stateless replacement starts with clock T* and time t_min. Every
-        event sends one batch on every output (N5), so its channel positions are t_min."""
+        event sends one batch on every output (N5), so its channel positions are t_min.
+        With event time its watermarks come with its parents' RESUMEs."""
         self.clock = tstar.copy()
         self.time = tstar.time
         self.clock.time = self.time
@@ -541,6 +660,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
         for ch in self.core.out_channels:
             self.core.out_seq[ch] = self.time
         self.hist = deque([(self.time, dict(self.ptime))])
+        if self.core.needs_wm:
+            self.wm_unknown = set(self.core.inputs)
 
 
 def _below(node: Plain, g: Mapping[str, int], levels: int) -> bool:

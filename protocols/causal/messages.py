@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from protocols.causal.recovery import ReplayEvent
 from protocols.contract.messages import Msg
 from protocols.contract.names import ChannelId
+from protocols.shared.logged import Resend
 from protocols.shared.treeclock import Plain, TreeClock
 
 # ---------------------------------------------------------------- init
@@ -24,6 +25,9 @@ class CausalInit(Msg):
     epoch: int = 0
     recover: bool = False
     parents: Mapping[str, ChannelId] = field(default_factory=dict)
+    # Which incarnation this is: the id of the recovery that restarted it (0: started by
+    # the run or a fallback). A RESUME names the incarnation it is for (``Marker.id``).
+    incarnation: int = 0
 
 
 # ---------------------------------------------------------------- controls
@@ -50,6 +54,17 @@ class Plan(Msg):
     resume: Mapping[ChannelId, int]
     tstar: TreeClock
     upto: int = 0
+    # Per output channel in ``resume``: the incarnation of the child it resumes.
+    to: Mapping[ChannelId, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ResendTo(Resend):
+    """``Resend`` to one incarnation of the child (``CausalInit.incarnation``): a resend
+    asked for an earlier one that reaches a newer one, delayed on the way or sent once the
+    sender caught up, is not its resend."""
+
+    to: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +146,6 @@ class Replayed(Msg):
     """The replacement processed every observed event of its plan."""
 
 
-MESSAGES: tuple[type[Msg], ...] = (CausalInit, Query, Plan, TrimDiffLog, FoldDiffLog,
+MESSAGES: tuple[type[Msg], ...] = (CausalInit, Query, Plan, ResendTo, TrimDiffLog, FoldDiffLog,
                                    Durable,
                                    LocalSnapshot, Covered, Restored, Answer, Replayed)

@@ -90,7 +90,7 @@ class ParentsResumeLate(CausalCoordinator):
     """A replacement's parents resend from one batch after the one it needs next."""
 
     def _resends(self, b: str, plan: RecoveryPlan) -> list[Control]:
-        return [Control(c.instance, Resend(c.msg.channel, c.msg.start + 1))
+        return [Control(c.instance, dataclasses.replace(c.msg, start=c.msg.start + 1))
                 for c in super()._resends(b, plan) if isinstance(c.msg, Resend)]
 
 
@@ -99,7 +99,7 @@ class ParentsResumeEarly(CausalCoordinator):
     row 5)."""
 
     def _resends(self, b: str, plan: RecoveryPlan) -> list[Control]:
-        return [Control(c.instance, Resend(c.msg.channel, c.msg.start - 1))
+        return [Control(c.instance, dataclasses.replace(c.msg, start=c.msg.start - 1))
                 for c in super()._resends(b, plan) if isinstance(c.msg, Resend)]
 
 
