@@ -215,6 +215,22 @@ class DiffLogTrimmedEarly(CausalInstance):
         super().control(msg)
 
 
+class ResumeWithoutWatermark(CausalInstance):
+    """A RESUME marker carries no watermark: a map restarted from T* in a topology with
+    event time forwards a lower watermark than its predecessor did at the same times."""
+
+    def _wm_before(self, ch: int, start: int) -> int | None:
+        return None
+
+
+class ResumeWatermarkOneLate(CausalInstance):
+    """A RESUME marker carries the watermark of the first batch it resends instead of the
+    one before it: a map restarted from T* forwards a watermark too early."""
+
+    def _wm_before(self, ch: int, start: int) -> int | None:
+        return super()._wm_before(ch, start + 1)
+
+
 class FallbackForgetsSinks(CausalCoordinator):
     """The whole-graph fallback restarts sinks without their visible counts."""
 
@@ -285,4 +301,8 @@ MUTANTS: tuple[Mutant, ...] = (
            budget=10),
     Mutant("diff-log-trimmed-early", _line(DiffLogTrimmedEarly),
            instance=DiffLogTrimmedEarly, budget=10),
+    Mutant("resume-without-watermark", _line(ResumeWithoutWatermark),
+           instance=ResumeWithoutWatermark, budget=10),
+    Mutant("resume-watermark-one-late", _line(ResumeWatermarkOneLate),
+           instance=ResumeWatermarkOneLate, budget=10),
 )

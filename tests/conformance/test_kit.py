@@ -76,6 +76,8 @@ CATCH: dict[str, tuple[str, int]] = {
     "causal/recovering-neighbour-kept": ("progressive-small", 7),
     "causal/sink-dedup-per-key": ("join-then-window", 6),
     "causal/diff-log-trimmed-early": ("join-then-window", 2),
+    "causal/resume-without-watermark": ("windowed", 1),
+    "causal/resume-watermark-one-late": ("windowed", 1),
     "replica-ring/takeover-ignores-pending": ("replica-chain", 2),
     "replica-ring/purge-before-ack": ("replica-chain", 2),
     "replica-ring/sync-skips-successor": ("replica-chain", 2),
