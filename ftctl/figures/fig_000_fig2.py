@@ -83,8 +83,8 @@ class Setup:
 
 
 # 200k to 5M votes built at 12,000/s, measured at 4,000/s. The sink keeps up with 12,000
-# votes/s for minutes on the 2-core machine; at 16,000 it fell behind within a minute, and
-# the kill then hit a backlog (the docs' 2026-11-22 table was built at 16,000).
+# votes/s for minutes on the 2-core machine; 16,000 is at its edge, and with a core busy
+# elsewhere it fell behind, so the kill hit a backlog (docs/protocols.md).
 FULL = Setup((200_000, 1_000_000, 5_000_000), ("causal", "lineage"), 4_000.0, 12_000.0,
              70.0, 1)
 QUICK = Setup((20_000, 100_000), ("causal", "lineage"), 4_000.0, 16_000.0, 25.0, 1)
