@@ -140,9 +140,9 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
 
         A fold is only an economy: an entry left unfolded is merged by T* all the same.
         Sent at every move of g (about every ``snapshot_every`` events of ``a``), the
-        folds doubled the controls a child of the sharder handles and halved the Spark
-        pipeline's throughput (960,000 votes at 16,000/s: 424 s against 196 s without
-        them); the diff logs stay bounded by the gap either way."""
+        folds added half again to the controls a sharder child handles; on Spark that
+        cost nothing on an idle machine but nearly doubled a run with one core busy
+        (paired figures in docs/protocols.md). The gap keeps the diff logs bounded."""
         if g < self.folded.get(a, 0) + FOLD_EVERY * self.params.snapshot_every:
             return []
         self.folded[a] = g
@@ -346,8 +346,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
 
     def stateless(self, iid: str) -> bool:
         """An operator without state persists nothing and restores nothing (spec R3)."""
-        ex = self.graph.execution
-        return restarts_from_tstar(ex.instances[iid].kind)
+        return restarts_from_tstar(self.graph.execution.instances[iid].kind)
 
     def _sink_slot(self, iid: str) -> tuple[int, ...]:
         return (SINK_SLOT,) if self.graph.is_sink(iid) else ()
