@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.sim.faults import FailureSchedule, Strike
+from ftctl.sim.faults import FailureSchedule, Strike, parse_kinds
 from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost
 from ftctl.sim.runner import Simulator, sim_params
@@ -44,6 +44,35 @@ def test_a_restarted_sink_keeps_its_predecessors_visible_counts() -> None:
         summary = sim.run_many(1, seed=seed)
         assert summary.failures > 0
         assert summary.failing_seeds == [], (topology, summary.violations)
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_a_stateless_childs_restart_stays_adjacent_to_its_parent_until_g_covers_it(
+        depth: int) -> None:
+    # Nexmark Q3 at 20,000 events, seed 120, every fault kind: project[0] (a stateless
+    # map, the only child of the join match[0]) restarts from T* at match[0]-time 20,
+    # its predecessor's diff log about match[0] lost with it. Later a node loss takes
+    # match[0], which restores its time-0 snapshot: B-times 1-20 were logged nowhere
+    # (CausalIncomplete). Until match[0]'s g reaches 20, project[0]'s recovery is not
+    # over, so the two are one component: by-id -> match -> project, L = 3. Within f
+    # (depth 3) project[0] restarts with match[0], which reads its history through
+    # project[0]'s child (spec M3); beyond it (depth 2) the fallback names project[0].
+    sim = Simulator(load("nexmark/q3").with_input(records=20_000), PROTOCOLS["causal"],
+                    {"depth": depth},
+                    kinds=parse_kinds("crash,pause,partition,delay,slow,node"))
+    outcome = sim.run_one(120)
+    assert outcome.verdict.passed, outcome.verdict
+    notes = [e.payload for e in outcome.result.events
+             if e.note in ("causal-recover", "causal-fallback")]
+    if depth == 3:
+        assert {"members": ["by-id[2]", "by-seller[1]", "match[0]", "match[3]", "project[0]"],
+                "failed": ["by-id[2]", "by-seller[1]", "match[0]", "match[3]"],
+                "L": 3, "f": 3} in notes, notes
+    else:
+        fallback = [n for n in notes if "reason" in n]
+        assert [(n["reason"], n["component"], n["L"]) for n in fallback] == [
+            ("beyond-f", ["by-id[2]", "by-seller[1]", "match[0]", "match[3]", "project[0]"],
+             3)], notes
 
 
 def test_an_event_that_sends_nothing_is_still_seen_by_every_child() -> None:

@@ -71,6 +71,12 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         # Each instance's incarnation (the recovery that restarted it; 0 from the start or
         # a fallback): resends and resumes name the one they are for.
         self.incarnation: dict[str, int] = {}
+        # Per stateless replacement started from T*, the parents whose g is still below
+        # T*[A], with that T*[A]. Its predecessor's diff-log entries about A up to T*[A]
+        # are gone while a recovery of A could still need those above g(A) (spec T3), so
+        # until g(A) reaches T*[A] a failure of A is adjacent to it: its recovery is not
+        # over (f counts failures during recovery) and the two restart as one component.
+        self.exposed: dict[str, dict[str, int]] = {}
 
     def initial(self, view: ClusterView) -> list[CoordinatorAction]:
         return [Restart(i, init=self._init(i)) for i in self.graph.order]
@@ -94,12 +100,15 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
             rec.restore, rec.restored = msg.clock, True
             return self._plan_ready(instance, rec)
         if isinstance(msg, Covered):
-            return self._durable(msg.ptime)
+            acts = self._durable(msg.ptime)
+            self._unexpose()
+            return acts
         if isinstance(msg, LocalSnapshot):
             self.snapped[instance] = max(self.snapped.get(instance, 0), msg.time)
-            acts: list[CoordinatorAction] = self._durable(msg.ptime)
+            acts = self._durable(msg.ptime)
             acts += [Control(InstanceId(chans[ch].dst), TrimDiffLog(ch, msg.time, instance))
                      for ch in self.graph.out_channels(instance)]
+            self._unexpose()
             return acts
         if isinstance(msg, Answer):
             return self._on_answer(instance, msg)
@@ -111,6 +120,29 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
             # input is ever ended for it by the coordinator.
             self.ended.add(instance)
         return []
+
+    def g_of(self, a: str) -> int:
+        """g(A) (spec T3): the lowest A-time any recovery could restart A from."""
+        return self.g.get(a, 0) if self.stateless(a) else self.snapped.get(a, 0)
+
+    def _expose(self, b: str, plan: RecoveryPlan) -> None:
+        """Record the parents of stateless B' whose g is below T*[A] (see ``exposed``). A
+        source regenerates its events without reading its children's logs."""
+        need = {a: start - 1 for a, start in plan.parents.items()
+                if self.graph.inputs(a) and self.g_of(a) < start - 1}
+        if need:
+            self.exposed[b] = need
+        else:
+            self.exposed.pop(b, None)
+
+    def _unexpose(self) -> None:
+        """Drop the exposures a moved g now covers."""
+        for c in list(self.exposed):
+            left = {a: t for a, t in self.exposed[c].items() if self.g_of(a) < t}
+            if left:
+                self.exposed[c] = left
+            else:
+                del self.exposed[c]
 
     def _durable(self, ptime: Mapping[ChannelId, int]) -> list[CoordinatorAction]:
         """A receiver's durable restore clock moved to ``ptime`` (per input channel): its
@@ -201,6 +233,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
                             bases)
         if rec.restore is None:
             self.tstars[b] = plan.tstar
+            self._expose(b, plan)
             # Spec M2: B' asks each parent from 1 + T*[A], its restore clock from now on;
             # a parent planned later in this component floors its t_min there.
             for ch in self.graph.inputs(b):
@@ -273,6 +306,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         for b in members:
             self.ended.discard(InstanceId(b))
             self.replaying.discard(b)
+            self.exposed.pop(b, None)
             self.tstars.pop(b, None)
             self.peers[b] = frozenset(members)
             self.rid += 1
@@ -301,7 +335,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
             while todo:
                 n = todo.pop()
                 for m in (*self.graph.upstream(n), *self.graph.downstream(n)):
-                    if m in nodes and m not in comp:
+                    if (m in nodes or n in self.exposed.get(m, ())) and m not in comp:
                         comp.add(m)
                         todo.append(m)
             seen |= comp
@@ -332,6 +366,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         self.folded.clear()
         self.peers.clear()
         self.incarnation.clear()
+        self.exposed.clear()
         self.ended.clear()
         order = self.graph.order
         acts: list[CoordinatorAction] = [
