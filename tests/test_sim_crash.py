@@ -46,6 +46,19 @@ def test_a_crashing_schedule_is_one_line_naming_its_seed(
     assert f"ftctl sim {WORDCOUNT} -p none --seed 7 --faults crash,pause" in error[0]
 
 
+def test_the_crash_line_replays_with_the_same_input_and_params(
+    crashing_faulty_runs: None,
+) -> None:
+    # A seed replayed without --records or --param is another run: the line carries both.
+    result = CliRunner().invoke(app, ["sim", WORDCOUNT, "-p", "causal", "-n", "2",
+                                      "--param", "depth=3", "--records", "3000",
+                                      "--faults", "crash,pause"])
+    assert result.exit_code == 1, result.output
+    error = [line for line in result.output.splitlines() if "error:" in line]
+    assert (f"ftctl sim {WORDCOUNT} -p causal --param depth=3 --records 3000 --seed 1 "
+            "--faults crash,pause") in error[0], error
+
+
 def test_the_crash_survives_the_trip_back_from_a_worker_process() -> None:
     """``-j N`` workers send exceptions back pickled: the seed must come with it."""
     back = pickle.loads(pickle.dumps(ScheduleCrashed(12, "CausalIncomplete: x")))

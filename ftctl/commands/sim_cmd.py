@@ -158,7 +158,7 @@ def sim(
     except ScheduleCrashed as exc:
         err_console.print(
             f"[red]error:[/red] {escape(str(exc))}; replay it with: ftctl sim {topology} "
-            f"-p {info.name} --seed {exc.seed}{_faults_option(simulator)}",
+            f"-p {info.name}{_input_options(run)} --seed {exc.seed}{_faults_option(simulator)}",
             highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_FAILED) from None
 
@@ -257,6 +257,12 @@ def _kinds(value: str) -> tuple[FaultKind, ...]:
         raise ConfigError("--faults", None, str(exc)) from None
 
 
+def _input_options(run: _Run) -> str:
+    """The options besides the faults that a replay of one seed needs to run the same."""
+    extra = "".join(f" --param {p}" for p in run.params)
+    return extra if run.records is None else f"{extra} --records {run.records}"
+
+
 def _faults_option(sim: Simulator) -> str:
     if sim.scenario is not None:
         cluster = sim.scenario.labels
@@ -320,11 +326,8 @@ def _show_summary(s: SimSummary, run: _Run, sim: Simulator, elapsed: float) -> N
         for sink in bad.verdict.sinks:
             for d in sink.divergences[:3]:
                 console.print(f"  {sink.sink}: first divergence {d.describe()}", highlight=False)
-        extra = "".join(f" --param {p}" for p in run.params)
-        if run.records is not None:
-            extra += f" --records {run.records}"
         console.print(
-            f"reproduce: ftctl sim {run.topology} --protocol {run.protocol}{extra}"
+            f"reproduce: ftctl sim {run.topology} --protocol {run.protocol}{_input_options(run)}"
             f"{_faults_option(sim)} --seed {bad.seed}",
             highlight=False,
         )
