@@ -92,7 +92,12 @@ With L <= f the component alone restarts: each member's children (a restarted ch
 answers from its restored snapshot) and every instance reached from it through restarting
 instances only, k <= f hops down, answer with what their diff logs say about it (at level
 k, its cause at level k + 1 <= f + 1: why diffs keep f + 1 levels), and each member gets
-its own plan. Nothing outside the component stops.
+its own plan. Nothing outside the component stops. A stateless replacement started from
+T* has empty diff logs: what its predecessor logged about a parent A up to T*[A] is gone.
+Until A's g reaches T*[A] (a snapshot of a stateful A, the children's durable clocks of a
+stateless one), the replacement's recovery is not over: a failure of A joins it to A's
+component (``exposed`` in the coordinator), so A reads those events through its
+children's children, or the fallback names it.
 
 **Beyond f (still exactly-once).** With L > f the causes of the most upstream member are
 cut from every surviving diff, so its order cannot be read. Then the whole graph is
