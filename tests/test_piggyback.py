@@ -3,19 +3,22 @@ hosts send batches: what ``ftctl figure 000-fig3`` reports next to causal's late
 
 from __future__ import annotations
 
+import json
 import queue
 from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from ftctl.cli import app
 from ftctl.codec import encode
 from ftctl.config.load import load_topology
 from ftctl.kernel.piggyback import Piggyback, merge
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch
 from ftctl.sim.host import SimHost
-from ftctl.sim.runner import sim_params
+from ftctl.sim.runner import Simulator, sim_params
 from ftctl.spark import wire
 from ftctl.spark.driver import EV_JOB_DONE, ControlServer
 from ftctl.spark.host import SparkHost
@@ -81,6 +84,22 @@ def test_simulated_sharder_counts_causals_clock_only_batches_and_none_has_none()
     assert causal["clock_only"] >= SHARDS
     # and each batch carries a diff naming its sender's parents: more bytes than a root
     assert causal["mean"] > off["mean"] and causal["max"] > off["max"]
+
+
+def test_sim_summary_sums_piggyback_over_schedules_and_json_reports_it() -> None:
+    # What --json reports is the sum of each schedule's counts, largest meta the max.
+    topo = ROOT / "topologies" / "wordcount.yaml"
+    sim = Simulator(load_topology(topo), PROTOCOLS["causal"], {})
+    runs = [sim.run_one(seed).result.stats.piggyback.to_dict() for seed in (4, 5, 6)]
+    assert merge(runs) == sim.run_many(3, 4).piggyback_totals()
+    assert len({r["batches"] for r in runs}) > 1, "schedules that differ, so a sum shows"
+    res = CliRunner().invoke(app, ["sim", str(topo), "-p", "causal", "-n", "3",
+                                   "--first-seed", "4", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["piggyback"] == merge(runs)
+    res = CliRunner().invoke(app, ["sim", str(topo), "-p", "none", "-n", "3", "--json"])
+    none = json.loads(res.output)["piggyback"]
+    assert none["batches"] > 0 and none["bytes"] == none["clock_only"] == 0
 
 
 def _sharder_task(server: ControlServer, token: bytes) -> InstanceTask:

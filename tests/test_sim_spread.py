@@ -38,6 +38,7 @@ def _same(a: SimSummary, b: SimSummary) -> None:
         (b.schedules, b.failures, b.faults, b.fallbacks)
     assert a.failing_seeds == b.failing_seeds and a.violations == b.violations
     assert a.delays == b.delays and a.resent == b.resent  # per seed, exactly
+    assert a.piggyback_totals() == b.piggyback_totals() and a.piggyback["batches"] > 0
     assert a.first_failure is not None and b.first_failure is not None
     assert a.first_failure.seed == b.first_failure.seed
     assert a.first_failure.verdict.totals() == b.first_failure.verdict.totals()

@@ -298,6 +298,7 @@ def _summary_json(
         "violations": dict(s.violations),
         "failing_seeds": s.failing_seeds[:50],
         "fallbacks": s.fallbacks,
+        "piggyback": s.piggyback_totals(),
         "passed": s.passed,
         "seconds": round(elapsed, 3),
     }
@@ -320,6 +321,11 @@ def _show_summary(s: SimSummary, run: _Run, sim: Simulator, elapsed: float) -> N
     faults = (f"fault kinds: {', '.join(sim.kinds)}" if sim.scenario is None
               else f"scenario {sim.scenario.name} (x{sim.scenario.scale:.3g} s per scenario s)")
     console.print(f"{elapsed:.1f} s, {rate:,.0f} schedules/min; {faults}", highlight=False)
+    pb = s.piggyback_totals()
+    if pb["bytes"] or pb["clock_only"]:
+        console.print(f"piggyback: {pb['mean']:g} B per batch (largest {pb['max']:,}), "
+                      f"{pb['clock_only']:,} clock-only batches of {pb['batches']:,} sent",
+                      highlight=False)
     if s.first_failure is not None:
         bad = s.first_failure
         console.print(f"[red]violation[/red] in schedule {bad.seed}: {bad.verdict.totals()}")

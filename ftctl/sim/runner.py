@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ftctl.config.topology import Topology
+from ftctl.kernel.piggyback import FIELDS as PIGGYBACK_FIELDS
+from ftctl.kernel.piggyback import merge as merge_piggyback
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.cluster import SimCluster
 from ftctl.sim.faults import CRASH_ONLY, HANG_TIMEOUT, FailureSchedule, FaultKind
@@ -75,6 +77,9 @@ class ScheduleRecord:
     fallbacks: int
     violations: tuple[tuple[str, int], ...]  # anomaly kind -> count; empty when passed
     passed: bool
+    # What the protocol put on the wire besides records (``ftctl.kernel.piggyback``):
+    # batches sent, of them clock-only, meta bytes, the largest meta.
+    piggyback: tuple[int, int, int, int] = (0, 0, 0, 0)
 
 
 @dataclass
@@ -92,6 +97,8 @@ class SimSummary:
     # Whole-graph fallbacks the protocol logged, over all schedules (events named
     # ``*fallback``: causal's ``causal-fallback``, beyond f or without clocks).
     fallbacks: int = 0
+    # Piggyback counts (``ftctl.kernel.piggyback``) over all schedules.
+    piggyback: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PIGGYBACK_FIELDS, 0))
 
     def add(self, record: ScheduleRecord) -> None:
         """Fold in one schedule; callers add them in seed order, so the summary (its
@@ -102,9 +109,20 @@ class SimSummary:
         self.delays.append(record.delay)
         self.resent.append(record.resent)
         self.fallbacks += record.fallbacks
+        pb = self.piggyback
+        batches, clock_only, size, largest = record.piggyback
+        pb["batches"] += batches
+        pb["clock_only"] += clock_only
+        pb["bytes"] += size
+        pb["max"] = max(pb["max"], largest)
         if not record.passed:
             self.failing_seeds.append(record.seed)
             self.violations.update(dict(record.violations))
+
+    def piggyback_totals(self) -> dict[str, Any]:
+        """Piggyback counts summed over the schedules, ``max`` the largest, with ``mean``
+        bytes per batch."""
+        return merge_piggyback([self.piggyback])
 
     def medians(self) -> dict[str, float]:
         return {"recovery_delay_ms": round(_median(self.delays) * 1000, 3),
@@ -113,6 +131,11 @@ class SimSummary:
     @property
     def passed(self) -> bool:
         return not self.failing_seeds
+
+
+def _counts(pb: Mapping[str, int]) -> tuple[int, int, int, int]:
+    batches, clock_only, size, largest = (int(pb[k]) for k in PIGGYBACK_FIELDS)
+    return batches, clock_only, size, largest
 
 
 def _median(values: list[float]) -> float:
@@ -207,7 +230,8 @@ class Simulator:
             resent=max(0, stats.records_sent - self.fault_free_records),
             fallbacks=sum(1 for e in result.events if (e.note or "").endswith("fallback")),
             violations=tuple(sorted(outcome.verdict.totals().items())),
-            passed=outcome.verdict.passed)
+            passed=outcome.verdict.passed,
+            piggyback=_counts(stats.piggyback.to_dict()))
 
     def run_many(self, n: int, seed: int, progress: Callable[[int], None] | None = None,
                  fail_fast: bool = False) -> SimSummary:
