@@ -51,3 +51,22 @@ def test_tick_collects_cycles_only_once_due() -> None:
         assert ref() is None
         assert policy.collections == 1
         assert not policy.tick(policy.due - 0.1)
+
+
+def test_what_survives_a_collection_is_frozen_out_of_the_next() -> None:
+    # A task's log of sent batches must not be traversed again at every collection: at
+    # tens of millions of records one collection outlasts the heartbeat timeout.
+    with ManualGC(every=5.0) as policy:
+        log = [[("k", i, i)] for i in range(10_000)]
+        assert any(o is log for o in gc.get_objects())
+        before = gc.get_freeze_count()
+        assert policy.tick(policy.due)
+        assert gc.get_freeze_count() >= before + len(log)
+        assert not any(o is log for o in gc.get_objects())
+        # what is allocated afterwards is collected as before
+        node = _Node()
+        ref = weakref.ref(node)
+        del node
+        assert policy.tick(policy.due)
+        assert ref() is None
+    assert gc.get_freeze_count() == 0
