@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -84,3 +86,42 @@ def test_a_failed_run_leaves_no_spill_behind(tmp_path: Path, monkeypatch: pytest
     (run,) = list_runs(tmp_path / "results")
     assert run.status() == "failed"
     assert not (run.path / execute_mod.SPILL).exists()
+
+
+def test_the_golden_output_is_not_held_while_the_run_goes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Computed before the cluster starts, dropped during the run (the tasks need the
+    memory at paper sizes), read back for the verdict."""
+
+    class Outputs(dict):  # a dict that a weak reference can watch
+        pass
+
+    made: list[weakref.ref[Outputs]] = []
+    alive_during_run: list[bool] = []
+
+    def golden_for(topology: Any, produce: Any) -> Outputs:
+        out = Outputs(out=[("k", 1)])
+        made.append(weakref.ref(out))
+        return out
+
+    class WatchingHost:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def run(self) -> None:
+            gc.collect()
+            alive_during_run.extend(ref() is not None for ref in made)
+            raise RuntimeError("stop after looking")
+
+    session = SimpleNamespace(sparkContext=SimpleNamespace(applicationId="app-1"))
+    monkeypatch.setattr(execute_mod, "golden_for", golden_for)
+    monkeypatch.setattr(execute_mod, "start_session", lambda *a, **k: session)
+    monkeypatch.setattr(execute_mod, "stop_session", lambda spark: None)
+    monkeypatch.setattr(execute_mod, "SparkHost", WatchingHost)
+    topology = load_topology(ROOT / "topologies" / "wordcount.yaml")
+    info = get_protocol("none")
+    req = execute_mod.RunRequest(topology=topology, info=info, params=info.resolve({}),
+                                 master="spark://127.0.0.1:7077", workers=1,
+                                 results=tmp_path / "results", timeout=60, as_json=True)
+    assert execute_mod.execute(req) == EXIT_INFRA
+    assert alive_during_run == [False]  # made once before the run, and let go
