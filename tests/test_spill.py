@@ -60,6 +60,21 @@ def test_a_spilling_latency_log_holds_a_bounded_tail_and_keeps_every_sample(
     assert log.rows(t0=1.0) == expected
 
 
+def _run_on(host: type, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    """``execute`` of wordcount under ``none`` with ``host`` for the Spark host and no
+    Spark session."""
+    session = SimpleNamespace(sparkContext=SimpleNamespace(applicationId="app-1"))
+    monkeypatch.setattr(execute_mod, "start_session", lambda *a, **k: session)
+    monkeypatch.setattr(execute_mod, "stop_session", lambda spark: None)
+    monkeypatch.setattr(execute_mod, "SparkHost", host)
+    topology = load_topology(ROOT / "topologies" / "wordcount.yaml")
+    info = get_protocol("none")
+    req = execute_mod.RunRequest(topology=topology, info=info, params=info.resolve({}),
+                                 master="spark://127.0.0.1:7077", workers=1,
+                                 results=tmp_path / "results", timeout=60, as_json=True)
+    return execute_mod.execute(req)
+
+
 def test_a_failed_run_leaves_no_spill_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     """The host dies mid-run after spilling: the run is marked failed, the scratch is gone."""
@@ -72,16 +87,7 @@ def test_a_failed_run_leaves_no_spill_behind(tmp_path: Path, monkeypatch: pytest
             ChunkFile(self.spill / "out[0].pickle").append([("k", 1)])
             raise RuntimeError("lost the driver's socket")
 
-    session = SimpleNamespace(sparkContext=SimpleNamespace(applicationId="app-1"))
-    monkeypatch.setattr(execute_mod, "start_session", lambda *a, **k: session)
-    monkeypatch.setattr(execute_mod, "stop_session", lambda spark: None)
-    monkeypatch.setattr(execute_mod, "SparkHost", DyingHost)
-    topology = load_topology(ROOT / "topologies" / "wordcount.yaml")
-    info = get_protocol("none")
-    req = execute_mod.RunRequest(topology=topology, info=info, params=info.resolve({}),
-                                 master="spark://127.0.0.1:7077", workers=1,
-                                 results=tmp_path / "results", timeout=60, as_json=True)
-    assert execute_mod.execute(req) == EXIT_INFRA
+    assert _run_on(DyingHost, tmp_path, monkeypatch) == EXIT_INFRA
     assert "lost the driver's socket" in capsys.readouterr().err
     (run,) = list_runs(tmp_path / "results")
     assert run.status() == "failed"
@@ -113,15 +119,6 @@ def test_the_golden_output_is_not_held_while_the_run_goes(
             alive_during_run.extend(ref() is not None for ref in made)
             raise RuntimeError("stop after looking")
 
-    session = SimpleNamespace(sparkContext=SimpleNamespace(applicationId="app-1"))
     monkeypatch.setattr(execute_mod, "golden_for", golden_for)
-    monkeypatch.setattr(execute_mod, "start_session", lambda *a, **k: session)
-    monkeypatch.setattr(execute_mod, "stop_session", lambda spark: None)
-    monkeypatch.setattr(execute_mod, "SparkHost", WatchingHost)
-    topology = load_topology(ROOT / "topologies" / "wordcount.yaml")
-    info = get_protocol("none")
-    req = execute_mod.RunRequest(topology=topology, info=info, params=info.resolve({}),
-                                 master="spark://127.0.0.1:7077", workers=1,
-                                 results=tmp_path / "results", timeout=60, as_json=True)
-    assert execute_mod.execute(req) == EXIT_INFRA
+    assert _run_on(WatchingHost, tmp_path, monkeypatch) == EXIT_INFRA
     assert alive_during_run == [False]  # made once before the run, and let go
