@@ -142,7 +142,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         step("the golden run: the topology without faults, on the simulation host")
         # Computed (and cached) before the cluster starts, so that a topology the
         # simulation host cannot run fails first; not held while the run goes: at 115 B a
-        # record it is 5.6 GB at 50M votes, which the tasks need. The verdict reads it back.
+        # record it is 5.8 GB at 50M votes, which the tasks need. The verdict reads it back.
         golden_for(topology, golden_output)
     timings: dict[str, float] = {}
     cluster: LocalCluster | None = None
