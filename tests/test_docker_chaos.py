@@ -135,15 +135,18 @@ def test_container_pause_and_kill_under_checkpoint_are_exactly_once(workdir: Pat
     summary = _chaos(["--scenario", str(CONTAINER_FAULTS)], workdir)
     injected = {e["type"]: e for e in _events(summary, "fault-injected")}
     assert set(injected) == {"container-pause", "container-kill", "restore-capacity"}
-    assert injected["container-pause"]["resolved"] == "w1"
-    assert injected["container-kill"]["resolved"] == "w0"
+    # the targets are instances: each fault strikes the worker running its instance then
+    # (Spark often places all six tasks on one executor, so which one is a draw)
+    assert {injected[t]["resolved"] for t in ("container-pause", "container-kill")} <= {"w0", "w1"}
+    killed = injected["container-kill"]["resolved"]
     (heal,) = _events(summary, "fault-healed")
     assert heal["type"] == "container-pause"
     assert 2.5 <= heal["at"] - injected["container-pause"]["at"] <= 5.0
     started = [e for e in _events(summary, "fault-step") if e["step"] == "worker-started"]
-    assert [(e["worker"], e["replaces"]) for e in started] == [("w2", "w0")]
+    assert [(e["worker"], e["replaces"]) for e in started] == [("w2", killed)]
     assert _events(summary, "fault-error") == []
-    assert summary["restarts"] > 0  # the kill was recovered, not missed
+    # lines[0] died with its container: the kill was detected and recovered, not missed
+    assert summary["detections"] >= 1 and summary["restarts"] > 0
 
 
 def test_kill_target_container_is_exactly_once(workdir: Path) -> None:

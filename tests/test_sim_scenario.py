@@ -36,8 +36,8 @@ OPTIONS = {"rack-failure": RACKS}
 EXPECT = {
     # the pause follows the recovery, when checkpoint's rollback restarts every task
     "cascading-failure": {"crash": 2, "fault-skipped": 1},
-    # w1 frozen 3 s (under the 4.5 s hang rule: its three units stall and resume), w0
-    # killed, then replaced
+    # count[0]'s node frozen 3 s (under the 4.5 s hang rule: its three units stall and
+    # resume), lines[0]'s node killed, then replaced
     "container-faults": {"fault-injected": 5, "fault-healed": 4, "zombie-fenced": 0,
                          "node-down": 1, "node-up": 1, "failure-detected": 1},
     "flapping": {"fault-injected": 2, "zombie-fenced": 2},
