@@ -32,6 +32,7 @@ from protocols.contract.messages import Ended, Msg
 from protocols.contract.names import InstanceId
 from protocols.contract.view import InstanceView
 from protocols.shared.logged import SLOT, LoggedInstance
+from protocols.shared.payload_log import PayloadLog
 from protocols.shared.treeclock import Plain, TreeClock, plain_child
 
 # The marker a sender puts on a channel before it resends or, as a replacement, resumes
@@ -183,6 +184,13 @@ class CausalInstance(LoggedInstance[CausalParams]):
             "done": self.done, "seen": dict(self.seen), "emitted": dict(self.emitted),
         }
 
+    def _plog_of(self, plain: Iterable[tuple[Any, int, int | None, Plain]]) -> PayloadLog:
+        log = PayloadLog()
+        for records, seq, wm, meta in plain:
+            batch = Batch(records, seq, wm, meta)
+            log.append(self.key(batch), batch)
+        return log
+
     def _restore(self, blob: dict[str, Any]) -> None:
         self.core.restore_state(blob["core"])
         self.pos = dict(blob["pos"])
@@ -192,8 +200,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.ptime = dict(blob["ptime"])
         self.got = dict(self.ptime)
         self.last_diff = blob["last"]
-        self.plog = {ch: [Batch(r, seq, wm, m) for r, seq, wm, m in v]
-                     for ch, v in blob["plog"].items()}
+        self.plog = {ch: self._plog_of(v) for ch, v in blob["plog"].items()}
         self.floor_wm = dict(blob["floor_wm"])
         self.dlog = {ch: list(v) for ch, v in blob["dlog"].items()}
         self.done = blob["done"]

@@ -8,6 +8,10 @@ from protocols.shared.logged import SLOT, LoggedInstance, Ready
 
 
 class LineageInstance(LoggedInstance[NoParams]):
+    # Lineage never trims a payload log before the end: a purge may need any batch, so
+    # the logs hold everything sent and are kept encoded.
+    encoded_log = True
+
     def start(self, ev: Started) -> None:
         core = self.core
         if core.is_sink:

@@ -73,7 +73,7 @@ class LogKeepsTail(LineageInstance):
     def sent(self, ch: int, batch: Batch) -> None:
         super().sent(ch, batch)
         if len(self.plog[ch]) > 10:
-            del self.plog[ch][0]
+            self.plog[ch].drop_oldest()
 
 
 MUTANTS: tuple[Mutant, ...] = (

@@ -7,7 +7,8 @@
   batch, in order, on the same FIFO channel.
 - **Payload logs.** Every instance logs what it sent per output channel so it can resend
   from any position (``Resend`` control); ``TrimPayloadLog`` controls drop the prefix a
-  child no longer needs.
+  child no longer needs. A protocol whose logs are never trimmed keeps them encoded
+  (``encoded_log``, see ``payload_log``).
 - **End of stream** carries the channel's final ``seq`` so a receiver ignores it until it
   has every batch before it; a resend repeats it once the sender has finished.
 - **Sinks** de-duplicate a recomputation by record identity, counting occurrences: a sink
@@ -45,6 +46,7 @@ from protocols.contract.messages import Ended, Msg
 from protocols.contract.names import ChannelId, InstanceId
 from protocols.contract.params import P
 from protocols.contract.view import InstanceView
+from protocols.shared.payload_log import PayloadLog
 
 # Each instance owns one slot of the snapshot store, overwritten in place: a replacement
 # always restores the newest local snapshot, and no snapshot id is shared between instances.
@@ -100,12 +102,13 @@ def eos_ok(marker: Marker, pos: int) -> bool:
 
 class LoggedInstance(InstanceLogic[P]):
     more = True  # sources: whether another step is worth offering
+    encoded_log = False  # keep the payload logs' batches encoded (see ``payload_log``)
 
     def __init__(self, me: InstanceView, cores: Mapping[InstanceId, InstanceCore], params: P):
         super().__init__(me, cores, params)
         core = self.core
         self.pos: dict[int, int] = dict.fromkeys(core.inputs, 0)
-        self.plog: dict[int, list[Batch]] = {ch: [] for ch in core.out_channels}
+        self.plog = {ch: PayloadLog(self.encoded_log) for ch in core.out_channels}
         self.resume: dict[int, int] = {}  # out channel -> lowest seq worth sending
         self.done = False
         # Sinks: per record identity, how many are visible and how many this execution
@@ -133,7 +136,7 @@ class LoggedInstance(InstanceLogic[P]):
     def sent(self, ch: int, batch: Batch) -> None:
         """The core sent ``batch`` on ``ch``: stamp it and keep it in the payload log."""
         self.stamp(ch, batch)
-        self.plog[ch].append(batch)
+        self.plog[ch].append(self.key(batch), batch)
 
     def process(self, ch: int, batch: Batch) -> None:
         """An accepted batch: run it (subclasses may buffer and reorder)."""
@@ -275,15 +278,16 @@ class LoggedInstance(InstanceLogic[P]):
             self.resume[ch] = start
         else:
             self.resume.pop(ch, None)
-        key = self.key
-        self.out += [Send(ch, b) for b in self.plog.get(ch, []) if key(b) >= start]
+        log = self.plog.get(ch)
+        if log is not None:
+            self.out += [Send(ch, b) for b in log.since(start)]
         if self.done:
             self.out.append(Send(ch, Marker(EOS, meta=self.core.out_seq[ch])))
 
     def gc(self, ch: int, upto: int) -> None:
-        log, key = self.plog.get(ch), self.key
-        if log and key(log[0]) <= upto:
-            self.plog[ch] = [b for b in log if key(b) > upto]
+        log = self.plog.get(ch)
+        if log is not None:
+            log.trim(upto)
 
     def log_size(self) -> int:
         return sum(len(v) for v in self.plog.values())

@@ -1,0 +1,65 @@
+"""One output channel's payload log: the batches sent on it, addressed by a key (their
+``seq``, or under ``causal`` their sender time), kept so that any suffix can be sent again
+and any prefix dropped.
+
+A log either keeps the ``Batch`` objects (``causal``: trimmed as children checkpoint, so
+it stays short and is read often) or keeps each batch encoded (``lineage``: never
+trimmed before the end, so it holds every batch the instance ever sent). On
+``topologies/sharder.yaml`` lineage's logs take about 300 bytes per vote as objects (a
+batch, its list, and a tuple, key and count per record) and about 100 encoded
+(``benchmarks/payload_log_memory.py``), for about half a CPU second more per million
+votes. Encoding also freezes a batch as it was sent; a resend decodes fresh objects,
+which is rare (a purge) and cheap next to the replay it feeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ftctl.codec import decode, encode
+from ftctl.runtime.messages import Batch
+
+
+class PayloadLog:
+    __slots__ = ("_encoded", "_items", "_keys")
+
+    def __init__(self, encoded: bool = False) -> None:
+        self._encoded = encoded
+        self._keys: list[int] = []
+        self._items: list[Batch | bytes] = []
+
+    def append(self, key: int, batch: Batch) -> None:
+        self._keys.append(key)
+        if self._encoded:
+            self._items.append(encode((batch.records, batch.seq, batch.watermark, batch.meta)))
+        else:
+            self._items.append(batch)
+
+    def since(self, start: int) -> list[Batch]:
+        """The batches whose key is ``start`` or more, in the order they were sent."""
+        keys, items = self._keys, self._items
+        return [self._batch(items[i]) for i, k in enumerate(keys) if k >= start]
+
+    def trim(self, upto: int) -> None:
+        """Drop the batches whose key is ``upto`` or less."""
+        keys = self._keys
+        if keys and keys[0] <= upto:
+            kept = [i for i, k in enumerate(keys) if k > upto]
+            self._keys = [keys[i] for i in kept]
+            self._items = [self._items[i] for i in kept]
+
+    def drop_oldest(self) -> None:
+        del self._keys[0]
+        del self._items[0]
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[Batch]:
+        return map(self._batch, self._items)
+
+    def _batch(self, item: Batch | bytes) -> Batch:
+        if isinstance(item, Batch):
+            return item
+        records, seq, watermark, meta = decode(item)
+        return Batch(records, seq, watermark, meta)
