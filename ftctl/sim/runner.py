@@ -109,12 +109,9 @@ class SimSummary:
         self.delays.append(record.delay)
         self.resent.append(record.resent)
         self.fallbacks += record.fallbacks
-        pb = self.piggyback
-        batches, clock_only, size, largest = record.piggyback
-        pb["batches"] += batches
-        pb["clock_only"] += clock_only
-        pb["bytes"] += size
-        pb["max"] = max(pb["max"], largest)
+        counts = dict(zip(PIGGYBACK_FIELDS, record.piggyback, strict=True))
+        merged = merge_piggyback([self.piggyback, counts])
+        self.piggyback = {k: merged[k] for k in PIGGYBACK_FIELDS}
         if not record.passed:
             self.failing_seeds.append(record.seed)
             self.violations.update(dict(record.violations))
