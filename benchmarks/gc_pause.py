@@ -1,7 +1,8 @@
 """How long a Spark task's timed garbage collection holds its heartbeat thread, by how
 much it keeps alive (``ftctl.spark.gcpolicy``).
 
-A task logs batches of records as it sends them (``lineage`` keeps them all). Every
+A task keeps batches of records as objects (as ``lineage``'s payload logs did before
+they were kept encoded; a sink's or an operator's state is still objects). Every
 ``--tick`` records (default: 10 s of the 12,000 votes/s of ``ftctl figure 000-fig2``'s
 build) the timed collection runs, as the heartbeat thread runs it; the longest pause
 since the previous row is printed every ``--every`` records, for two policies, each in a
@@ -19,6 +20,7 @@ machine a pause takes several times its idle length.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import subprocess
 import sys
@@ -45,8 +47,6 @@ def pauses(policy: str, records: int, tick: int, batch: int) -> list[tuple[int, 
             if policy == "freeze":
                 gc_policy.tick(time.monotonic())
             else:
-                import gc
-
                 gc.collect()
             out.append((seq * batch, time.perf_counter() - started))
     return out
