@@ -11,6 +11,9 @@ class LineageInstance(LoggedInstance[NoParams]):
     # Lineage never trims a payload log before the end: a purge may need any batch, so
     # the logs hold everything sent and are kept encoded.
     encoded_log = True
+    # A purge resends whole histories: 256 batches per event keeps each event's decoding
+    # and queued output small (25,600 votes on the sharder topology).
+    resend_chunk = 256
 
     def start(self, ev: Started) -> None:
         core = self.core

@@ -9,6 +9,11 @@
   from any position (``Resend`` control); ``TrimPayloadLog`` controls drop the prefix a
   child no longer needs. A protocol whose logs are never trimmed keeps them encoded
   (``encoded_log``, see ``payload_log``).
+- **Chunked resends.** A protocol may bound the batches one event resends
+  (``resend_chunk``): the rest follow on a timer that fires at once, so no event decodes
+  and queues a whole history (50M votes held one Spark task's heartbeat thread past the
+  failure detector's timeout). While a chunked resend runs on a channel, new batches on
+  it are logged but not sent; the resend reaches them, in order.
 - **End of stream** carries the channel's final ``seq`` so a receiver ignores it until it
   has every batch before it; a resend repeats it once the sender has finished.
 - **Sinks** de-duplicate a recomputation by record identity, counting occurrences: a sink
@@ -39,14 +44,23 @@ from typing import Any
 
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
-from protocols.contract.actions import Emit, InstanceAction, Persist, Report, Send
-from protocols.contract.events import BatchIn, ControlIn, MarkerIn, SourceReady, Started
+from protocols.contract.actions import Emit, InstanceAction, Persist, Report, Send, SetTimer
+from protocols.contract.events import (
+    BatchIn,
+    ControlIn,
+    MarkerIn,
+    SourceReady,
+    Started,
+    TimerFired,
+)
 from protocols.contract.logic import EOS, InstanceLogic
 from protocols.contract.messages import Ended, Msg
 from protocols.contract.names import ChannelId, InstanceId
 from protocols.contract.params import P
 from protocols.contract.view import InstanceView
 from protocols.shared.payload_log import PayloadLog
+
+RESEND_TIMER = "resend:"  # + the channel: the next chunk of a resend on it
 
 # Each instance owns one slot of the snapshot store, overwritten in place: a replacement
 # always restores the newest local snapshot, and no snapshot id is shared between instances.
@@ -103,6 +117,7 @@ def eos_ok(marker: Marker, pos: int) -> bool:
 class LoggedInstance(InstanceLogic[P]):
     more = True  # sources: whether another step is worth offering
     encoded_log = False  # keep the payload logs' batches encoded (see ``payload_log``)
+    resend_chunk: int | None = None  # batches a resend sends per event (None: all at once)
 
     def __init__(self, me: InstanceView, cores: Mapping[InstanceId, InstanceCore], params: P):
         super().__init__(me, cores, params)
@@ -110,6 +125,7 @@ class LoggedInstance(InstanceLogic[P]):
         self.pos: dict[int, int] = dict.fromkeys(core.inputs, 0)
         self.plog = {ch: PayloadLog(self.encoded_log) for ch in core.out_channels}
         self.resume: dict[int, int] = {}  # out channel -> lowest seq worth sending
+        self.resending: dict[int, int] = {}  # out channel -> key a chunked resend goes on at
         self.done = False
         # Sinks: per record identity, how many are visible and how many this execution
         # produced (see the module docstring).
@@ -158,9 +174,12 @@ class LoggedInstance(InstanceLogic[P]):
     def take(self) -> None:
         """Move what the core produced into this event's actions, logging each batch sent."""
         out = self.out
+        resending = self.resending
         for a in self.core.take_actions():
             if type(a) is Send and type(a.msg) is Batch:
                 self.sent(a.channel, a.msg)
+                if a.channel in resending:
+                    continue  # logged: the resend under way sends it in its turn
             out.append(a)
 
     def report(self, msg: Msg) -> None:
@@ -209,6 +228,13 @@ class LoggedInstance(InstanceLogic[P]):
 
     def on_control(self, ev: ControlIn, now: float) -> list[InstanceAction]:
         self.control(ev.msg)
+        return self.flush()
+
+    def on_timer(self, ev: TimerFired, now: float) -> list[InstanceAction]:
+        if ev.key.startswith(RESEND_TIMER):
+            ch = int(ev.key[len(RESEND_TIMER):])
+            if ch in self.resending:
+                self.resend_more(ch)
         return self.flush()
 
     # ------------------------------------------------------------ input
@@ -278,9 +304,29 @@ class LoggedInstance(InstanceLogic[P]):
             self.resume[ch] = start
         else:
             self.resume.pop(ch, None)
+        if self.resend_chunk is not None:
+            self.resending[ch] = start
+            self.resend_more(ch)
+            return
         log = self.plog.get(ch)
         if log is not None:
             self.out += [Send(ch, b) for b in log.since(start)]
+        if self.done:
+            self.out.append(Send(ch, Marker(EOS, meta=self.core.out_seq[ch])))
+
+    def resend_more(self, ch: int) -> None:
+        """The next chunk of the resend under way on ``ch``; the timer for the one after,
+        or, once the log is exhausted, end of stream if the sender has finished."""
+        chunk = self.resend_chunk
+        assert chunk is not None
+        log = self.plog.get(ch)
+        batches = log.since(self.resending[ch], chunk) if log is not None else []
+        self.out += [Send(ch, b) for b in batches]
+        if len(batches) == chunk:
+            self.resending[ch] = self.key(batches[-1]) + 1
+            self.out.append(SetTimer(f"{RESEND_TIMER}{ch}", 0.0))
+            return
+        del self.resending[ch]
         if self.done:
             self.out.append(Send(ch, Marker(EOS, meta=self.core.out_seq[ch])))
 

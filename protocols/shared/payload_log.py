@@ -14,6 +14,7 @@ which is rare (a purge) and cheap next to the replay it feeds.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
 from ftctl.codec import decode, encode
@@ -21,29 +22,43 @@ from ftctl.runtime.messages import Batch
 
 
 class PayloadLog:
-    __slots__ = ("_encoded", "_items", "_keys")
+    __slots__ = ("_encoded", "_items", "_keys", "_sorted")
 
     def __init__(self, encoded: bool = False) -> None:
         self._encoded = encoded
         self._keys: list[int] = []
         self._items: list[Batch | bytes] = []
+        # Keys come in increasing order (seqs, sender times), so a resend's start is found
+        # by bisection; should one ever not, lookups scan instead.
+        self._sorted = True
 
     def append(self, key: int, batch: Batch) -> None:
+        if self._keys and key < self._keys[-1]:
+            self._sorted = False
         self._keys.append(key)
         if self._encoded:
             self._items.append(encode((batch.records, batch.seq, batch.watermark, batch.meta)))
         else:
             self._items.append(batch)
 
-    def since(self, start: int) -> list[Batch]:
-        """The batches whose key is ``start`` or more, in the order they were sent."""
+    def since(self, start: int, limit: int | None = None) -> list[Batch]:
+        """The batches whose key is ``start`` or more, in the order they were sent; the
+        first ``limit`` of them when given."""
         keys, items = self._keys, self._items
-        return [self._batch(items[i]) for i, k in enumerate(keys) if k >= start]
+        if self._sorted:
+            first = bisect_left(keys, start)
+            end = len(keys) if limit is None else min(len(keys), first + limit)
+            return [self._batch(item) for item in items[first:end]]
+        picked = [i for i, k in enumerate(keys) if k >= start]
+        return [self._batch(items[i]) for i in picked[:limit]]
 
     def trim(self, upto: int) -> None:
         """Drop the batches whose key is ``upto`` or less."""
         keys = self._keys
-        if keys and keys[0] <= upto:
+        if self._sorted:
+            n = bisect_right(keys, upto)
+            del keys[:n], self._items[:n]
+        else:
             kept = [i for i, k in enumerate(keys) if k > upto]
             self._keys = [keys[i] for i in kept]
             self._items = [self._items[i] for i in kept]
