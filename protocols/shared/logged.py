@@ -45,14 +45,7 @@ from typing import Any
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
 from protocols.contract.actions import Emit, InstanceAction, Persist, Report, Send, SetTimer
-from protocols.contract.events import (
-    BatchIn,
-    ControlIn,
-    MarkerIn,
-    SourceReady,
-    Started,
-    TimerFired,
-)
+from protocols.contract.events import BatchIn, ControlIn, MarkerIn, SourceReady, Started, TimerFired
 from protocols.contract.logic import EOS, InstanceLogic
 from protocols.contract.messages import Ended, Msg
 from protocols.contract.names import ChannelId, InstanceId

@@ -8,8 +8,9 @@ trimmed before the end, so it holds every batch the instance ever sent). On
 ``topologies/sharder.yaml`` lineage's logs take about 300 bytes per vote as objects (a
 batch, its list, and a tuple, key and count per record) and about 100 encoded
 (``benchmarks/payload_log_memory.py``), for about half a CPU second more per million
-votes. Encoding also freezes a batch as it was sent; a resend decodes fresh objects,
-which is rare (a purge) and cheap next to the replay it feeds.
+votes. Encoding also freezes a batch as it was sent. A resend decodes fresh objects; a
+whole history at once would be tens of millions of them in one event, so lineage
+resends a bounded chunk per event (``LoggedInstance.resend_chunk``).
 """
 
 from __future__ import annotations
