@@ -3,6 +3,9 @@ encoded, it answers every resend and trim alike."""
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -127,3 +130,19 @@ def test_a_chunked_resend_sends_the_whole_log_in_order_and_what_came_meanwhile()
     assert meanwhile >= 2
     assert resent == list(range(3, 11 + meanwhile))  # nothing lost, nothing twice
     assert [a.msg.seq for a in step() if type(a.msg) is Batch] == [11 + meanwhile]
+
+
+def test_resend_chunk_benchmark_resends_the_whole_log_in_bounded_events() -> None:
+    """``benchmarks/resend_chunk.py`` at a test's size: every logged batch comes back, in
+    one event without a chunk and in ceil(batches / chunk) events with one (one more when
+    the last chunk is full: the resend only learns it is done from a short chunk)."""
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "resend_chunk.py"
+    spec = importlib.util.spec_from_file_location("resend_chunk_benchmark", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    whole = bench.measure(20_000, None)
+    assert whole["events"] == 1 and whole["batches"] > 50
+    chunked = bench.measure(20_000, 7)
+    assert chunked["batches"] == whole["batches"]
+    assert chunked["events"] == whole["batches"] // 7 + 1
