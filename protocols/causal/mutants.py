@@ -269,6 +269,15 @@ class RecoveringNeighbourKept(CausalCoordinator):
             self.recovering, self.replaying = recovering, replaying
 
 
+class ExposureForgotten(CausalCoordinator):
+    """A stateless replacement started from T* is not kept adjacent to its parents (spec
+    T3): a parent that fails before its g covers T*[A] restarts alone, and its events up
+    to T*[A], whose diffs went with the replacement's predecessor, are read nowhere."""
+
+    def _expose(self, b: str, plan: RecoveryPlan) -> None:
+        return
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("resume-late", ResumeLate.__doc__ or "", coordinator=ResumeLate, budget=10),
     Mutant("resume-early", ResumeEarly.__doc__ or "", coordinator=ResumeEarly, budget=10),
@@ -305,4 +314,6 @@ MUTANTS: tuple[Mutant, ...] = (
            instance=ResumeWithoutWatermark, budget=10),
     Mutant("resume-watermark-one-late", _line(ResumeWatermarkOneLate),
            instance=ResumeWatermarkOneLate, budget=10),
+    Mutant("exposure-forgotten", _line(ExposureForgotten), coordinator=ExposureForgotten,
+           budget=30),
 )
