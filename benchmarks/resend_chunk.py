@@ -17,9 +17,11 @@ moment for the task's heartbeat thread to collect):
 
     python benchmarks/resend_chunk.py [--votes 5000000] [--chunks all,4096,1024,256,64]
 
-A Spark task's heartbeat thread needs the interpreter within the driver's 4.5 s
-timeout; an event and a collection each hold it for their whole length. The host's own
-cost per event (shipping the batches, firing the timer) is not included.
+A Spark task's heartbeat thread runs the timed collection, which holds the interpreter
+for its whole length, against the driver's 4.5 s heartbeat timeout; what it traverses is
+what the events since the last one left alive. An event's length is how long the task
+sends nothing. The host's own cost per event (shipping the batches, firing the timer) is
+not included.
 """
 
 from __future__ import annotations

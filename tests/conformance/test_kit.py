@@ -79,7 +79,7 @@ CATCH: dict[str, tuple[str, int]] = {
     "causal/resume-without-watermark": ("windowed", 1),
     "causal/resume-watermark-one-late": ("windowed", 1),
     # its window needs a stateless operator under a stateful one that is not a source:
-    # of the bundled topologies, only join-then-project has one
+    # of the kit's topologies, only join-then-project has one
     "causal/exposure-forgotten": ("join-then-project", 25),
     "replica-ring/takeover-ignores-pending": ("replica-chain", 2),
     "replica-ring/purge-before-ack": ("replica-chain", 2),
