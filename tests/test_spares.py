@@ -1,9 +1,10 @@
-"""The spare-task pool of ``ftctl.spark.driver.JobRunner``, without a cluster.
+"""The slots of ``ftctl.spark.driver.JobRunner``, without a cluster.
 
-A fake SparkContext runs each "job" in the submitting thread: a spare really registers
-with a ``ControlServer`` over an authenticated connection and waits for its assignment
-(``ftctl.spark.task.wait_for_assignment``); an instance job just reports which instance
-it would have run. Spark's part (scheduling, executors) is what the Spark tests cover.
+A fake SparkContext runs each "job" in its job thread: a slot really runs
+``ftctl.spark.task.run_slot``, registering with a ``ControlServer`` over an authenticated
+connection and waiting for its assignment; an "instance" records that it ran and lasts
+until the test lets it go, as the coordinator's ``EXIT`` would. Spark's part (scheduling,
+executors) is what the Spark tests cover.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from ftctl.spark.driver import (
     MAX_SPARE_FAILURES,
     ControlServer,
     JobRunner,
+    Slot,
 )
-from ftctl.spark.task import SparePayload, TaskPayload, wait_for_assignment
+from ftctl.spark.task import SparePayload, TaskPayload, run_slot, wait_for_assignment
 from protocols.contract.events import Started
 from protocols.contract.names import InstanceId
 
@@ -39,21 +41,26 @@ class _Job:
     def collect(self) -> list[dict[str, Any]]:
         p = self.payload
         group = self.sc.local.group
-        if isinstance(p, SparePayload):
-            if group in self.sc.doomed or self.sc.doom_all:
-                raise RuntimeError("Python worker exited unexpectedly (crashed)")
-            got = wait_for_assignment(p)
-            if group in self.sc.lost_when_assigned and got is not None:
-                # The executor dies under the first attempt; Spark runs the task again.
-                self.sc.lost_when_assigned.discard(group)
-                got = wait_for_assignment(p)
-            if got is None:
-                return [{"spare": p.spare, "instance": None}]
+        self.sc.jobs.append(group)
+        assert isinstance(p, SparePayload), "every instance runs in a slot"
+        if group in self.sc.doomed or self.sc.doom_all:
+            raise RuntimeError("Python worker exited unexpectedly (crashed)")
+        # The executor dies under the first attempt; Spark runs the task again.
+        if (group in self.sc.lost_when_assigned and p.first is None
+                and wait_for_assignment(p) is not None):
+            self.sc.lost_when_assigned.discard(group)
+
+        def run(t: TaskPayload) -> dict[str, Any]:
             if group in self.sc.crash_when_assigned:
                 raise RuntimeError("Python worker exited unexpectedly (crashed)")
-            p = got
-        self.sc.ran.append((group, p.instance, p.inc))
-        return [{"instance": p.instance, "inc": p.inc}]
+            self.sc.ran.append((group, t.instance, t.inc))
+            # The instance runs until the coordinator lets it go (or the run ends).
+            done = self.sc.exits.setdefault((t.instance, t.inc), threading.Event())
+            while not done.wait(0.01) and not self.sc.over.is_set():
+                pass
+            return {"instance": t.instance, "inc": t.inc}
+
+        return [run_slot(p, run)]
 
 
 class FakeSC:
@@ -65,6 +72,13 @@ class FakeSC:
         self.crash_when_assigned: set[str] = set()
         self.lost_when_assigned: set[str] = set()
         self.cancelled: list[str] = []
+        self.jobs: list[str] = []  # every job submitted, by group
+        self.exits: dict[tuple[str, int], threading.Event] = {}
+        self.over = threading.Event()  # the run is over: instances end
+
+    def exit(self, iid: str, inc: int) -> None:
+        """The coordinator tells that instance to go (``wire.EXIT``)."""
+        self.exits.setdefault((iid, inc), threading.Event()).set()
 
     def setJobGroup(self, group: str, _desc: str, interruptOnCancel: bool) -> None:
         self.local.group = group
@@ -98,33 +112,111 @@ def pool() -> Iterator[tuple[FakeSC, JobRunner, ControlServer, bytes,
     server = ControlServer(token, events)
     sc = FakeSC()
     jobs = JobRunner(sc, "r", events, spares=1)
+    jobs.connect_to(server.address, token)
     server.on_spare = jobs.spare_ready
     try:
         yield sc, jobs, server, token, events
     finally:
+        sc.over.set()
         jobs.release_spares()
         assert jobs.wait_all(5.0), "a job thread was left running"
         server.close()
 
 
 def test_a_restart_goes_to_the_idle_spare_and_a_new_spare_replaces_it(pool: Any) -> None:
-    sc, jobs, server, token, events = pool
+    sc, jobs, server, token, _events = pool
     jobs.start_spares(server.address, token)
     _until(lambda: len(jobs.idle) == 1)
-    assert jobs.submit(_payload("sharder[0]", 1, server, token)) is True
-    assert events.get(timeout=10) == (EV_JOB_DONE, "sharder[0]", 1,
-                                      {"instance": "sharder[0]", "inc": 1})
-    assert sc.ran == [("ftctl-r-spare-0", "sharder[0]", 1)]
+    assert jobs.submit(_payload("sharder[0]", 1, server, token)) == "slot"
+    _until(lambda: ("ftctl-r-spare-0", "sharder[0]", 1) in sc.ran)
     _until(lambda: 1 in jobs.idle)  # the replacement spare is waiting
-    jobs.cancel("sharder[0]", 1)  # its job is over: nothing to cancel
-    assert sc.cancelled == []
+    assert jobs.where("sharder[0]", 1).sid == 0  # type: ignore[union-attr]
+    jobs.cancel("sharder[0]", 1)
+    assert sc.cancelled == ["ftctl-r-spare-0"]  # a lingering instance: its slot's job
 
 
-def test_without_an_idle_spare_the_instance_gets_its_own_job(pool: Any) -> None:
+def test_without_a_waiting_slot_the_instance_gets_a_slot_job_of_its_own(pool: Any) -> None:
     sc, jobs, server, token, events = pool
-    assert jobs.submit(_payload("shard[3]", 2, server, token)) is False
+    assert jobs.submit(_payload("shard[3]", 2, server, token)) == "job"
+    _until(lambda: sc.ran == [("ftctl-r-spare-0", "shard[3]", 2)])
+    # Let go at the end of the run: its job reports the instance it hosted.
+    sc.over.set()
+    jobs.release_spares()
     assert events.get(timeout=10)[:3] == (EV_JOB_DONE, "shard[3]", 2)
-    assert sc.ran == [("ftctl-r-shard[3]-2", "shard[3]", 2)]
+
+
+def _one_running(pool: Any) -> tuple[FakeSC, JobRunner, ControlServer, bytes]:
+    """count[0] #0 running in a slot job of its own, with no empty slots kept."""
+    sc, jobs, server, token, _events = pool
+    jobs.spares = 0
+    assert jobs.submit(_payload("count[0]", 0, server, token)) == "job"
+    _until(lambda: len(sc.ran) == 1)
+    return sc, jobs, server, token
+
+
+def test_a_fenced_instance_hands_its_slot_to_the_next_start(pool: Any) -> None:
+    sc, jobs, server, token = _one_running(pool)
+    jobs.released("count[0]", 0, alive=True)
+    sc.exit("count[0]", 0)
+    _until(lambda: 0 in jobs.idle)
+    jobs.cancel("count[0]", 0)  # CANCEL_AFTER fires late: the slot hosts others now
+    assert sc.cancelled == []
+    assert jobs.submit(_payload("count[0]", 1, server, token)) == "slot"
+    _until(lambda: len(sc.ran) == 2)
+    assert sc.ran[1] == ("ftctl-r-spare-0", "count[0]", 1)
+    assert sc.jobs == ["ftctl-r-spare-0"]  # one Spark job for both incarnations
+
+
+def test_a_rollback_of_survivors_waits_for_their_slots_not_for_new_jobs(pool: Any) -> None:
+    """A global rollback fences the survivors and restarts everything in one plan: the
+    restarts are queued for the survivors' slots, which come back in milliseconds."""
+    sc, jobs, server, token, events = pool
+    jobs.spares = 0
+    names = ["lines[0]", "count[0]", "count[1]"]
+    for iid in names:
+        assert jobs.submit(_payload(iid, 0, server, token)) == "job"
+    _until(lambda: len(sc.ran) == 3)
+    for iid in names:  # all fenced alive, and restarted before any slot is back
+        jobs.released(iid, 0, alive=True)
+    assert [jobs.submit(_payload(iid, 1, server, token)) for iid in names] == ["queued"] * 3
+    for iid in names:
+        sc.exit(iid, 0)
+    _until(lambda: len(sc.ran) == 6)
+    assert {(iid, inc) for _, iid, inc in sc.ran[3:]} == {(i, 1) for i in names}
+    assert len(sc.jobs) == 3  # no Spark job launched for the restarts
+    assert events.empty()
+
+
+def test_a_failed_instances_slot_is_not_waited_for(pool: Any) -> None:
+    _sc, jobs, server, token = _one_running(pool)
+    jobs.released("count[0]", 0, alive=False)
+    assert jobs.submit(_payload("count[0]", 1, server, token)) == "job"
+
+
+def test_a_slot_that_does_not_come_back_in_time_gets_its_start_a_job(pool: Any) -> None:
+    sc, jobs, server, token = _one_running(pool)
+    jobs.released("count[0]", 0, alive=True)  # but it never exits (paused, say)
+    assert jobs.submit(_payload("count[0]", 1, server, token)) == "queued"
+    _until(lambda: ("ftctl-r-spare-1", "count[0]", 1) in sc.ran, timeout=5.0)
+
+
+def test_waiting_slots_are_picked_for_failure_domain_anti_affinity() -> None:
+    jobs = JobRunner(None, "r", queue.Queue(), spares=0)
+    racks = {"e0": "rack=a", "e1": "rack=a", "e2": "rack=b"}
+    jobs.domain = lambda s: racks.get(s.executor or "")
+    jobs.slots = {
+        0: Slot(0, "busy", key=("count[0]", 0), executor="e0"),
+        1: Slot(1, "busy", key=("lines[0]", 0), executor="e2"),
+        2: Slot(2, "idle", conn=object(), executor="e1"),  # type: ignore[arg-type]
+        3: Slot(3, "idle", conn=object(), executor="e2"),  # type: ignore[arg-type]
+    }
+    # count[1] away from rack a, where count[0] runs, even onto a busier executor.
+    assert jobs._pick("count[1]").sid == 3  # type: ignore[union-attr]
+    # lines[1] away from lines[0]'s rack b.
+    assert jobs._pick("lines[1]").sid == 2  # type: ignore[union-attr]
+    # A preferred executor (a replica group's placement) comes first.
+    jobs.locations = {"lines[1]": "executor_127.0.0.1_e2"}
+    assert jobs._pick("lines[1]").sid == 3  # type: ignore[union-attr]
 
 
 def test_a_spare_lost_while_idle_is_replaced_silently(pool: Any) -> None:
@@ -150,7 +242,7 @@ def test_a_spare_that_fails_once_assigned_is_that_instance_failing(pool: Any) ->
     sc.crash_when_assigned.add("ftctl-r-spare-0")
     jobs.start_spares(server.address, token)
     _until(lambda: 0 in jobs.idle)
-    assert jobs.submit(_payload("out[0]", 4, server, token)) is True
+    assert jobs.submit(_payload("out[0]", 4, server, token)) == "slot"
     kind, iid, inc, reason = events.get(timeout=10)
     assert (kind, iid, inc) == (EV_JOB_FAILED, "out[0]", 4)
     assert "exited unexpectedly" in reason
@@ -158,15 +250,14 @@ def test_a_spare_that_fails_once_assigned_is_that_instance_failing(pool: Any) ->
 
 def test_a_spare_retried_after_its_executor_died_runs_the_instance_it_was_given(
         pool: Any) -> None:
-    sc, jobs, server, token, events = pool
+    sc, jobs, server, token, _events = pool
     sc.lost_when_assigned.add("ftctl-r-spare-0")
     jobs.start_spares(server.address, token)
     _until(lambda: 0 in jobs.idle)
-    assert jobs.submit(_payload("out[0]", 4, server, token)) is True
-    # The retry registers as spare 0 again and is handed out[0] at once, not left idle.
-    assert events.get(timeout=10) == (EV_JOB_DONE, "out[0]", 4, {"instance": "out[0]", "inc": 4})
-    assert sc.ran == [("ftctl-r-spare-0", "out[0]", 4)]
-    assert 0 not in jobs.idle and 0 not in jobs.handed
+    assert jobs.submit(_payload("out[0]", 4, server, token)) == "slot"
+    # The retry registers as slot 0 again and is handed out[0] at once, not left idle.
+    _until(lambda: sc.ran == [("ftctl-r-spare-0", "out[0]", 4)])
+    assert 0 not in jobs.idle and jobs.where("out[0]", 4) is not None
 
 
 def test_released_spares_end_their_jobs_without_reporting(pool: Any) -> None:
@@ -176,4 +267,3 @@ def test_released_spares_end_their_jobs_without_reporting(pool: Any) -> None:
     jobs.release_spares()
     assert jobs.wait_all(5.0)
     assert events.empty()
-    assert jobs.submit(_payload("votes[0]", 1, server, token)) is False

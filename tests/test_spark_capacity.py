@@ -35,8 +35,9 @@ def test_master_answer_names_and_labels_the_workers() -> None:
     ]}
     known = {"127.0.0.1:7001": ("w0", {"rack": "a"}), "127.0.0.1:7002": ("w1", {"rack": "b"})}
     assert workers_from_master(data, known) == [
-        Worker("w0", 2, False, {"rack": "a"}), Worker("w1", 2, True, {"rack": "b"}),
-        Worker("worker-3-127.0.0.1-7003", 3, True, {})]
+        Worker("w0", 2, False, {"rack": "a"}, "127.0.0.1:7001"),
+        Worker("w1", 2, True, {"rack": "b"}, "127.0.0.1:7002"),
+        Worker("worker-3-127.0.0.1-7003", 3, True, {}, "127.0.0.1:7003")]
 
 
 def test_cores_are_taken_released_and_go_with_their_worker() -> None:

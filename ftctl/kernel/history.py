@@ -73,12 +73,14 @@ KINDS: dict[str, KindSpec] = {
     "connection-refused": KindSpec("a control connection without the run's token", ("peer",)),
     # ---------------------------------------------------------------- instances
     "instance-started": KindSpec(
-        "a replacement incarnation was started (Spark: its job submitted)", ("reason",),
-        ("restore", "spare"), instance=True),
+        "a replacement incarnation was started (Spark: handed to a waiting slot, queued for "
+        "a fenced survivor's slot, or a slot job launched: (start) slot|queued|job; (spare): "
+        "not a job)", ("reason",), ("restore", "spare", "start"), instance=True),
     "instance-registered": KindSpec("a Spark task connected to the driver", ("pid",),
-                                    ("executor",), instance=True),
-    "instance-running": KindSpec("a start group was released: its instances run",
-                                 ("instances",)),
+                                    ("executor", "worker"), instance=True),
+    "instance-running": KindSpec("a start group was released: its instances run; "
+                                 "(placement): the worker each runs on", ("instances",),
+                                 ("placement",)),
     "instance-stopped": KindSpec("the coordinator fenced these instances", ("instances",)),
     "source-rewound": KindSpec("a restarted source replays from an offset",
                                ("from", "to", "records"), instance=True),

@@ -39,6 +39,7 @@ class Worker:
     cores: int
     alive: bool
     labels: Mapping[str, str] = field(default_factory=dict)
+    address: str = ""  # host:port, as the master and the executors' --worker-url say
 
 
 class WorkerSlots:
@@ -101,9 +102,10 @@ def workers_from_master(data: MasterJson,
     known = known or {}
     out: list[Worker] = []
     for w in sorted(data.get("workers", []), key=lambda w: str(w.get("id", ""))):
-        name, labels = known.get(f"{w.get('host')}:{w.get('port')}", (str(w.get("id")), {}))
+        address = f"{w.get('host')}:{w.get('port')}"
+        name, labels = known.get(address, (str(w.get("id")), {}))
         out.append(Worker(name, int(w.get("cores", 0)), w.get("state") == "ALIVE",
-                          dict(labels)))
+                          dict(labels), address))
     return out
 
 

@@ -6,12 +6,14 @@ coordinator protocol only ever runs on that one thread.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import queue
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -24,13 +26,18 @@ from ftctl.spark.placement import pinned_rdd
 from ftctl.spark.task import SparePayload, TaskPayload, run_partition
 
 # Events put on the queue (all tuples, first element the kind).
-EV_REG = "reg"  # (EV_REG, iid, inc, pid, data_address, conn, executor id, Identity), or None
+# (EV_REG, iid, inc, pid, data_address, conn, executor id, Identity, worker host:port),
+# each of the last three None where the task did not say
+EV_REG = "reg"
 EV_MSG = "msg"  # (EV_MSG, iid, frame)
 EV_LOST = "lost"  # (EV_LOST, iid, inc): the control connection dropped
 EV_JOB_DONE = "job-done"  # (EV_JOB_DONE, iid, inc, result)
 EV_JOB_FAILED = "job-failed"  # (EV_JOB_FAILED, iid, inc, reason)
 
-MAX_SPARE_FAILURES = 3  # spare jobs failing in a row before no more are submitted
+MAX_SPARE_FAILURES = 3  # empty slot jobs failing in a row before no more are submitted
+# A slot whose instance was fenced alive comes back in milliseconds; one that has not by
+# then (paused, or on a worker that is going) is no longer waited for.
+RETURN_WAIT = 0.5
 
 
 class ControlServer:
@@ -63,7 +70,7 @@ class ControlServer:
         self.hb_conns: dict[tuple[str, int], Connection] = {}
         self.extras: dict[tuple[str, int], dict[str, Any]] = {}
         self.latency = LatencyLog(latency_spill)  # (sink instance, t, seconds) per sample
-        self.on_spare: Callable[[int, Connection], None] | None = None
+        self.on_spare: Callable[[int, Connection, SlotInfo], None] | None = None
         threading.Thread(target=self._accept, name="ftctl-control", daemon=True).start()
 
     def _accept(self) -> None:
@@ -92,11 +99,11 @@ class ControlServer:
                 self._heartbeats(conn, first[2], first[1])
                 return
             if first[0] == wire.SPARE:
-                # Nothing more is read from a spare: the job runner writes its assignment.
+                # Nothing more is read from a slot: the job runner writes its assignment.
                 if self.on_spare is None:
                     conn.close()
                 else:
-                    self.on_spare(first[1], conn)
+                    self.on_spare(first[1], conn, SlotInfo.from_frame(first))
                 return
             if first[0] != wire.REG:
                 conn.close()
@@ -104,9 +111,10 @@ class ControlServer:
             inc, iid, pid, addr = first[1:5]
             executor = first[5] if len(first) > 5 else None  # where the task runs
             who = Identity.from_wire(first[6]) if len(first) > 6 else None
+            worker = first[7] if len(first) > 7 else None
             key = (iid, inc)
             self.last_seen[key] = time.monotonic()
-            put((EV_REG, iid, inc, pid, addr, conn, executor, who))
+            put((EV_REG, iid, inc, pid, addr, conn, executor, who, worker))
             while True:
                 frame = wire.recv(conn)
                 self.last_seen[key] = time.monotonic()
@@ -160,12 +168,56 @@ class ControlServer:
             self.listener.close()
 
 
-class JobRunner:
-    """Submits one single-task Spark job per instance incarnation, each in its job group.
+@dataclass(frozen=True, slots=True)
+class SlotInfo:
+    """What a waiting slot said of itself (``wire.SPARE``)."""
 
-    With ``spares``, that many extra jobs run spare tasks (``SparePayload``): a restarted
-    instance is handed to an idle spare instead of waiting for a job of its own, and a new
-    spare is submitted in its place. Instances of the first plan always get their own jobs.
+    pid: int | None = None
+    fresh: bool = True  # it has hosted nothing yet in this attempt of its task
+    executor: str | None = None
+    worker: str | None = None  # host:port of its worker, as the master lists it
+
+    @classmethod
+    def from_frame(cls, frame: tuple[Any, ...]) -> SlotInfo:
+        rest = list(frame[2:6]) + [None] * (4 - len(frame[2:6]))
+        return cls(rest[0], True if rest[1] is None else bool(rest[1]), rest[2], rest[3])
+
+
+@dataclass
+class Slot:
+    """One slot's job, as the runner sees it."""
+
+    sid: int
+    # launching: submitted, not registered yet (empty, or with ``handed``); idle: waiting
+    # on ``conn``; busy: hosting ``key``; returning: its instance was fenced while alive,
+    # the slot is expected back; lost: its instance failed, the slot is not counted on.
+    state: str = "launching"
+    conn: Connection | None = None
+    key: tuple[str, int] | None = None
+    handed: TaskPayload | None = None  # given to it, for Spark's retry of its task
+    where: str | None = None  # the executor location it was pinned to, if any
+    executor: str | None = None
+    worker: str | None = None
+    since: float = 0.0  # when it started returning
+
+
+def operator_of(iid: str) -> str:
+    return iid.rsplit("[", 1)[0]
+
+
+class JobRunner:
+    """Runs every instance in a slot: a long-lived Spark task that hosts one instance after
+    another (``ftctl.spark.task.run_slot``), each slot one single-task job in its group.
+
+    A start goes to a waiting slot when there is one (an assignment: no Spark job on the
+    critical path); else to a slot that is coming back because its instance was just
+    fenced alive (a global rollback hands survivors' slots to the restarts); only else is
+    a slot job launched with the instance in it. ``spares`` slots are kept waiting beyond
+    that, refilled in the background and spread over the executors, so that a failure
+    domain's loss finds warm slots on the surviving side. ``pick`` orders waiting slots
+    for an instance (failure-domain anti-affinity); the default prefers the instance's
+    ``locations`` executor, then the slot whose executor hosts the fewest instances of the
+    same operator, then the fewest instances.
     """
 
     def __init__(self, sc: Any, run_id: str, events: queue.Queue[tuple[Any, ...]],
@@ -177,145 +229,259 @@ class JobRunner:
         self.threads: dict[str, threading.Thread] = {}  # job group -> the thread running it
         self.group_of: dict[tuple[str, int], str] = {}  # (instance, incarnation) -> group
         self.lock = threading.Lock()
-        self.idle: dict[int, Connection] = {}  # spare id -> its waiting connection
-        self.assigned: dict[int, tuple[str, int]] = {}  # spare id -> instance it runs
-        self.handed: dict[int, TaskPayload] = {}  # spare id -> the payload it was given
+        self.slots: dict[int, Slot] = {}
+        self.pending: collections.deque[TaskPayload] = collections.deque()
         self.next_spare = 0
-        self.spare_base: SparePayload | None = None  # what every spare's payload shares
+        self.spare_base: SparePayload | None = None  # what every slot's payload shares
         self.closing = False
-        self.spare_failures = 0  # spares lost in a row without one registering
+        self.spare_failures = 0  # empty slots lost in a row without one registering
+        self.launched = 0  # slot jobs submitted, with an instance or empty
         # instance -> preferred executor (ftctl/spark/placement.py); others go anywhere
         self.locations: dict[str, str] = {}
+        # The application's executors as task locations: where empty slots are spread.
+        self.executors: Callable[[], list[str]] = list
+        # A slot's failure domain (its worker's label, say); None: its worker alone.
+        self.domain: Callable[[Slot], str | None] = lambda s: s.worker or s.executor
+
+    @property
+    def idle(self) -> dict[int, Connection]:
+        with self.lock:
+            return {s.sid: s.conn for s in self.slots.values()
+                    if s.state == "idle" and s.conn is not None}
 
     def group(self, iid: str, inc: int) -> str:
         return f"ftctl-{self.run_id}-{iid}-{inc}"
 
-    def submit(self, payload: TaskPayload) -> bool:
-        """Start ``payload``'s instance; True when an idle spare took it."""
-        key = (payload.instance, payload.inc)
+    def where(self, iid: str, inc: int) -> Slot | None:
+        """The slot hosting that incarnation, if it runs in one."""
+        with self.lock:
+            for s in self.slots.values():
+                if s.key == (iid, inc):
+                    return s
+        return None
+
+    # ------------------------------------------------------------ starts
+
+    def submit(self, payload: TaskPayload) -> str:
+        """Start ``payload``'s instance: ``slot`` (a waiting slot took it), ``queued`` (it
+        waits for a slot coming back) or ``job`` (a slot job was launched with it)."""
         while True:
             with self.lock:
-                if not self.idle:
+                slot = self._pick(payload.instance) if self.spare_base is not None else None
+                if slot is None:
+                    if self.spare_base is not None and self._coming() > len(self.pending):
+                        self.pending.append(payload)
+                        return "queued"
                     break
-                sid, conn = self.idle.popitem()
-                self.assigned[sid] = key
-                self.handed[sid] = payload
-                self.group_of[key] = self._spare_group(sid)
-            try:
-                wire.send(conn, (wire.ASSIGN, payload))
-            except (OSError, ValueError):
-                with self.lock:
-                    reported = self.assigned.pop(sid, None) is None
-                    self.handed.pop(sid, None)
-                    if not reported:
-                        self.group_of.pop(key, None)
-                if reported:  # its job ended meanwhile and reported this instance failed
-                    return True
-                continue  # that spare is gone (its job will report nothing): next one
-            finally:
-                conn.close()
-            self._submit_spare()
+                conn = self._hand(slot, payload)
+            if self._send(slot, conn, payload):
+                self._refill()
+                return "slot"
+        self._launch_slot(payload)
+        return "job"
+
+    def _hand(self, slot: Slot, payload: TaskPayload) -> Connection:
+        """``slot`` hosts ``payload`` from now on (under the lock); its connection."""
+        key = (payload.instance, payload.inc)
+        conn = slot.conn
+        assert conn is not None
+        slot.state, slot.conn, slot.key, slot.handed = "busy", None, key, payload
+        self.group_of[key] = self._spare_group(slot.sid)
+        return conn
+
+    def _send(self, slot: Slot, conn: Connection, payload: TaskPayload) -> bool:
+        try:
+            wire.send(conn, (wire.ASSIGN, payload))
             return True
-        group = self.group(*key)
-        self._launch(group, self._job, payload)
+        except (OSError, ValueError):
+            with self.lock:  # that slot is gone (its job will report nothing): next one
+                slot.state, slot.key, slot.handed = "lost", None, None
+                self.group_of.pop((payload.instance, payload.inc), None)
+            return False
+        finally:
+            conn.close()
+
+    def _pick(self, iid: str) -> Slot | None:
+        waiting = [s for s in self.slots.values() if s.state == "idle" and s.conn is not None]
+        if not waiting:
+            return None
+        op = operator_of(iid)
+        hosting = [s for s in self.slots.values() if s.state == "busy" and s.key is not None]
+        want = self.locations.get(iid)
+
+        def score(s: Slot) -> tuple[bool, int, int, int, int]:
+            dom = self.domain(s)
+            same = [h for h in hosting if operator_of(h.key[0]) == op]  # type: ignore[index]
+            return (not (want is not None and s.executor is not None
+                         and want.rsplit("_", 1)[-1] == s.executor),
+                    sum(1 for h in same if self.domain(h) == dom),
+                    sum(1 for h in same if h.executor == s.executor),
+                    sum(1 for h in hosting if h.executor == s.executor), s.sid)
+        return min(waiting, key=score)
+
+    def _coming(self) -> int:
+        """Slots expected back soon: their instance was fenced alive a moment ago."""
+        now = time.monotonic()
+        return sum(1 for s in self.slots.values()
+                   if s.state == "returning" and now - s.since < RETURN_WAIT)
+
+    def released(self, iid: str, inc: int, alive: bool) -> None:
+        """The coordinator stopped that incarnation: ``alive``, its slot is expected back
+        (for a while); else (it failed) its slot is not counted on."""
         with self.lock:
-            self.group_of[key] = group
-        return False
+            for s in self.slots.values():
+                if s.key == (iid, inc) and s.state == "busy":
+                    s.state, s.since = ("returning" if alive else "lost"), time.monotonic()
+        if alive:  # one that does not come back in time stops holding up the queue
+            timer = threading.Timer(RETURN_WAIT, self._refill)
+            timer.daemon = True
+            timer.start()
+        self._refill()
+
+    def connect_to(self, coordinator: wire.Address, token: bytes) -> None:
+        """Where slots register: from now on every instance runs in a slot."""
+        self.spare_base = SparePayload(self.run_id, -1, coordinator, token)
 
     def start_spares(self, coordinator: wire.Address, token: bytes) -> None:
-        self.spare_base = SparePayload(self.run_id, -1, coordinator, token)
-        for _ in range(self.spares):
-            self._submit_spare()
+        """Keep ``spares`` empty slots waiting from now on."""
+        self.connect_to(coordinator, token)
+        self._refill()
 
-    def spare_ready(self, sid: int, conn: Connection) -> None:
-        """A spare registered (called on the control server's thread).
+    def spare_ready(self, sid: int, conn: Connection, info: SlotInfo | None = None) -> None:
+        """A slot registered, new or back from an instance (on the control server's thread).
 
-        A spare that registers again after it was given an instance is Spark retrying its
+        A fresh registration of a slot that was given an instance is Spark retrying its
         task: the executor that ran the first attempt was lost (Spark does not count that
         against ``maxFailures``), so the instance never registered. The retry gets the
         same payload at once, instead of idling while the coordinator waits out
         ``REGISTER_TIMEOUT`` for the instance."""
+        info = info or SlotInfo()
+        retry = False
         with self.lock:
-            live = not self.closing and self._spare_group(sid) in self.threads
-            handed = self.handed.get(sid) if live else None
-            if live and handed is None:
-                self.idle[sid] = conn
+            slot = self.slots.get(sid)
+            if slot is None or self.closing or self._spare_group(sid) not in self.threads:
+                payload = None
+            else:
+                slot.executor = info.executor or slot.executor
+                slot.worker = info.worker or slot.worker
                 self.spare_failures = 0
+                if info.fresh and slot.handed is not None and slot.state == "busy":
+                    payload, retry = slot.handed, True
+                else:
+                    if slot.key is not None:  # its instance is over: never cancel it for it
+                        self.group_of.pop(slot.key, None)
+                    slot.key, slot.handed = None, None
+                    slot.state, slot.conn = "idle", conn
+                    payload = self.pending.popleft() if self.pending else None
+                    if payload is not None:
+                        conn = self._hand(slot, payload)
+                    else:
+                        return
+        if payload is None or slot is None:
+            conn.close()
+            return
+        if self._send(slot, conn, payload):
+            self._refill()
+        elif not retry:  # the slot went before it could take the start: another one
+            self.submit(payload)
+
+    def _refill(self) -> None:
+        """Launch slot jobs for starts no slot will take soon, and empty ones up to
+        ``spares`` waiting (unless empty slots keep failing before they register)."""
+        with self.lock:
+            if self.closing or self.spare_base is None:
                 return
-        if handed is not None:
-            with contextlib.suppress(OSError, ValueError):
-                wire.send(conn, (wire.ASSIGN, handed))
-        conn.close()
+            jobs: list[TaskPayload | None] = []
+            while len(self.pending) > self._coming():
+                jobs.append(self.pending.pop())
+            jobs.reverse()
+            empty = sum(1 for s in self.slots.values()
+                        if s.handed is None and s.state in ("launching", "idle"))
+            if self.spare_failures <= MAX_SPARE_FAILURES:
+                jobs += [None] * max(0, self.spares - empty)
+        for payload in jobs:
+            self._launch_slot(payload)
 
     def _spare_group(self, sid: int) -> str:
         return f"ftctl-{self.run_id}-spare-{sid}"
 
-    def _submit_spare(self) -> None:
-        if self.spare_base is None:
-            return
+    def _launch_slot(self, first: TaskPayload | None) -> None:
+        base = self.spare_base
+        assert base is not None, "connect_to first"
         with self.lock:
             if self.closing:
                 return
             sid = self.next_spare
             self.next_spare += 1
+            where = (self.locations.get(first.instance) if first is not None
+                     else self._spread())
+            slot = Slot(sid, where=where)
+            if first is not None:
+                key = (first.instance, first.inc)
+                slot.state, slot.key, slot.handed = "busy", key, first
+                self.group_of[key] = self._spare_group(sid)
+            self.slots[sid] = slot
+            self.launched += 1
         self._launch(self._spare_group(sid), self._spare_job,
-                     dataclasses.replace(self.spare_base, spare=sid))
+                     dataclasses.replace(base, spare=sid, first=first), where)
 
-    def _launch(self, group: str, target: Callable[[str, Any], None], payload: Any) -> None:
-        t = threading.Thread(target=target, args=(group, payload), daemon=True,
+    def _spread(self) -> str | None:
+        """The executor with the fewest slots: empty slots spread over the domains."""
+        try:
+            executors = self.executors()
+        except Exception:
+            return None
+        if not executors:
+            return None
+        count = collections.Counter(s.where or (s.executor and _by_id(executors, s.executor))
+                                    for s in self.slots.values())
+        return min(executors, key=lambda e: (count[e], executors.index(e)))
+
+    def _launch(self, group: str, target: Callable[[str, Any, str | None], None],
+                payload: Any, where: str | None = None) -> None:
+        t = threading.Thread(target=target, args=(group, payload, where), daemon=True,
                              name=f"ftctl-job-{group}")
         with self.lock:
             self.threads[group] = t
         t.start()
 
-    def _collect(self, group: str, payload: Any, what: str) -> Any:
+    def _collect(self, group: str, payload: Any, what: str, where: str | None) -> Any:
         # Job groups are per thread (pyspark's pinned threads): this one's jobs only.
         self.sc.setJobGroup(group, what, interruptOnCancel=True)
-        where = self.locations.get(getattr(payload, "instance", ""))
         rdd = pinned_rdd(self.sc, payload, where) if where else None
         if rdd is None:  # no preference, or one the JVM would not take: Spark places it
             rdd = self.sc.parallelize([payload], 1)
         result = rdd.mapPartitions(run_partition).collect()
         return result[0] if result else None
 
-    def _job(self, group: str, payload: TaskPayload) -> None:
-        iid, inc = payload.instance, payload.inc
-        try:
-            result = self._collect(group, payload, f"ftctl {iid} #{inc}")
-            self.events.put((EV_JOB_DONE, iid, inc, result))
-        except Exception as exc:
-            self.events.put((EV_JOB_FAILED, iid, inc, _reason(exc)))
-        finally:
-            with self.lock:
-                self.threads.pop(group, None)
-
-    def _spare_job(self, group: str, payload: SparePayload) -> None:
+    def _spare_job(self, group: str, payload: SparePayload, where: str | None) -> None:
         sid = payload.spare
+        what = (f"ftctl slot {sid}" if payload.first is None
+                else f"ftctl slot {sid}: {payload.first.instance} #{payload.first.inc}")
         try:
-            result = self._collect(group, payload, f"ftctl spare {sid}")
+            result = self._collect(group, payload, what, where)
             failed = None
         except Exception as exc:
             result, failed = None, _reason(exc)
         with self.lock:
             self.threads.pop(group, None)
-            key = self.assigned.pop(sid, None)
-            self.handed.pop(sid, None)
-            conn = self.idle.pop(sid, None)
-        if key is None:
-            # Lost while idle (its executor went): nobody depended on it; replace it,
-            # unless spares keep failing before they ever register.
-            if conn is not None:
-                conn.close()
-            if failed is not None:
-                with self.lock:
-                    self.spare_failures += 1
-                    retry = self.spare_failures <= MAX_SPARE_FAILURES
-                if retry:
-                    self._submit_spare()
-        elif failed is None:
-            self.events.put((EV_JOB_DONE, *key, result))
-        else:
-            self.events.put((EV_JOB_FAILED, *key, failed))
+            slot = self.slots.pop(sid, Slot(sid))
+            if slot.conn is not None:
+                slot.conn.close()
+            key = slot.key if slot.state == "busy" else None
+            if key is not None:
+                self.group_of.pop(key, None)
+            if failed is not None and key is None and slot.state in ("launching", "idle"):
+                self.spare_failures += 1
+        if key is not None:
+            if failed is None:
+                self.events.put((EV_JOB_DONE, *key, result))
+            else:
+                self.events.put((EV_JOB_FAILED, *key, failed))
+        elif failed is None and isinstance(result, dict) and result.get("instance"):
+            # Let go at the end: the last instance it hosted, with its final counters.
+            self.events.put((EV_JOB_DONE, result["instance"], result["inc"], result))
+        self._refill()
 
     def cancel(self, iid: str, inc: int) -> None:
         with self.lock:
@@ -332,11 +498,14 @@ class JobRunner:
         timer.start()
 
     def release_spares(self) -> None:
-        """No more spares: idle ones end their jobs (they see their connection close)."""
+        """No more slots: waiting ones end their jobs (they see their connection close),
+        and so does every slot that comes back from now on."""
         with self.lock:
             self.closing = True
-            idle = list(self.idle.values())
-            self.idle.clear()
+            idle = [s.conn for s in self.slots.values() if s.conn is not None]
+            for s in self.slots.values():
+                s.conn = None
+            self.pending.clear()
         for conn in idle:
             wire.shutdown(conn)
 
@@ -354,6 +523,13 @@ class JobRunner:
         for group in groups:
             with contextlib.suppress(Exception):
                 self.sc.cancelJobGroup(group)
+
+
+def _by_id(executors: list[str], executor_id: str) -> str | None:
+    for e in executors:
+        if e.rsplit("_", 1)[-1] == executor_id:
+            return e
+    return None
 
 
 def _peer(address: Any) -> str:

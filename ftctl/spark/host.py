@@ -54,7 +54,7 @@ from ftctl.spark.driver import (
     JobRunner,
 )
 from ftctl.spark.identity import Identity, is_local, mismatch
-from ftctl.spark.placement import placement
+from ftctl.spark.placement import live_executors, placement
 from ftctl.spark.task import TaskPayload
 from ftctl.spill import RowLog
 from ftctl.store import DirectoryStore, SinkStore
@@ -190,6 +190,7 @@ class SparkHost:
         # Counts of the incarnations that are gone, so series over the run never go back.
         self.done_counts: dict[str, tuple[int, int]] = {i: (0, 0) for i in graph.order}
         self.pids: dict[str, int] = {}
+        self.placed: dict[str, str] = {}  # instance -> the worker its newest task runs on
         self.restarts = 0
         self.detections = 0
         self.peer_kinds: Counter[str] = Counter()  # peer messages relayed, by class
@@ -261,6 +262,26 @@ class SparkHost:
 
     # ------------------------------------------------------------------ helpers
 
+    def _worker(self, address: str | None) -> Worker | None:
+        if address is None or self.capacity is None:
+            return None
+        for w in self.capacity.slots.workers:
+            if w.address == address:
+                return w
+        return None
+
+    def worker_name(self, address: str) -> str:
+        """A worker's name (``w0``) where the cluster ftctl started says so."""
+        w = self._worker(address)
+        return w.id if w is not None else address
+
+    def domain_of(self, address: str | None) -> str | None:
+        """A worker's failure domain: its labels (``rack=a``), else the worker itself."""
+        w = self._worker(address)
+        if w is not None and w.labels:
+            return ",".join(f"{k}={v}" for k, v in sorted(w.labels.items()))
+        return address
+
     def now(self) -> float:
         return time.monotonic() - self.t0
 
@@ -287,6 +308,9 @@ class SparkHost:
         self.jobs = JobRunner(self.sc, self.run_id, self.events_q, self.spares)
         self.server.on_spare = self.jobs.spare_ready
         self.jobs.locations = placement(self.sc, self.info, GraphView(self.graph))
+        self.jobs.executors = lambda: live_executors(self.sc)
+        self.jobs.domain = lambda slot: self.domain_of(slot.worker)
+        self.jobs.connect_to(self.server.address, self.token)
         complete = False
         try:
             self._apply(self.kernel.start(self.now()))
@@ -506,7 +530,7 @@ class SparkHost:
 
     def _on_reg(self, iid: str, inc: int, pid: int, addr: wire.Address | None,
                 conn: Connection, executor: str | None = None,
-                who: Identity | None = None) -> None:
+                who: Identity | None = None, worker: str | None = None) -> None:
         if inc != self.inc[iid] or iid in self.live:
             # A stopped incarnation that came up late: send it away.
             with contextlib.suppress(OSError, ValueError):
@@ -515,8 +539,12 @@ class SparkHost:
         self.pending.pop(iid, None)
         self.live[iid] = _Task(inc, conn, pid, addr, time.monotonic(), identity=who)
         self.pids[iid] = pid
-        self.log("instance-registered", instance=iid, incarnation=inc, pid=pid,
-                 **({"executor": executor} if executor is not None else {}))
+        where = {"executor": executor} if executor is not None else {}
+        if worker is not None:
+            where["worker"] = self.worker_name(worker)
+        self.log("instance-registered", instance=iid, incarnation=inc, pid=pid, **where)
+        if worker is not None:
+            self.placed[iid] = where["worker"]
         self._release_groups()
 
     def _release_groups(self) -> None:
@@ -530,7 +558,11 @@ class SparkHost:
             if first:
                 self.started_at = self.now()
                 self.anchor = time.monotonic()
-            self.log("instance-running", instances=sorted(members))
+            where = {i: self.placed[i] for i in sorted(members) if i in self.placed}
+            if where:
+                self.log("instance-running", instances=sorted(members), placement=where)
+            else:
+                self.log("instance-running", instances=sorted(members))
             for iid in members:
                 self._go(iid)
             for iid in members:
@@ -608,7 +640,7 @@ class SparkHost:
         self.snap_open.clear()  # a recovery discards the snapshots under way
         for iid in failed:
             self.kernel.lost(iid)
-            self._drop(iid)
+            self._drop(iid, alive=False)
         if self.capacity is not None:  # a lost worker's cores go before the plan
             fresh = self.capacity.poll_now()
             if fresh is not None:
@@ -622,20 +654,23 @@ class SparkHost:
             self.log("capacity-changed", **change)
             self._apply(self.kernel.capacity_changed(self.now()))
 
-    def _drop(self, iid: str) -> None:
+    def _drop(self, iid: str, alive: bool = True) -> None:
         """Carry out a fence the kernel made (a new incarnation number): the task is told
-        to go, its job cancelled if it lingers, its peers told."""
+        to go (its slot then waits for the next instance, unless ``alive`` is False: it
+        failed), its job cancelled if it lingers, its peers told."""
         old = self.inc[iid] - 1
         self._refresh_counts()
         (din, dout), (rin, rout) = self.done_counts[iid], self.counts[iid]
         self.done_counts[iid] = (din + rin, dout + rout)
         self.counts[iid] = (0, 0)
+        alive = alive and (iid in self.live or iid in self.pending)
         self.pending.pop(iid, None)
         self.suspects.pop(iid, None)
         if iid in self.live:
             self._tell(iid, (wire.EXIT,))
             del self.live[iid]
         assert self.jobs is not None
+        self.jobs.released(iid, old, alive)
         self.jobs.cancel_later(iid, old, CANCEL_AFTER)
         hosted = [s for s in self.graph.order if self.routing.unit_of(s) == iid]
         self._fence_channels(iid, hosted, None)
@@ -721,11 +756,12 @@ class SparkHost:
             store_key=self.store.key())
         self.pending[iid] = (inc, self.now())
         assert self.jobs is not None
-        spare = self.jobs.submit(payload)
+        how = self.jobs.submit(payload)
         if inc > 0:
             self.restarts += 1
+            # ``spare``: served by a slot that was up already, no Spark job to wait for.
             self.log("instance-started", instance=iid, incarnation=inc, reason="restart",
-                     restore=restart.restore, spare=spare)
+                     restore=restart.restore, spare=how != "job", start=how)
             if iid in self.graph.sources:
                 lo, _hi = self.graph.source_range(iid)
                 self.rewinding[(iid, inc)] = self.offsets.get(iid, lo)

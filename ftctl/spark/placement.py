@@ -1,4 +1,5 @@
-"""Where the first plan's instances run: a protocol's replica groups on distinct executors.
+"""Where the first plan's instances run: replica groups, and each operator's instances,
+spread over distinct executors.
 
 A protocol that recovers by replication (replica-ring) needs the replicas of one operator
 on different workers, or the loss of one worker takes a whole ring and nobody is left to
@@ -62,21 +63,27 @@ def live_executors(sc: Any) -> list[str]:
 
 def placement(sc: Any, protocol: ProtocolSpec[Any], graph: GraphView,
               wait: float = EXECUTOR_WAIT) -> dict[str, str]:
-    """Instance -> preferred executor location for ``protocol``'s groups ({} without).
+    """Instance -> preferred executor location: ``protocol``'s groups on distinct
+    executors, and the instances of every other operator spread over them too
+    (anti-affinity: one worker's loss takes as few of one operator as it can).
 
     The run starts once the executors offer enough cores, which a cluster's first
-    executors may do alone: wait up to ``wait`` seconds for as many executors as the
-    largest group has members, then spread over those there are."""
-    groups = protocol.spared(graph) if protocol.spared is not None else ()
-    if not groups:
-        return {}
-    need = max(len(g) for g in groups)
-    deadline = time.monotonic() + wait
+    executors may do alone: for a protocol with groups, wait up to ``wait`` seconds for as
+    many executors as the largest group has members, then spread over those there are."""
+    groups = list(protocol.spared(graph)) if protocol.spared is not None else []
     executors = live_executors(sc)
-    while len(executors) < need and time.monotonic() < deadline:
-        time.sleep(0.2)
-        executors = live_executors(sc)
-    return spread(groups, executors)
+    if groups:
+        need = max(len(g) for g in groups)
+        deadline = time.monotonic() + wait
+        while len(executors) < need and time.monotonic() < deadline:
+            time.sleep(0.2)
+            executors = live_executors(sc)
+    grouped = {i for g in groups for i in g}
+    by_op: dict[str, set[str]] = {}
+    for iid in graph.order:
+        if iid not in grouped:
+            by_op.setdefault(graph.operator_of(iid), set()).add(iid)
+    return spread([*groups, *(frozenset(v) for _, v in sorted(by_op.items()))], executors)
 
 
 def pinned_rdd(sc: Any, payload: Any, where: str) -> Any:
@@ -104,18 +111,25 @@ def pinned_rdd(sc: Any, payload: Any, where: str) -> Any:
     return RDD(rdd.toJavaRDD(), sc, BatchedSerializer(CPickleSerializer(), 1))
 
 
-def this_executor() -> str | None:
-    """The id of the executor whose JVM runs this Python worker (its ``--executor-id``),
-    so a run's history shows where each instance ran; None outside an executor."""
+def where_this_runs() -> tuple[str | None, str | None]:
+    """The executor id and the worker (``host:port``, as the master lists it) whose JVM
+    runs this Python worker, read from the executor's command line (``--executor-id``,
+    ``--worker-url spark://Worker@host:port``): where a slot is tells the driver which
+    failure domain it belongs to. (None, None) outside an executor."""
     try:
         import psutil  # not needed by anything else a task imports
     except ImportError:
-        return None
+        return None, None
     try:
         for proc in psutil.Process().parents():
             args = proc.cmdline()
             if "--executor-id" in args:
-                return str(args[args.index("--executor-id") + 1])
+                executor = str(args[args.index("--executor-id") + 1])
+                worker = None
+                if "--worker-url" in args:
+                    url = str(args[args.index("--worker-url") + 1])
+                    worker = url.rsplit("@", 1)[-1] or None
+                return executor, worker
     except (psutil.Error, IndexError):
-        return None
-    return None
+        return None, None
+    return None, None

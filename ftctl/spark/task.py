@@ -17,7 +17,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
@@ -32,7 +32,7 @@ from ftctl.spark import agent, identity, wire
 from ftctl.spark.gcpolicy import ManualGC
 from ftctl.spark.latency import LatencyProbe
 from ftctl.spark.links import LinkFaults, is_link_payload
-from ftctl.spark.placement import this_executor
+from ftctl.spark.placement import where_this_runs
 from ftctl.store import DirectoryStore
 from protocols.contract.actions import Persist, Report
 from protocols.contract.events import (
@@ -81,33 +81,58 @@ class TaskPayload:
 
 @dataclass
 class SparePayload:
-    """A spare task: started ahead of any failure, it waits until the coordinator hands
-    it an instance to run, so a replacement skips Spark's job start (about a second on a
-    warm cluster: scheduling, a fresh Python worker, imports)."""
+    """A slot: a long-lived task that hosts instances one after another for the whole run.
+
+    It runs ``first`` at once when it was started for an instance that no idle slot could
+    take; otherwise, and after every instance it hosted ends (fenced, or let go at the
+    end), it registers with the coordinator and waits to be handed the next one. A
+    restart handed to a waiting slot skips Spark's job start (about a second on a warm
+    cluster, 10-35 s on a loaded one: scheduling, a fresh Python worker, imports)."""
 
     run_id: str
-    spare: int
+    spare: int  # the slot's id
     coordinator: wire.Address
     token: bytes
+    first: TaskPayload | None = None
+
+
+Runner = Callable[[TaskPayload], dict[str, Any]]
 
 
 def run_partition(payloads: Iterable[TaskPayload | SparePayload]) -> Iterator[dict[str, Any]]:
-    """The ``mapPartitions`` function of an instance's (or a spare's) job."""
+    """The ``mapPartitions`` function of an instance's (or a slot's) job."""
     for p in payloads:
         if isinstance(p, SparePayload):
-            assigned = wait_for_assignment(p)
-            if assigned is None:  # released unused: the run is over
-                yield {"spare": p.spare, "instance": None}
-                continue
-            p = assigned
-        yield InstanceTask(p).run()
+            yield run_slot(p, lambda t: InstanceTask(t).run())
+        else:
+            yield InstanceTask(p).run()
 
 
-def wait_for_assignment(p: SparePayload) -> TaskPayload | None:
-    """Register as a spare and block until the coordinator assigns an instance or goes."""
-    conn = wire.connect(p.coordinator, p.token)
+def run_slot(p: SparePayload, run: Runner) -> dict[str, Any]:
+    """Host instances until the coordinator lets the slot go; the result of the last one
+    (its final counters), or ``{"spare": id, "instance": None}`` if it hosted none."""
+    last: dict[str, Any] = {"spare": p.spare, "instance": None}
+    task, fresh = p.first, True
+    while True:
+        if task is None:
+            task = wait_for_assignment(p, fresh)
+            if task is None:  # let go: the run is over
+                return last
+        last = run(task)
+        task, fresh = None, False
+
+
+def wait_for_assignment(p: SparePayload, fresh: bool = True) -> TaskPayload | None:
+    """Register as a waiting slot and block until the coordinator hands it an instance
+    or lets it go. ``fresh``: the slot has hosted nothing yet in this attempt (a fresh
+    registration of a slot the coordinator thinks busy is Spark retrying its task)."""
     try:
-        wire.send(conn, (wire.SPARE, p.spare, os.getpid()))
+        conn = wire.connect(p.coordinator, p.token)
+    except OSError:
+        return None  # the coordinator is gone
+    executor, worker = where_this_runs()
+    try:
+        wire.send(conn, (wire.SPARE, p.spare, os.getpid(), fresh, executor, worker))
         frame = wire.recv(conn)
     except (EOFError, OSError):
         return None
@@ -193,8 +218,9 @@ class InstanceTask:
         try:
             addr = self.listener.address if self.listener is not None else None
             me = identity.this_process()
+            executor, worker = where_this_runs()
             self._ctrl_send((wire.REG, self.inc, self.iid, os.getpid(), addr,
-                             this_executor(), me.to_wire() if me is not None else None))
+                             executor, me.to_wire() if me is not None else None, worker))
             for target in (self._control_reader, self._heartbeat):
                 threading.Thread(target=target, daemon=True).start()
             if self.listener is not None:

@@ -26,10 +26,12 @@ HOST = "127.0.0.1"
 Address = tuple[str, int]
 
 # Control frames, task -> driver: (kind, incarnation, ...)
-REG = "reg"  # (REG, inc, iid, pid, data_address[, executor id[, identity]])
+REG = "reg"  # (REG, inc, iid, pid, data_address[, executor id[, identity[, worker]]])
 HB = "hb"  # (HB, inc, records_in, records_out)
 HBREG = "hbreg"  # (HBREG, inc, iid): opens a task's heartbeat-only connection
-SPARE = "spare"  # (SPARE, spare id, pid): an idle task, waiting to be given an instance
+# (SPARE, slot id, pid, fresh, executor id, worker host:port): a slot waiting to be given an
+# instance; fresh: it has hosted none yet in this attempt of its task
+SPARE = "spare"
 MULTI = "multi"  # (MULTI, inc, [item, ...], records_in, records_out): one flush's items
 # Items of a MULTI frame, one per instance action (``slot``: the slot it is for).
 EMIT = "emit"  # (EMIT, slot, records, uids | None)
@@ -54,7 +56,7 @@ ROLLBACK = "rollback"  # (ROLLBACK, epoch, slot, to, restored blob): RollBackTo,
 CONTROL = "control"  # (CONTROL, msg[, slot]) for the instance protocol
 # PEER, driver -> task: (PEER, sender, msg, to)
 EXIT = "exit"  # (EXIT,)
-ASSIGN = "assign"  # (ASSIGN, TaskPayload): a spare becomes that instance
+ASSIGN = "assign"  # (ASSIGN, TaskPayload): a waiting slot hosts that instance
 
 
 def new_token() -> bytes:
