@@ -18,9 +18,11 @@ from protocols.contract.spec import ProtocolSpec
 from protocols.contract.view import GraphView
 from protocols.registry import get_protocol
 
-Spares = Annotated[int, typer.Option(
-    "--spares", min=0, max=64, help="Idle Spark tasks kept ready: a restarted instance takes one "
-    "over instead of waiting about a second for a Spark job of its own (0: none).")]
+Spares = Annotated[int | None, typer.Option(
+    "--spares", min=0, max=64, help="Empty slots (long-lived Spark tasks) kept waiting: a "
+    "restarted instance is handed one instead of waiting for a Spark job of its own. Default: "
+    "enough to cover the largest failure domain (a worker, or workers sharing a label) of a "
+    "cluster ftctl starts; 1 with --master.")]
 
 P = ParamSpec("P")
 R = TypeVar("R")

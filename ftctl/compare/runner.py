@@ -18,6 +18,7 @@ from typing import Any
 from chaos.plan import CLUSTER_FAULTS, Schedule
 from ftctl.backends import make_cluster
 from ftctl.cluster import LocalCluster
+from ftctl.cluster.labels import expand_labels
 from ftctl.compare.figures import (
     ProtocolFigures,
     RunFigures,
@@ -43,6 +44,7 @@ from ftctl.run.execute import (
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.spark import wire
 from ftctl.spark.host import HostResult
+from ftctl.spark.standby import standby_pool
 from protocols.contract.view import GraphView
 from protocols.registry import Protocol
 
@@ -147,7 +149,7 @@ class CompareRequest:
     timeout: float
     state_dir: Path
     backend: str = "local"
-    spares: int = DEFAULT_SPARES
+    spares: int | None = DEFAULT_SPARES
     verbose: bool = False
     bind: str = wire.HOST  # the control channel's listen address
     store: str | None = None  # snapshot store location (default: in each run's directory)
@@ -166,6 +168,10 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
     duration = expected_seconds(graph)
     cores = SLOTS_PER_INSTANCE * len(graph.order)
     comp = Comparison(req.topology.name, req.schedule.name, req.repeat)
+    # Every run on the same standby pool, sized for the cluster's failure domains (a
+    # shared cluster is given to the runs as a master URL, which would give them one).
+    spares = (req.spares if req.spares is not None
+              else standby_pool(len(graph.order), expand_labels(req.labels, req.workers)))
     shared: LocalCluster | None = None
     try:
         if not needs_own_cluster(req.schedule):
@@ -189,7 +195,7 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
                     master=shared.master_url if shared else None, workers=req.workers,
                     results=req.results, timeout=req.timeout, as_json=False,
                     backend=req.backend, labels=req.labels, cores=cores, kind="compare",
-                    quiet=True, spares=req.spares, verbose=req.verbose, bind=req.bind,
+                    quiet=True, spares=spares, verbose=req.verbose, bind=req.bind,
                     store=req.store,
                     live=_prefixed(step, prefix),
                     work_dir=shared.work_dir if shared else None,

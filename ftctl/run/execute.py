@@ -23,6 +23,7 @@ from rich.table import Table
 
 from ftctl.backends import check_backend, make_cluster
 from ftctl.cluster import ClusterError, LocalCluster
+from ftctl.cluster.labels import expand_labels
 from ftctl.config.topology import Topology
 from ftctl.console import EXIT_FAILED, EXIT_INFRA, EXIT_OK, console, err_console
 from ftctl.progress import LiveLine
@@ -38,6 +39,7 @@ from ftctl.spark.session import (
     start_session,
     stop_session,
 )
+from ftctl.spark.standby import standby_pool
 from ftctl.store import join_location, local_dirs
 from ftctl.tables import print_table
 from ftctl.verify.checker import Verdict, verify
@@ -54,8 +56,11 @@ SPILL = "spill"  # in the run folder while it streams: output, latency and metri
 # Task slots asked of a local cluster per instance: room for a replacement to be
 # scheduled while the task it replaces is still being cancelled.
 SLOTS_PER_INSTANCE = 2
-# Spare tasks (``JobRunner``): one takes the Spark job start out of a single restart.
-DEFAULT_SPARES = 1
+# Empty slots kept waiting (``JobRunner``) when the user does not say: on a cluster ftctl
+# starts, enough to cover its largest failure domain (``ftctl.spark.standby``); on one it
+# did not start, whose workers it does not know, one (a single kill's replacement).
+DEFAULT_SPARES: int | None = None
+SPARES_ON_A_GIVEN_MASTER = 1
 
 Say = Callable[[str], None]
 
@@ -75,7 +80,8 @@ class RunRequest:
     kind: str = "run"
     config: dict[str, Any] = field(default_factory=dict)  # extra keys for config.json
     quiet: bool = False  # print nothing (a caller such as compare reports for itself)
-    spares: int = DEFAULT_SPARES  # idle tasks kept ready to take over a restarted instance
+    # Empty slots kept waiting for a restart; None: the failure-domain default.
+    spares: int | None = DEFAULT_SPARES
     verbose: bool = False  # stream Spark's JVM logs to stderr too (always in logs/)
     # A caller that is quiet but shows its own progress line (compare) gets the steps here.
     live: Callable[[str], None] | None = None
@@ -118,12 +124,23 @@ class RunExtension:
         """Always called, before the cluster goes down (heal what is still injected)."""
 
 
+def standby_for(req: RunRequest, instances: int) -> int:
+    """The empty slots this run keeps waiting: ``--spares`` if given, else enough for the
+    largest failure domain of the cluster ftctl starts (one on a given ``--master``)."""
+    if req.spares is not None:
+        return req.spares
+    if req.master is not None:
+        return SPARES_ON_A_GIVEN_MASTER
+    return standby_pool(instances, expand_labels(req.labels, req.workers))
+
+
 def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
     ext = ext or RunExtension()
     topology, info = req.topology, req.info
     graph = ExecutionGraph(topology)
     n = len(graph.order)
     master = req.master
+    spares = standby_for(req, n)
     run_store = RunStore.create(req.results, topology=topology.name, protocol=info.name,
                                 kind=req.kind)
     run_store.write_config({
@@ -131,7 +148,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         "params": req.params.model_dump(mode="json"), "master": master,
         "workers": None if master else req.workers,
         "host": "spark", "backend": None if master else req.backend,
-        "labels": req.labels, "spares": req.spares, "bind": req.bind,
+        "labels": req.labels, "spares": spares, "bind": req.bind,
         "store": snapshot_location(req.store, run_store), **req.config,
     })
     say = _sayer(req.as_json or req.quiet)
@@ -153,7 +170,9 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
     t_start = time.monotonic()
     try:
         if master is None:
-            cores = req.cores or math.ceil(SLOTS_PER_INSTANCE * n / req.workers)
+            # Spark's cores are a count, not CPUs: room for every instance twice over
+            # and every empty slot.
+            cores = req.cores or math.ceil((SLOTS_PER_INSTANCE * n + spares) / req.workers)
             # Docker: the results dir is bind-mounted so tasks in containers write snapshots
             # where the driver reads them; the cluster is owned by this process, so
             # `cluster prune` can clean up after a crash.
@@ -171,7 +190,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         t = time.monotonic()
         with live:
             step(f"starting a Spark session on {master}")
-            spark = start_session(master, f"ftctl-{run_store.run_id}", slots=n + req.spares,
+            spark = start_session(master, f"ftctl-{run_store.run_id}", slots=n + spares,
                                   log_dir=run_store.path / LOGS, verbose=req.verbose,
                                   conf=driver_conf(req.bind))
         app_id = spark.sparkContext.applicationId
@@ -180,7 +199,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
 
         host = SparkHost(spark.sparkContext, graph, info, req.params, run_store.run_id,
                          snapshot_location(req.store, run_store), rate=topology.input.rate,
-                         history=run_store.history, timeout=req.timeout, spares=req.spares,
+                         history=run_store.history, timeout=req.timeout, spares=spares,
                          bind=req.bind,
                          workers=master_source(cluster) if cluster is not None else None,
                          spill=run_store.path / SPILL)
