@@ -14,6 +14,7 @@ from ftctl.metrics.recovery import (
     available_queries,
     fault_recovery,
     fault_windows,
+    recovery_breakdown,
     recovery_report,
     time_to_recover,
 )
@@ -73,6 +74,40 @@ def test_recovery_times_match_the_hand_computed_values() -> None:
     assert rec.throughput_min_ratio == pytest.approx(0.1)
     assert rec.throughput_dip == pytest.approx(0.9)
     json.dumps(rec.to_json())
+
+
+def test_the_breakdown_parts_add_up_to_the_recovery_time() -> None:
+    events = [*EVENTS,
+              HistoryEvent(5, 10.37, "spark", "instance-started", {"reason": "restart",
+                           "start": "queued", "spare": True}, instance="split[0]"),
+              HistoryEvent(6, 10.6, "spark", "source-rewound", {"records": 120},
+                           instance="lines[0]"),
+              HistoryEvent(7, 10.7, "spark", "recovered", {"seconds": 0.4})]
+    rec = fault_recovery(FaultWindow(T_FAULT, None, "kill-task", "count[1]"), events,
+                         LATENCY, THROUGHPUT)
+    b = rec.breakdown
+    # detected 10.3, first restart 10.35, all running 10.7, output 11.0, recovered 11.7
+    assert b["detect"] == pytest.approx(0.3)
+    assert b["plan"] == pytest.approx(0.05)
+    assert b["start"] == pytest.approx(0.35)
+    assert b["replay"] == pytest.approx(0.3)
+    assert b["catch_up"] == pytest.approx(0.7)
+    parts = sum(b[k] for k in ("detect", "plan", "start", "replay", "catch_up"))
+    assert parts == pytest.approx(rec.recovery_s)
+    # Restarts without ``start`` are read by ``spare`` (absent: a job), as older runs wrote.
+    assert b["started_by"] == {"job": 2, "queued": 1}
+    assert b["restarts"] == 3 and b["replayed"] == 120
+    json.dumps(rec.to_json())
+
+
+def test_a_breakdown_stops_at_the_first_event_that_never_came() -> None:
+    # Output before anything restarted running is clamped: replay is never negative.
+    done = HistoryEvent(5, 12.0, "spark", "recovered", {"seconds": 1.7})
+    early = recovery_breakdown(10.0, [*EVENTS, done], 11.0, 12.5)
+    assert early["start"] == pytest.approx(1.65) and early["replay"] == 0.0
+    assert early["catch_up"] == pytest.approx(0.5)
+    undetected = recovery_breakdown(10.0, [], 11.0, 12.0)
+    assert all(undetected[k] is None for k in ("detect", "plan", "start", "replay"))
 
 
 def test_hold_period_ignores_a_short_dip() -> None:

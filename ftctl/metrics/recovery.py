@@ -98,13 +98,17 @@ class FaultRecovery:
     min_throughput: float | None
     throughput_min_ratio: float | None
     throughput_dip: float | None
+    # Where the seconds went (``recovery_breakdown``): parts that add up to recovery_s.
+    breakdown: dict[str, Any] = field(default_factory=dict)
 
     @property
     def t_recovered(self) -> float | None:
         return None if self.recovery_s is None else self.t_fault + self.recovery_s
 
     def to_json(self) -> dict[str, Any]:
-        return {k: _round(v) for k, v in asdict(self).items()}
+        out = {k: _round(v) for k, v in asdict(self).items()}
+        out["breakdown"] = {k: _round(v) for k, v in self.breakdown.items()}
+        return out
 
 
 @dataclass
@@ -188,6 +192,7 @@ def fault_recovery(
     if rec is not None and bucket is not None:
         # At least `hold` buckets, so a fault without visible impact still gets a window.
         end = max(end, t_f + s.hold * bucket)
+    parts = recovery_breakdown(t_f, events, first_out, t_f + rec if rec is not None else None)
     during = [v for t, v in throughput if t_f <= t <= end]
     min_thr = min(during) if during else None
     ratio = min_thr / base_thr if min_thr is not None and base_thr else None
@@ -197,8 +202,69 @@ def fault_recovery(
         recovered_event_s=_since(recovered_ev, t_f), first_output_s=_since(first_out, t_f),
         baseline_latency_s=base, impact=impact, recovery_s=rec, recovery_rl_s=rec_rl,
         baseline_throughput=base_thr, min_throughput=min_thr, throughput_min_ratio=ratio,
-        throughput_dip=None if ratio is None else 1.0 - ratio,
+        throughput_dip=None if ratio is None else 1.0 - ratio, breakdown=parts,
     )
+
+
+PLAN_EVENTS = ("instance-started", "instance-stopped", "instance-rolled-back")
+BREAKDOWN_PARTS = ("detect", "plan", "start", "replay", "catch_up")
+
+
+def recovery_breakdown(t_fault: float, events: Records, first_output: float | None,
+                       recovered: float | None) -> dict[str, Any]:
+    """Where one fault's recovery went, as consecutive parts of it (seconds):
+
+    - ``detect``: the fault to the coordinator's ``failure-detected``;
+    - ``plan``: to the protocol's first restart, stop or rollback;
+    - ``start``: to every restarted instance running (the ``recovered`` record): on Spark
+      slot assignments or job launches, the tasks' restores, their registration and the
+      release of their groups (and, under progressive recovery, the wait for capacity);
+    - ``replay``: to the first output after the restart (re-reading sources, replaying
+      logs, re-processing);
+    - ``catch_up``: to latency back within 10% (``recovery_s``).
+
+    Each boundary is the later of its event and the one before, so the parts are never
+    negative and add up to the recovery time when there is one; a part whose event never
+    came is None, and so is every part after it. Also: how the restarts started
+    (``slot``: handed to a waiting slot, ``queued``: to a fenced survivor's slot,
+    ``job``: a Spark job launched; on the simulation host, ``sim``), and the records the
+    restarted sources read again (``replayed``)."""
+    evs = read_history(events)
+    detected = first_event_after(evs, DETECT_EVENTS, t_fault)
+    planned = (first_event_after(evs, PLAN_EVENTS, detected) if detected is not None
+               else None)
+    # Every restart running: the host's ``recovered`` record (the simulation host has
+    # none: its first release of a restarted group).
+    running = (first_event_after(evs, RECOVERED_EVENTS, planned)
+               or first_event_after(evs, ("instance-running",), planned)
+               if planned is not None else None)
+    # A rollback in place has nothing to start: its instances run all along.
+    if running is None and planned is not None and not any(
+            e.kind == "instance-started" and e.t >= planned for e in evs):
+        running = planned
+    marks = [detected, planned, running, first_output, recovered]
+    out: dict[str, Any] = {}
+    prev: float | None = t_fault
+    for name, t in zip(BREAKDOWN_PARTS, marks, strict=True):
+        if prev is None or t is None:
+            out[name], prev = None, None
+            continue
+        t = max(t, prev)
+        out[name], prev = t - prev, t
+    until = recovered if recovered is not None else float("inf")
+    ends = [e.t for e in evs if e.kind in DETECT_EVENTS and e.t > t_fault]
+    # Restarts up to the next detection belong to this fault's recovery.
+    horizon = min([until, *[t for t in ends if detected is not None and t > detected]])
+    starts = [e for e in evs if e.kind == "instance-started" and t_fault <= e.t <= horizon]
+    how: dict[str, int] = {}
+    for e in starts:
+        kind = str(e.data.get("start") or ("slot" if e.data.get("spare") else "job"))
+        how[kind] = how.get(kind, 0) + 1
+    out["restarts"] = len(starts)
+    out["started_by"] = how
+    out["replayed"] = sum(int(e.data.get("records", 0)) for e in evs
+                          if e.kind == "source-rewound" and t_fault <= e.t <= horizon)
+    return out
 
 
 # ---------------------------------------------------------------------------- building blocks

@@ -177,6 +177,7 @@ def print_recovery(summary: dict[str, Any]) -> None:
                       _s(r["restart_s"]), _s(r["first_output_s"]), _s(r["recovery_s"]),
                       _s(r["recovery_rl_s"]), "-" if dip is None else f"{dip:.0%}")
     print_table(table, RECOVERY_LEGEND)
+    print_breakdown(summary.get("recovery", []))
     for f in summary.get("faults", []):
         if f.get("error"):
             what = "optional fault not injected" if f.get("optional") else "fault not injected"
@@ -187,6 +188,31 @@ def print_recovery(summary: dict[str, Any]) -> None:
         low = min(avail["available"], default=avail["total"])
         console.print(f"available queries: {low} of {avail['total']} at the lowest",
                       highlight=False)
+
+
+BREAKDOWN_LEGEND = {
+    "detect": "fault to detection", "plan": "to the protocol's first restart or rollback",
+    "start": "to the restarts running (slot or Spark job, restore, registration)",
+    "replay": "to the first output", "catch-up": "to latency back within 10%",
+    "restarts": "slot: a waiting slot; queued: a fenced survivor's slot; job: a Spark job",
+}
+
+
+def print_breakdown(rows: list[dict[str, Any]]) -> None:
+    """Where each fault's recovery went: parts that add up to its recovery time."""
+    rows = [r for r in rows if r.get("breakdown")]
+    if not rows:
+        return
+    table = Table(title="where the recovery went (seconds)")
+    for col in ("fault", "detect", "plan", "start", "replay", "catch-up", "restarts"):
+        table.add_column(col, justify="left" if col in ("fault", "restarts") else "right")
+    for r in rows:
+        b = r["breakdown"]
+        how = ", ".join(f"{n} {k}" for k, n in sorted(b.get("started_by", {}).items()))
+        table.add_row(f"{r['fault']} at {r['t_fault']:.1f}", _s(b.get("detect")),
+                      _s(b.get("plan")), _s(b.get("start")), _s(b.get("replay")),
+                      _s(b.get("catch_up")), how or "-")
+    print_table(table, BREAKDOWN_LEGEND)
 
 
 class _NoContext:
