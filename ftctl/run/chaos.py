@@ -22,6 +22,7 @@ from ftctl.config.topology import Topology
 from ftctl.console import console
 from ftctl.kernel.history import HistoryEvent
 from ftctl.metrics.runreport import analyze, build_series
+from ftctl.metrics.struck import struck_nothing
 from ftctl.results import RunStore, atomic_write_json
 from ftctl.run.execute import RunContext, RunExtension
 from ftctl.runtime.graph import ExecutionGraph
@@ -132,6 +133,7 @@ class ChaosExtension(RunExtension):
         summary["schedule"] = {"name": self.schedule.name, "seed": self.schedule.seed,
                                "source": self.schedule.source}
         summary["faults"] = _injected(events)
+        summary["struck_nothing"] = struck_nothing(events)
         summary["recovery"] = doc["faults"]
         summary["availability"] = doc["availability"]
         summary["events"] = {k: sum(1 for e in events if e.kind == k)
@@ -178,6 +180,8 @@ def print_recovery(summary: dict[str, Any]) -> None:
                       _s(r["recovery_rl_s"]), "-" if dip is None else f"{dip:.0%}")
     print_table(table, RECOVERY_LEGEND)
     print_breakdown(summary.get("recovery", []))
+    for line in summary.get("struck_nothing", []):
+        console.print(f"[yellow]not a test[/yellow]: {line}", highlight=False, soft_wrap=True)
     for f in summary.get("faults", []):
         if f.get("error"):
             what = "optional fault not injected" if f.get("optional") else "fault not injected"
