@@ -65,3 +65,17 @@ def test_summary_gives_the_median_first_output_after_a_fault() -> None:
     f = summarize("causal", "exactly-once", runs)
     assert f.first_output_s == pytest.approx(0.3)  # a run without one does not count
     assert f.to_json()["first_output_s"] == f.first_output_s
+
+
+def test_summary_gives_the_median_breakdown_and_every_restarts_start() -> None:
+    runs = [_run("checkpoint", 1.0, 100.0, 0.01), _run("checkpoint", 3.0, 100.0, 0.01),
+            _run("checkpoint", 2.0, 100.0, 0.01)]
+    for r, (start, how) in zip(runs, [(0.2, {"slot": 6}), (0.4, {"slot": 5, "job": 1}),
+                                      (0.3, {"queued": 5, "slot": 1})], strict=True):
+        r.breakdown = {"detect": 0.1, "plan": 0.01, "start": start, "replay": 0.1,
+                       "catch_up": None if start == 0.4 else 1.0, "restarts": 6,
+                       "started_by": how}
+    b = summarize("checkpoint", "exactly-once", runs).breakdown
+    assert b["start"] == pytest.approx(0.3) and b["detect"] == pytest.approx(0.1)
+    assert b["catch_up"] == pytest.approx(1.0)  # the run that never settled has none
+    assert b["started_by"] == {"slot": 12, "job": 1, "queued": 5}

@@ -28,7 +28,7 @@ from ftctl.config.topology import Topology
 from ftctl.console import EXIT_FAILED, EXIT_OK, console
 from ftctl.progress import LiveLine
 from ftctl.results import DEFAULT_ROOT, RunStore, atomic_write_json
-from ftctl.run.chaos import expected_seconds, size_input
+from ftctl.run.chaos import breakdown_table, expected_seconds, size_input
 from ftctl.run.execute import DEFAULT_SPARES
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.tables import print_table
@@ -180,6 +180,9 @@ def _show(comp: Any, store: RunStore) -> None:
             table.add_row(*(_cell(v, attr) for v, (_, attr) in zip(row(p, columns), columns,
                                                                    strict=True)))
         print_table(table, LEGEND)
+    breakdown_table(f"{title}: where the first fault's recovery went (seconds, median)",
+                    "protocol", [(p.protocol, p.breakdown) for p in comp.protocols
+                                 if p.breakdown])
     if comp.failed_runs:
         console.print(f"[red]runs that did not finish:[/red] {', '.join(comp.failed_runs)}")
     console.print(f"report: {store.path / 'report.html'}", highlight=False, soft_wrap=True)

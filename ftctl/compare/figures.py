@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # Output in the first second is start-up, not steady state.
@@ -36,6 +36,8 @@ class RunFigures:
     first_output_s: float | None = None
     messages: int = 0  # channel and peer messages of the run
     messages_per_record: float | None = None  # messages per record at the sinks
+    # The first fault's recovery breakdown (``ftctl.metrics.recovery.recovery_breakdown``).
+    breakdown: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -107,6 +109,7 @@ class ProtocolFigures:
     takeover_s: float | None = None
     messages_per_record: float | None = None
     first_output_s: float | None = None
+    breakdown: dict[str, Any] = field(default_factory=dict)  # medians of each part
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -131,7 +134,21 @@ def summarize(protocol: str, guarantee: str, runs: Sequence[RunFigures]) -> Prot
         replayed=_median([float(r.replayed) for r in runs]),
         takeover_s=_median([r.takeover_s for r in runs]),
         messages_per_record=_median([r.messages_per_record for r in runs]),
-        first_output_s=_median([r.first_output_s for r in runs]))
+        first_output_s=_median([r.first_output_s for r in runs]),
+        breakdown=median_breakdown([r.breakdown for r in runs]))
+
+
+def median_breakdown(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Each part's median over the runs; how restarts started, summed."""
+    out: dict[str, Any] = {}
+    for key in ("detect", "plan", "start", "replay", "catch_up", "restarts", "replayed"):
+        out[key] = _median([p.get(key) for p in parts])
+    how: dict[str, int] = {}
+    for p in parts:
+        for k, n in (p.get("started_by") or {}).items():
+            how[k] = how.get(k, 0) + int(n)
+    out["started_by"] = how
+    return out
 
 
 def add_overheads(figures: list[ProtocolFigures], reference: str = "none") -> None:

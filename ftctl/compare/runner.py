@@ -82,7 +82,9 @@ class CaptureExtension(Capture):
             takeover_s=_median(takeover_times(ctx.store.read_history())),
             messages=messages_of(result.stats),
             messages_per_record=per_record(messages_of(result.stats),
-                                           sum(len(v) for v in result.outputs.values())))
+                                           sum(len(v) for v in result.outputs.values())),
+            breakdown=dict(min(recs, key=lambda r: r["t_fault"]).get("breakdown") or {})
+            if recs else {})
 
 
 def _median(xs: list[float]) -> float | None:

@@ -204,18 +204,22 @@ BREAKDOWN_LEGEND = {
 
 def print_breakdown(rows: list[dict[str, Any]]) -> None:
     """Where each fault's recovery went: parts that add up to its recovery time."""
-    rows = [r for r in rows if r.get("breakdown")]
+    breakdown_table("where the recovery went (seconds)", "fault",
+                    [(f"{r['fault']} at {r['t_fault']:.1f}", r["breakdown"])
+                     for r in rows if r.get("breakdown")])
+
+
+def breakdown_table(title: str, first: str, rows: list[tuple[str, dict[str, Any]]]) -> None:
+    """One row of recovery parts per (name, breakdown); nothing without rows."""
     if not rows:
         return
-    table = Table(title="where the recovery went (seconds)")
-    for col in ("fault", "detect", "plan", "start", "replay", "catch-up", "restarts"):
-        table.add_column(col, justify="left" if col in ("fault", "restarts") else "right")
-    for r in rows:
-        b = r["breakdown"]
-        how = ", ".join(f"{n} {k}" for k, n in sorted(b.get("started_by", {}).items()))
-        table.add_row(f"{r['fault']} at {r['t_fault']:.1f}", _s(b.get("detect")),
-                      _s(b.get("plan")), _s(b.get("start")), _s(b.get("replay")),
-                      _s(b.get("catch_up")), how or "-")
+    table = Table(title=title)
+    for col in (first, "detect", "plan", "start", "replay", "catch-up", "restarts"):
+        table.add_column(col, justify="left" if col in (first, "restarts") else "right")
+    for name, b in rows:
+        how = ", ".join(f"{n} {k}" for k, n in sorted((b.get("started_by") or {}).items()))
+        table.add_row(name, _s(b.get("detect")), _s(b.get("plan")), _s(b.get("start")),
+                      _s(b.get("replay")), _s(b.get("catch_up")), how or "-")
     print_table(table, BREAKDOWN_LEGEND)
 
 
