@@ -267,3 +267,32 @@ def test_released_spares_end_their_jobs_without_reporting(pool: Any) -> None:
     jobs.release_spares()
     assert jobs.wait_all(5.0)
     assert events.empty()
+
+
+def test_a_returning_workers_executor_gets_warm_slots_and_says_so(
+        pool: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    sc, jobs, _server, _token, _events = pool
+    jobs.spares = 0
+    pinned: list[str] = []
+
+    def pin(_sc: Any, payload: Any, where: str) -> _Job:
+        pinned.append(where)
+        return _Job(sc, payload)
+
+    jobs.pin = pin
+    ready: list[str] = []
+    jobs.on_ready = ready.append
+    monkeypatch.setattr("ftctl.spark.task.where_this_runs", lambda: ("7", "127.0.0.1:7007"))
+    old = ["executor_127.0.0.1_1", "executor_127.0.0.1_2"]
+    jobs.slots = {0: Slot(0, "busy", key=("a[0]", 0), executor="1"),
+                  1: Slot(1, "busy", key=("a[1]", 0), where=old[1])}
+    executors = list(old)
+    jobs.executors = lambda: executors
+    jobs.warm(2, 1)
+    time.sleep(0.5)
+    assert pinned == []  # the returning worker's executor is not up yet
+    executors.append("executor_127.0.0.1_7")
+    _until(lambda: ready == ["127.0.0.1:7007"] * 2)
+    assert pinned == ["executor_127.0.0.1_7"] * 2
+    assert len(jobs.idle) == 2
+

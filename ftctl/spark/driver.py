@@ -35,9 +35,12 @@ EV_JOB_DONE = "job-done"  # (EV_JOB_DONE, iid, inc, result)
 EV_JOB_FAILED = "job-failed"  # (EV_JOB_FAILED, iid, inc, reason)
 
 MAX_SPARE_FAILURES = 3  # empty slot jobs failing in a row before no more are submitted
-# A slot whose instance was fenced alive comes back in milliseconds; one that has not by
-# then (paused, or on a worker that is going) is no longer waited for.
-RETURN_WAIT = 0.5
+# A slot whose instance was fenced alive comes back in milliseconds on a quiet machine; one
+# that has not by then (paused, or on a worker that is going) is no longer waited for. Long
+# enough for a loaded machine, where the job it would launch instead takes 10-35 s.
+RETURN_WAIT = 2.0
+# A returning worker's executor starts a moment after the master lists the worker alive.
+WARM_WAIT = 30.0
 
 
 class ControlServer:
@@ -242,6 +245,9 @@ class JobRunner:
         self.executors: Callable[[], list[str]] = list
         # A slot's failure domain (its worker's label, say); None: its worker alone.
         self.domain: Callable[[Slot], str | None] = lambda s: s.worker or s.executor
+        self.pin: Callable[[Any, Any, str], Any] = pinned_rdd  # a job that prefers ``where``
+        # Told of every slot that registers waiting, with its worker (host:port).
+        self.on_ready: Callable[[str], None] | None = None
 
     @property
     def idle(self) -> dict[int, Connection]:
@@ -356,7 +362,7 @@ class JobRunner:
         same payload at once, instead of idling while the coordinator waits out
         ``REGISTER_TIMEOUT`` for the instance."""
         info = info or SlotInfo()
-        retry = False
+        retry = waiting = False
         with self.lock:
             slot = self.slots.get(sid)
             if slot is None or self.closing or self._spare_group(sid) not in self.threads:
@@ -375,8 +381,11 @@ class JobRunner:
                     payload = self.pending.popleft() if self.pending else None
                     if payload is not None:
                         conn = self._hand(slot, payload)
-                    else:
-                        return
+                    waiting = payload is None
+        if waiting:
+            if self.on_ready is not None and info.worker is not None:
+                self.on_ready(info.worker)
+            return
         if payload is None or slot is None:
             conn.close()
             return
@@ -384,6 +393,30 @@ class JobRunner:
             self._refill()
         elif not retry:  # the slot went before it could take the start: another one
             self.submit(payload)
+
+    def warm(self, count: int, executors: int) -> None:
+        """Launch ``count`` empty slots on each of up to ``executors`` executors that host
+        no slot yet, as they appear: a returning worker's executor starts a moment after
+        the master lists the worker, and its slots are what makes its capacity usable."""
+        def run() -> None:
+            deadline = time.monotonic() + WARM_WAIT
+            done: set[str] = set()
+            while len(done) < executors and time.monotonic() < deadline and not self.closing:
+                try:
+                    live = self.executors()
+                except Exception:
+                    live = []
+                with self.lock:
+                    used = {s.where for s in self.slots.values()} | {
+                        _by_id(live, s.executor) for s in self.slots.values() if s.executor}
+                for e in live:
+                    if e not in used and e not in done and len(done) < executors:
+                        done.add(e)
+                        for _ in range(count):
+                            self._launch_slot(None, e)
+                time.sleep(0.2)
+
+        threading.Thread(target=run, name="ftctl-warm", daemon=True).start()
 
     def _refill(self) -> None:
         """Launch slot jobs for starts no slot will take soon, and empty ones up to
@@ -405,7 +438,7 @@ class JobRunner:
     def _spare_group(self, sid: int) -> str:
         return f"ftctl-{self.run_id}-spare-{sid}"
 
-    def _launch_slot(self, first: TaskPayload | None) -> None:
+    def _launch_slot(self, first: TaskPayload | None, where: str | None = None) -> None:
         base = self.spare_base
         assert base is not None, "connect_to first"
         with self.lock:
@@ -413,8 +446,9 @@ class JobRunner:
                 return
             sid = self.next_spare
             self.next_spare += 1
-            where = (self.locations.get(first.instance) if first is not None
-                     else self._spread())
+            if where is None:
+                where = (self.locations.get(first.instance) if first is not None
+                         else self._spread())
             slot = Slot(sid, where=where)
             if first is not None:
                 key = (first.instance, first.inc)
@@ -448,7 +482,7 @@ class JobRunner:
     def _collect(self, group: str, payload: Any, what: str, where: str | None) -> Any:
         # Job groups are per thread (pyspark's pinned threads): this one's jobs only.
         self.sc.setJobGroup(group, what, interruptOnCancel=True)
-        rdd = pinned_rdd(self.sc, payload, where) if where else None
+        rdd = self.pin(self.sc, payload, where) if where else None
         if rdd is None:  # no preference, or one the JVM would not take: Spark places it
             rdd = self.sc.parallelize([payload], 1)
         result = rdd.mapPartitions(run_partition).collect()

@@ -86,6 +86,10 @@ SNAPSHOT_STALE = 2.0  # a snapshot with no persist for this long is no longer "i
 # from the nemesis
 EV_CHAOS = "chaos"
 EV_CAPACITY = "capacity"  # (EV_CAPACITY, [Worker]): the cluster's workers changed
+EV_SLOT = "slot"  # (EV_SLOT, worker host:port): a slot waits on that worker
+# A returning worker's capacity is announced to the protocol once a slot waits on it, or
+# after this long (its executor never came: announce what there is).
+WARM_TIMEOUT = 30.0
 
 
 @dataclass
@@ -191,6 +195,9 @@ class SparkHost:
         self.done_counts: dict[str, tuple[int, int]] = {i: (0, 0) for i in graph.order}
         self.pids: dict[str, int] = {}
         self.placed: dict[str, str] = {}  # instance -> the worker its newest task runs on
+        # Returning workers (host:port) not warm yet -> when they came back.
+        self.warming: dict[str, float] = {}
+        self.warm_started: float | None = None
         self.restarts = 0
         self.detections = 0
         self.peer_kinds: Counter[str] = Counter()  # peer messages relayed, by class
@@ -270,6 +277,10 @@ class SparkHost:
                 return w
         return None
 
+    @property
+    def warm_since(self) -> float:
+        return self.warm_started if self.warm_started is not None else self.now()
+
     def worker_name(self, address: str) -> str:
         """A worker's name (``w0``) where the cluster ftctl started says so."""
         w = self._worker(address)
@@ -311,6 +322,7 @@ class SparkHost:
         self.jobs.executors = lambda: live_executors(self.sc)
         self.jobs.domain = lambda slot: self.domain_of(slot.worker)
         self.jobs.connect_to(self.server.address, self.token)
+        self.jobs.on_ready = lambda worker: self.events_q.put((EV_SLOT, worker))
         complete = False
         try:
             self._apply(self.kernel.start(self.now()))
@@ -335,6 +347,8 @@ class SparkHost:
                 self._loop_at = time.monotonic()
                 if self.suspects and now - self.first_suspect >= DETECT_WINDOW:
                     self._detect()
+                if self.warming and now - self.warm_since > WARM_TIMEOUT:
+                    self._announce_capacity()
                 if now - last_sample >= SAMPLE_EVERY:
                     last_sample = now
                     self._sample(now)
@@ -446,6 +460,9 @@ class SparkHost:
                 self._suspect(iid, "task ended unexpectedly")
         elif kind == EV_CAPACITY:
             self._capacity_changed(ev[1])
+        elif kind == EV_SLOT:
+            if self.warming.pop(ev[1], None) is not None and not self.warming:
+                self._announce_capacity()
         elif kind == EV_CHAOS:
             if ev[1] == "apply":
                 self._link_fault(ev[2])
@@ -648,11 +665,37 @@ class SparkHost:
         self._apply(self.kernel.failure(frozenset(failed), self.now()))
 
     def _capacity_changed(self, workers: list[Worker]) -> None:
-        assert self.capacity is not None
+        """A reading of the cluster: the protocol plans on it at once, unless a worker
+        returned: then once a slot waits on each returning worker (``warm``), so that
+        what it plans on is usable at once, not after a Spark job start."""
+        assert self.capacity is not None and self.jobs is not None
         change = self.capacity.update(workers)
-        if change is not None:
-            self.log("capacity-changed", **change)
+        if change is None:
+            return
+        self.log("capacity-changed", **change)
+        back = [w for w in workers if w.id in change["joined"] and w.address]
+        if back and self.started_at and not self.finishing:
+            now = self.now()
+            for w in back:
+                self.warming.setdefault(w.address, now)
+            if self.warm_started is None:
+                self.warm_started = now
+            alive = max(1, sum(1 for w in workers if w.alive))
+            per = max(1, min(min(w.cores for w in back),
+                             -(-len(self.graph.order) // alive) + 1))
+            self.jobs.warm(per, len(back))
+            return
+        if not self.warming:
             self._apply(self.kernel.capacity_changed(self.now()))
+
+    def _announce_capacity(self) -> None:
+        """Tell the protocol the capacity there is now (the returning workers are warm,
+        or waited for long enough)."""
+        self.log("capacity-warm", seconds=round(self.now() - self.warm_since, 4),
+                 cold=sorted(self.worker_name(a) for a in self.warming))
+        self.warming.clear()
+        self.warm_started = None
+        self._apply(self.kernel.capacity_changed(self.now()))
 
     def _drop(self, iid: str, alive: bool = True) -> None:
         """Carry out a fence the kernel made (a new incarnation number): the task is told
