@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ftctl.compare.breakdown_plot import breakdown_html
 from ftctl.compare.figures import ProtocolFigures, RunFigures
 from ftctl.compare.runner import Comparison
 from ftctl.report.figures import timeline_html
@@ -77,7 +78,8 @@ def render(comp: Comparison, folder: Path) -> str:
     return render_template(
         "compare.html.j2", f"ftctl compare: {comp.topology} under {comp.schedule}",
         comp.to_json(), comp=comp, runs=runs, faults=faults, passed=passed,
-        timeline=timeline_html(runs) if runs else "")
+        timeline=timeline_html(runs) if runs else "",
+        breakdown=breakdown_html(comp.protocols))
 
 
 def _first_run_each(comp: Comparison) -> list[RunFigures]:
