@@ -193,3 +193,40 @@ def _plans_follow_profit_density(events: list[HistoryEvent]) -> None:
                 plans += 1
             pending = [i for i in pending if i not in note["started"]]
     assert plans >= 1 and not pending
+
+
+def test_a_worker_kill_is_served_by_warm_slots_on_spread_instances(tmp_path: Path) -> None:
+    """Three workers ftctl starts, the default standby pool: the first plan puts each
+    operator's instances on distinct workers; a worker's loss is then a test (it ran
+    instances), every restart is handed to a slot (no Spark job waited for), and the
+    recovery breakdown's parts add up to the measured recovery."""
+    scenario = tmp_path / "kill-worker.yaml"
+    scenario.write_text("name: kill-worker\nseed: 1\nfaults:\n"
+                        "  - {type: kill-worker, at: 3.0, target: count[0]}\n")
+    results = tmp_path / "results"
+    proc = _chaos(["--scenario", str(scenario), "--protocol", "checkpoint", "--workers", "3",
+                   "--json", "--results", str(results)], tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)
+    assert summary["passed"] and summary["struck_nothing"] == []
+    events = _events(results)
+    first = next(e for e in events if e.kind == "instance-running")
+    where = first.data["placement"]
+    assert len(set(where.values())) == 3, where
+    for op in ("split", "count"):
+        assert where[f"{op}[0]"] != where[f"{op}[1]"], where
+    killed = next(e.data["resolved"] for e in events if e.kind == "fault-injected")
+    assert killed == where["count[0]"]
+    restarts = [e for e in events if e.kind == "instance-started"]
+    assert len(restarts) == 6  # checkpoint: a global rollback
+    assert all(e.data["start"] in ("slot", "queued") for e in restarts), restarts
+    (row,) = summary["recovery"]
+    b = row["breakdown"]
+    assert b["restarts"] == 6 and "job" not in b["started_by"]
+    parts = [b[k] for k in ("detect", "plan", "start", "replay")]
+    assert None not in parts
+    if row["recovery_s"] is not None:
+        assert sum(parts) + b["catch_up"] == pytest.approx(row["recovery_s"], abs=1e-3)
+    else:  # never back within 10% before the input ended: up to the first output
+        running = b["detect"] + b["plan"] + b["start"]
+        assert sum(parts) == pytest.approx(max(row["first_output_s"], running), abs=1e-3)

@@ -318,7 +318,10 @@ class SparkHost:
                                     self.spill / "latency.pickle" if self.spill else None)
         self.jobs = JobRunner(self.sc, self.run_id, self.events_q, self.spares)
         self.server.on_spare = self.jobs.spare_ready
-        self.jobs.locations = placement(self.sc, self.info, GraphView(self.graph))
+        alive = (sum(1 for w in self.capacity.slots.workers if w.alive)
+                 if self.capacity is not None else 0)
+        self.jobs.locations = placement(self.sc, self.info, GraphView(self.graph),
+                                        workers=alive)
         self.jobs.executors = lambda: live_executors(self.sc)
         self.jobs.domain = lambda slot: self.domain_of(slot.worker)
         self.jobs.connect_to(self.server.address, self.token)

@@ -62,18 +62,19 @@ def live_executors(sc: Any) -> list[str]:
 
 
 def placement(sc: Any, protocol: ProtocolSpec[Any], graph: GraphView,
-              wait: float = EXECUTOR_WAIT) -> dict[str, str]:
+              wait: float = EXECUTOR_WAIT, workers: int = 0) -> dict[str, str]:
     """Instance -> preferred executor location: ``protocol``'s groups on distinct
     executors, and the instances of every other operator spread over them too
     (anti-affinity: one worker's loss takes as few of one operator as it can).
 
     The run starts once the executors offer enough cores, which a cluster's first
-    executors may do alone: for a protocol with groups, wait up to ``wait`` seconds for as
-    many executors as the largest group has members, then spread over those there are."""
+    executors may do alone: wait up to ``wait`` seconds for as many executors as the
+    largest group has members, or as the cluster has alive ``workers`` (one executor
+    each), then spread over those there are."""
     groups = list(protocol.spared(graph)) if protocol.spared is not None else []
     executors = live_executors(sc)
-    if groups:
-        need = max(len(g) for g in groups)
+    need = max([workers, *(len(g) for g in groups)])
+    if need:
         deadline = time.monotonic() + wait
         while len(executors) < need and time.monotonic() < deadline:
             time.sleep(0.2)
