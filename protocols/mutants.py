@@ -8,12 +8,10 @@ found by its name, so the conformance kit runs its mutants without any edit to t
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
-from typing import Any
 
 from protocols.contract.spec import Mutant
-from protocols.registry import PROTOCOLS, get_protocol
+from protocols.registry import PROTOCOLS, UnknownProtocol, registered, split_name
 
 
 def _module_mutants(protocol: str) -> tuple[Mutant, ...]:
@@ -30,8 +28,8 @@ def _module_mutants(protocol: str) -> tuple[Mutant, ...]:
 
 
 def mutants_of(protocol: str) -> tuple[Mutant, ...]:
-    """The planted bugs ``protocol`` ships (raises KeyError for an unknown protocol)."""
-    spec = get_protocol(protocol)
+    """The planted bugs ``protocol`` ships (raises UnknownProtocol for an unknown protocol)."""
+    spec = registered(protocol)
     own = tuple(getattr(spec, "mutants", ()) or ())
     return own or _module_mutants(protocol)
 
@@ -41,29 +39,13 @@ def all_mutants() -> dict[str, tuple[Mutant, ...]]:
     return {name: mutants_of(name) for name in PROTOCOLS}
 
 
-def split_name(qualified: str) -> tuple[str, str | None]:
-    """``"checkpoint/commit-early"`` -> ``("checkpoint", "commit-early")``."""
-    protocol, sep, mutant = qualified.partition("/")
-    return protocol, (mutant if sep else None)
-
-
 def get_mutant(qualified: str) -> tuple[str, Mutant]:
-    """The protocol and the mutant named ``protocol/mutant`` (KeyError names what is unknown)."""
+    """The protocol and the mutant named ``protocol/mutant`` (UnknownProtocol names what is
+    unknown). ``protocols.registry.resolve`` plants it."""
     protocol, name = split_name(qualified)
     found = {m.name: m for m in mutants_of(protocol)}
     if name not in found:
         known = ", ".join(found) or "none"
-        raise KeyError(f"unknown mutant {qualified!r} (known for {protocol}: {known})")
+        raise UnknownProtocol(f"unknown mutant {qualified!r} (known for {protocol}: {known})")
     return protocol, found[name]
 
-
-def planted(qualified: str) -> tuple[Any, dict[str, Any]]:
-    """The registry entry of ``protocol/mutant`` with the planted classes, and the params
-    of the variant the mutant lives in (to be overlaid by the user's)."""
-    protocol, mutant = get_mutant(qualified)
-    base = get_protocol(protocol)
-    info = dataclasses.replace(
-        base, name=qualified,
-        instance=mutant.instance or base.instance,
-        coordinator=mutant.coordinator or base.coordinator)
-    return info, dict(mutant.params)

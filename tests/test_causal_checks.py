@@ -25,8 +25,7 @@ from protocols.contract.actions import InstanceAction, Report, Send
 from protocols.contract.events import BatchIn, ControlIn, MarkerIn, Started
 from protocols.contract.names import InstanceId
 from protocols.contract.view import InstanceView
-from protocols.mutants import planted
-from protocols.registry import PROTOCOLS
+from protocols.registry import PROTOCOLS, resolve
 from protocols.shared.treeclock import TreeClock
 from tests.conftest import TOPOLOGIES, load
 
@@ -104,7 +103,7 @@ def test_a_diff_log_trimmed_past_the_snapshot_is_reported_as_incomplete() -> Non
     # join-then-window seed 2 restarts win[0] from its snapshot at 40 while counts[0] saw
     # 41, whose diff it had already dropped. The unmodified protocol holds there.
     topology = load_topology(TOPOLOGIES / "joins" / "join-then-window.yaml")
-    info, params = planted("causal/diff-log-trimmed-early")
+    info, params = resolve("causal/diff-log-trimmed-early")
     with pytest.raises(CausalIncomplete, match=r"win\[0\]: B-times \[41\] after 40"):
         Simulator(topology, info, params).run_one(2)
     assert Simulator(topology, PROTOCOLS["causal"], {}).run_one(2).verdict.passed

@@ -16,8 +16,7 @@ from ftctl.sim.runner import Simulator, sim_params
 from ftctl.verify.checker import verify
 from protocols.causal.recovery import CausalIncomplete
 from protocols.contract.spec import Guarantee
-from protocols.mutants import planted
-from protocols.registry import PROTOCOLS
+from protocols.registry import PROTOCOLS, resolve
 from tests.conftest import load
 
 pytestmark = pytest.mark.sim
@@ -88,7 +87,7 @@ def test_an_event_that_sends_nothing_is_still_seen_by_every_child() -> None:
         summary = sim.run_many(1, seed=seed)
         assert summary.failures > 0
         assert summary.failing_seeds == [], summary.violations
-    info, params = planted("causal/silent-events")
+    info, params = resolve("causal/silent-events")
     mutant = Simulator(load("progressive-small"), info, params)
     with pytest.raises(CausalIncomplete, match=r"cnt\[0\]: B-times \[3, 5\] after 0"):
         mutant.run_one(3)

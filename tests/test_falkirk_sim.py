@@ -16,7 +16,7 @@ from ftctl.verify.checker import verify
 from protocols.contract.spec import Mutant
 from protocols.falkirk.fixedpoint import NoFrontier
 from protocols.falkirk.spec import SPEC
-from protocols.mutants import planted
+from protocols.registry import resolve
 from tests.conftest import load
 
 pytestmark = pytest.mark.sim
@@ -87,7 +87,7 @@ def test_a_second_reset_forgets_what_the_first_undid() -> None:
     assert all(third["frontiers"][i] == -1 for i in stateful)
     assert third["frontiers"]["out3[0]@23"] == -2 and third["rewound"] == [
         "out1[0]", "out2[0]", "out3[0]"]
-    info, params = planted("falkirk/stale-checkpoints-kept")
+    info, params = resolve("falkirk/stale-checkpoints-kept")
     with pytest.raises(NoFrontier, match=r"both\[1\]"):
         Simulator(load("progressive-small"), info, params).run_one(6)
 
@@ -190,7 +190,7 @@ def test_at_least_thirteen_mutants_ship_each_with_a_seed() -> None:
 @pytest.mark.parametrize("mutant", SPEC.mutants, ids=lambda m: m.name)
 def test_every_shipped_mutant_is_caught(mutant: Mutant) -> None:
     topology, seed = CAUGHT_AT[mutant.name]
-    info, params = planted(f"falkirk/{mutant.name}")
+    info, params = resolve(f"falkirk/{mutant.name}")
     assert replay(topology, params, seed).verdict.passed  # the protocol passes it
     try:
         got = Simulator(load(topology), info, params).run_one(seed)

@@ -26,9 +26,9 @@ MUTANT = "checkpoint/commit-early"
 
 
 def _job() -> SimJob:
-    from protocols.mutants import planted
+    from protocols.registry import resolve
 
-    info, params = planted(MUTANT)
+    info, params = resolve(MUTANT)
     return SimJob(load("diamond"), MUTANT, validate(info.params, params, info.name),
                   kinds=("crash", "pause", "delay"))
 

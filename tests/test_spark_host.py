@@ -207,9 +207,9 @@ def test_kill_under_checkpoint_is_exactly_once(spark: Any, tmp_path: Path) -> No
 def test_simulated_schedules_as_spark_tasks_match_one_process(spark: Any) -> None:
     """``ftctl sim --master``: the seeds go out as tasks and the summary is the one a single
     process computes, seed for seed (a planted bug, so failing seeds are compared too)."""
-    from protocols.mutants import planted
+    from protocols.registry import resolve
 
-    info, planted_params = planted("checkpoint/commit-early")
+    info, planted_params = resolve("checkpoint/commit-early")
     job = SimJob(load_topology(ROOT / "topologies" / "diamond.yaml"), info.name,
                  validate(info.params, planted_params, info.name), kinds=("crash", "slow"))
     sim = job.simulator()

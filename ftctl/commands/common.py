@@ -16,7 +16,7 @@ from ftctl.runtime.graph import ExecutionGraph
 from protocols.contract.params import ParamError, ProtocolParams, parse_items, validate
 from protocols.contract.spec import ProtocolSpec
 from protocols.contract.view import GraphView
-from protocols.registry import get_protocol
+from protocols.registry import UnknownProtocol, resolve
 
 Spares = Annotated[int | None, typer.Option(
     "--spares", min=0, max=64, help="Empty slots (long-lived Spark tasks) kept waiting: a "
@@ -68,16 +68,10 @@ def protocol_and_params(name: str,
     naming the param). Dotted keys nest: ``burst.window=5``. ``"auto"`` values stay until
     the host resolves them for its run (``ProtocolSpec.resolve``). A shipped mutant's
     variant params come first; the user's override them."""
-    planted: dict[str, Any] = {}
     try:
-        if "/" in name:  # a shipped mutant, ``checkpoint/commit-early`` (protocols/mutants.py)
-            from protocols.mutants import planted as planted_protocol
-
-            info, planted = planted_protocol(name)
-        else:
-            info = get_protocol(name)
-    except KeyError as exc:
-        raise ConfigError("--protocol", None, str(exc.args[0])) from None
+        info, planted = resolve(name)
+    except UnknownProtocol as exc:
+        raise ConfigError("--protocol", None, str(exc)) from None
     try:
         return info, validate(info.params, {**planted, **parse_items(items)}, info.name)
     except ParamError as exc:

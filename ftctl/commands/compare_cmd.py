@@ -34,7 +34,7 @@ from ftctl.runtime.graph import ExecutionGraph
 from ftctl.tables import print_table
 from protocols.contract.params import ParamError, parse_items, validate
 from protocols.contract.view import GraphView
-from protocols.registry import PROTOCOLS, Protocol, get_protocol
+from protocols.registry import PROTOCOLS, Protocol, UnknownProtocol, registered
 
 compare_app = typer.Typer(help="Compare protocols side by side.", no_args_is_help=True)
 
@@ -144,9 +144,9 @@ def _protocols(names: str | None, topology: Topology) -> list[Protocol]:
     out = []
     for name in (n.strip() for n in names.split(",") if n.strip()):
         try:
-            out.append(get_protocol(name))
-        except KeyError as exc:
-            raise ConfigError("--protocols", None, str(exc.args[0])) from None
+            out.append(registered(name))  # params are given per protocol: no mutants
+        except UnknownProtocol as exc:
+            raise ConfigError("--protocols", None, str(exc)) from None
     if not out:
         raise ConfigError("--protocols", None, "no protocol named")
     return out

@@ -121,7 +121,7 @@ def accepts(protocol: str, params: Mapping[str, Any], topology: Path) -> bool:
     from ftctl.config.load import load_topology
     from ftctl.sim.runner import refusals
 
-    spec = get_protocol(protocol.partition("/")[0])
+    spec = get_protocol(protocol)
     return not refusals(spec.resolve(dict(params)), load_topology(topology))
 
 

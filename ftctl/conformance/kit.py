@@ -27,7 +27,7 @@ from ftctl.conformance.cases import (
 from ftctl.sim.faults import CRASH_ONLY, FaultKind
 from ftctl.sim.runner import Simulator
 from protocols.contract.spec import Guarantee, Mutant
-from protocols.mutants import mutants_of, planted
+from protocols.mutants import mutants_of
 from protocols.registry import get_protocol
 
 Progress = Callable[[str], None]  # called once per schedule run, with what is running
@@ -153,13 +153,8 @@ class Kit:
         key = (protocol, repr(sorted(params.items())), topology, kinds)
         sim = self._sims.get(key)
         if sim is None:
-            if "/" in protocol:
-                info, _ = planted(protocol)
-                base = get_protocol(protocol.partition("/")[0])
-                judged = guarantee_of(base, params, topology)
-            else:
-                info = get_protocol(protocol)
-                judged = guarantee_of(info, params, topology)
+            info = get_protocol(protocol)  # a mutant declares its protocol's guarantee
+            judged = guarantee_of(info, params, topology)
             sim = Simulator(load_topology(topology), info, params, judged, kinds=kinds)
             self._sims[key] = sim
         return sim

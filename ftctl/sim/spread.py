@@ -18,7 +18,7 @@ import os
 import signal
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ftctl.config.topology import Topology
 from ftctl.sim.faults import CRASH_ONLY, FaultKind
@@ -50,17 +50,9 @@ class SimJob:
     scenario: SimScenario | None = None
 
     def simulator(self) -> Simulator:
-        return Simulator(self.topology, protocol_by_name(self.protocol), self.given,
+        return Simulator(self.topology, get_protocol(self.protocol), self.given,
                          self.guarantee, self.max_failures, self.max_burst, self.kinds,
                          self.scenario)
-
-
-def protocol_by_name(name: str) -> Any:
-    if "/" in name:  # a shipped mutant: the registry entry with the planted classes
-        from protocols.mutants import planted
-
-        return planted(name)[0]
-    return get_protocol(name)
 
 
 # One simulator per process and job: rebuilding it (golden and fault-free runs) per chunk

@@ -26,7 +26,7 @@ class NoSinkDedup(LineageInstance):
 
 class SinkDedupPerKey(LineageInstance):
     """A multiset sink counts visible records per key, not per record: a recomputation
-    that brings a key's records in another order hides new ones behind old (spec E4).
+    that brings a key's records in another order hides new ones behind old (spec causal.md E4).
     Only the join topologies send one key with different values to a multiset sink."""
 
     def __init__(self, *args: Any):
