@@ -32,10 +32,13 @@ from ftctl.commands import (
     config_cmds,
     conformance_cmd,
     figure_cmd,
+    gate_cmd,
     sim_cmd,
 )
 from ftctl.compare.report import load_comparison
 from ftctl.console import make_console
+from ftctl.gate.baseline import regressions
+from ftctl.gate.runner import CaseResult
 from ftctl.run import chaos, execute
 from ftctl.verify.checker import SinkVerdict, Verdict
 from protocols.contract.spec import Guarantee
@@ -61,7 +64,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorded]:
         real(table, legend, sink, **kw)
 
     modules: list[ModuleType] = [sim_cmd, conformance_cmd, compare_cmd, figure_cmd,
-                                 config_cmds, chaos, execute]
+                                 config_cmds, gate_cmd, chaos, execute]
     for module in modules:
         monkeypatch.setattr(module, "print_table", record)
         monkeypatch.setattr(module, "console", sink)
@@ -190,3 +193,18 @@ def test_chaos_recovery_and_run_summary_tables(recorded: Recorded) -> None:
                "path": str(run)}
     execute._print_summary(summary, verdict, None)
     _assert_all_widths(recorded, 2)
+
+
+def test_gate_table(recorded: Recorded, tmp_path: Path) -> None:
+    metrics = {"detection_s": 0.0669, "recovery_s": 7.26, "throughput_rps": 15904.572565,
+               "messages_per_record": 0.006}
+    slow = {**metrics, "recovery_s": 9.81}
+    results = [
+        CaseResult("wordcount-checkpoint-kill-1", True, metrics),
+        CaseResult("wordcount-causal-kill-1", True, slow,
+                   reasons=regressions(slow, metrics, 0.2, {})),
+        CaseResult("diamond-lineage-partition", False, metrics, {"lost": 3},
+                   reasons=["guarantee broken: lost=3"])]
+    assert results[1].reasons  # a regression, with its long reason
+    gate_cmd._show("smoke", results, tmp_path / "baseline.json", False)
+    _assert_all_widths(recorded, 1)
