@@ -187,6 +187,8 @@ def _print_blocks(con: Console, title: Text | None, cols: list[_Column], key: in
     indent = "  " if keys else ""
     pad = max((cell_len(c.header) for c in rest if c.header), default=0) + 2
     for r in range(len(cols[0].texts) if cols else 0):
+        if r and not keys:  # no key line starts the next block: a blank line does
+            con.print()
         for c in keys:
             con.print(Text.assemble(f"{c.header}: " if c.header else "", c.texts[r]),
                       style="bold", highlight=False)
@@ -237,11 +239,13 @@ def print_table(table: Table, legend: Mapping[str, str] | None = None,
         shown = [(c.head(use_short), c.header) for c in cols]
     else:
         parts = None
-        if rows > 1:
+        if rows > 1 and key:  # without a key column, split rows could not be matched up
             parts = next((p for how in _SPLITS if (p := _split(cols, key, width, how))
                           is not None and len(p) <= MAX_PARTS), None)
         if parts is not None:
             for i, part in enumerate(parts):
+                if i:  # so the next header is not read as one more row
+                    con.print()
                 part_fit = _fit(part, width)
                 assert part_fit is not None  # _split only makes parts that fit
                 _print_compact(con, title if i == 0 else None, part, *part_fit, table)

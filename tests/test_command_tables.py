@@ -1,4 +1,4 @@
-"""The real commands' tables, printed at 60, 80 and 120 columns in a pipe, keep every
+"""The real commands' tables, printed at 60 to 160 columns in a pipe, keep every
 figure, name and header whole on one line (a header may wrap at its spaces or be shown
 by its short form, which the legend under the table then explains).
 
@@ -45,7 +45,7 @@ from protocols.contract.spec import Guarantee
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "compare-rack-failure"
-WIDTHS = (60, 80, 120)
+WIDTHS = (60, 80, 100, 120, 160)
 _RULE = re.compile(r"^[─━┃│┏┓┗┛┡┩└┘┌┐╇╈┳┻╋┼┬┴├┤━]+$")
 
 Recorded = list[tuple[Table, dict[str, Any]]]

@@ -95,3 +95,9 @@ def test_legend_lines_fit_and_keep_each_entry_whole() -> None:
     for i in range(8):
         assert any(f"h{i}: what column {i} holds, in a few words" in line
                    for line in out.splitlines()), i
+
+
+def test_blocks_without_a_key_column_are_apart() -> None:
+    out = _render(12, ["schedules", "lost"], [["20", "0"], ["30", "1"]], key=0)
+    assert out.splitlines()[1:] == ["schedules: 20", "lost:      0", "",
+                                    "schedules: 30", "lost:      1"]
