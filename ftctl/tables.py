@@ -7,10 +7,10 @@ column narrower than its longest word. The first layout that fits the width is p
 
 1. the table as built (rich's box), if it fits on one line per row;
 2. compact (no box, two spaces between columns), headers wrapped at their spaces;
-3. the same with the caller's short headers, which a legend line explains;
+3. the same with short headers (``SHORT`` and the caller's), which a legend line explains;
 4. the same with long cells wrapped at their spaces;
-5. with several rows, the columns split over up to three tables, each repeating the key
-   column(s) that name a row;
+5. with several rows and a key column, the columns split over up to three tables, each
+   repeating the key column(s) that name a row;
 6. one block per row of ``header: value`` lines.
 
 Titles and legend lines that are wider than the table are printed as lines of their own,
