@@ -70,7 +70,7 @@ def conformance(
         raise ConfigError(str(topology_dir), None, "no topology YAML files in this directory")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=True,
-                  disable=as_json) as progress:
+                  disable=as_json or not console.is_terminal) as progress:
         kit = Kit(topology_dir, first_seed)
         task = progress.add_task("conformance", total=kit.planned_runs(names, schedules, mutants))
         kit.progress = lambda what: progress.update(task, advance=1, description=what)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,6 +16,9 @@ from ftctl.config.errors import ConfigError
 from ftctl.console import EXIT_OK, console, err_console
 from ftctl.figures import FigureOptions, FigureResult, figures
 from ftctl.tables import print_table
+
+# A cell that is a number (or "-" for none): its column is right-aligned, like figures.
+_FIGURE = re.compile(r"-|[-+]?[\d,]*\.?\d+(e[-+]?\d+)?%?")
 
 
 @user_errors
@@ -90,9 +94,13 @@ def _show(result: FigureResult, as_json: bool) -> None:
             "rows": [list(r) for r in result.rows], "files": [str(p) for p in result.files],
             "summary": dict(result.summary), "notes": list(result.notes)}, default=str))
         return
-    table = Table(*result.header, title=result.title)
-    for row in result.rows:
-        table.add_row(*(str(v) for v in row))
+    table = Table(title=result.title)
+    cells = [[str(v) for v in row] for row in result.rows]
+    for i, head in enumerate(result.header):
+        figures_only = all(_FIGURE.fullmatch(r[i]) for r in cells if i < len(r))
+        table.add_column(head, justify="right" if figures_only else "left")
+    for row in cells:
+        table.add_row(*row)
     print_table(table)
     for note in result.notes:
         console.print(note)

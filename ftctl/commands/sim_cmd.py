@@ -316,7 +316,7 @@ def _show_summary(s: SimSummary, run: _Run, sim: Simulator, elapsed: float) -> N
         str(len(s.failing_seeds)),
         *(str(s.violations.get(k, 0)) for k in _KINDS),
     )
-    print_table(table)
+    print_table(table, key=0)  # one row of counts: no column names it
     rate = s.schedules / elapsed * 60 if elapsed > 0 else 0.0
     faults = (f"fault kinds: {', '.join(sim.kinds)}" if sim.scenario is None
               else f"scenario {sim.scenario.name} (x{sim.scenario.scale:.3g} s per scenario s)")
