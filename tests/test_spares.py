@@ -296,3 +296,17 @@ def test_a_returning_workers_executor_gets_warm_slots_and_says_so(
     assert pinned == ["executor_127.0.0.1_7"] * 2
     assert len(jobs.idle) == 2
 
+
+
+def test_a_start_waits_for_an_empty_slot_already_on_its_way(pool: Any) -> None:
+    """An empty slot being launched (a refill, a returning worker's warm-up) takes the next
+    start: launching another job would cost as much and hold one more core."""
+    sc, jobs, server, token, _events = pool
+    gate = threading.Event()
+    jobs.pin = lambda _sc, payload, _where: _Job(sc, payload) if gate.wait(10) else None
+    jobs.executors = lambda: ["executor_h_1"]
+    jobs.start_spares(server.address, token)  # one empty slot, held up in its launch
+    assert jobs.submit(_payload("out[0]", 1, server, token)) == "queued"
+    gate.set()
+    _until(lambda: sc.ran == [("ftctl-r-spare-0", "out[0]", 1)])
+    assert sc.jobs[0] == "ftctl-r-spare-0"

@@ -214,8 +214,9 @@ class JobRunner:
 
     A start goes to a waiting slot when there is one (an assignment: no Spark job on the
     critical path); else to a slot that is coming back because its instance was just
-    fenced alive (a global rollback hands survivors' slots to the restarts); only else is
-    a slot job launched with the instance in it. ``spares`` slots are kept waiting beyond
+    fenced alive (a global rollback hands survivors' slots to the restarts), or to an
+    empty slot already launched; only else is a slot job launched with the instance in
+    it. ``spares`` slots are kept waiting beyond
     that, refilled in the background and spread over the executors, so that a failure
     domain's loss finds warm slots on the surviving side. ``pick`` orders waiting slots
     for an instance (failure-domain anti-affinity); the default prefers the instance's
@@ -326,10 +327,13 @@ class JobRunner:
         return min(waiting, key=score)
 
     def _coming(self) -> int:
-        """Slots expected back soon: their instance was fenced alive a moment ago."""
+        """Slots expected to wait soon: their instance was fenced alive a moment ago, or
+        they are empty and on their way up (a launched job already: a start handed to one
+        is not slower than a job of its own, and takes no core more)."""
         now = time.monotonic()
         return sum(1 for s in self.slots.values()
-                   if s.state == "returning" and now - s.since < RETURN_WAIT)
+                   if (s.state == "returning" and now - s.since < RETURN_WAIT)
+                   or (s.state == "launching" and s.handed is None))
 
     def released(self, iid: str, inc: int, alive: bool) -> None:
         """The coordinator stopped that incarnation: ``alive``, its slot is expected back
