@@ -17,7 +17,7 @@ ended. One Spark run at a time; about a minute each.
 
     python benchmarks/recovery_breakdown.py
     python benchmarks/recovery_breakdown.py --protocols checkpoint,causal --cases k1,rack
-    python benchmarks/recovery_breakdown.py --spares 1 --out before.jsonl   # the old pool
+    python benchmarks/recovery_breakdown.py --before ../old-checkout    # pairs, one machine
 """
 
 from __future__ import annotations
@@ -119,37 +119,49 @@ def main() -> None:
     ap.add_argument("--results", type=Path, default=Path("results/breakdown"))
     ap.add_argument("--out", type=Path, default=None, help="also write JSON lines here")
     ap.add_argument("--pythonpath", default=None,
-                    help="run the chaos command from this checkout (a before/after pair)")
+                    help="run the chaos command from this checkout")
+    ap.add_argument("--before", default=None, metavar="CHECKOUT",
+                    help="run each case first from this other checkout, then from this one, "
+                         "so that both rows of a pair see the same machine")
     args = ap.parse_args()
     order = list(ExecutionGraph(load_topology(args.topology)).order)
     print(f"{args.topology} ({len(order)} instances), 4 workers rack=a,a,b,b, "
           f"spares {'default' if args.spares is None else args.spares}")
-    head = (f"{'protocol':<12}{'case':<7}{'ok':<4}{'detect':>7}{'to run':>8}"
+    head = (f"{'protocol':<12}{'case':<7}{'code':<7}{'ok':<4}{'detect':>7}{'to run':>8}"
             f"{'1st out':>8}{'recover':>8}  {'restarts':<22}{'load1':>6}")
     print(head)
-
-    def s(v: Any) -> str:
-        return "-" if v is None else f"{v:.2f}"
-
     for protocol in args.protocols.split(","):
         for case in args.cases.split(","):
             spec = scenario(case, order)
             if spec is None:
                 print(f"{protocol:<12}{case:<7}skipped: the topology has too few instances")
                 continue
-            row = run(args.topology, protocol, case, spec, args.results, args.spares,
-                      args.pythonpath)
-            if args.out is not None:
-                with args.out.open("a") as f:
-                    f.write(json.dumps(row) + "\n")
-            if "error" in row:
-                print(f"{protocol:<12}{case:<7}error: {row['error']}")
-                continue
-            how = ", ".join(f"{n} {k}" for k, n in sorted((row["started_by"] or {}).items()))
-            print(f"{protocol:<12}{case:<7}{'yes' if row['passed'] else 'NO':<4}"
-                  f"{s(row['detect_s']):>7}{s(row['to_running_s']):>8}"
-                  f"{s(row['first_output_s']):>8}{s(row['recovery_s']):>8}  "
-                  f"{how or '-':<22}{row['load1']:>6.1f}", flush=True)
+            pairs = ([("before", args.before)] if args.before else []) + [
+                ("after" if args.before else "this", args.pythonpath)]
+            for code, path in pairs:
+                row = run(args.topology, protocol, case, spec, args.results, args.spares,
+                          path)
+                row["code"] = code
+                show(row)
+                if args.out is not None:
+                    with args.out.open("a") as f:
+                        f.write(json.dumps(row) + "\n")
+
+
+def show(row: dict[str, Any]) -> None:
+    protocol, case, code = row["protocol"], row["case"], row["code"]
+
+    def s(v: Any) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    if "error" in row:
+        print(f"{protocol:<12}{case:<7}{code:<7}error: {row['error']}")
+        return
+    how = ", ".join(f"{n} {k}" for k, n in sorted((row["started_by"] or {}).items()))
+    print(f"{protocol:<12}{case:<7}{code:<7}{'yes' if row['passed'] else 'NO':<4}"
+          f"{s(row['detect_s']):>7}{s(row['to_running_s']):>8}"
+          f"{s(row['first_output_s']):>8}{s(row['recovery_s']):>8}  "
+          f"{how or '-':<22}{row['load1']:>6.1f}", flush=True)
 
 
 if __name__ == "__main__":
