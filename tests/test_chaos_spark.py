@@ -202,7 +202,7 @@ def test_a_worker_kill_is_served_by_warm_slots_on_spread_instances(tmp_path: Pat
     recovery breakdown's parts add up to the measured recovery."""
     scenario = tmp_path / "kill-worker.yaml"
     scenario.write_text("name: kill-worker\nseed: 1\nfaults:\n"
-                        "  - {type: kill-worker, at: 3.0, target: count[0]}\n")
+                        "  - {type: kill-worker, at: 3.0, target: 'count[0]'}\n")
     results = tmp_path / "results"
     proc = _chaos(["--scenario", str(scenario), "--protocol", "checkpoint", "--workers", "3",
                    "--json", "--results", str(results)], tmp_path, timeout=300)
