@@ -130,7 +130,7 @@ def test_a_restart_goes_to_the_idle_spare_and_a_new_spare_replaces_it(pool: Any)
     assert jobs.submit(_payload("sharder[0]", 1, server, token)) == "slot"
     _until(lambda: ("ftctl-r-spare-0", "sharder[0]", 1) in sc.ran)
     _until(lambda: 1 in jobs.idle)  # the replacement spare is waiting
-    assert jobs.where("sharder[0]", 1).sid == 0  # type: ignore[union-attr]
+    assert jobs.where("sharder[0]", 1).sid == 0
     jobs.cancel("sharder[0]", 1)
     assert sc.cancelled == ["ftctl-r-spare-0"]  # a lingering instance: its slot's job
 
@@ -201,14 +201,17 @@ def test_a_slot_that_does_not_come_back_in_time_gets_its_start_a_job(pool: Any) 
 
 
 def test_waiting_slots_are_picked_for_failure_domain_anti_affinity() -> None:
+    from multiprocessing import Pipe
+
     jobs = JobRunner(None, "r", queue.Queue(), spares=0)
+    (a, _a), (b, _b) = Pipe(), Pipe()
     racks = {"e0": "rack=a", "e1": "rack=a", "e2": "rack=b"}
     jobs.domain = lambda s: racks.get(s.executor or "")
     jobs.slots = {
         0: Slot(0, "busy", key=("count[0]", 0), executor="e0"),
         1: Slot(1, "busy", key=("lines[0]", 0), executor="e2"),
-        2: Slot(2, "idle", conn=object(), executor="e1"),  # type: ignore[arg-type]
-        3: Slot(3, "idle", conn=object(), executor="e2"),  # type: ignore[arg-type]
+        2: Slot(2, "idle", conn=a, executor="e1"),
+        3: Slot(3, "idle", conn=b, executor="e2"),
     }
     # count[1] away from rack a, where count[0] runs, even onto a busier executor.
     assert jobs._pick("count[1]").sid == 3  # type: ignore[union-attr]
@@ -310,3 +313,21 @@ def test_a_start_waits_for_an_empty_slot_already_on_its_way(pool: Any) -> None:
     gate.set()
     _until(lambda: sc.ran == [("ftctl-r-spare-0", "out[0]", 1)])
     assert sc.jobs[0] == "ftctl-r-spare-0"
+
+
+def test_a_slot_whose_process_died_or_whose_worker_is_gone_is_not_picked() -> None:
+    from multiprocessing import Pipe
+
+    jobs = JobRunner(None, "r", queue.Queue(), spares=0)
+    dead, dead_end = Pipe()
+    dead_end.close()  # its process died: the connection reads EOF
+    live, _live_end = Pipe()
+    gone, _gone_end = Pipe()
+    jobs.slots = {0: Slot(0, "idle", conn=dead, executor="1", worker="h:1"),
+                  1: Slot(1, "idle", conn=gone, executor="2", worker="h:2"),
+                  2: Slot(2, "idle", conn=live, executor="3", worker="h:3")}
+    jobs.workers_gone({"h:2"})
+    assert jobs._pick("count[0]").sid == 2  # type: ignore[union-attr]
+    assert jobs.slots[0].state == "lost" and jobs.slots[1].state == "lost"
+    jobs.slots[2].state = "busy"
+    assert jobs._pick("count[1]") is None

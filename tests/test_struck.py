@@ -46,3 +46,15 @@ def test_a_single_worker_kill_and_a_history_without_workers() -> None:
     assert "kill-worker count[0] at 6.0 s" in line and "worker w3 ran none" in line
     unplaced = [_ev(1, 1.0, "instance-registered", {"pid": 1}, "count[0]"), kill]
     assert struck_nothing(unplaced) == []  # where tasks ran is unknown: no verdict
+
+
+def test_a_kill_is_placed_at_its_strike_not_at_its_record() -> None:
+    # The kill struck w0 at host time 2.5 (history 4.5: shift 2.0); its record was written
+    # at 6.0, after count[0]'s replacement had registered on w1.
+    events = [*PLACED[:2],
+              _ev(3, 5.0, "instance-registered", {"pid": 4, "worker": "w1"}, "count[0]"),
+              _ev(4, 6.0, "fault-injected", {"type": "kill-worker", "target": "count[0]",
+                                             "resolved": "w0", "at": 2.5}, fault="0.0")]
+    assert struck_nothing(events, shift=2.0) == []
+    assert len(struck_nothing(events)) == 1  # read at its record's time, it hit nothing
+

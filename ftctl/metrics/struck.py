@@ -23,17 +23,27 @@ class WorkerKill:
     worker: str
 
 
-def worker_kills(events: list[HistoryEvent]) -> list[WorkerKill]:
+def worker_kills(events: list[HistoryEvent], shift: float | None = None) -> list[WorkerKill]:
+    """Every worker killed, at the moment it was struck: the record's ``at`` (the host's
+    clock) plus ``shift`` (host clock to the history's) where known, since a kill's
+    record is written once the kill is done, after the restarts it caused may have
+    registered; else the record's own time."""
     out: list[WorkerKill] = []
+
+    def when(e: HistoryEvent) -> float:
+        at = e.data.get("at")
+        return float(at) + shift if shift is not None and at is not None else e.t
+
     for e in events:
         if (e.kind == "fault-step" and e.data.get("step") == "worker-killed"
                 and e.data.get("worker")):
             out.append(WorkerKill(str(e.fault), str(e.data.get("type")),
-                                  str(e.data.get("target", "")), e.t, str(e.data["worker"])))
+                                  str(e.data.get("target", "")), when(e),
+                                  str(e.data["worker"])))
         elif e.kind == "fault-injected" and e.data.get("type") == "kill-worker" and (
                 e.data.get("resolved") and e.data.get("via") != "agent"):
             out.append(WorkerKill(str(e.fault), "kill-worker", str(e.data.get("target", "")),
-                                  e.t, str(e.data["resolved"])))
+                                  when(e), str(e.data["resolved"])))
     return out
 
 
@@ -51,11 +61,12 @@ def on_worker(events: list[HistoryEvent], worker: str, t: float) -> list[str] | 
     return sorted(i for i, w in where.items() if w == worker)
 
 
-def struck_nothing(records: Records) -> list[str]:
-    """One sentence per worker fault whose workers ran no instance when they were killed."""
+def struck_nothing(records: Records, shift: float | None = None) -> list[str]:
+    """One sentence per worker fault whose workers ran no instance when they were killed
+    (``shift``: see ``worker_kills``)."""
     events = sorted(read_history(records), key=lambda e: e.seq)
     by_fault: dict[str, list[WorkerKill]] = {}
-    for k in worker_kills(events):
+    for k in worker_kills(events, shift):
         by_fault.setdefault(k.fault, []).append(k)
     out: list[str] = []
     for kills in by_fault.values():

@@ -133,7 +133,7 @@ class ChaosExtension(RunExtension):
         summary["schedule"] = {"name": self.schedule.name, "seed": self.schedule.seed,
                                "source": self.schedule.source}
         summary["faults"] = _injected(events)
-        summary["struck_nothing"] = struck_nothing(events)
+        summary["struck_nothing"] = struck_nothing(events, self.shift)
         summary["recovery"] = doc["faults"]
         summary["availability"] = doc["availability"]
         summary["events"] = {k: sum(1 for e in events if e.kind == k)

@@ -247,6 +247,7 @@ class JobRunner:
         # A slot's failure domain (its worker's label, say); None: its worker alone.
         self.domain: Callable[[Slot], str | None] = lambda s: s.worker or s.executor
         self.pin: Callable[[Any, Any, str], Any] = pinned_rdd  # a job that prefers ``where``
+        self.gone: set[str] = set()  # workers (host:port) the cluster lists as not alive
         # Told of every slot that registers waiting, with its worker (host:port).
         self.on_ready: Callable[[str], None] | None = None
 
@@ -308,8 +309,26 @@ class JobRunner:
         finally:
             conn.close()
 
+    def workers_gone(self, addresses: set[str]) -> None:
+        """These workers (host:port) are gone: their waiting slots are not handed starts
+        (their processes die with the executor, which the driver hears of seconds later)."""
+        with self.lock:
+            self.gone = set(addresses)
+            for s in self.slots.values():
+                if s.state == "idle" and s.worker in self.gone:
+                    s.state = "lost"
+                    if s.conn is not None:
+                        s.conn.close()
+                        s.conn = None
+
     def _pick(self, iid: str) -> Slot | None:
         waiting = [s for s in self.slots.values() if s.state == "idle" and s.conn is not None]
+        for s in waiting:
+            # A waiting slot reads nothing: anything readable is its connection closing
+            # (its process died), so it is not handed a start.
+            if s.worker in self.gone or _closed(s.conn):
+                s.state = "lost"
+        waiting = [s for s in waiting if s.state == "idle"]
         if not waiting:
             return None
         op = operator_of(iid)
@@ -561,6 +580,13 @@ class JobRunner:
         for group in groups:
             with contextlib.suppress(Exception):
                 self.sc.cancelJobGroup(group)
+
+
+def _closed(conn: Connection | None) -> bool:
+    try:
+        return conn is None or bool(conn.poll(0))
+    except (OSError, ValueError, EOFError):
+        return True
 
 
 def _by_id(executors: list[str], executor_id: str) -> str | None:

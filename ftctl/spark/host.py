@@ -672,6 +672,7 @@ class SparkHost:
         returned: then once a slot waits on each returning worker (``warm``), so that
         what it plans on is usable at once, not after a Spark job start."""
         assert self.capacity is not None and self.jobs is not None
+        self.jobs.workers_gone({w.address for w in workers if not w.alive and w.address})
         change = self.capacity.update(workers)
         if change is None:
             return
