@@ -70,17 +70,19 @@ def run(topology: Path, protocol: str, case: str, spec: dict[str, Any], results:
         spares: int | None, pythonpath: str | None) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         yaml.safe_dump(spec, f)
-    cmd = [sys.executable, "-m", "ftctl.cli", "chaos", str(topology), "-p", protocol,
-           "--scenario", f.name, "--workers", str(len(LABELS)), "--results", str(results),
-           "--json"]
+    cmd = [sys.executable, "-m", "ftctl.cli", "chaos", str(topology.resolve()), "-p",
+           protocol, "--scenario", f.name, "--workers", str(len(LABELS)),
+           "--results", str(results.resolve()), "--json"]
     for label in LABELS:
         cmd += ["--label", label]
     if spares is not None:
         cmd += ["--spares", str(spares)]
     env = dict(os.environ)
+    cwd = None
     if pythonpath is not None:  # another checkout's ftctl runs the chaos command
-        env["PYTHONPATH"] = pythonpath
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+        # From its root: ``-m`` puts the working directory ahead of PYTHONPATH.
+        env["PYTHONPATH"] = cwd = str(Path(pythonpath).resolve())
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, cwd=cwd)
     load1 = os.getloadavg()[0]
     os.unlink(f.name)
     try:
