@@ -171,6 +171,14 @@ class DirectoryStore:
         self.fs.move(f"{self._dir(snapshot)}/{name}", self._file(snapshot, instance))
         self._bytes += size
 
+    def size_of(self, snapshot: int, instance: str) -> int | None:
+        """Bytes of one instance's part of a snapshot; None if it is not there."""
+        try:
+            info = self.fs.get_file_info(self._file(snapshot, instance))
+        except OSError:
+            return None
+        return int(info.size) if info.type == pafs.FileType.File else None
+
     def get(self, snapshot: int, instance: str) -> Any:
         with self.fs.open_input_stream(self._file(snapshot, instance)) as f:
             return codec.decode(f.read())

@@ -50,7 +50,7 @@ EVENTS = [
     # before the fault: not this fault's
     HistoryEvent(1, 2.0, "spark", "instance-started", {"reason": "restart"}, instance="x[0]"),
     HistoryEvent(2, 10.3, "spark", "failure-detected", {"instances": ["count[1]"]}),
-    HistoryEvent(3, 10.35, "spark", "instance-started", {"reason": "restart"},
+    HistoryEvent(3, 10.35, "spark", "instance-started", {"reason": "restart", "restore_bytes": 0},
                  instance="count[1]"),
     HistoryEvent(4, 10.36, "spark", "instance-started", {"reason": "restart"},
                  instance="out[0]"),
@@ -79,9 +79,14 @@ def test_recovery_times_match_the_hand_computed_values() -> None:
 def test_the_breakdown_parts_add_up_to_the_recovery_time() -> None:
     events = [*EVENTS,
               HistoryEvent(5, 10.37, "spark", "instance-started", {"reason": "restart",
-                           "start": "queued", "spare": True}, instance="split[0]"),
+                           "start": "queued", "spare": True,
+                           "restore_bytes": 4096}, instance="split[0]"),
               HistoryEvent(6, 10.6, "spark", "source-rewound", {"records": 120},
                            instance="lines[0]"),
+              HistoryEvent(8, 10.5, "spark", "instance-registered",
+                           {"pid": 7, "restore_s": 0.04}, instance="count[1]"),
+              HistoryEvent(9, 10.55, "spark", "instance-registered",
+                           {"pid": 8, "restore_s": 0.09}, instance="split[0]"),
               HistoryEvent(7, 10.7, "spark", "recovered", {"seconds": 0.4})]
     rec = fault_recovery(FaultWindow(T_FAULT, None, "kill-task", "count[1]"), events,
                          LATENCY, THROUGHPUT)
@@ -97,6 +102,7 @@ def test_the_breakdown_parts_add_up_to_the_recovery_time() -> None:
     # Restarts without ``start`` are read by ``spare`` (absent: a job), as older runs wrote.
     assert b["started_by"] == {"job": 2, "queued": 1}
     assert b["restarts"] == 3 and b["replayed"] == 120
+    assert b["restore_s"] == pytest.approx(0.09) and b["restore_bytes"] == 4096
     json.dumps(rec.to_json())
 
 

@@ -141,7 +141,8 @@ def summarize(protocol: str, guarantee: str, runs: Sequence[RunFigures]) -> Prot
 def median_breakdown(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Each part's median over the runs; how restarts started, summed."""
     out: dict[str, Any] = {}
-    for key in ("detect", "plan", "start", "replay", "catch_up", "restarts", "replayed"):
+    for key in ("detect", "plan", "start", "replay", "catch_up", "restarts", "replayed",
+                "restore_s", "restore_bytes"):
         out[key] = _median([p.get(key) for p in parts])
     how: dict[str, int] = {}
     for p in parts:

@@ -75,9 +75,10 @@ KINDS: dict[str, KindSpec] = {
     "instance-started": KindSpec(
         "a replacement incarnation was started (Spark: handed to a waiting slot, queued for "
         "a fenced survivor's slot, or a slot job launched: (start) slot|queued|job; (spare): "
-        "not a job)", ("reason",), ("restore", "spare", "start"), instance=True),
+        "not a job; (restore_bytes): the snapshot's size)", ("reason",),
+        ("restore", "spare", "start", "restore_bytes"), instance=True),
     "instance-registered": KindSpec("a Spark task connected to the driver", ("pid",),
-                                    ("executor", "worker"), instance=True),
+                                    ("executor", "worker", "restore_s"), instance=True),
     "instance-running": KindSpec("a start group was released: its instances run; "
                                  "(placement): the worker each runs on", ("instances",),
                                  ("placement",)),

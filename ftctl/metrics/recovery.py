@@ -227,8 +227,10 @@ def recovery_breakdown(t_fault: float, events: Records, first_output: float | No
     negative and add up to the recovery time when there is one; a part whose event never
     came is None, and so is every part after it. Also: how the restarts started
     (``slot``: handed to a waiting slot, ``queued``: to a fenced survivor's slot,
-    ``job``: a Spark job launched; on the simulation host, ``sim``), and the records the
-    restarted sources read again (``replayed``)."""
+    ``job``: a Spark job launched; on the simulation host, ``sim``), the records the
+    restarted sources read again (``replayed``), and the restore within ``start``: the
+    snapshot bytes the restarts read (``restore_bytes``) and the longest any task took
+    to build its instance and restore it (``restore_s``)."""
     evs = read_history(events)
     detected = first_event_after(evs, DETECT_EVENTS, t_fault)
     planned = (first_event_after(evs, PLAN_EVENTS, detected) if detected is not None
@@ -264,6 +266,12 @@ def recovery_breakdown(t_fault: float, events: Records, first_output: float | No
     out["started_by"] = how
     out["replayed"] = sum(int(e.data.get("records", 0)) for e in evs
                           if e.kind == "source-rewound" and t_fault <= e.t <= horizon)
+    # The restore inside ``start``: snapshot bytes the restarts read, and the longest a
+    # task took to build its instance and restore it (they restore side by side).
+    out["restore_bytes"] = sum(int(e.data.get("restore_bytes") or 0) for e in starts)
+    took = [float(e.data["restore_s"]) for e in evs if e.kind == "instance-registered"
+            and e.data.get("restore_s") is not None and t_fault <= e.t <= horizon]
+    out["restore_s"] = max(took) if took else None
     return out
 
 

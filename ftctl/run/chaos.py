@@ -194,11 +194,21 @@ def print_recovery(summary: dict[str, Any]) -> None:
                       highlight=False)
 
 
+def _restore(b: dict[str, Any]) -> str:
+    """The restore within ``start``: the longest a task took, and the bytes read."""
+    took, size = b.get("restore_s"), b.get("restore_bytes")
+    if took is None and not size:
+        return "-"
+    return f"{_s(took)} s, {int(size or 0):,} B"
+
+
 BREAKDOWN_LEGEND = {
     "detect": "fault to detection", "plan": "to the protocol's first restart or rollback",
     "start": "to the restarts running (slot or Spark job, restore, registration)",
     "replay": "to the first output", "catch-up": "to latency back within 10%",
     "restarts": "slot: a waiting slot; queued: a fenced survivor's slot; job: a Spark job",
+    "restore": "within start: the longest a task took to build and restore its instance, "
+               "and the snapshot bytes the restarts read",
 }
 
 
@@ -214,12 +224,14 @@ def breakdown_table(title: str, first: str, rows: list[tuple[str, dict[str, Any]
     if not rows:
         return
     table = Table(title=title)
-    for col in (first, "detect", "plan", "start", "replay", "catch-up", "restarts"):
+    for col in (first, "detect", "plan", "start", "replay", "catch-up", "restarts",
+                "restore"):
         table.add_column(col, justify="left" if col in (first, "restarts") else "right")
     for name, b in rows:
         how = ", ".join(f"{n} {k}" for k, n in sorted((b.get("started_by") or {}).items()))
         table.add_row(name, _s(b.get("detect")), _s(b.get("plan")), _s(b.get("start")),
-                      _s(b.get("replay")), _s(b.get("catch_up")), how or "-")
+                      _s(b.get("replay")), _s(b.get("catch_up")), how or "-",
+                      _restore(b))
     print_table(table, BREAKDOWN_LEGEND)
 
 

@@ -26,8 +26,9 @@ from ftctl.spark.placement import pinned_rdd
 from ftctl.spark.task import SparePayload, TaskPayload, run_partition
 
 # Events put on the queue (all tuples, first element the kind).
-# (EV_REG, iid, inc, pid, data_address, conn, executor id, Identity, worker host:port),
-# each of the last three None where the task did not say
+# (EV_REG, iid, inc, pid, data_address, conn, executor id, Identity, worker host:port,
+# seconds the task took to build the instance and restore it), each of the last four
+# None where the task did not say
 EV_REG = "reg"
 EV_MSG = "msg"  # (EV_MSG, iid, frame)
 EV_LOST = "lost"  # (EV_LOST, iid, inc): the control connection dropped
@@ -115,9 +116,10 @@ class ControlServer:
             executor = first[5] if len(first) > 5 else None  # where the task runs
             who = Identity.from_wire(first[6]) if len(first) > 6 else None
             worker = first[7] if len(first) > 7 else None
+            restore_s = first[8] if len(first) > 8 else None
             key = (iid, inc)
             self.last_seen[key] = time.monotonic()
-            put((EV_REG, iid, inc, pid, addr, conn, executor, who, worker))
+            put((EV_REG, iid, inc, pid, addr, conn, executor, who, worker, restore_s))
             while True:
                 frame = wire.recv(conn)
                 self.last_seen[key] = time.monotonic()

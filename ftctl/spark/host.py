@@ -550,7 +550,8 @@ class SparkHost:
 
     def _on_reg(self, iid: str, inc: int, pid: int, addr: wire.Address | None,
                 conn: Connection, executor: str | None = None,
-                who: Identity | None = None, worker: str | None = None) -> None:
+                who: Identity | None = None, worker: str | None = None,
+                restore_s: float | None = None) -> None:
         if inc != self.inc[iid] or iid in self.live:
             # A stopped incarnation that came up late: send it away.
             with contextlib.suppress(OSError, ValueError):
@@ -559,9 +560,11 @@ class SparkHost:
         self.pending.pop(iid, None)
         self.live[iid] = _Task(inc, conn, pid, addr, time.monotonic(), identity=who)
         self.pids[iid] = pid
-        where = {"executor": executor} if executor is not None else {}
+        where: dict[str, Any] = {"executor": executor} if executor is not None else {}
         if worker is not None:
             where["worker"] = self.worker_name(worker)
+        if restore_s is not None and inc > 0:
+            where["restore_s"] = restore_s
         self.log("instance-registered", instance=iid, incarnation=inc, pid=pid, **where)
         if worker is not None:
             self.placed[iid] = where["worker"]
@@ -807,8 +810,11 @@ class SparkHost:
         if inc > 0:
             self.restarts += 1
             # ``spare``: served by a slot that was up already, no Spark job to wait for.
+            size = (self.store.size_of(restart.restore, iid)
+                    if isinstance(restart.restore, int) else None)
             self.log("instance-started", instance=iid, incarnation=inc, reason="restart",
-                     restore=restart.restore, spare=how != "job", start=how)
+                     restore=restart.restore, spare=how != "job", start=how,
+                     **({"restore_bytes": size} if size is not None else {}))
             if iid in self.graph.sources:
                 lo, _hi = self.graph.source_range(iid)
                 self.rewinding[(iid, inc)] = self.offsets.get(iid, lo)

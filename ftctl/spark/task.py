@@ -158,6 +158,7 @@ class InstanceTask:
         self.epoch = p.epoch
         self.out_epoch: dict[str, int] = {}
         self.resume_source = False  # a rollback gave a finished source more to produce
+        begun = time.monotonic()
         topology = Topology.model_validate(p.topology)
         graph = ExecutionGraph(topology)
         protocol = get_protocol(p.protocol)
@@ -201,6 +202,8 @@ class InstanceTask:
         # range a restarted source reads again from this, not from the stored blob, whose
         # form is the protocol's own.
         self.resumed = self.core.offset if self.core.is_source else None
+        # Building the instance and restoring its state: the restore in a recovery's start.
+        self.restore_s = time.monotonic() - begun
         self.ctrl = wire.connect(p.coordinator, p.token)
         # Upstream peers connect on the address this host reaches the driver from: the
         # loopback by default, the cluster's network when the driver binds there.
@@ -220,7 +223,8 @@ class InstanceTask:
             me = identity.this_process()
             executor, worker = where_this_runs()
             self._ctrl_send((wire.REG, self.inc, self.iid, os.getpid(), addr,
-                             executor, me.to_wire() if me is not None else None, worker))
+                             executor, me.to_wire() if me is not None else None, worker,
+                             round(self.restore_s, 4)))
             for target in (self._control_reader, self._heartbeat):
                 threading.Thread(target=target, daemon=True).start()
             if self.listener is not None:

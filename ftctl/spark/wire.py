@@ -26,7 +26,8 @@ HOST = "127.0.0.1"
 Address = tuple[str, int]
 
 # Control frames, task -> driver: (kind, incarnation, ...)
-REG = "reg"  # (REG, inc, iid, pid, data_address[, executor id[, identity[, worker]]])
+# (REG, inc, iid, pid, data_address[, executor id[, identity[, worker[, restore s]]]])
+REG = "reg"
 HB = "hb"  # (HB, inc, records_in, records_out)
 HBREG = "hbreg"  # (HBREG, inc, iid): opens a task's heartbeat-only connection
 # (SPARE, slot id, pid, fresh, executor id, worker host:port): a slot waiting to be given an
