@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ftctl.kernel.history import HistoryEvent
-from ftctl.metrics.struck import struck_nothing
+from ftctl.metrics.struck import last_placement, struck_nothing
 
 
 def _ev(seq: int, t: float, kind: str, data: dict[str, Any], instance: str | None = None,
@@ -57,4 +57,8 @@ def test_a_kill_is_placed_at_its_strike_not_at_its_record() -> None:
                                              "resolved": "w0", "at": 2.5}, fault="0.0")]
     assert struck_nothing(events, shift=2.0) == []
     assert len(struck_nothing(events)) == 1  # read at its record's time, it hit nothing
+
+
+def test_the_last_placement_is_each_instances_newest_registration() -> None:
+    assert last_placement(PLACED) == {"count[0]": "w0", "count[1]": "w0"}
 

@@ -61,6 +61,15 @@ def on_worker(events: list[HistoryEvent], worker: str, t: float) -> list[str] | 
     return sorted(i for i, w in where.items() if w == worker)
 
 
+def last_placement(records: Records) -> dict[str, str]:
+    """Instance -> the worker its newest task registered on (those that said)."""
+    out: dict[str, str] = {}
+    for e in sorted(read_history(records), key=lambda e: e.seq):
+        if e.kind == "instance-registered" and e.instance and e.data.get("worker"):
+            out[e.instance] = str(e.data["worker"])
+    return out
+
+
 def struck_nothing(records: Records, shift: float | None = None) -> list[str]:
     """One sentence per worker fault whose workers ran no instance when they were killed
     (``shift``: see ``worker_kills``)."""

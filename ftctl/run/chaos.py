@@ -22,7 +22,7 @@ from ftctl.config.topology import Topology
 from ftctl.console import console
 from ftctl.kernel.history import HistoryEvent
 from ftctl.metrics.runreport import analyze, build_series
-from ftctl.metrics.struck import struck_nothing
+from ftctl.metrics.struck import last_placement, struck_nothing
 from ftctl.results import RunStore, atomic_write_json
 from ftctl.run.execute import RunContext, RunExtension
 from ftctl.runtime.graph import ExecutionGraph
@@ -134,6 +134,7 @@ class ChaosExtension(RunExtension):
                                "source": self.schedule.source}
         summary["faults"] = _injected(events)
         summary["struck_nothing"] = struck_nothing(events, self.shift)
+        summary["placement"] = last_placement(events)
         summary["recovery"] = doc["faults"]
         summary["availability"] = doc["availability"]
         summary["events"] = {k: sum(1 for e in events if e.kind == k)
@@ -180,6 +181,13 @@ def print_recovery(summary: dict[str, Any]) -> None:
                       _s(r["recovery_rl_s"]), "-" if dip is None else f"{dip:.0%}")
     print_table(table, RECOVERY_LEGEND)
     print_breakdown(summary.get("recovery", []))
+    where = summary.get("placement") or {}
+    if where:
+        per: dict[str, int] = {}
+        for worker in where.values():
+            per[worker] = per.get(worker, 0) + 1
+        console.print("instances per worker at the end: " + ", ".join(
+            f"{w} {n}" for w, n in sorted(per.items())), highlight=False, soft_wrap=True)
     for line in summary.get("struck_nothing", []):
         console.print(f"[yellow]not a test[/yellow]: {line}", highlight=False, soft_wrap=True)
     for f in summary.get("faults", []):
