@@ -331,3 +331,22 @@ def test_a_slot_whose_process_died_or_whose_worker_is_gone_is_not_picked() -> No
     assert jobs.slots[0].state == "lost" and jobs.slots[1].state == "lost"
     jobs.slots[2].state = "busy"
     assert jobs._pick("count[1]") is None
+
+
+def test_with_start_job_every_start_is_a_job_and_no_slot_comes_back(pool: Any) -> None:
+    sc, _jobs, server, token, _events = pool
+    jobs = JobRunner(sc, "r", queue.Queue(), spares=0, recycle=False)
+    jobs.connect_to(server.address, token)
+    server.on_spare = jobs.spare_ready
+    assert jobs.submit(_payload("count[0]", 0, server, token)) == "job"
+    _until(lambda: len(sc.ran) == 1)
+    jobs.released("count[0]", 0, alive=True)
+    assert jobs.submit(_payload("count[0]", 1, server, token)) == "job"  # not queued
+    sc.exit("count[0]", 0)
+    _until(lambda: len(sc.ran) == 2)
+    assert jobs.wait_all(0.5) is False  # count[0] #1 still runs
+    time.sleep(0.1)
+    assert jobs.idle == {} and len(sc.jobs) == 2  # the first slot ended with its instance
+    sc.over.set()
+    jobs.release_spares()
+    assert jobs.wait_all(5.0)

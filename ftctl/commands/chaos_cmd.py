@@ -23,7 +23,14 @@ from ftctl.commands.cluster_options import (
     check_bind,
     check_store,
 )
-from ftctl.commands.common import Spares, check_scope, protocol_and_params, user_errors
+from ftctl.commands.common import (
+    Spares,
+    StartMode,
+    check_scope,
+    check_start,
+    protocol_and_params,
+    user_errors,
+)
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
@@ -80,6 +87,7 @@ def chaos(
     timeout: Annotated[float, typer.Option("--timeout", min=1,
                                            help="Give up after this many seconds.")] = 600.0,
     spares: Spares = DEFAULT_SPARES,
+    start: StartMode = "slot",
     bind: Bind = DEFAULT_BIND,
     store: Store = None,
     as_json: Annotated[bool, typer.Option("--json",
@@ -119,7 +127,7 @@ def chaos(
         timeout=timeout, as_json=as_json, backend=backend, labels=label,
         # Each worker can hold every instance twice over: a rack failure leaves room.
         cores=cores or SLOTS_PER_INSTANCE * len(graph.order), kind="chaos", spares=spares,
-        verbose=verbose,
+        start=check_start(start), verbose=verbose,
         bind=check_bind(bind), store=check_store(store),
         config={"chaos": {"schedule": schedule.source, "name": schedule.name,
                           "seed": schedule.seed, "expected_s": round(duration, 3),

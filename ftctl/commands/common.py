@@ -24,6 +24,19 @@ Spares = Annotated[int | None, typer.Option(
     "enough to cover the largest failure domain (a worker, or workers sharing a label) of a "
     "cluster ftctl starts; 1 with --master.")]
 
+StartMode = Annotated[str, typer.Option(
+    "--start", help="How instances start: slot (default: long-lived Spark tasks that host "
+    "one instance after another, so a restart is an assignment) or job (a Spark job per "
+    "instance and incarnation, no slot reused: Spark's job start is then part of every "
+    "restart, as a baseline to measure against).")]
+
+
+def check_start(start: str) -> str:
+    if start not in ("slot", "job"):
+        raise ConfigError("--start", None, f"expected slot or job, got {start!r}")
+    return start
+
+
 P = ParamSpec("P")
 R = TypeVar("R")
 

@@ -19,7 +19,7 @@ from ftctl.commands.cluster_options import (
     check_bind,
     check_store,
 )
-from ftctl.commands.common import Spares, check_scope, user_errors
+from ftctl.commands.common import Spares, StartMode, check_scope, check_start, user_errors
 from ftctl.compare.report import COST, LEGEND, OUTCOME, row, write_report
 from ftctl.compare.runner import CompareRequest, needs_own_cluster, run_comparison
 from ftctl.config.errors import ConfigError
@@ -61,6 +61,7 @@ def protocols_cmd(
     results: Annotated[Path, typer.Option(help="Where runs are written.")] = DEFAULT_ROOT,
     timeout: Annotated[float, typer.Option(min=1, help="Per-run limit, seconds.")] = 600.0,
     spares: Spares = DEFAULT_SPARES,
+    start: StartMode = "slot",
     bind: Bind = DEFAULT_BIND,
     store_at: Store = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
@@ -104,7 +105,7 @@ def protocols_cmd(
     check_cluster(schedule, None, worker_labels, backend)
     check_triggers(schedule, infos)
 
-    bind, store_at = check_bind(bind), check_store(store_at)
+    bind, store_at, start = check_bind(bind), check_store(store_at), check_start(start)
     store = RunStore.create(results, topology=topology.name, protocol="compare", kind="compare")
     store.write_config({"topology": topology.model_dump(by_alias=True),
                         "protocols": [i.name for i in infos], "params": params,
@@ -112,7 +113,7 @@ def protocols_cmd(
                         "shared_cluster": not needs_own_cluster(schedule)})
     req = CompareRequest(topology, schedule, infos, params, repeat, workers, label, results,
                          timeout, state_dir=(Path(".ftctl") / "runs" / store.run_id).resolve(),
-                         backend=backend, spares=spares, verbose=verbose,
+                         backend=backend, spares=spares, start=start, verbose=verbose,
                          bind=bind, store=store_at)
     try:
         with LiveLine(quiet=as_json) as live:

@@ -15,7 +15,14 @@ from ftctl.commands.cluster_options import (
     check_bind,
     check_store,
 )
-from ftctl.commands.common import Spares, check_scope, protocol_and_params, user_errors
+from ftctl.commands.common import (
+    Spares,
+    StartMode,
+    check_scope,
+    check_start,
+    protocol_and_params,
+    user_errors,
+)
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.results import DEFAULT_ROOT
@@ -50,6 +57,7 @@ def run(
     timeout: Annotated[float, typer.Option("--timeout", min=1,
                                            help="Give up after this many seconds.")] = 3600.0,
     spares: Spares = DEFAULT_SPARES,
+    start: StartMode = "slot",
     bind: Bind = DEFAULT_BIND,
     store: Store = None,
     as_json: Annotated[bool, typer.Option("--json",
@@ -67,6 +75,7 @@ def run(
     check_scope(params, topology, str(topology_file))
     code = execute(RunRequest(topology, info, params, master=master, workers=workers,
                               results=results, timeout=timeout, as_json=as_json,
-                              backend=backend, spares=spares, verbose=verbose,
+                              backend=backend, spares=spares, start=check_start(start),
+                              verbose=verbose,
                               bind=check_bind(bind), store=check_store(store)))
     raise typer.Exit(code)

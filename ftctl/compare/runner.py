@@ -152,6 +152,7 @@ class CompareRequest:
     state_dir: Path
     backend: str = "local"
     spares: int | None = DEFAULT_SPARES
+    start: str = "slot"
     verbose: bool = False
     bind: str = wire.HOST  # the control channel's listen address
     store: str | None = None  # snapshot store location (default: in each run's directory)
@@ -197,7 +198,7 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
                     master=shared.master_url if shared else None, workers=req.workers,
                     results=req.results, timeout=req.timeout, as_json=False,
                     backend=req.backend, labels=req.labels, cores=cores, kind="compare",
-                    quiet=True, spares=spares, verbose=req.verbose, bind=req.bind,
+                    quiet=True, spares=spares, start=req.start, verbose=req.verbose, bind=req.bind,
                     store=req.store,
                     live=_prefixed(step, prefix),
                     work_dir=shared.work_dir if shared else None,

@@ -82,6 +82,7 @@ class RunRequest:
     quiet: bool = False  # print nothing (a caller such as compare reports for itself)
     # Empty slots kept waiting for a restart; None: the failure-domain default.
     spares: int | None = DEFAULT_SPARES
+    start: str = "slot"  # "job": a Spark job per instance and incarnation (``--start``)
     verbose: bool = False  # stream Spark's JVM logs to stderr too (always in logs/)
     # A caller that is quiet but shows its own progress line (compare) gets the steps here.
     live: Callable[[str], None] | None = None
@@ -148,7 +149,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         "params": req.params.model_dump(mode="json"), "master": master,
         "workers": None if master else req.workers,
         "host": "spark", "backend": None if master else req.backend,
-        "labels": req.labels, "spares": spares, "bind": req.bind,
+        "labels": req.labels, "spares": spares, "start": req.start, "bind": req.bind,
         "store": snapshot_location(req.store, run_store), **req.config,
     })
     say = _sayer(req.as_json or req.quiet)
@@ -200,7 +201,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         host = SparkHost(spark.sparkContext, graph, info, req.params, run_store.run_id,
                          snapshot_location(req.store, run_store), rate=topology.input.rate,
                          history=run_store.history, timeout=req.timeout, spares=spares,
-                         bind=req.bind,
+                         start=req.start, bind=req.bind,
                          workers=master_source(cluster) if cluster is not None else None,
                          spill=run_store.path / SPILL)
         ctx = RunContext(req, run_store, graph, host, cluster, say)

@@ -227,8 +227,11 @@ class JobRunner:
     """
 
     def __init__(self, sc: Any, run_id: str, events: queue.Queue[tuple[Any, ...]],
-                 spares: int = 0):
+                 spares: int = 0, recycle: bool = True):
         self.sc = sc
+        # False (``--start job``): a slot hosts one instance and ends with it, and a start
+        # never waits for a slot coming back: Spark's job start is in every restart.
+        self.recycle = recycle
         self.run_id = run_id
         self.events = events
         self.spares = spares
@@ -279,7 +282,8 @@ class JobRunner:
             with self.lock:
                 slot = self._pick(payload.instance) if self.spare_base is not None else None
                 if slot is None:
-                    if self.spare_base is not None and self._coming() > len(self.pending):
+                    if (self.spare_base is not None and self.recycle
+                            and self._coming() > len(self.pending)):
                         self.pending.append(payload)
                         return "queued"
                     break
@@ -482,7 +486,8 @@ class JobRunner:
             self.slots[sid] = slot
             self.launched += 1
         self._launch(self._spare_group(sid), self._spare_job,
-                     dataclasses.replace(base, spare=sid, first=first), where)
+                     dataclasses.replace(base, spare=sid, first=first,
+                                         once=not self.recycle), where)
 
     def _spread(self) -> str | None:
         """The executor with the fewest slots: empty slots spread over the domains."""

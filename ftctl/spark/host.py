@@ -137,12 +137,14 @@ class SparkHost:
                  rate: float | None = None, history: History | None = None,
                  progress: Progress | None = None, timeout: float = 3600.0,
                  on_start: Callable[[], None] | None = None, spares: int = 0,
+                 start: str = "slot",
                  bind: str = wire.HOST,
                  workers: Callable[[], list[Worker] | None] | None = None,
                  spill: Path | None = None):
         self.sc = sc
         self.bind = bind  # the control channel's listen address (``--bind``)
         self.spares = spares
+        self.start_mode = start  # "job": a Spark job per instance incarnation
         self.graph = graph
         self.info = protocol
         self.params = params
@@ -316,7 +318,8 @@ class SparkHost:
         self.server = ControlServer(self.token, self.events_q, self.bind,
                                     lambda peer: self.log("connection-refused", peer=peer),
                                     self.spill / "latency.pickle" if self.spill else None)
-        self.jobs = JobRunner(self.sc, self.run_id, self.events_q, self.spares)
+        self.jobs = JobRunner(self.sc, self.run_id, self.events_q, self.spares,
+                              recycle=self.start_mode == "slot")
         self.server.on_spare = self.jobs.spare_ready
         alive = (sum(1 for w in self.capacity.slots.workers if w.alive)
                  if self.capacity is not None else 0)

@@ -94,6 +94,7 @@ class SparePayload:
     coordinator: wire.Address
     token: bytes
     first: TaskPayload | None = None
+    once: bool = False  # end with the first instance it hosts (``--start job``)
 
 
 Runner = Callable[[TaskPayload], dict[str, Any]]
@@ -119,6 +120,8 @@ def run_slot(p: SparePayload, run: Runner) -> dict[str, Any]:
             if task is None:  # let go: the run is over
                 return last
         last = run(task)
+        if p.once:
+            return last
         task, fresh = None, False
 
 
