@@ -119,7 +119,7 @@ def pool() -> Iterator[tuple[FakeSC, JobRunner, ControlServer, bytes,
     finally:
         sc.over.set()
         jobs.release_spares()
-        assert jobs.wait_all(5.0), "a job thread was left running"
+        assert jobs.wait_all(15.0), "a job thread was left running"
         server.close()
 
 
@@ -193,7 +193,9 @@ def test_a_failed_instances_slot_is_not_waited_for(pool: Any) -> None:
     assert jobs.submit(_payload("count[0]", 1, server, token)) == "job"
 
 
-def test_a_slot_that_does_not_come_back_in_time_gets_its_start_a_job(pool: Any) -> None:
+def test_a_slot_that_does_not_come_back_in_time_gets_its_start_a_job(
+        pool: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("ftctl.spark.driver.RETURN_WAIT", 0.5)
     sc, jobs, server, token = _one_running(pool)
     jobs.released("count[0]", 0, alive=True)  # but it never exits (paused, say)
     assert jobs.submit(_payload("count[0]", 1, server, token)) == "queued"
@@ -350,3 +352,34 @@ def test_with_start_job_every_start_is_a_job_and_no_slot_comes_back(pool: Any) -
     sc.over.set()
     jobs.release_spares()
     assert jobs.wait_all(5.0)
+
+
+def test_a_returning_slot_is_not_cancelled_within_its_grace_and_failed_domains_wait(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from multiprocessing import Pipe
+
+    monkeypatch.setattr("ftctl.spark.driver.RETURN_GRACE", 0.3)
+    cancelled: list[str] = []
+
+    class SC:
+        def cancelJobGroup(self, group: str) -> None:
+            cancelled.append(group)
+
+    jobs = JobRunner(SC(), "r", queue.Queue(), spares=0)
+    jobs.domain = lambda s: {"1": "rack=a", "2": "rack=a", "3": "rack=b"}.get(s.executor or "")
+    jobs.slots = {0: Slot(0, "busy", key=("a[0]", 0), executor="1"),
+                  1: Slot(1, "busy", key=("b[0]", 0), executor="3")}
+    jobs.group_of = {("a[0]", 0): "ftctl-r-spare-0", ("b[0]", 0): "ftctl-r-spare-1"}
+    jobs.threads = {"ftctl-r-spare-0": threading.current_thread(),
+                    "ftctl-r-spare-1": threading.current_thread()}
+    jobs.released("a[0]", 0, alive=True)  # fenced alive: coming back, maybe slowly
+    jobs.cancel("a[0]", 0)
+    assert cancelled == []
+    _until(lambda: cancelled == ["ftctl-r-spare-0"], timeout=5.0)  # the grace is over
+    # b[0] failed on rack b: a restart prefers rack a's waiting slot, though b is emptier.
+    jobs.released("b[0]", 0, alive=False)
+    (x, _x), (y, _y) = Pipe(), Pipe()
+    jobs.slots.update({2: Slot(2, "idle", conn=x, executor="2"),
+                       3: Slot(3, "idle", conn=y, executor="3")})
+    assert jobs._pick("c[0]").sid == 2  # type: ignore[union-attr]
+

@@ -38,8 +38,14 @@ EV_JOB_FAILED = "job-failed"  # (EV_JOB_FAILED, iid, inc, reason)
 MAX_SPARE_FAILURES = 3  # empty slot jobs failing in a row before no more are submitted
 # A slot whose instance was fenced alive comes back in milliseconds on a quiet machine; one
 # that has not by then (paused, or on a worker that is going) is no longer waited for. Long
-# enough for a loaded machine, where the job it would launch instead takes 10-35 s.
-RETURN_WAIT = 2.0
+# enough for a loaded machine (seconds), where the job launched instead takes 10-35 s.
+RETURN_WAIT = 5.0
+# A returning slot is not cancelled (its job killed) for this long after its instance was
+# stopped: under load its task may take seconds to notice, and a slot is worth keeping.
+RETURN_GRACE = 10.0
+# A failure domain where an instance failed this recently gets no restart while another
+# has a waiting slot: in a correlated failure its other workers may be going too.
+FAILED_AVOID = 10.0
 # A returning worker's executor starts a moment after the master lists the worker alive.
 WARM_WAIT = 30.0
 
@@ -253,6 +259,7 @@ class JobRunner:
         self.domain: Callable[[Slot], str | None] = lambda s: s.worker or s.executor
         self.pin: Callable[[Any, Any, str], Any] = pinned_rdd  # a job that prefers ``where``
         self.gone: set[str] = set()  # workers (host:port) the cluster lists as not alive
+        self.failed_at: dict[str | None, float] = {}  # failure domain -> its last failure
         # Told of every slot that registers waiting, with its worker (host:port).
         self.on_ready: Callable[[str], None] | None = None
 
@@ -340,11 +347,13 @@ class JobRunner:
         op = operator_of(iid)
         hosting = [s for s in self.slots.values() if s.state == "busy" and s.key is not None]
         want = self.locations.get(iid)
+        now = time.monotonic()
 
-        def score(s: Slot) -> tuple[bool, int, int, int, int]:
+        def score(s: Slot) -> tuple[bool, bool, int, int, int, int]:
             dom = self.domain(s)
             same = [h for h in hosting if operator_of(h.key[0]) == op]  # type: ignore[index]
-            return (not (want is not None and s.executor is not None
+            return (now - self.failed_at.get(dom, -FAILED_AVOID) < FAILED_AVOID,
+                    not (want is not None and s.executor is not None
                          and want.rsplit("_", 1)[-1] == s.executor),
                     sum(1 for h in same if self.domain(h) == dom),
                     sum(1 for h in same if h.executor == s.executor),
@@ -367,6 +376,8 @@ class JobRunner:
             for s in self.slots.values():
                 if s.key == (iid, inc) and s.state == "busy":
                     s.state, s.since = ("returning" if alive else "lost"), time.monotonic()
+                    if not alive:
+                        self.failed_at[self.domain(s)] = s.since
         if alive:  # one that does not come back in time stops holding up the queue
             timer = threading.Timer(RETURN_WAIT, self._refill)
             timer.daemon = True
@@ -552,6 +563,12 @@ class JobRunner:
             group = self.group_of.get((iid, inc))
             if group is None or group not in self.threads:
                 return
+            slot = next((s for s in self.slots.values() if s.key == (iid, inc)), None)
+            wait = (RETURN_GRACE - (time.monotonic() - slot.since)
+                    if slot is not None and slot.state == "returning" else 0.0)
+        if wait > 0:  # still coming back, slowly: give it until the grace is over
+            self.cancel_later(iid, inc, wait)
+            return
         with contextlib.suppress(Exception):
             self.sc.cancelJobGroup(group)
 
