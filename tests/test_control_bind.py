@@ -43,10 +43,12 @@ def test_a_connection_without_the_token_is_refused_and_reported() -> None:
         me = this_process()
         assert me is not None
         wire.send(conn, (wire.REG, 0, "count[0]", 123, ("127.0.0.1", 1), "exec-1",
-                         me.to_wire()))
-        kind, iid, inc, pid, _addr, _conn, executor, who = events.get(timeout=5)
+                         me.to_wire(), "127.0.0.1:7078", 0.012))
+        kind, iid, inc, pid, _addr, _conn, executor, who, worker, restore_s = events.get(
+            timeout=5)
         assert (kind, iid, inc, pid, executor) == (EV_REG, "count[0]", 0, 123, "exec-1")
         assert who == me, "where the task runs reaches the host, for its pid checks"
+        assert (worker, restore_s) == ("127.0.0.1:7078", 0.012)
         conn.close()
     finally:
         server.close()
