@@ -208,6 +208,8 @@ class SimResult:
     trace: list[str]
     events: list[HistoryEvent]  # the run's history (ftctl.kernel.history)
     end_time: float
+    # When sinks emitted (not staged) output, in order, once per instant.
+    output_times: list[float] = field(default_factory=list)
 
 
 class SimHost:
@@ -275,6 +277,13 @@ class SimHost:
         self.open_phases: dict[str, set[int | None]] = {}
         self.on_snapshot: list[Callable[[], object]] = []
         self.snapshots_seen: set[int] = set()
+        # Lifecycle records (ftctl/kernel/lifecycle.py): start groups pushed but not yet
+        # started, each source's furthest offset, and when sinks made output visible.
+        self.lifecycle = self.kernel.lifecycle
+        self.lifecycle.digits = 6  # simulated times are milliseconds
+        self.starting = 0
+        self.offsets: dict[str, int] = {}
+        self.output_times: list[float] = []
 
     # ------------------------------------------------------------------ event plumbing
 
@@ -316,7 +325,7 @@ class SimHost:
         self._log("run-finished", complete=complete, seconds=round(self.now, 4))
         return SimResult(self.sinks.by_operator(), complete, self.stats,
                          self.hasher.hexdigest() if self.hasher else "", self.trace,
-                         self.events, self.now)
+                         self.events, self.now, self.output_times)
 
     # ------------------------------------------------------------------ events
 
@@ -336,6 +345,7 @@ class SimHost:
     def _do_step(self, unit: Unit, _: None) -> None:
         acts = unit.handle(SourceReady(unit.id, self.now), self.now)  # type: ignore[arg-type]
         self._note(f"step {unit.id} offset={unit.core.offset}")
+        self.offsets[unit.id] = max(self.offsets.get(unit.id, 0), unit.core.offset)
         perform(unit, acts, self)
         free = self.now
         if self.gates:
@@ -406,10 +416,17 @@ class SimHost:
 
     def _on_start(self, starts: tuple[tuple[str, int], ...]) -> None:
         # A plan's instances start together: a job resumes once its replacements are deployed.
+        self.starting -= 1
         begun = [self._start(iid, inc) for iid, inc in starts]
+        members = [unit.id for unit, _ in begun if unit is not None]
+        if members:
+            where = self.cluster.where if self.cluster is not None else {}
+            self._apply([self.lifecycle.running(
+                members, {i: where[i] for i in sorted(members) if i in where})])
         for unit, acts in begun:
             if unit is not None:
                 perform(unit, acts, self)
+        self._apply(self.lifecycle.settled(self.now, not self.starting))
 
     def _start(self, iid: str, inc: int) -> tuple[Unit | None, list[Any]]:
         got = None if iid in self.live else self.kernel.start_unit(iid, inc)
@@ -423,6 +440,11 @@ class SimHost:
         if inc > 0:
             self._log("instance-started", instance=iid, incarnation=inc, reason="restart",
                       restore=restart.restore)
+            if unit.core.is_source:  # it reads again from where it restored to
+                lo, _hi = self.graph.source_range(iid)
+                self.lifecycle.source_restarted(iid, inc, self.offsets.get(iid, lo))
+                rewound = self.lifecycle.source_resumed(iid, inc, unit.core.offset)
+                self._apply([rewound] if rewound is not None else [])
         for msg in held:
             acts += unit.handle(ControlIn(msg), self.now)
         if unit.core.is_source:
@@ -905,6 +927,8 @@ class SimHost:
     def emit(self, slot: str, records: Sequence[tuple[Any, Any]],
              uids: Sequence[Any] | None = None) -> None:
         self.sinks.append(slot, list(records), uids)
+        if records and (not self.output_times or self.output_times[-1] != self.now):
+            self.output_times.append(self.now)
 
     def stage(self, slot: str, epoch: int, records: Sequence[tuple[Any, Any]]) -> None:
         self.outputs.stage(slot, epoch, records)
@@ -999,7 +1023,7 @@ class SimHost:
 
     # ------------------------------------------------------------------ coordinator commands
 
-    def _apply(self, cmds: list[HostCommand]) -> None:
+    def _apply(self, cmds: Sequence[HostCommand]) -> None:
         for c in cmds:
             if isinstance(c, Fence):
                 for iid in c.instances:
@@ -1007,6 +1031,7 @@ class SimHost:
                 self._note(f"stop {list(c.instances)}")
             elif isinstance(c, StartGroup):
                 delay = 0.001 + 0.004 * self.rng.random() if self.now > 0 else 0.0
+                self.starting += 1
                 self._push(self.now + delay, "start", c.starts)
             elif isinstance(c, SendControl):
                 if c.slot is None:
