@@ -24,7 +24,8 @@ from ftctl.config.topology import Topology
 from ftctl.console import EXIT_FAILED, EXIT_OK, console, err_console
 from ftctl.progress import LiveLine
 from ftctl.run.simspread import check_master, run_on_spark
-from ftctl.sim.faults import CRASH_ONLY, FAULT_KINDS, FaultKind, parse_kinds
+from ftctl.sim.faults import CRASH_ONLY, SCENARIO_NAMES, FaultKind, kind_names, parse_kinds
+from ftctl.sim.recovery import MEASURES
 from ftctl.sim.runner import ScheduleCrashed, ScheduleOutcome, SimSummary, Simulator, refusals
 from ftctl.sim.spread import SimJob, run_parallel
 from ftctl.tables import print_table
@@ -70,8 +71,8 @@ def sim(
     faults: Annotated[
         str,
         typer.Option("--faults", help="Fault kinds the schedules draw, comma-separated: "
-                     f"{','.join(FAULT_KINDS)}."),
-    ] = "crash",
+                     f"{kind_names()}."),
+    ] = "kill-task",
     scenario: Annotated[
         Path | None,
         typer.Option("--scenario", help="Replay this chaos-scenario file (chaos/*.yaml) "
@@ -106,7 +107,9 @@ def sim(
     during recovery, anywhere) and compares the sinks with the fault-free golden run.
     With --faults the schedules also pause units (past the hang timeout they are fenced),
     partition, delay or slow them, or take nodes down. Exits 1 on any violation of the
-    protocol's guarantee and prints the seed to replay. With --scenario every schedule
+    protocol's guarantee and prints the seed to replay. The summary gives each fault kind's
+    recovery times (detect, restart, recovered, first output) in simulated time. With
+    --scenario every schedule
     replays a chaos-scenario file (as ftctl chaos --scenario), each with its own seeded
     interleaving, on --workers simulated nodes.
 
@@ -120,7 +123,9 @@ def sim(
 
       ftctl sim topologies/diamond.yaml -p checkpoint/commit-early --seed 1
 
-      ftctl sim topologies/diamond.yaml -p causal --faults crash,pause,partition,delay,slow
+      ftctl sim topologies/diamond.yaml -p causal --faults kill-task,pause,partition,delay,slow
+
+      ftctl sim topologies/wordcount.yaml -p causal --faults kill-task,pause -n 200
 
       ftctl sim topologies/wordcount.yaml -p checkpoint --scenario chaos/flapping.yaml -n 50
 
@@ -299,6 +304,7 @@ def _summary_json(
         "failing_seeds": s.failing_seeds[:50],
         "fallbacks": s.fallbacks,
         "piggyback": s.piggyback_totals(),
+        "recovery": s.recovery_times(),
         "passed": s.passed,
         "seconds": round(elapsed, 3),
     }
@@ -318,9 +324,11 @@ def _show_summary(s: SimSummary, run: _Run, sim: Simulator, elapsed: float) -> N
     )
     print_table(table)
     rate = s.schedules / elapsed * 60 if elapsed > 0 else 0.0
-    faults = (f"fault kinds: {', '.join(sim.kinds)}" if sim.scenario is None
+    faults = (f"fault kinds: {', '.join(SCENARIO_NAMES.get(k, k) for k in sim.kinds)}"
+              if sim.scenario is None
               else f"scenario {sim.scenario.name} (x{sim.scenario.scale:.3g} s per scenario s)")
     console.print(f"{elapsed:.1f} s, {rate:,.0f} schedules/min; {faults}", highlight=False)
+    _show_recovery(s)
     pb = s.piggyback_totals()
     if pb["bytes"] or pb["clock_only"]:
         console.print(f"piggyback: {pb['mean']:g} B per batch (largest {pb['max']:,}), "
@@ -339,6 +347,28 @@ def _show_summary(s: SimSummary, run: _Run, sim: Simulator, elapsed: float) -> N
         )
     else:
         console.print("[green]no violations[/green]")
+
+
+def _show_recovery(s: SimSummary) -> None:
+    """Recovery times per fault kind, in simulated milliseconds."""
+    times = s.recovery_times()
+    if not any(k["failed"] for k in times.values()):
+        return
+    table = Table(title="recovery per fault kind (simulated ms since the fault)")
+    for col in ("fault", "struck", "failed", "measure", "n", "median", "p95", "max"):
+        table.add_column(col, justify="left" if col in ("fault", "measure") else "right")
+    for kind, entry in times.items():
+        first = True
+        for name in MEASURES:
+            got = entry[name]
+            if got is None:
+                continue
+            table.add_row(kind if first else "", str(entry["faults"]) if first else "",
+                          str(entry["failed"]) if first else "", name.replace("_", " "),
+                          str(got["n"]), *(f"{got[k] * 1000:.2f}" for k in ("median", "p95",
+                                                                          "max")))
+            first = False
+    print_table(table)
 
 
 def _show_replay(outcome: ScheduleOutcome, trace_file: Path | None) -> None:
