@@ -91,3 +91,13 @@ def test_an_unknown_fault_name_is_one_line_and_exit_2() -> None:
     res = runner.invoke(app, ["sim", str(TOPOLOGIES / "wordcount.yaml"), "--faults", "boom"])
     assert res.exit_code == 2
     assert "--faults" in res.output and "Traceback" not in res.output
+
+
+def test_faults_of_one_kind_before_a_detection_share_it() -> None:
+    _, res = _run("wordcount", "causal", [(0.005, Strike(0, 1, ("split[0]",))),
+                                          (0.0051, Strike(0, 1, ("split[1]",)))])
+    first, second = fault_times(res.events, res.output_times)
+    detected = _events(res, "failure-detected")[0].t
+    assert detected > 0.0051  # both struck before the first detection
+    assert first[1] is not None and second[1] is not None
+    assert first[1] - second[1] == pytest.approx(0.0001, abs=1e-6)

@@ -13,8 +13,9 @@ Per fault (a ``fault-injected`` record), in simulated seconds since it struck:
 ``recovered`` is the end of ``ftctl.metrics.recovery.recovery_breakdown``'s ``start`` part,
 so it means what it means for a Spark run. A fault whose first detection comes after the
 next fault struck caused no failure of its own (a pause that ended before the hang
-timeout, a delay): it has no times. Faults are grouped by their scenario names
-(``kill-task`` for a crash).
+timeout, a delay): it has no times; faults of one kind that strike before a detection (a
+kill-group's nodes) share it. Faults are grouped by their scenario names (``kill-task`` for
+a crash); ``restore-capacity`` brings capacity back and is left out.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ftctl.sim.faults import SCENARIO_NAMES
 
 MEASURES = ("detect", "restart", "recovered", "first_output")
 RESTARTS = ("instance-started", "instance-rolled-back")
+RETURNS = ("restore-capacity",)  # capacity coming back: nothing to recover from
 # One fault's times: (kind, detect, restart, recovered, first_output); None: never came.
 FaultTimes = tuple[str, float | None, float | None, float | None, float | None]
 
@@ -36,13 +38,15 @@ FaultTimes = tuple[str, float | None, float | None, float | None, float | None]
 def fault_times(events: Sequence[HistoryEvent], outputs: Sequence[float]) -> list[FaultTimes]:
     """The recovery times of every fault in one run's history; ``outputs``: when sinks
     emitted, in order (committed output is read from ``output-committed``)."""
-    windows = sorted(fault_windows(events), key=lambda w: w.t)
+    windows = sorted((w for w in fault_windows(events) if w.fault not in RETURNS),
+                     key=lambda w: w.t)
     shown = sorted([*outputs, *(e.t for e in events if e.kind == "output-committed"
                                 and e.data.get("records"))])
     out: list[FaultTimes] = []
     for k, w in enumerate(windows):
         kind = SCENARIO_NAMES.get(w.fault, w.fault)
-        following = windows[k + 1].t if k + 1 < len(windows) else math.inf
+        # Faults of one kind struck before a detection share it (a group's nodes, a burst)
+        following = next((x.t for x in windows[k + 1:] if x.fault != w.fault), math.inf)
         detected = first_event_after(events, ("failure-detected",), w.t)
         if detected is None or (detected >= following and following > w.t):
             out.append((kind, None, None, None, None))
