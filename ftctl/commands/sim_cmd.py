@@ -82,6 +82,10 @@ def sim(
         "--workers", min=1, help="With --scenario: simulated nodes w0, w1, ...")] = 2,
     node_label: Annotated[list[str] | None, typer.Option(
         "--label", help="With --scenario: node labels, one per node, cycled (rack=a).")] = None,
+    slots: Annotated[list[str] | None, typer.Option(
+        "--slots", help="With --scenario: slots per node, N for every node or key=value:N "
+        "for the nodes with that label (repeatable); default: room for every instance "
+        "twice.")] = None,
     expect: Annotated[
         str | None,
         typer.Option(
@@ -149,8 +153,11 @@ def sim(
     for why in refusals(given, topo):  # a topology outside the protocol's scope
         raise ConfigError(str(topology), "--protocol", why)
     guarantee = _guarantee(expect) if expect else None
-    planned = (_scenario(scenario, topo, workers, node_label, info) if scenario is not None
-               else None)
+    if slots and scenario is None:
+        raise ConfigError("--slots", None, "sizes the nodes of a --scenario run: give "
+                          "--scenario")
+    planned = (_scenario(scenario, topo, workers, node_label, info, slots or [])
+               if scenario is not None else None)
     # What another process or an executor needs to rebuild this simulator (-j, --master).
     job = SimJob(topo, info.name, given, guarantee, max_failures, max_burst, kinds, planned)
     simulator = job.simulator()
@@ -241,18 +248,23 @@ def _with_progress(run: _Run, body: Progressed) -> SimSummary:
 
 
 def _scenario(path: Path, topo: Topology, workers: int, labels: list[str] | None,
-              protocol: object) -> SimScenario:
+              protocol: object, slots: list[str]) -> SimScenario:
     from ftctl.cluster.labels import LabelSyntaxError, expand_labels
     from ftctl.runtime.graph import ExecutionGraph
     from ftctl.sim.runner import nominal_duration
-    from ftctl.sim.scenario import load_sim_scenario
+    from ftctl.sim.scenario import load_sim_scenario, node_slots
 
     try:
         node_labels = expand_labels(labels, workers)
     except LabelSyntaxError as exc:
         raise ConfigError("--label", None, str(exc)) from None
-    return load_sim_scenario(path, topo, nominal_duration(ExecutionGraph(topo)), node_labels,
-                             protocol=protocol)
+    graph = ExecutionGraph(topo)
+    try:
+        per_node = node_slots(slots, node_labels, len(graph.order)) if slots else None
+    except ValueError as exc:
+        raise ConfigError("--slots", None, str(exc)) from None
+    return load_sim_scenario(path, topo, nominal_duration(graph), node_labels,
+                             protocol=protocol, slots=per_node)
 
 
 def _kinds(value: str) -> tuple[FaultKind, ...]:
@@ -273,7 +285,8 @@ def _faults_option(sim: Simulator) -> str:
         cluster = sim.scenario.labels
         labels = "".join(f" --label {','.join(f'{k}={v}' for k, v in x.items())}"
                          for x in cluster if x)
-        return f" --scenario {sim.scenario.source} --workers {len(cluster)}{labels}"
+        sized = "".join(f" --slots {v}" for v in sim.scenario.slot_options())
+        return f" --scenario {sim.scenario.source} --workers {len(cluster)}{labels}{sized}"
     return "" if sim.kinds == CRASH_ONLY else f" --faults {','.join(sim.kinds)}"
 
 
@@ -305,6 +318,8 @@ def _summary_json(
         "fallbacks": s.fallbacks,
         "piggyback": s.piggyback_totals(),
         "recovery": s.recovery_times(),
+        "restores": [{"t": round(t, 6), "nodes_back": list(nodes), "queries": list(qs)}
+                     for t, nodes, qs in s.stages],
         "passed": s.passed,
         "seconds": round(elapsed, 3),
     }
@@ -329,6 +344,7 @@ def _show_summary(s: SimSummary, run: _Run, sim: Simulator, elapsed: float) -> N
               else f"scenario {sim.scenario.name} (x{sim.scenario.scale:.3g} s per scenario s)")
     console.print(f"{elapsed:.1f} s, {rate:,.0f} schedules/min; {faults}", highlight=False)
     _show_recovery(s)
+    _show_stages(s, run)
     pb = s.piggyback_totals()
     if pb["bytes"] or pb["clock_only"]:
         console.print(f"piggyback: {pb['mean']:g} B per batch (largest {pb['max']:,}), "
@@ -368,6 +384,18 @@ def _show_recovery(s: SimSummary) -> None:
                           str(got["n"]), *(f"{got[k] * 1000:.2f}" for k in ("median", "p95",
                                                                           "max")))
             first = False
+    print_table(table)
+
+
+def _show_stages(s: SimSummary, run: _Run) -> None:
+    """The first schedule's capacity returning in stages, and the queries each brought back."""
+    if not s.stages:
+        return
+    table = Table(title=f"capacity back and queries restored (schedule {run.first_seed})")
+    for col in ("t (sim s)", "nodes back", "queries restored, in the order they came back"):
+        table.add_column(col, justify="right" if col.startswith("t") else "left")
+    for t, nodes, queries in s.stages:
+        table.add_row(f"{t:.4f}", ", ".join(nodes) or "(survivors)", " ".join(queries) or "-")
     print_table(table)
 
 

@@ -235,6 +235,7 @@ class SimHost:
         self.history = History("sim", lambda: self.now)
         self.events: list[HistoryEvent] = self.history.events
         self.heap: list[tuple[float, int, str, Any]] = []
+        self.capacity_moved = False  # a node left or returned: plan when the instant ends
         self.seq = 0
         self.live: dict[str, Unit] = {}
         n = len(graph.channels)
@@ -317,8 +318,10 @@ class SimHost:
             self.now = t
             self.stats.events += 1
             getattr(self, "_on_" + kind)(data)
+            self._settle_capacity()
             while strikes and self.stats.events >= strikes[0].at_event:
                 self.inject(strikes.popleft())
+                self._settle_capacity()
             if self.max_events is not None and self.stats.events > self.max_events:
                 break
         complete = self.kernel.finished()
@@ -824,7 +827,8 @@ class SimHost:
 
     def node_down(self, node: str) -> list[str]:
         """``node`` leaves: every unit placed on it dies (as ``_kill``), its slots go; the
-        coordinator hears ``CapacityChanged`` now and the failure after a detection delay."""
+        coordinator hears ``CapacityChanged`` at the end of this instant (with every other
+        node that leaves or returns in it) and the failure after a detection delay."""
         assert self.cluster is not None, "node_down needs a SimHost with a cluster"
         victims = self.cluster.down(node)
         down = self._log("node-down", node=node, instances=victims)
@@ -836,7 +840,7 @@ class SimHost:
             self.stats.failed_instances.extend(victims)
             detect = self.now + 0.002 + 0.004 * self.rng.random()
             self._push(detect, "node_detect", (frozenset(victims), frozenset({node}), down.seq))
-        self._apply(self.kernel.capacity_changed(self.now))
+        self.capacity_moved = True
         return victims
 
     def node_up(self, node: str) -> None:
@@ -844,7 +848,14 @@ class SimHost:
         assert self.cluster is not None, "node_up needs a SimHost with a cluster"
         self.cluster.up(node)
         self._log("node-up", node=node)
-        self._apply(self.kernel.capacity_changed(self.now))
+        self.capacity_moved = True
+
+    def _settle_capacity(self) -> None:
+        """Once the nodes that leave or return at this instant all have: the coordinator
+        hears ``CapacityChanged`` once, and plans once for them together."""
+        if self.capacity_moved and (not self.heap or self.heap[0][0] > self.now):
+            self.capacity_moved = False
+            self._apply(self.kernel.capacity_changed(self.now))
 
     def _on_node_detect(self, data: tuple[frozenset[str], frozenset[str], int]) -> None:
         failed, nodes, down = data
