@@ -1,4 +1,4 @@
-"""The simulation host's non-crash faults (ftctl/sim/host.py, ftctl/sim/faults.py): pause
+"""The simulation host's non-crash faults (ftctl/sim/*_faults.py, ftctl/sim/faults.py): pause
 and hang detection with fenced zombies, partition and drop fence the receiver, delay keeps
 FIFO, slow postpones, node loss, and every fault that cannot strike is logged skipped."""
 
