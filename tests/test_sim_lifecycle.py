@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from ftctl.kernel.commands import Log
+from ftctl.kernel.lifecycle import Lifecycle, stopped
 from ftctl.sim.faults import Strike
 from tests.test_sim_faults import _events, _run
 
@@ -46,3 +48,22 @@ def test_a_second_crash_during_a_recovery_extends_it() -> None:
     assert recovered[0].t > detections[1].t
     assert recovered[0].data["seconds"] == pytest.approx(recovered[0].t - detections[0].t,
                                                          abs=1e-6)
+
+
+def test_the_lifecycle_records_keep_the_fields_the_spark_host_wrote() -> None:
+    lc = Lifecycle()
+    assert lc.running(["b", "a"]) == Log("instance-running", {"instances": ["a", "b"]})
+    assert lc.running(["a"], {"a": "w0"}).data == {"instances": ["a"], "placement": {"a": "w0"}}
+    assert lc.settled(1.0, idle=True) == []  # no recovery under way
+    lc.detected(2.0)
+    lc.detected(3.0)  # during the recovery: it still counts from the first
+    assert lc.settled(4.0, idle=False) == []
+    assert lc.settled(4.5, idle=True) == [Log("recovered", {"seconds": 2.5})]
+    assert not lc.recovering
+    lc.source_restarted("s", 1, 40)
+    assert lc.waiting("s", 1)
+    assert lc.source_resumed("s", 1, 30) == Log(
+        "source-rewound", {"instance": "s", "incarnation": 1, "from": 30, "to": 40,
+                           "records": 10})
+    assert lc.source_resumed("s", 1, 30) is None and not lc.waiting("s", 1)
+    assert stopped(("x", "y")) == Log("instance-stopped", {"instances": ["x", "y"]})
