@@ -141,8 +141,10 @@ def test_stored_v1_runs_read_as_valid_histories(run: str) -> None:
 
 # Where hosts and the fault layer name a kind literally: each must be declared.
 WRITERS = {
-    "ftctl/sim/host.py": r'self\._log\(\s*"([a-z-]+)"',
+    **{f"ftctl/sim/{name}.py": r'self\._log\(\s*"([a-z-]+)"'
+       for name in ("host", "striking", "unit_faults", "link_faults", "node_faults", "ports")},
     "ftctl/kernel/coordinator.py": r'\bLog\(\s*"([a-z-]+)"',
+    "ftctl/kernel/lifecycle.py": r'\bLog\(\s*"([a-z-]+)"',
     "ftctl/spark/host.py": r'self\.log\(\s*"([a-z-]+)"',
     "chaos/nemesis.py": r'self\._event\(\s*"([a-z-]+)"',
     "ftctl/run/execute.py": r'run_store\.event\(\s*"([a-z-]+)"',

@@ -1,4 +1,4 @@
-"""The simulation host's non-crash faults (ftctl/sim/host.py, ftctl/sim/faults.py): pause
+"""The simulation host's non-crash faults (ftctl/sim/*_faults.py, ftctl/sim/faults.py): pause
 and hang detection with fenced zombies, partition and drop fence the receiver, delay keeps
 FIFO, slow postpones, node loss, and every fault that cannot strike is logged skipped."""
 
@@ -287,8 +287,9 @@ def test_sim_cli_draws_the_kinds_given_and_refuses_unknown_ones() -> None:
     assert out["faults_injected"] >= 8 and out["passed"]
     bad = runner.invoke(app, ["sim", topo, "--faults", "crash,kill"])
     assert bad.exit_code == 2
-    assert bad.output == ("error: --faults: unknown fault kind 'kill' (known: crash, pause, "
-                          "partition, delay, slow, node)\n")
+    assert bad.output == ("error: --faults: unknown fault kind 'kill' (known: kill-task, "
+                          "pause, partition, delay, slow, kill-worker, drop; aliases "
+                          "crash = kill-task, node = kill-worker)\n")
 
 
 def test_node_loss_keeps_the_protocols_fault_model() -> None:

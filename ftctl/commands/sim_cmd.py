@@ -24,7 +24,8 @@ from ftctl.config.topology import Topology
 from ftctl.console import EXIT_FAILED, EXIT_OK, console, err_console
 from ftctl.progress import LiveLine
 from ftctl.run.simspread import check_master, run_on_spark
-from ftctl.sim.faults import CRASH_ONLY, FAULT_KINDS, FaultKind, parse_kinds
+from ftctl.sim.faults import CRASH_ONLY, SCENARIO_NAMES, FaultKind, kind_names, parse_kinds
+from ftctl.sim.recovery import MEASURES
 from ftctl.sim.runner import ScheduleCrashed, ScheduleOutcome, SimSummary, Simulator, refusals
 from ftctl.sim.spread import SimJob, run_parallel
 from ftctl.tables import print_table
@@ -70,8 +71,8 @@ def sim(
     faults: Annotated[
         str,
         typer.Option("--faults", help="Fault kinds the schedules draw, comma-separated: "
-                     f"{','.join(FAULT_KINDS)}."),
-    ] = "crash",
+                     f"{kind_names()}."),
+    ] = "kill-task",
     scenario: Annotated[
         Path | None,
         typer.Option("--scenario", help="Replay this chaos-scenario file (chaos/*.yaml) "
@@ -81,6 +82,10 @@ def sim(
         "--workers", min=1, help="With --scenario: simulated nodes w0, w1, ...")] = 2,
     node_label: Annotated[list[str] | None, typer.Option(
         "--label", help="With --scenario: node labels, one per node, cycled (rack=a).")] = None,
+    slots: Annotated[list[str] | None, typer.Option(
+        "--slots", help="With --scenario: slots per node, N for every node or key=value:N "
+        "for the nodes with that label (repeatable); default: room for every instance "
+        "twice.")] = None,
     expect: Annotated[
         str | None,
         typer.Option(
@@ -106,7 +111,9 @@ def sim(
     during recovery, anywhere) and compares the sinks with the fault-free golden run.
     With --faults the schedules also pause units (past the hang timeout they are fenced),
     partition, delay or slow them, or take nodes down. Exits 1 on any violation of the
-    protocol's guarantee and prints the seed to replay. With --scenario every schedule
+    protocol's guarantee and prints the seed to replay. The summary gives each fault kind's
+    recovery times (detect, restart, recovered, first output) in simulated time. With
+    --scenario every schedule
     replays a chaos-scenario file (as ftctl chaos --scenario), each with its own seeded
     interleaving, on --workers simulated nodes.
 
@@ -120,7 +127,9 @@ def sim(
 
       ftctl sim topologies/diamond.yaml -p checkpoint/commit-early --seed 1
 
-      ftctl sim topologies/diamond.yaml -p causal --faults crash,pause,partition,delay,slow
+      ftctl sim topologies/diamond.yaml -p causal --faults kill-task,pause,partition,delay,slow
+
+      ftctl sim topologies/wordcount.yaml -p causal --faults kill-task,pause -n 200
 
       ftctl sim topologies/wordcount.yaml -p checkpoint --scenario chaos/flapping.yaml -n 50
 
@@ -144,8 +153,11 @@ def sim(
     for why in refusals(given, topo):  # a topology outside the protocol's scope
         raise ConfigError(str(topology), "--protocol", why)
     guarantee = _guarantee(expect) if expect else None
-    planned = (_scenario(scenario, topo, workers, node_label, info) if scenario is not None
-               else None)
+    if slots and scenario is None:
+        raise ConfigError("--slots", None, "sizes the nodes of a --scenario run: give "
+                          "--scenario")
+    planned = (_scenario(scenario, topo, workers, node_label, info, slots or [])
+               if scenario is not None else None)
     # What another process or an executor needs to rebuild this simulator (-j, --master).
     job = SimJob(topo, info.name, given, guarantee, max_failures, max_burst, kinds, planned)
     simulator = job.simulator()
@@ -236,18 +248,23 @@ def _with_progress(run: _Run, body: Progressed) -> SimSummary:
 
 
 def _scenario(path: Path, topo: Topology, workers: int, labels: list[str] | None,
-              protocol: object) -> SimScenario:
+              protocol: object, slots: list[str]) -> SimScenario:
     from ftctl.cluster.labels import LabelSyntaxError, expand_labels
     from ftctl.runtime.graph import ExecutionGraph
     from ftctl.sim.runner import nominal_duration
-    from ftctl.sim.scenario import load_sim_scenario
+    from ftctl.sim.scenario import load_sim_scenario, node_slots
 
     try:
         node_labels = expand_labels(labels, workers)
     except LabelSyntaxError as exc:
         raise ConfigError("--label", None, str(exc)) from None
-    return load_sim_scenario(path, topo, nominal_duration(ExecutionGraph(topo)), node_labels,
-                             protocol=protocol)
+    graph = ExecutionGraph(topo)
+    try:
+        per_node = node_slots(slots, node_labels, len(graph.order)) if slots else None
+    except ValueError as exc:
+        raise ConfigError("--slots", None, str(exc)) from None
+    return load_sim_scenario(path, topo, nominal_duration(graph), node_labels,
+                             protocol=protocol, slots=per_node)
 
 
 def _kinds(value: str) -> tuple[FaultKind, ...]:
@@ -268,7 +285,8 @@ def _faults_option(sim: Simulator) -> str:
         cluster = sim.scenario.labels
         labels = "".join(f" --label {','.join(f'{k}={v}' for k, v in x.items())}"
                          for x in cluster if x)
-        return f" --scenario {sim.scenario.source} --workers {len(cluster)}{labels}"
+        sized = "".join(f" --slots {v}" for v in sim.scenario.slot_options())
+        return f" --scenario {sim.scenario.source} --workers {len(cluster)}{labels}{sized}"
     return "" if sim.kinds == CRASH_ONLY else f" --faults {','.join(sim.kinds)}"
 
 
@@ -299,6 +317,9 @@ def _summary_json(
         "failing_seeds": s.failing_seeds[:50],
         "fallbacks": s.fallbacks,
         "piggyback": s.piggyback_totals(),
+        "recovery": s.recovery_times(),
+        "restores": [{"t": round(t, 6), "nodes_back": list(nodes), "queries": list(qs)}
+                     for t, nodes, qs in s.stages],
         "passed": s.passed,
         "seconds": round(elapsed, 3),
     }
@@ -318,9 +339,12 @@ def _show_summary(s: SimSummary, run: _Run, sim: Simulator, elapsed: float) -> N
     )
     print_table(table, key=0)  # one row of counts: no column names it
     rate = s.schedules / elapsed * 60 if elapsed > 0 else 0.0
-    faults = (f"fault kinds: {', '.join(sim.kinds)}" if sim.scenario is None
+    faults = (f"fault kinds: {', '.join(SCENARIO_NAMES.get(k, k) for k in sim.kinds)}"
+              if sim.scenario is None
               else f"scenario {sim.scenario.name} (x{sim.scenario.scale:.3g} s per scenario s)")
     console.print(f"{elapsed:.1f} s, {rate:,.0f} schedules/min; {faults}", highlight=False)
+    _show_recovery(s)
+    _show_stages(s, run)
     pb = s.piggyback_totals()
     if pb["bytes"] or pb["clock_only"]:
         console.print(f"piggyback: {pb['mean']:g} B per batch (largest {pb['max']:,}), "
@@ -339,6 +363,40 @@ def _show_summary(s: SimSummary, run: _Run, sim: Simulator, elapsed: float) -> N
         )
     else:
         console.print("[green]no violations[/green]")
+
+
+def _show_recovery(s: SimSummary) -> None:
+    """Recovery times per fault kind, in simulated milliseconds."""
+    times = s.recovery_times()
+    if not any(k["failed"] for k in times.values()):
+        return
+    table = Table(title="recovery per fault kind (simulated ms since the fault)")
+    for col in ("fault", "struck", "failed", "measure", "n", "median", "p95", "max"):
+        table.add_column(col, justify="left" if col in ("fault", "measure") else "right")
+    for kind, entry in times.items():
+        first = True
+        for name in MEASURES:
+            got = entry[name]
+            if got is None:
+                continue
+            table.add_row(kind if first else "", str(entry["faults"]) if first else "",
+                          str(entry["failed"]) if first else "", name.replace("_", " "),
+                          str(got["n"]), *(f"{got[k] * 1000:.2f}" for k in ("median", "p95",
+                                                                          "max")))
+            first = False
+    print_table(table)
+
+
+def _show_stages(s: SimSummary, run: _Run) -> None:
+    """The first schedule's capacity returning in stages, and the queries each brought back."""
+    if not s.stages:
+        return
+    table = Table(title=f"capacity back and queries restored (schedule {run.first_seed})")
+    for col in ("t (sim s)", "nodes back", "queries restored, in the order they came back"):
+        table.add_column(col, justify="right" if col.startswith("t") else "left")
+    for t, nodes, queries in s.stages:
+        table.add_row(f"{t:.4f}", ", ".join(nodes) or "(survivors)", " ".join(queries) or "-")
+    print_table(table)
 
 
 def _show_replay(outcome: ScheduleOutcome, trace_file: Path | None) -> None:

@@ -24,6 +24,7 @@ from ftctl.kernel.commands import (
     StartGroup,
     Trace,
 )
+from ftctl.kernel.lifecycle import Lifecycle, stopped
 from ftctl.kernel.outputs import Outputs
 from ftctl.kernel.placement import Placement, Slots
 from ftctl.kernel.routing import Routing
@@ -83,6 +84,8 @@ class CoordinatorKernel:
         # Without slots (a host that models no nodes) every restart starts at once.
         self.placement = Placement(slots)
         self.routing = Routing()
+        # When a recovery starts and ends: the lifecycle records of both hosts.
+        self.lifecycle = Lifecycle()
 
     # ------------------------------------------------------------ ClusterView
 
@@ -153,6 +156,7 @@ class CoordinatorKernel:
                 cause: FailureCause = "exit",
                 nodes: frozenset[str] = frozenset()) -> list[HostCommand]:
         self._now = now
+        self.lifecycle.detected(now)
         ev = FailureDetected(frozenset(InstanceId(i) for i in instances), now, cause,
                              nodes=nodes)
         return self._apply(self.logic.handle(ev, self))
@@ -226,7 +230,7 @@ class CoordinatorKernel:
             if isinstance(a, Stop):
                 for i in a.instances:
                     self._fence(i)
-                cmds.append(Fence(tuple(a.instances)))
+                cmds += [Fence(tuple(a.instances)), stopped(a.instances)]
             elif isinstance(a, Restart):
                 cmds += self._restart(a, groups)
             elif isinstance(a, Control):
@@ -284,7 +288,7 @@ class CoordinatorKernel:
         cmds: list[HostCommand] = []
         if self._status[i] == "running":
             self._fence(i)  # restarting a running instance stops it first
-            cmds.append(Fence((i,)))
+            cmds += [Fence((i,)), stopped((i,))]
         self.pending[i] = a
         self._status[i] = "pending"
         key = "plan" if a.release == "plan" else (a.release or f"alone:{i}")

@@ -2,9 +2,10 @@
 
 A schedule strikes at event indices: after the host has processed that many events,
 one instance or several at once (a correlated burst) crash, or a non-crash fault starts:
-a pause, a partition, a delay, a slow unit or a node loss (``SimHost.inject``). Strike
-points spread over the whole run, so some land during a snapshot, some while a recovery
-is under way.
+a pause, a partition, a delay, message drops, a slow unit or a node loss
+(``SimHost.inject``). Strike points spread over the whole run, so some land during a
+snapshot, some while a recovery is under way. ``--faults`` takes the scenario files'
+names too: ``kill-task`` is ``crash``, ``kill-worker`` is ``node``.
 
 Durations and sizes are simulated seconds, drawn against the host's time constants: a
 pause lasts 0.3-2.5 x ``HANG_TIMEOUT`` (so a share of them is declared hung), a delay
@@ -17,7 +18,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Literal, cast, get_args
 
 # Simulated-time constants shared with the host (seconds).
 NET_DELAY = 0.0004  # nominal one-way latency of a message
@@ -26,9 +27,16 @@ NET_DELAY = 0.0004  # nominal one-way latency of a message
 # like the detection delay of a crash (2-6 ms here, 150-300 ms on Spark).
 HANG_TIMEOUT = 0.01
 
-FaultKind = Literal["crash", "pause", "partition", "delay", "slow", "node"]
-FAULT_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
+FaultKind = Literal["crash", "pause", "partition", "delay", "slow", "node", "drop"]
+# Every kind; the mixed set the conformance kit draws is FAULT_KINDS (without ``drop``, so
+# its pinned schedules keep their draws).
+KNOWN_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
+FAULT_KINDS: tuple[FaultKind, ...] = KNOWN_KINDS[:-1]
 CRASH_ONLY: tuple[FaultKind, ...] = ("crash",)
+# The scenario files' names (chaos/*.yaml) for the kinds named otherwise here: ``--faults``
+# takes either, and reports use the scenario names.
+ALIASES: dict[str, FaultKind] = {"kill-task": "crash", "kill-worker": "node"}
+SCENARIO_NAMES: dict[str, str] = {kind: name for name, kind in ALIASES.items()}
 
 
 @dataclass(frozen=True)
@@ -149,17 +157,28 @@ def _draw(kind: FaultKind, at: int, rng: random.Random) -> SimFault:
         return Slow(at, rng.uniform(2, 10), span)
     if kind == "node":
         return NodeLoss(at, span)
+    if kind == "drop":
+        return Drop(at, rng.uniform(0.2, 1.0), span / 2)
     raise ValueError(f"unknown fault kind {kind!r}")
 
 
+def kind_names() -> str:
+    """The names ``--faults`` takes, scenario names first (for help and errors)."""
+    names = [SCENARIO_NAMES.get(k, k) for k in KNOWN_KINDS]
+    return ", ".join(names) + "; aliases " + ", ".join(
+        f"{k} = {n}" for k, n in SCENARIO_NAMES.items())
+
+
 def parse_kinds(text: str) -> tuple[FaultKind, ...]:
-    """``"crash,pause"`` -> ``("crash", "pause")`` (ValueError naming a bad kind)."""
+    """``"kill-task,pause"`` -> ``("crash", "pause")``: scenario names or this module's
+    (ValueError naming a bad kind)."""
     out: list[FaultKind] = []
     for part in filter(None, (p.strip() for p in text.split(","))):
-        if part not in FAULT_KINDS:
-            raise ValueError(f"unknown fault kind {part!r} (known: {', '.join(FAULT_KINDS)})")
-        if part not in out:
-            out.append(part)
+        kind = ALIASES.get(part, part)
+        if kind not in KNOWN_KINDS:
+            raise ValueError(f"unknown fault kind {part!r} (known: {kind_names()})")
+        if kind not in out:
+            out.append(cast(FaultKind, kind))
     if not out:
-        raise ValueError(f"no fault kind given (known: {', '.join(FAULT_KINDS)})")
+        raise ValueError(f"no fault kind given (known: {kind_names()})")
     return tuple(out)

@@ -17,6 +17,8 @@ from ftctl.sim.cluster import SimCluster
 from ftctl.sim.faults import CRASH_ONLY, HANG_TIMEOUT, FailureSchedule, FaultKind
 from ftctl.sim.golden import golden_output
 from ftctl.sim.host import MAX_EVENTS, SimHost, SimResult, source_step
+from ftctl.sim.recovery import FaultTimes, fault_times, summarize
+from ftctl.sim.restores import Stage, restore_stages
 from ftctl.verify.checker import Verdict, index_by_key, verify
 from protocols.contract.params import ProtocolParams, RunShape
 from protocols.contract.spec import Guarantee, ProtocolSpec
@@ -80,6 +82,10 @@ class ScheduleRecord:
     # What the protocol put on the wire besides records (``ftctl.kernel.piggyback``):
     # batches sent, of them clock-only, meta bytes, the largest meta.
     piggyback: tuple[int, int, int, int] = (0, 0, 0, 0)
+    # Each fault's recovery times (``ftctl.sim.recovery``), in the order they struck.
+    recovery: tuple[FaultTimes, ...] = ()
+    # With nodes: which queries came back with which returning capacity (``restores``).
+    stages: tuple[Stage, ...] = ()
 
 
 @dataclass
@@ -99,6 +105,8 @@ class SimSummary:
     fallbacks: int = 0
     # Piggyback counts (``ftctl.kernel.piggyback``) over all schedules.
     piggyback: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PIGGYBACK_FIELDS, 0))
+    recovery: list[FaultTimes] = field(default_factory=list)  # every schedule's faults
+    stages: tuple[Stage, ...] = ()  # the first schedule's (``ftctl.sim.restores``)
 
     def add(self, record: ScheduleRecord) -> None:
         """Fold in one schedule; callers add them in seed order, so the summary (its
@@ -109,6 +117,9 @@ class SimSummary:
         self.delays.append(record.delay)
         self.resent.append(record.resent)
         self.fallbacks += record.fallbacks
+        self.recovery.extend(record.recovery)
+        if self.schedules == 1:
+            self.stages = record.stages
         counts = dict(zip(PIGGYBACK_FIELDS, record.piggyback, strict=True))
         merged = merge_piggyback([self.piggyback, counts])
         self.piggyback = {k: merged[k] for k in PIGGYBACK_FIELDS}
@@ -120,6 +131,10 @@ class SimSummary:
         """Piggyback counts summed over the schedules, ``max`` the largest, with ``mean``
         bytes per batch."""
         return merge_piggyback([self.piggyback])
+
+    def recovery_times(self) -> dict[str, dict[str, Any]]:
+        """Per fault kind, the spread of its recovery times (``ftctl.sim.recovery``)."""
+        return summarize(self.recovery)
 
     def medians(self) -> dict[str, float]:
         return {"recovery_delay_ms": round(_median(self.delays) * 1000, 3),
@@ -177,6 +192,8 @@ class Simulator:
         self.max_burst = max_burst
         self.kinds = kinds
         self.scenario = scenario  # replayed by every run instead of a random schedule
+        self.queries = GraphView(self.graph).queries
+        self.op_of = {i: spec.op for i, spec in self.graph.instances.items()}
         fault_free = SimHost(self.graph, protocol, self.params, 0).run()
         self.horizon = fault_free.stats.events
         # A run this many times longer than the fault-free one has stalled (a protocol
@@ -228,7 +245,10 @@ class Simulator:
             fallbacks=sum(1 for e in result.events if (e.note or "").endswith("fallback")),
             violations=tuple(sorted(outcome.verdict.totals().items())),
             passed=outcome.verdict.passed,
-            piggyback=_counts(stats.piggyback.to_dict()))
+            piggyback=_counts(stats.piggyback.to_dict()),
+            recovery=tuple(fault_times(result.events, result.output_times)),
+            stages=tuple(restore_stages(result.events, self.queries, self.op_of,
+                                        result.end_time)))
 
     def run_many(self, n: int, seed: int, progress: Callable[[int], None] | None = None,
                  fail_fast: bool = False) -> SimSummary:

@@ -11,7 +11,11 @@ declared hung here.
 
 Nodes. The run has ``--workers`` nodes named ``w0``, ``w1``... (as ``ftctl chaos``'s local
 cluster names its workers) carrying the ``--label`` labels, cycled; ``worker=w1`` selects by
-name. Each node has room for every instance twice over. Instances start round-robin.
+name. Each node has room for every instance twice over, unless ``--slots`` makes capacity
+scarce (``N`` per node, ``key=value:N`` for the nodes with that label): then restarts wait
+for a free slot, and capacity that comes back is what the protocol plans on. Instances
+start round-robin. Nodes that leave or return at one instant (a ``restore-capacity`` all at
+once) are all applied before the coordinator hears ``CapacityChanged``, once.
 
 Kinds:
 
@@ -91,15 +95,26 @@ class SimScenario:
     labels: list[dict[str, str]]  # per node w0, w1, ...
     instances: list[str]
     spark_seconds: float  # the ftctl chaos run the scenario's seconds refer to
+    # Slots per node w0, w1, ... (``--slots``); None: every instance twice over.
+    slots: list[int] | None = None
 
     @property
     def hang_timeout(self) -> float:
         return SPARK_HEARTBEAT_TIMEOUT * self.scale
 
     def cluster(self) -> SimCluster:
-        slots = SLOTS_PER_INSTANCE * len(self.instances)
-        return SimCluster(SimNode(f"w{i}", slots, dict(labels))
-                          for i, labels in enumerate(self.labels))
+        roomy = SLOTS_PER_INSTANCE * len(self.instances)
+        slots = self.slots or [roomy] * len(self.labels)
+        return SimCluster(SimNode(f"w{i}", n, dict(labels))
+                          for i, (labels, n) in enumerate(zip(self.labels, slots, strict=True)))
+
+    def slot_options(self) -> list[str]:
+        """``--slots`` values that size the nodes as they are: one per node that differs
+        from the first (a replay line)."""
+        if self.slots is None:
+            return []
+        first = self.slots[0]
+        return [str(first), *(f"worker=w{i}:{n}" for i, n in enumerate(self.slots) if n != first)]
 
     def install(self, host: SimHost) -> None:
         """Schedule every occurrence on ``host`` (triggers as hooks)."""
@@ -108,9 +123,10 @@ class SimScenario:
 
 def load_sim_scenario(path: Path, topology: Topology, nominal: float,
                       labels: Sequence[Mapping[str, str]], seed: int | None = None,
-                      protocol: Any = None) -> SimScenario:
+                      protocol: Any = None, slots: Sequence[int] | None = None) -> SimScenario:
     """Plan ``path`` for ``topology`` (raises ``ConfigError`` naming the file and field);
-    with ``protocol``, a trigger on a phase it never enters is refused, as ftctl chaos does."""
+    with ``protocol``, a trigger on a phase it never enters is refused, as ftctl chaos does.
+    ``slots``: per node (``node_slots``); None: every node holds every instance twice."""
     graph = ExecutionGraph(topology)
     seconds = spark_seconds(topology)
     schedule = from_scenario(path, graph.order, seconds, seed)
@@ -119,7 +135,31 @@ def load_sim_scenario(path: Path, topology: Topology, nominal: float,
         check_triggers(schedule, [protocol])
     return SimScenario(schedule.name, str(path), schedule.faults, schedule.seed,
                        nominal / seconds, [dict(x) for x in labels], list(graph.order),
-                       seconds)
+                       seconds, list(slots) if slots is not None else None)
+
+
+def node_slots(given: Sequence[str], labels: Sequence[Mapping[str, str]],
+               instances: int) -> list[int]:
+    """Slots per node from ``--slots`` values: ``N`` for every node, ``key=value:N`` for the
+    nodes with that label or name (``worker=w1:4``; later values win). ValueError naming
+    the bad value, or saying that the nodes cannot hold the ``instances`` at the start."""
+    slots = [SLOTS_PER_INSTANCE * instances] * len(labels)
+    for value in given:
+        label, colon, count = value.rpartition(":")
+        try:
+            n = int(count)
+        except ValueError:
+            raise ValueError(f"{value!r} is not N or key=value:N") from None
+        key, eq, want = label.partition("=")
+        if n < 0 or (colon and not (eq and key and want)):
+            raise ValueError(f"{value!r} is not N or key=value:N (N >= 0)")
+        for i, node in enumerate(labels):
+            if not colon or {**node, WORKER_KEY: f"w{i}"}.get(key) == want:
+                slots[i] = n
+    if sum(slots) < instances:
+        raise ValueError(f"{len(labels)} nodes with {sum(slots)} slots in all cannot hold the "
+                         f"topology's {instances} instances")
+    return slots
 
 
 @dataclass

@@ -217,14 +217,11 @@ class SparkHost:
         # all yet; a detection whose replacements are not all running yet.
         self.snap_open: dict[int, set[str]] = {}
         self.snap_last = 0.0
-        self.recovering = False
-        self.detected_at = 0.0
         # Channel faults in force: id -> [(instance, set-payload)], re-sent to replacements.
         self.link_faults: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         self.offsets: dict[str, int] = {}  # sources: the furthest offset a heartbeat showed
-        # Restarted sources whose resume offset is not known yet: (iid, inc) -> the furthest
-        # offset seen before the restart (the end of what it reads again).
-        self.rewinding: dict[tuple[str, int], int] = {}
+        # The kernel's lifecycle (recovery under way, restarted sources' rewinds).
+        self.lifecycle = self.kernel.lifecycle
         self.drops_seen: dict[tuple[str, int], dict[str, int]] = {}
 
     # ------------------------------------------------------------------ for chaos (any thread)
@@ -253,7 +250,7 @@ class SparkHost:
         return bool(self.snap_open) and self.now() - self.snap_last < SNAPSHOT_STALE
 
     def recovery_in_progress(self) -> bool:
-        return self.recovering
+        return self.lifecycle.recovering
 
     def apply_channel(self, spec: ChannelFault) -> None:
         self.events_q.put((EV_CHAOS, "apply", spec))
@@ -585,10 +582,7 @@ class SparkHost:
                 self.started_at = self.now()
                 self.anchor = time.monotonic()
             where = {i: self.placed[i] for i in sorted(members) if i in self.placed}
-            if where:
-                self.log("instance-running", instances=sorted(members), placement=where)
-            else:
-                self.log("instance-running", instances=sorted(members))
+            self._write(self.lifecycle.running(members, where))
             for iid in members:
                 self._go(iid)
             for iid in members:
@@ -605,9 +599,8 @@ class SparkHost:
                         self._tell(iid, frame)
             if first and self.on_start is not None:
                 self.on_start()
-        if self.recovering and not self.groups and not self.pending:
-            self.recovering = False
-            self.log("recovered", seconds=round(self.now() - self.detected_at, 4))
+        for c in self.lifecycle.settled(self.now(), not self.groups and not self.pending):
+            self._write(c)
 
     def _go(self, iid: str) -> None:
         wiring = {}
@@ -660,9 +653,7 @@ class SparkHost:
         self.detections += 1
         self.log("failure-detected", instances=sorted(failed), reasons=failed,
                  pids={i: self.live[i].pid for i in failed if i in self.live})
-        if not self.recovering:
-            self.detected_at = self.now()
-        self.recovering = True
+        self.lifecycle.detected(self.now())
         self.snap_open.clear()  # a recovery discards the snapshots under way
         for iid in failed:
             self.kernel.lost(iid)
@@ -759,8 +750,7 @@ class SparkHost:
         for c in cmds:
             if isinstance(c, Fence):
                 for iid in c.instances:
-                    self._drop(iid)
-                self.log("instance-stopped", instances=list(c.instances))
+                    self._drop(iid)  # the kernel's instance-stopped follows
             elif isinstance(c, StartGroup):
                 starts = {}
                 for iid, inc in c.starts:
@@ -820,15 +810,18 @@ class SparkHost:
                      **({"restore_bytes": size} if size is not None else {}))
             if iid in self.graph.sources:
                 lo, _hi = self.graph.source_range(iid)
-                self.rewinding[(iid, inc)] = self.offsets.get(iid, lo)
+                self.lifecycle.source_restarted(iid, inc, self.offsets.get(iid, lo))
         return True
 
     def _log_replay(self, iid: str, inc: int, start: int) -> None:
         """The source range a restarted source reads again: [where its task says it
         resumes, the furthest offset seen before the restart)."""
-        reached = max(self.rewinding.pop((iid, inc)), start)
-        self.log("source-rewound", instance=iid, incarnation=inc,
-                 **{"from": start, "to": reached, "records": reached - start})
+        rewound = self.lifecycle.source_resumed(iid, inc, start)
+        if rewound is not None:
+            self._write(rewound)
+
+    def _write(self, c: Log) -> None:
+        self.log(c.kind, **c.data)
 
     def _persisted(self, sid: Any, iid: str) -> None:
         if not isinstance(sid, int):
@@ -841,7 +834,7 @@ class SparkHost:
 
     def _check_extra(self, iid: str, key: tuple[str, int], extra: dict[str, Any]) -> None:
         """What a heartbeat carried: a source's offset, frames a channel fault dropped."""
-        if key in self.rewinding and extra.get("resumed") is not None:
+        if self.lifecycle.waiting(*key) and extra.get("resumed") is not None:
             self._log_replay(iid, key[1], int(extra["resumed"]))
         if "offset" in extra:
             self.offsets[iid] = max(self.offsets.get(iid, 0), int(extra["offset"]))

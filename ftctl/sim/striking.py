@@ -1,0 +1,154 @@
+"""Where every fault enters the simulation host (``SimHost.inject``), and what all fault
+kinds share: the target drawn among live units, the ``fault-injected`` / ``fault-healed`` /
+``fault-skipped`` records, and the protocol's fault model (``ProtocolSpec.spared``).
+
+Crashes (``Strike``) are carried out here; the other kinds, with the Spark host's meaning,
+in ``unit_faults.py`` (pause, slow), ``link_faults.py`` (partition, delay, drop) and
+``node_faults.py`` (node loss, capacity). Each fault is logged, and a fault whose target is
+not running is logged ``fault-skipped`` with the reason.
+
+``Striking`` is a base of ``SimHost``: it names what it uses of the host for the type
+checker, and holds no state of its own.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ftctl.kernel.commands import HostCommand
+from ftctl.kernel.coordinator import CoordinatorKernel
+from ftctl.kernel.history import HistoryEvent
+from ftctl.kernel.routing import Routing
+from ftctl.kernel.unit import Unit
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.sim.cluster import SimCluster
+from ftctl.sim.faults import Delay, Drop, NodeLoss, Partition, Pause, SimFault, Slow, Strike
+from ftctl.sim.stats import SimStats
+from protocols.contract.events import FailureCause
+
+
+class Striking:
+    """Fault entry points of the simulation host."""
+
+    now: float
+    rng: random.Random
+    graph: ExecutionGraph
+    kernel: CoordinatorKernel
+    routing: Routing
+    live: dict[str, Unit]
+    stats: SimStats
+    cluster: SimCluster | None
+    spared: tuple[frozenset[str], ...]
+    fault_ids: int
+
+    if TYPE_CHECKING:  # the host's plumbing and the other fault kinds, defined elsewhere
+        def _log(self, kind: str, *, instance: str | None = None,
+                 incarnation: int | None = None, fault: str | None = None,
+                 caused_by: int | None = None, **data: Any) -> HistoryEvent: ...
+        def _push(self, t: float, kind: str, data: Any) -> None: ...
+        def at(self, t: float, fn: Callable[[], object]) -> None: ...
+        def _kill(self, iid: str, crashed: bool = True) -> None: ...
+        def _apply(self, cmds: Sequence[HostCommand]) -> None: ...
+        def _detected(self, failed: frozenset[str], cause: FailureCause,
+                      reasons: dict[str, str], caused_by: int | None = None) -> None: ...
+        def _pause(self, f: Pause) -> None: ...
+        def _slow(self, f: Slow) -> None: ...
+        def _link_fault(self, f: Partition | Delay | Drop) -> None: ...
+        def _node_loss(self, f: NodeLoss) -> None: ...
+
+    def _strike(self, strike: Any) -> None:
+        alive = sorted(self.live)
+        if strike.targets:
+            victims = [t for t in strike.targets if t in self.live]
+            for t in strike.targets:
+                if t not in self.live:
+                    self.skip_fault("crash", t, self._not_running(t))
+        else:
+            victims = self.rng.sample(alive, min(strike.count, len(alive)))
+            if not victims:
+                self.skip_fault("crash", None, "no live instance")
+        if self.spared:
+            victims = self._spare(victims)
+        if not victims:
+            return
+        self.stats.injected += 1
+        self.stats.failures += 1
+        self.stats.failed_instances.extend(victims)
+        crash = self._log("fault-injected", type="crash", instances=sorted(victims),
+                          at_event=self.stats.events)
+        for v in victims:
+            self.kernel.lost(v)
+            self._kill(v)
+        detect = self.now + 0.002 + 0.004 * self.rng.random()
+        self._push(detect, "detect", (frozenset(victims), crash.seq))
+
+    def inject(self, fault: SimFault) -> None:
+        """Strike with ``fault`` now (a schedule's, a scenario's or a test's)."""
+        if isinstance(fault, Strike):
+            self._strike(fault)
+        elif isinstance(fault, Pause):
+            self._pause(fault)
+        elif isinstance(fault, Slow):
+            self._slow(fault)
+        elif isinstance(fault, Partition | Delay | Drop):
+            self._link_fault(fault)
+        elif isinstance(fault, NodeLoss):
+            self._node_loss(fault)
+        else:
+            raise TypeError(f"not a fault: {fault!r}")
+
+    def skip_fault(self, kind: str, target: str | None, reason: str) -> None:
+        self.stats.skipped += 1
+        self._log("fault-skipped", type=kind, target=target, reason=reason,
+                  at_event=self.stats.events)
+
+    def _not_running(self, iid: str) -> str:
+        if iid not in self.kernel.inc:
+            return f"no instance {iid}"
+        status = self.kernel.status(iid)  # type: ignore[arg-type]
+        return f"{iid} is restarting" if status == "pending" else f"{iid} is not running"
+
+    def _target(self, kind: str, target: str | None) -> Unit | None:
+        """The live unit a fault strikes (drawn when ``target`` is None); None: skipped."""
+        if target is None:
+            if not self.live:
+                self.skip_fault(kind, None, "no live instance")
+                return None
+            return self.live[self.rng.choice(sorted(self.live))]
+        unit = self.live.get(target)
+        if unit is None:
+            self.skip_fault(kind, target, self._not_running(target))
+        return unit
+
+    def fault_injected(self, kind: str, target: str, duration: float | None,
+                  **data: Any) -> int:
+        self.fault_ids += 1
+        self.stats.injected += 1
+        self._log("fault-injected", fault=str(self.fault_ids), type=kind, target=target,
+                  duration=None if duration is None else round(duration, 6), **data)
+        return self.fault_ids
+
+    def fault_healed(self, fid: int, kind: str, target: str) -> None:
+        self._log("fault-healed", fault=str(fid), type=kind, target=target)
+
+    def _empties_group(self, victims: list[str]) -> bool:
+        """Whether losing ``victims`` leaves a group of ``spared`` with no unit up."""
+        lost = set(victims)
+        return any(lost & group and not any(u in self.live and u not in lost for u in group)
+                   for group in self.spared)
+
+    def _spare(self, victims: list[str], kind: str = "crash") -> list[str]:
+        """The protocol's fault model (``ProtocolSpec.spared``): keep one unit of each
+        group up; the victims that would have emptied a group are skipped."""
+        kept = list(victims)
+        for group in self.spared:
+            hit = sorted(v for v in kept if v in group)
+            if hit and not any(u in self.live and u not in kept for u in group):
+                kept.remove(hit[-1])  # it stays up
+        if len(kept) < len(victims):
+            self._log("fault-skipped", type=kind,
+                      instances=sorted(set(victims) - set(kept)),
+                      reason="would leave no unit of its group up")
+        return kept
