@@ -235,8 +235,8 @@ def recovery_breakdown(t_fault: float, events: Records, first_output: float | No
     detected = first_event_after(evs, DETECT_EVENTS, t_fault)
     planned = (first_event_after(evs, PLAN_EVENTS, detected) if detected is not None
                else None)
-    # Every restart running: the host's ``recovered`` record (the simulation host has
-    # none: its first release of a restarted group).
+    # Every restart running: the host's ``recovered`` record (in a history without one,
+    # the first release of a restarted group).
     running = (first_event_after(evs, RECOVERED_EVENTS, planned)
                or first_event_after(evs, ("instance-running",), planned)
                if planned is not None else None)
@@ -260,7 +260,8 @@ def recovery_breakdown(t_fault: float, events: Records, first_output: float | No
     starts = [e for e in evs if e.kind == "instance-started" and t_fault <= e.t <= horizon]
     how: dict[str, int] = {}
     for e in starts:
-        kind = str(e.data.get("start") or ("slot" if e.data.get("spare") else "job"))
+        kind = str(e.data.get("start") or ("sim" if e.host == "sim"
+                                           else "slot" if e.data.get("spare") else "job"))
         how[kind] = how.get(kind, 0) + 1
     out["restarts"] = len(starts)
     out["started_by"] = how
