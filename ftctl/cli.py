@@ -119,6 +119,10 @@ def main() -> None:
 
         if isinstance(exc, ClusterError):
             _fail(str(exc), exc.exit_code)
+        from protocols.registry import UnknownProtocol
+
+        if isinstance(exc, UnknownProtocol):  # a plug-in that cannot be used, wherever met
+            _fail(f"--protocol: {exc}", EXIT_USAGE)
         raise
 
 
