@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "containers)."),
     "image": ("image_cmd", "Build the image of the docker cluster backend."),
     "compare": ("compare_cmd", "Compare protocols side by side."),
+    "new": ("new_cmd", "Write a new protocol package to start from."),
 }
 
 
