@@ -24,13 +24,15 @@ import re
 import sys
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from pathlib import Path
 from typing import Any
 
 from protocols.contract.spec import ProtocolSpec
 from protocols.registry import UnknownProtocol
 
 GROUP = "ftctl.protocols"
+# ``name=module:ATTR;...``: plug-ins the driver shipped to an executor whose Python has
+# no such distribution installed (``ftctl/spark/plugins.py`` sets it, with the code).
+SHIPPED_ENV = "FTCTL_SHIPPED_PROTOCOLS"
 _REF = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -44,7 +46,7 @@ class PluginError(UnknownProtocol):
 class Origin:
     """Where a protocol comes from, for ``ftctl list protocols`` and error messages."""
 
-    kind: str  # "built-in", "entry point" or "import path"
+    kind: str  # "built-in", "entry point", "import path" or "shipped"
     dist: str | None = None
     version: str | None = None
     target: str | None = None  # "mine.spec:SPEC"
@@ -54,6 +56,8 @@ class Origin:
             return f"{self.dist} {self.version}"
         if self.kind == "import path":
             return f"import path {self.target}"
+        if self.kind == "shipped":
+            return f"shipped by the driver ({self.target})"
         return self.kind
 
 
@@ -71,7 +75,9 @@ class Plugin:
 
     def load(self) -> ProtocolSpec[Any]:
         if self.spec is None:
-            where = f"entry point {self.name!r} of {self.origin} ({self.entry.value})"
+            where = (f"entry point {self.name!r} of {self.origin} ({self.entry.value})"
+                     if self.origin.kind == "entry point" else
+                     f"{self.name!r} ({self.entry.value}, shipped by the driver)")
             try:
                 loaded = self.entry.load()
             except Exception as exc:  # a plug-in's import may fail in any way
@@ -105,7 +111,17 @@ def discover(built_in: set[str]) -> dict[str, Plugin]:
             raise PluginError(f"protocol {ep.name!r} is declared by both {other.origin} and "
                               f"{origin}; uninstall one")
         found.setdefault(ep.name, Plugin(ep.name, ep, origin))
+    for name, target in shipped().items():
+        if name not in found and name not in built_in:
+            found[name] = Plugin(name, EntryPoint(name, target, GROUP),
+                                 Origin("shipped", target=target))
     return found
+
+
+def shipped() -> dict[str, str]:
+    """What ``SHIPPED_ENV`` names: plug-in name -> ``module:ATTR``."""
+    pairs = (item.partition("=") for item in os.environ.get(SHIPPED_ENV, "").split(";"))
+    return {name.strip(): target.strip() for name, sep, target in pairs if sep}
 
 
 def import_spec(ref: str) -> ProtocolSpec[Any]:
@@ -120,21 +136,6 @@ def import_spec(ref: str) -> ProtocolSpec[Any]:
             raise PluginError(f"protocol {ref!r}: module {module_name!r} has no {attr!r}")
         obj = getattr(obj, part)
     return _checked(obj, ref, f"import path {ref!r}")
-
-
-def import_root(ref: str) -> Path | None:
-    """The directory that must be on ``sys.path`` for ``ref`` to import in another process
-    (a Spark executor); None when its top-level package is installed (in site-packages)."""
-    top = ref.partition(":")[0].split(".")[0]
-    mod = sys.modules.get(top)
-    origin = getattr(mod, "__file__", None)
-    if origin is None:
-        return None
-    path = Path(origin).resolve()
-    root = path.parent.parent if path.name == "__init__.py" else path.parent
-    if any(part in ("site-packages", "dist-packages") for part in root.parts):
-        return None
-    return root
 
 
 def _import(module_name: str, ref: str) -> Any:

@@ -101,6 +101,13 @@ class _Registry(MutableMapping[str, Protocol]):
     def __contains__(self, name: object) -> bool:
         return name in self.built_in or name in self.plugins()
 
+    def used_outside(self) -> dict[str, str]:
+        """The protocols from outside the package this process has loaded, by name: their
+        ``module:ATTR`` (what another process, a Spark executor, must import)."""
+        used = {name: p.entry.value for name, p in (self._plugins or {}).items()
+                if p.spec is not None}
+        return {**used, **{name: name for name in self._imported}}
+
     def origin(self, name: str) -> Origin:
         from protocols.plugins import BUILT_IN as BUILT_IN_ORIGIN
         from protocols.plugins import Origin, is_import_path
