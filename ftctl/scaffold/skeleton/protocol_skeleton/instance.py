@@ -88,7 +88,11 @@ class Instance(LoggedInstance[Params]):
                                 "turn": self.turn, "seen": dict(self.seen), "log": log})
         if self.core.inputs:
             # Delivered only once the snapshot is durable (the kernel's rule for reports).
-            self.report(LocalSnapshot(dict(self.pos)))
+            self.report(LocalSnapshot(self.trim_points()))
+
+    def trim_points(self) -> dict[int, int]:
+        """Per input, the last batch its parent may forget: what this snapshot has read."""
+        return dict(self.pos)
 
     # ------------------------------------------------------------ input, in a fixed order
 
