@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "containers)."),
     "image": ("image_cmd", "Build the image of the docker cluster backend."),
     "compare": ("compare_cmd", "Compare protocols side by side."),
+    "new": ("new_cmd", "Write a new protocol package to start from."),
 }
 
 
@@ -119,6 +120,10 @@ def main() -> None:
 
         if isinstance(exc, ClusterError):
             _fail(str(exc), exc.exit_code)
+        from protocols.registry import UnknownProtocol
+
+        if isinstance(exc, UnknownProtocol):  # a plug-in that cannot be used, wherever met
+            _fail(f"--protocol: {exc}", EXIT_USAGE)
         raise
 
 

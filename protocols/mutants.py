@@ -1,9 +1,10 @@
 """Every registered protocol's planted bugs, by qualified name (``checkpoint/commit-early``).
 
 A protocol ships its mutants as a ``mutants`` tuple of ``Mutant`` on its registry entry, or
-(for the protocols registered before that field) as ``MUTANTS`` in ``protocols/<name>_mutants.py``
-or ``protocols/<name>/mutants.py``. Nothing here lists protocols: a newly registered one is
-found by its name, so the conformance kit runs its mutants without any edit to this file.
+(for the built-ins registered before that field) as ``MUTANTS`` in
+``protocols/<name>_mutants.py`` or ``protocols/<name>/mutants.py``; a plug-in's are on its
+spec. Nothing here lists protocols: a newly registered one is found by its name, so the
+conformance kit runs its mutants without any edit to this file.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import importlib
 
 from protocols.contract.spec import Mutant
-from protocols.registry import PROTOCOLS, UnknownProtocol, registered, split_name
+from protocols.registry import BUILT_IN, PROTOCOLS, UnknownProtocol, registered, split_name
 
 
 def _module_mutants(protocol: str) -> tuple[Mutant, ...]:
@@ -31,7 +32,7 @@ def mutants_of(protocol: str) -> tuple[Mutant, ...]:
     """The planted bugs ``protocol`` ships (raises UnknownProtocol for an unknown protocol)."""
     spec = registered(protocol)
     own = tuple(getattr(spec, "mutants", ()) or ())
-    return own or _module_mutants(protocol)
+    return own if own or protocol not in BUILT_IN else _module_mutants(protocol)
 
 
 def all_mutants() -> dict[str, tuple[Mutant, ...]]:

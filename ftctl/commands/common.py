@@ -48,8 +48,10 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except ConfigError as exc:
-            err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False,
+        except (ConfigError, UnknownProtocol) as exc:
+            # UnknownProtocol here is a plug-in met while listing every protocol.
+            text = str(exc) if isinstance(exc, ConfigError) else f"--protocol: {exc}"
+            err_console.print(f"[red]error:[/red] {escape(text)}", highlight=False,
                               soft_wrap=True)
             raise typer.Exit(EXIT_USAGE) from None
 

@@ -155,12 +155,19 @@ def _protocols(names: str | None, topology: Topology) -> list[Protocol]:
 
 def _params(items: list[str] | None, infos: list[Protocol]) -> dict[str, dict[str, Any]]:
     """``checkpoint.interval=0.5`` -> {"checkpoint": {"interval": "0.5"}}, checked."""
+    names = [i.name for i in infos]
     try:
-        per = parse_items(items)
-        for proto, given in per.items():
-            if not isinstance(given, dict) or proto not in {i.name for i in infos}:
+        by_protocol: dict[str, list[str]] = {}
+        for item in items or ():
+            item = item.strip()
+            key = item.partition("=")[0].strip()
+            # Longest match: an import path (``pkg.mod:SPEC``) has dots of its own.
+            proto = max((n for n in names if key.startswith(n + ".")), key=len, default=None)
+            if proto is None:
                 raise ParamError(f"expected protocol.key=value for a compared protocol, "
-                                 f"got {proto!r}")
+                                 f"got {key.split('.')[0]!r}")
+            by_protocol.setdefault(proto, []).append(item[len(proto) + 1:])
+        per = {proto: parse_items(given) for proto, given in by_protocol.items()}
         for info in infos:
             validate(info.params, per.get(info.name, {}), info.name)
     except ParamError as exc:

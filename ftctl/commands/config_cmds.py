@@ -158,14 +158,18 @@ def list_cmd(
 
         ftctl list types
     """
-    rows = {
-        ListWhat.topologies: lambda: _topology_rows(directory),
-        ListWhat.protocols: _protocol_rows,
-        ListWhat.mutants: _mutant_rows,
-        ListWhat.operators: _operator_rows,
-        ListWhat.types: _type_rows,
-        ListWhat.faults: _fault_rows,
-    }[what]()
+    try:
+        rows = {
+            ListWhat.topologies: lambda: _topology_rows(directory),
+            ListWhat.protocols: _protocol_rows,
+            ListWhat.mutants: _mutant_rows,
+            ListWhat.operators: _operator_rows,
+            ListWhat.types: _type_rows,
+            ListWhat.faults: _fault_rows,
+        }[what]()
+    except ConfigError as exc:  # an installed protocol plug-in that cannot be used
+        report_error(exc)
+        raise typer.Exit(EXIT_USAGE) from None
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -179,7 +183,7 @@ def list_cmd(
 
 _COLUMNS = {
     ListWhat.topologies: ["name", "file", "description"],
-    ListWhat.protocols: ["name", "guarantee", "description"],
+    ListWhat.protocols: ["name", "guarantee", "from", "description"],
     ListWhat.mutants: ["name", "description"],
     ListWhat.operators: ["name", "kind", "inputs", "params", "description"],
     ListWhat.types: ["name", "fields", "made by"],
@@ -208,24 +212,16 @@ def _topology_rows(directory: Path) -> list[dict[str, Any]]:
 
 
 def _protocol_rows() -> list[dict[str, Any]]:
+    """Every protocol: the built-ins, then installed plug-ins with the distribution and
+    version that provide them (``from``)."""
+    from protocols.registry import PROTOCOLS, UnknownProtocol, origin
+
     try:
-        from protocols.registry import PROTOCOLS  # type: ignore[import-not-found,unused-ignore]
-    except ModuleNotFoundError as exc:
-        if exc.name != "protocols.registry":
-            raise
-        return []
-    infos = PROTOCOLS.values() if isinstance(PROTOCOLS, dict) else PROTOCOLS
-    rows = []
-    for info in infos:
-        rows.append(
-            {
-                "name": str(getattr(info, "name", "")),
-                "guarantee": _declared(info),
-                "description": str(getattr(info, "description", "")),
-                "paper": str(getattr(info, "paper", "")),
-            }
-        )
-    return rows
+        return [{"name": name, "guarantee": _declared(info), "from": origin(name),
+                 "description": info.description, "paper": info.paper}
+                for name, info in PROTOCOLS.items()]
+    except UnknownProtocol as exc:
+        raise ConfigError("ftctl list protocols", None, str(exc)) from None
 
 
 def _declared(spec: Any) -> str:
@@ -238,10 +234,14 @@ def _declared(spec: Any) -> str:
 
 def _mutant_rows() -> list[dict[str, Any]]:
     from protocols.mutants import all_mutants
+    from protocols.registry import UnknownProtocol
 
-    return [{"name": f"{protocol}/{m.name}", "protocol": protocol,
-             "description": m.description, "params": dict(m.params)}
-            for protocol, mutants in all_mutants().items() for m in mutants]
+    try:
+        return [{"name": f"{protocol}/{m.name}", "protocol": protocol,
+                 "description": m.description, "params": dict(m.params)}
+                for protocol, mutants in all_mutants().items() for m in mutants]
+    except UnknownProtocol as exc:
+        raise ConfigError("ftctl list mutants", None, str(exc)) from None
 
 
 def _operator_rows() -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from ftctl.gate.junit import write_junit
 from ftctl.gate.runner import CaseResult, run_case
 from ftctl.gate.suite import load_suite
 from ftctl.tables import print_table
-from protocols.registry import PROTOCOLS
+from protocols.registry import UnknownProtocol, resolve
 
 DEFAULT_SUITE = Path("gate/ci.yaml")
 
@@ -61,9 +61,10 @@ def gate(
                           highlight=False)
         return
     for case in suite.cases:
-        if case.protocol not in PROTOCOLS:
-            raise ConfigError(str(suite_file), f"cases.{case.name}.protocol",
-                              f"unknown protocol {case.protocol!r}")
+        try:
+            resolve(case.protocol)  # a plug-in, an import path or a mutant, as on the CLI
+        except UnknownProtocol as exc:
+            raise ConfigError(str(suite_file), f"cases.{case.name}.protocol", str(exc)) from None
         if not case.topology.exists():
             raise ConfigError(str(suite_file), f"cases.{case.name}.topology",
                               f"no such file {case.topology}")

@@ -18,6 +18,7 @@ from typing import IO, Any
 
 from ftctl.cluster.errors import InfraError
 from ftctl.spark import allocator
+from ftctl.spark import plugins as spark_plugins
 
 SLOT_WAIT = 90.0
 DRIVER_CLASS = "org.apache.spark.deploy.SparkSubmit"  # on the command line of a driver JVM
@@ -103,7 +104,9 @@ def start_session(master: str, app_name: str, slots: int, log_dir: Path | None =
     # Before py4j and the host start their threads (see ``allocator``).
     allocator.cap_arenas()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = heap_pinned({**spark_conf(master, app_name), **(conf or {})})
+    plugins = spark_plugins.used()  # protocols from outside ftctl: shipped once it is up
+    conf = heap_pinned({**spark_conf(master, app_name), **spark_plugins.executor_conf(plugins),
+                        **(conf or {})})
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -121,6 +124,7 @@ def start_session(master: str, app_name: str, slots: int, log_dir: Path | None =
         raise InfraError(f"could not start a Spark session on {master}: {reason}") from exc
     try:
         wait_for_slots(spark.sparkContext, slots)
+        spark_plugins.ship(spark.sparkContext, plugins, log_dir)
     except BaseException:
         stop_session(spark)
         raise
