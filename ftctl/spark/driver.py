@@ -46,6 +46,9 @@ RETURN_GRACE = 10.0
 # A failure domain where an instance failed this recently gets no restart while another
 # has a waiting slot: in a correlated failure its other workers may be going too.
 FAILED_AVOID = 10.0
+# Empty slots used by a recovery are replaced this long after: a new Python worker's
+# imports take a core for a second, which the restarts need first on a small machine.
+REFILL_DELAY = 2.0
 # A returning worker's executor starts a moment after the master lists the worker alive.
 WARM_WAIT = 30.0
 
@@ -260,6 +263,7 @@ class JobRunner:
         self.pin: Callable[[Any, Any, str], Any] = pinned_rdd  # a job that prefers ``where``
         self.gone: set[str] = set()  # workers (host:port) the cluster lists as not alive
         self.failed_at: dict[str | None, float] = {}  # failure domain -> its last failure
+        self.refill_due = False  # a delayed refill of empty slots is on its timer
         # Told of every slot that registers waiting, with its worker (host:port).
         self.on_ready: Callable[[str], None] | None = None
 
@@ -391,7 +395,7 @@ class JobRunner:
     def start_spares(self, coordinator: wire.Address, token: bytes) -> None:
         """Keep ``spares`` empty slots waiting from now on."""
         self.connect_to(coordinator, token)
-        self._refill()
+        self._refill(now=True)
 
     def spare_ready(self, sid: int, conn: Connection, info: SlotInfo | None = None) -> None:
         """A slot registered, new or back from an instance (on the control server's thread).
@@ -458,9 +462,10 @@ class JobRunner:
 
         threading.Thread(target=run, name="ftctl-warm", daemon=True).start()
 
-    def _refill(self) -> None:
-        """Launch slot jobs for starts no slot will take soon, and empty ones up to
-        ``spares`` waiting (unless empty slots keep failing before they register)."""
+    def _refill(self, now: bool = False) -> None:
+        """Launch slot jobs for starts no slot will take soon, at once; and empty ones up
+        to ``spares`` waiting (unless empty slots keep failing before they register),
+        ``REFILL_DELAY`` later unless ``now``."""
         with self.lock:
             if self.closing or self.spare_base is None:
                 return
@@ -470,10 +475,22 @@ class JobRunner:
             jobs.reverse()
             empty = sum(1 for s in self.slots.values()
                         if s.handed is None and s.state in ("launching", "idle"))
-            if self.spare_failures <= MAX_SPARE_FAILURES:
-                jobs += [None] * max(0, self.spares - empty)
+            short = (max(0, self.spares - empty)
+                     if self.spare_failures <= MAX_SPARE_FAILURES else 0)
+            if short and now:
+                jobs += [None] * short
+            elif short and not self.refill_due:
+                self.refill_due = True
+                timer = threading.Timer(REFILL_DELAY, self._refill_now)
+                timer.daemon = True
+                timer.start()
         for payload in jobs:
             self._launch_slot(payload)
+
+    def _refill_now(self) -> None:
+        with self.lock:
+            self.refill_due = False
+        self._refill(now=True)
 
     def _spare_group(self, sid: int) -> str:
         return f"ftctl-{self.run_id}-spare-{sid}"
