@@ -9,12 +9,22 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ftctl.config.load import load_topology
+from ftctl.sim.golden import golden_output
 from ftctl.verify import canon
 from ftctl.verify.checker import SinkVerdict, compare, verify
-from ftctl.verify.outofcore import compare_files, connect, verify_files, write_outputs
+from ftctl.verify.golden import golden_files, golden_for
+from ftctl.verify.outofcore import (
+    compare_files,
+    connect,
+    verify_files,
+    verify_outputs,
+    write_outputs,
+)
 from ftctl.verify.sinkfile import write_sink
 from protocols.contract.spec import Guarantee
 
+ROOT = Path(__file__).resolve().parent.parent
 MODES = ("multiset", "final-per-key", "ordered-per-key")
 
 # Values whose == differs from their type or build: 1 == 1.0 == True, set == frozenset,
@@ -98,3 +108,21 @@ def test_verify_files_matches_verify_with_missing_sinks(tmp_path: Path) -> None:
 def test_canonical_bytes_equal_exactly_when_values_are(a: Any, b: Any) -> None:
     assert (canon.encode(a)[0] == canon.encode(b)[0]) == (a == b)
     assert canon.decode(canon.encode(a)[0]) == a
+
+
+def test_golden_files_are_cached_and_judge_like_the_pickled_golden(tmp_path: Path) -> None:
+    topo = load_topology(ROOT / "topologies" / "sharder.yaml")
+    topo = topo.model_copy(update={"input": topo.input.model_copy(update={"records": 300})})
+    files = golden_files(topo, golden_output, tmp_path)
+
+    def no_recompute(graph: Any) -> Any:
+        raise AssertionError("cache miss")
+
+    assert golden_files(topo, no_recompute, tmp_path) == files
+    golden = golden_for(topo, golden_output, tmp_path)
+    modes = topo.sink_modes()
+    # A run that lost the first record and repeated the last of every sink.
+    output = {s: [*recs[1:], recs[-1]] for s, recs in golden.items()}
+    ooc = verify_outputs(modes, files, output, Guarantee.EXACTLY_ONCE, tmp_path / "v")
+    assert ooc.to_json() == verify(modes, golden, output, Guarantee.EXACTLY_ONCE).to_json()
+    assert ooc.totals() and not (tmp_path / "v").exists()

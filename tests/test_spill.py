@@ -16,6 +16,7 @@ from ftctl.results import list_runs
 from ftctl.run import execute as execute_mod
 from ftctl.spark.latency import LatencyLog
 from ftctl.spill import ChunkFile, RowLog
+from ftctl.verify.golden import golden_files as real_golden_files
 from protocols.registry import get_protocol
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,8 +97,8 @@ def test_a_failed_run_leaves_no_spill_behind(tmp_path: Path, monkeypatch: pytest
 
 def test_the_golden_output_is_not_held_while_the_run_goes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Computed before the cluster starts, dropped during the run (the tasks need the
-    memory at paper sizes), read back for the verdict."""
+    """Computed before the cluster starts and written to its files, dropped during the run
+    (the tasks need the memory at paper sizes); the verdict reads the files."""
 
     class Outputs(dict):  # a dict that a weak reference can watch
         pass
@@ -105,10 +106,13 @@ def test_the_golden_output_is_not_held_while_the_run_goes(
     made: list[weakref.ref[Outputs]] = []
     alive_during_run: list[bool] = []
 
-    def golden_for(topology: Any, produce: Any) -> Outputs:
+    def produce(graph: Any) -> Outputs:
         out = Outputs(out=[("k", 1)])
         made.append(weakref.ref(out))
         return out
+
+    def golden_files(topology: Any, _produce: Any) -> dict[str, Path]:
+        return real_golden_files(topology, produce, tmp_path / "golden")
 
     class WatchingHost:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -119,6 +123,6 @@ def test_the_golden_output_is_not_held_while_the_run_goes(
             alive_during_run.extend(ref() is not None for ref in made)
             raise RuntimeError("stop after looking")
 
-    monkeypatch.setattr(execute_mod, "golden_for", golden_for)
+    monkeypatch.setattr(execute_mod, "golden_files", golden_files)
     assert _run_on(WatchingHost, tmp_path, monkeypatch) == EXIT_INFRA
     assert alive_during_run == [False]  # made once before the run, and let go

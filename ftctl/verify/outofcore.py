@@ -9,6 +9,7 @@ batches to keep the few smallest by ``repr``, and the records of those few keys.
 from __future__ import annotations
 
 import heapq
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -193,3 +194,15 @@ def write_outputs(outputs: dict[str, list[tuple[Any, Any]]], folder: Path) -> di
     """Each sink's records as a file in ``folder``, for ``verify_files``."""
     return {name: write_sink(Path(folder) / f"{name}.parquet", recs)
             for name, recs in outputs.items()}
+
+
+def verify_outputs(modes: dict[str, str], golden: dict[str, Path],
+                   outputs: dict[str, list[tuple[Any, Any]]], guarantee: Guarantee,
+                   folder: Path, complete: bool = True) -> Verdict:
+    """A run's outputs against golden's files: the outputs are written to ``folder``
+    (where DuckDB spills too), judged, and the folder removed."""
+    try:
+        return verify_files(modes, golden, write_outputs(outputs, folder / "output"),
+                            guarantee, complete, temp=folder / "duckdb")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
