@@ -126,3 +126,14 @@ def test_golden_files_are_cached_and_judge_like_the_pickled_golden(tmp_path: Pat
     ooc = verify_outputs(modes, files, output, Guarantee.EXACTLY_ONCE, tmp_path / "v")
     assert ooc.to_json() == verify(modes, golden, output, Guarantee.EXACTLY_ONCE).to_json()
     assert ooc.totals() and not (tmp_path / "v").exists()
+
+
+def test_damaged_golden_files_are_computed_again(tmp_path: Path) -> None:
+    topo = load_topology(ROOT / "topologies" / "wordcount.yaml")
+    topo = topo.model_copy(update={"input": topo.input.model_copy(update={"records": 200})})
+    files = golden_files(topo, golden_output, tmp_path)
+    whole = {s: p.read_bytes() for s, p in files.items()}
+    for p in files.values():
+        p.write_bytes(b"PAR1 truncated")
+    assert golden_files(topo, golden_output, tmp_path) == files
+    assert {s: p.read_bytes() for s, p in files.items()} == whole

@@ -17,6 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from ftctl.config.topology import Topology
 from ftctl.results import atomic_write_bytes
 from ftctl.runtime.graph import ExecutionGraph
@@ -85,10 +88,11 @@ def golden_files(topology: Topology, produce: Producer,
     index = folder / "sinks.json"  # written last: its presence means every file is whole
     try:
         names: dict[str, str] = json.loads(index.read_text())
-        if all((folder / f).is_file() for f in names.values()):
-            return {sink: folder / f for sink, f in names.items()}
-    except (OSError, ValueError):
-        pass
+        for f in names.values():
+            pq.read_metadata(folder / f)  # a damaged file fails here, not in the verdict
+        return {sink: folder / f for sink, f in names.items()}
+    except (OSError, ValueError, AttributeError, pa.ArrowException):
+        pass  # absent or unreadable: computed again
     outputs = produce(ExecutionGraph(topology))
     # Files are numbered, not named after the sink: an operator's name need not be a
     # file name.
