@@ -10,8 +10,9 @@ then judged in a fresh process. Shapes, after the bundled topologies' sinks, bot
 - ``sharder``: key one of 2,000 articles (ints, Zipf 1.1), as ``topologies/sharder.yaml``.
 
 Per run, the verifying process's peak RSS (``ru_maxrss``) and wall time, and the time to
-write both files (the writer's own process, peak RSS too). The data goes to ``--dir``
-(default a temp dir; about 30 bytes a record a side) and is removed after each size.
+write both files (in a process of its own). The data goes to ``--dir``
+(default a temp dir; 10-13 bytes a record a side, measured at 1M, plus
+DuckDB's spill) and is removed after each size.
 
     python benchmarks/verify_memory.py [--sizes 1000000,10000000] [--in-memory] [--allow-100m]
 
