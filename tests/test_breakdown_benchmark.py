@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 from chaos.plan import from_scenario
 from ftctl.config.load import load_topology
 from ftctl.runtime.graph import ExecutionGraph
+from tests.benchscripts import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _bench() -> Any:
-    path = ROOT / "benchmarks" / "recovery_breakdown.py"
-    spec = importlib.util.spec_from_file_location("recovery_breakdown_benchmark", path)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
+    return load_benchmark("recovery_breakdown")
 
 
 def test_each_case_is_a_valid_scenario_striking_distinct_instances(tmp_path: Path) -> None:

@@ -14,8 +14,12 @@ from ftctl.config.load import load_topology
 from ftctl.console import EXIT_INFRA
 from ftctl.results import list_runs
 from ftctl.run import execute as execute_mod
+from ftctl.sim.golden import golden_output
 from ftctl.spark.latency import LatencyLog
 from ftctl.spill import ChunkFile, RowLog
+from ftctl.verify.golden import golden_files as real_golden_files
+from ftctl.verify.golden import golden_for as real_golden_for
+from ftctl.verify.outofcore import verify_outputs as real_verify_outputs
 from protocols.registry import get_protocol
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,8 +100,8 @@ def test_a_failed_run_leaves_no_spill_behind(tmp_path: Path, monkeypatch: pytest
 
 def test_the_golden_output_is_not_held_while_the_run_goes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Computed before the cluster starts, dropped during the run (the tasks need the
-    memory at paper sizes), read back for the verdict."""
+    """Computed before the cluster starts and written to its files, dropped during the run
+    (the tasks need the memory at paper sizes); the verdict reads the files."""
 
     class Outputs(dict):  # a dict that a weak reference can watch
         pass
@@ -105,10 +109,13 @@ def test_the_golden_output_is_not_held_while_the_run_goes(
     made: list[weakref.ref[Outputs]] = []
     alive_during_run: list[bool] = []
 
-    def golden_for(topology: Any, produce: Any) -> Outputs:
+    def produce(graph: Any) -> Outputs:
         out = Outputs(out=[("k", 1)])
         made.append(weakref.ref(out))
         return out
+
+    def golden_files(topology: Any, _produce: Any) -> dict[str, Path]:
+        return real_golden_files(topology, produce, tmp_path / "golden")
 
     class WatchingHost:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -119,6 +126,48 @@ def test_the_golden_output_is_not_held_while_the_run_goes(
             alive_during_run.extend(ref() is not None for ref in made)
             raise RuntimeError("stop after looking")
 
-    monkeypatch.setattr(execute_mod, "golden_for", golden_for)
+    monkeypatch.setattr(execute_mod, "golden_files", golden_files)
     assert _run_on(WatchingHost, tmp_path, monkeypatch) == EXIT_INFRA
     assert alive_during_run == [False]  # made once before the run, and let go
+
+
+def test_the_verdict_is_judged_out_of_core_in_the_run_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run whose sink lost its first record: the verdict says so, and the files the
+    out-of-core checker wrote in the run's spill folder are gone afterwards."""
+    topology = load_topology(ROOT / "topologies" / "wordcount.yaml")
+    golden = real_golden_for(topology, golden_output, tmp_path / "golden")
+    seen: list[bool] = []
+
+    def verify_outputs(*args: Any, **kwargs: Any) -> Any:
+        verdict = real_verify_outputs(*args, **kwargs)
+        seen.append(args[4].parent.name == execute_mod.SPILL)  # spilled in the run folder
+        return verdict
+
+    class LossyHost:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def run(self) -> Any:
+            return SimpleNamespace(
+                outputs={s: recs[1:] for s, recs in golden.items()}, complete=False,
+                seconds=1.0, started_at=0.0, metrics=[], detections=[], restarts=[],
+                records_in=0, records_out=0)
+
+    monkeypatch.setattr(execute_mod, "golden_files", lambda topo, produce: real_golden_files(
+        topo, produce, tmp_path / "golden"))
+    monkeypatch.setattr(execute_mod, "verify_outputs", verify_outputs)
+    session = SimpleNamespace(sparkContext=SimpleNamespace(applicationId="app-1"))
+    monkeypatch.setattr(execute_mod, "start_session", lambda *a, **k: session)
+    monkeypatch.setattr(execute_mod, "stop_session", lambda spark: None)
+    monkeypatch.setattr(execute_mod, "SparkHost", LossyHost)
+    info = get_protocol("none")
+    req = execute_mod.RunRequest(topology=topology, info=info, params=info.resolve({}),
+                                 master="spark://127.0.0.1:7077", workers=1,
+                                 results=tmp_path / "results", timeout=60, as_json=False,
+                                 quiet=True)
+    assert execute_mod.execute(req) == execute_mod.EXIT_FAILED
+    (run,) = list_runs(tmp_path / "results")
+    (sink,) = run.read_verdict()["sinks"]
+    assert sink["lost"] == 1 and seen == [True]  # the one record each sink lost
+    assert not (run.path / execute_mod.SPILL).exists()

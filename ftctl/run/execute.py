@@ -42,9 +42,10 @@ from ftctl.spark.session import (
 from ftctl.spark.standby import standby_pool
 from ftctl.store import join_location, local_dirs
 from ftctl.tables import print_table
-from ftctl.verify.checker import Verdict, verify
-from ftctl.verify.golden import golden_for
+from ftctl.verify.checker import Verdict
+from ftctl.verify.golden import golden_files
 from ftctl.verify.oracle import OracleResult, oracle_check
+from ftctl.verify.outofcore import verify_outputs
 from protocols.contract.params import ProtocolParams
 from protocols.contract.spec import Guarantee
 from protocols.contract.view import GraphView
@@ -161,7 +162,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         # Computed (and cached) before the cluster starts, so that a topology the
         # simulation host cannot run fails first; not held while the run goes: at 115 B a
         # record it is 5.8 GB at 50M votes, which the tasks need. The verdict reads it back.
-        golden_for(topology, golden_output)
+        golden_files(topology, golden_output)
     timings: dict[str, float] = {}
     cluster: LocalCluster | None = None
     spark: Any = None
@@ -212,14 +213,13 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         ext.host_done(ctx, result)
         timings["run_s"] = round(result.seconds, 2)
         with live:
-            step("reading the golden output back")
-            golden = golden_for(topology, golden_output)
-        verdict = verify(topology.sink_modes(), golden, result.outputs,
-                         info.guarantee_of(req.params, GraphView(graph)),
-                         complete=result.complete)
-        # Nothing reads the golden output after the verdict; at 115 B a record it is as
-        # large as the run's own output, which is still to be written.
-        del golden
+            # Out of core: golden stays in its Parquet files, DuckDB spills in the run folder.
+            step("comparing the output with the golden run's")
+            verdict = verify_outputs(topology.sink_modes(),
+                                     golden_files(topology, golden_output), result.outputs,
+                                     info.guarantee_of(req.params, GraphView(graph)),
+                                     run_store.path / SPILL / "verify",
+                                     complete=result.complete)
         oracle = oracle_check(spark, topology, result.outputs) if result.complete else None
         run_store.write_outputs(result.outputs)
         run_store.write_metrics(result.metrics)

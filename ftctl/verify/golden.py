@@ -17,9 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from ftctl.config.topology import Topology
 from ftctl.results import atomic_write_bytes
 from ftctl.runtime.graph import ExecutionGraph
+from ftctl.verify.sinkfile import write_sink
 
 Outputs = dict[str, list[tuple[Any, Any]]]
 # Computes a topology's fault-free output per sink.
@@ -68,6 +72,35 @@ def golden_for(topology: Topology, produce: Producer, cache_dir: Path = DEFAULT_
     outputs = produce(ExecutionGraph(topology))
     atomic_write_bytes(path, pickle.dumps(outputs, protocol=pickle.HIGHEST_PROTOCOL))
     return outputs
+
+
+def files_path(topology: Topology, cache_dir: Path = DEFAULT_CACHE) -> Path:
+    """The folder of the cached golden output as Parquet files, one a sink."""
+    return cache_path(topology, cache_dir).with_suffix(".parquet.d")
+
+
+def golden_files(topology: Topology, produce: Producer,
+                 cache_dir: Path = DEFAULT_CACHE) -> dict[str, Path]:
+    """The fault-free output as one Parquet file per sink operator (``ftctl.verify.sinkfile``),
+    for the out-of-core checker: from the cache when it holds them, else from ``produce``,
+    whose output is dropped once written."""
+    folder = files_path(topology, cache_dir)
+    index = folder / "sinks.json"  # written last: its presence means every file is whole
+    try:
+        names: dict[str, str] = json.loads(index.read_text())
+        for f in names.values():
+            pq.read_metadata(folder / f)  # a damaged file fails here, not in the verdict
+        return {sink: folder / f for sink, f in names.items()}
+    except (OSError, ValueError, AttributeError, pa.ArrowException):
+        pass  # absent or unreadable: computed again
+    outputs = produce(ExecutionGraph(topology))
+    # Files are numbered, not named after the sink: an operator's name need not be a
+    # file name.
+    names = {sink: f"sink-{i}.parquet" for i, sink in enumerate(sorted(outputs))}
+    for sink, file in names.items():
+        write_sink(folder / file, outputs.pop(sink))
+    atomic_write_bytes(index, json.dumps(names, sort_keys=True).encode())
+    return {sink: folder / f for sink, f in names.items()}
 
 
 def _load(path: Path) -> Outputs | None:

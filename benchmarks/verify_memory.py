@@ -1,0 +1,193 @@
+"""Peak memory and time of the out-of-core verdict (``ftctl/verify/outofcore.py``) as the
+output grows.
+
+For each shape and size, a golden output of N records and a run's output (golden with a
+record lost every ~1M and one repeated every ~1M) are written as Parquet sink files,
+then judged in a fresh process. Shapes, after the bundled topologies' sinks, both
+``ordered-per-key`` with a running count per key:
+
+- ``wordcount``: key a word of a 50,000-word Zipf vocabulary (``wcN`` strings);
+- ``sharder``: key one of 2,000 articles (ints, Zipf 1.1), as ``topologies/sharder.yaml``.
+
+Per run, the verifying process's peak RSS (``ru_maxrss``) and wall time, and the time to
+write both files (in a process of its own). The data goes to ``--dir``
+(default a temp dir; 10-13 bytes a record a side, measured at 1M, plus
+DuckDB's spill) and is removed after each size.
+
+    python benchmarks/verify_memory.py [--sizes 1000000,10000000] [--in-memory] [--allow-100m]
+
+``--in-memory`` also judges each pair with ``checker.compare`` over lists read from the same
+files (how the driver judged before), for comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SHAPES = {"wordcount": (50_000, 1.2), "sharder": (2_000, 1.1)}  # keys, Zipf exponent
+CHUNK = 1_000_000
+LOSE, REPEAT = 1_000_003, 999_983  # a record lost / repeated at these strides
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def records(shape: str, n: int) -> Iterator[list[tuple[Any, int]]]:
+    """Golden's records in chunks: (key, running count of the key)."""
+    import numpy as np
+
+    keys, skew = SHAPES[shape]
+    rng = np.random.default_rng(7)
+    counts: dict[Any, int] = {}
+    done = 0
+    while done < n:
+        draw = (rng.zipf(skew, size=min(CHUNK, n - done)) - 1) % keys
+        names: list[Any] = ([f"wc{k}" for k in draw.tolist()] if shape == "wordcount"
+                            else draw.tolist())
+        chunk = []
+        for k in names:
+            c = counts.get(k, 0) + 1
+            counts[k] = c
+            chunk.append((k, c))
+        done += len(chunk)
+        yield chunk
+
+
+def build(shape: str, n: int, folder: Path) -> dict[str, float]:
+    from ftctl.verify.sinkfile import SinkWriter
+
+    t = time.monotonic()
+    golden, output = SinkWriter(folder / "golden.parquet"), SinkWriter(folder / "output.parquet")
+    seq = 0
+    for chunk in records(shape, n):
+        golden.write(chunk)
+        out = []
+        for rec in chunk:
+            if seq % LOSE != LOSE // 2:
+                out.append(rec)
+            if seq % REPEAT == REPEAT // 3:
+                out.append(rec)
+            seq += 1
+        output.write(out)
+    golden.close()
+    output.close()
+    return {"write_s": time.monotonic() - t, "write_peak_mb": _peak_mb()}
+
+
+def judge(folder: Path) -> dict[str, Any]:
+    from ftctl.verify.outofcore import verify_files
+    from protocols.contract.spec import Guarantee
+
+    t = time.monotonic()
+    verdict = verify_files({"out": "ordered-per-key"}, {"out": folder / "golden.parquet"},
+                           {"out": folder / "output.parquet"}, Guarantee.EXACTLY_ONCE,
+                           temp=folder / "duckdb")
+    (sink,) = verdict.sinks
+    return {"verify_s": time.monotonic() - t, "verify_peak_mb": _peak_mb(),
+            "anomalies": sink.anomalies(), "divergences": len(sink.divergences)}
+
+
+def judge_in_memory(folder: Path) -> dict[str, Any]:
+    """The same verdict by ``checker.compare``, both outputs read into lists: the old way."""
+    import pyarrow.parquet as pq
+
+    from ftctl.verify.checker import compare
+    from ftctl.verify.sinkfile import original
+
+    t = time.monotonic()
+    sides = []
+    for name in ("golden", "output"):
+        recs = []
+        for batch in pq.ParquetFile(folder / f"{name}.parquet").iter_batches():
+            cols = [batch.column(c).to_pylist() for c in ("k", "v", "ko", "vo")]
+            recs.extend((original(k, ko), original(v, vo))
+                        for k, v, ko, vo in zip(*cols, strict=True))
+        sides.append(recs)
+    sink = compare("out", "ordered-per-key", sides[0], sides[1])
+    return {"verify_s": time.monotonic() - t, "verify_peak_mb": _peak_mb(),
+            "anomalies": sink.anomalies(), "divergences": len(sink.divergences)}
+
+
+def _child(*args: str) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, __file__, *args], check=True, env=env,
+                         capture_output=True, text=True).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+def _sizes(text: str) -> list[int]:
+    """``--sizes``: record counts, comma-separated (argparse reports a bad one, exit 2)."""
+    try:
+        sizes = [int(s) for s in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of record counts: {text!r}") from None
+    if min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"record counts must be positive: {text!r}")
+    return sizes
+
+
+def _shapes(text: str) -> list[str]:
+    unknown = sorted(set(text.split(",")) - SHAPES.keys())
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown shape {unknown[0]!r} (known: {', '.join(SHAPES)})")
+    return text.split(",")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", type=_sizes, default=[1_000_000, 10_000_000])
+    ap.add_argument("--shapes", type=_shapes, default=list(SHAPES))
+    ap.add_argument("--dir", type=Path, default=None)
+    ap.add_argument("--allow-100m", action="store_true",
+                    help="allow sizes above 10M (100M takes about 6 GB of disk and an hour)")
+    ap.add_argument("--in-memory", action="store_true",
+                    help="also judge with the in-memory checker, for comparison")
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)  # build|judge shape/n folder
+    args = ap.parse_args()
+    if args.child:
+        what, spec, folder = args.child
+        shape, n = spec.split("/")
+        step = {"build": lambda f: build(shape, int(n), f), "judge": judge,
+                "memory": judge_in_memory}[what]
+        res = step(Path(folder))
+        print(json.dumps(res))
+        return
+    sizes = args.sizes
+    if max(sizes) > 10_000_000 and not args.allow_100m:
+        ap.error("sizes above 10M need --allow-100m")
+    print(f"load {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} at start, "
+          f"{os.cpu_count()} CPUs")
+    print(f"{'shape':<18} {'records':>12} {'write s':>8} {'verify s':>9} "
+          f"{'verify peak MB':>15} anomalies")
+    for shape in args.shapes:
+        for n in sizes:
+            folder = Path(tempfile.mkdtemp(prefix="ftctl-verify-", dir=args.dir))
+            try:
+                built = _child("--child", "build", f"{shape}/{n}", str(folder))
+                for what in ("judge", "memory") if args.in_memory else ("judge",):
+                    res = _child("--child", what, f"{shape}/{n}", str(folder))
+                    label = f"{shape}{' (lists)' if what == 'memory' else ''}"
+                    print(f"{label:<18} {n:>12,} {built['write_s']:>8.1f} "
+                          f"{res['verify_s']:>9.1f} {res['verify_peak_mb']:>15,.0f} "
+                          f"{res['anomalies']}", flush=True)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+    print(f"load {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} at end")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""The checker's verdict, computed by DuckDB over the sinks' Parquet files.
+
+The same anomalies as ``ftctl.verify.checker.compare`` (which holds both outputs in Python
+lists): counts are group-bys and an outer join on canonical bytes, which DuckDB runs within
+its memory limit, spilling to ``temp``. Python sees only the diverging keys, streamed in
+batches to keep the few smallest by ``repr``, and the records of those few keys.
+"""
+
+from __future__ import annotations
+
+import heapq
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from ftctl.verify.checker import Divergence, SinkVerdict, Verdict
+from ftctl.verify.sinkfile import original, write_sink
+from protocols.contract.spec import Guarantee
+
+MEMORY_LIMIT = "512MB"  # DuckDB's own; the documented bound of verification beside Python's
+_BATCH = 65_536
+
+
+def connect(temp: Path | None = None, memory_limit: str = MEMORY_LIMIT,
+            threads: int = 2) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection that spills to ``temp`` (default: the system temp dir)."""
+    con = duckdb.connect(":memory:")
+    spill = Path(temp) if temp is not None else Path(tempfile.gettempdir()) / "ftctl-verify"
+    spill.mkdir(parents=True, exist_ok=True)
+    con.execute(f"SET memory_limit = '{memory_limit}'")
+    con.execute(f"SET temp_directory = '{spill.as_posix()}'")
+    con.execute(f"SET threads = {int(threads)}")
+    con.execute("SET preserve_insertion_order = false")
+    # "special": the function sees nulls (``vo`` is null for most values) instead of
+    # DuckDB answering null for it.
+    con.create_function("vrepr", _vrepr, ["BLOB", "BLOB"], "VARCHAR",  # type: ignore[call-overload]
+                        type="arrow", null_handling="special")
+    return con
+
+
+def _vrepr(v: pa.Array, vo: pa.Array) -> pa.Array:
+    """repr of stored values: how the in-memory checker sorts a multiset's values."""
+    return pa.array([repr(original(a, b)) for a, b in zip(v.to_pylist(), vo.to_pylist(),
+                                                          strict=True)], pa.string())
+
+
+def _sink_view(con: duckdb.DuckDBPyConnection, name: str, path: Path | None) -> int:
+    if path is None:  # a sink with no file wrote nothing
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT NULL::BIGINT seq, "
+                    "NULL::BLOB k, NULL::BLOB v, NULL::BLOB ko, NULL::BLOB vo WHERE false")
+    else:
+        quoted = str(path).replace("'", "''")  # a view cannot take a parameter
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS "
+                    f"SELECT * FROM read_parquet('{quoted}')")
+    return _one(con, f"SELECT count(*) FROM {name}")
+
+
+def _one(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> Any:
+    row = con.execute(sql, params if params is not None else []).fetchone()
+    assert row is not None
+    return row[0]
+
+
+def compare_files(con: duckdb.DuckDBPyConnection, sink: str, mode: str,
+                  golden: Path | None, output: Path | None,
+                  max_divergences: int = 5) -> SinkVerdict:
+    """Judge one sink from its golden and output files, as ``checker.compare`` would."""
+    v = SinkVerdict(sink, mode, _sink_view(con, "g", golden), _sink_view(con, "o", output))
+    if mode == "final-per-key":
+        _final_per_key(con, v)
+    else:
+        _per_key(con, v, mode)
+    v.divergences = _divergences(con, mode, max_divergences)
+    return v
+
+
+def _final_per_key(con: duckdb.DuckDBPyConnection, v: SinkVerdict) -> None:
+    # The last value of each key; a key missing from the output is lost, any other
+    # difference unexpected.
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE d AS
+        WITH gf AS (SELECT k, arg_max(v, seq) v FROM g GROUP BY k),
+             of AS (SELECT k, arg_max(v, seq) v FROM o GROUP BY k)
+        SELECT coalesce(gf.k, of.k) k, 0::BIGINT i, of.k IS NULL lost
+        FROM gf FULL OUTER JOIN of ON gf.k = of.k
+        WHERE gf.v IS DISTINCT FROM of.v""")
+    v.lost, v.unexpected = con.execute(
+        "SELECT count(*) FILTER (WHERE lost), count(*) FILTER (WHERE NOT lost) FROM d"
+    ).fetchone() or (0, 0)
+
+
+def _per_key(con: duckdb.DuckDBPyConnection, v: SinkVerdict, mode: str) -> None:
+    # Per (key, value): copies in golden and in the output, as the checker's Counters.
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE c AS
+        WITH gc AS (SELECT k, v, count(*) n FROM g GROUP BY k, v),
+             oc AS (SELECT k, v, count(*) n FROM o GROUP BY k, v),
+             j AS (SELECT coalesce(gc.k, oc.k) k, coalesce(gc.n, 0) gn, coalesce(oc.n, 0) n
+                   FROM gc FULL OUTER JOIN oc ON gc.k = oc.k AND gc.v = oc.v
+                   WHERE gc.n IS DISTINCT FROM oc.n)
+        SELECT k, sum(CASE WHEN gn > n THEN gn - n ELSE 0 END)::BIGINT lost,
+                  sum(CASE WHEN gn > 0 AND n > gn THEN n - gn ELSE 0 END)::BIGINT dup,
+                  sum(CASE WHEN gn = 0 THEN n ELSE 0 END)::BIGINT unexpected
+        FROM j GROUP BY k""")
+    lost, dup, unexpected = con.execute(
+        "SELECT coalesce(sum(lost), 0), coalesce(sum(dup), 0), coalesce(sum(unexpected), 0) "
+        "FROM c").fetchone() or (0, 0, 0)
+    v.lost, v.duplicated, v.unexpected = int(lost), int(dup), int(unexpected)
+    if mode == "multiset":  # only keys whose counts differ diverge
+        con.execute("CREATE OR REPLACE TEMP TABLE d AS SELECT k, NULL::BIGINT i FROM c")
+        return
+    # Ordered: every key whose sequence differs, at its first differing position.
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE d AS
+        WITH gr AS (SELECT k, v, row_number() OVER (PARTITION BY k ORDER BY seq) i FROM g),
+             orr AS (SELECT k, v, row_number() OVER (PARTITION BY k ORDER BY seq) i FROM o)
+        SELECT coalesce(gr.k, orr.k) k, min(coalesce(gr.i, orr.i)) - 1 i
+        FROM gr FULL OUTER JOIN orr ON gr.k = orr.k AND gr.i = orr.i
+        WHERE gr.v IS DISTINCT FROM orr.v GROUP BY 1""")
+    # A key out of order with every count equal is reordered.
+    v.reordered = _one(con, "SELECT count(*) FROM d ANTI JOIN c ON d.k = c.k")
+
+
+def _divergences(con: duckdb.DuckDBPyConnection, mode: str, limit: int) -> list[Divergence]:
+    """The ``limit`` diverging keys first by repr, each at its first differing record."""
+    if limit <= 0:
+        return []
+    # A key's original is its first occurrence's (golden's, else the output's): the one
+    # the checker's dicts keep. Only normalized keys have one apart from their bytes.
+    ko = ("NULL" if not _one(con, "SELECT count(ko) FROM g") + _one(con, "SELECT count(ko) FROM o")
+          else """CASE WHEN EXISTS (SELECT 1 FROM g WHERE g.k = d.k)
+                       THEN (SELECT arg_min_null(ko, seq) FROM g WHERE g.k = d.k)
+                       ELSE (SELECT arg_min_null(ko, seq) FROM o WHERE o.k = d.k) END""")
+    reader: Any = con.execute(f"SELECT d.k, d.i, {ko} FROM d").to_arrow_reader(_BATCH)
+
+    def keys() -> Iterator[tuple[str, int, bytes, int | None, bytes | None]]:
+        n = 0
+        for batch in reader:
+            cols = (batch.column(c).to_pylist() for c in range(3))
+            for k, i, ko in zip(*cols, strict=True):
+                yield repr(original(k, ko)), n, k, i, ko
+                n += 1
+
+    # nsmallest keeps a heap of ``limit`` entries: bounded, however many keys diverge.
+    chosen = heapq.nsmallest(limit, keys(), key=lambda t: (t[0], t[1]))
+    return [_divergence(con, mode, k, i, original(k, ko)) for _, _, k, i, ko in chosen]
+
+
+def _divergence(con: duckdb.DuckDBPyConnection, mode: str, k: bytes, i: int | None,
+                key: Any) -> Divergence:
+    if mode == "final-per-key":
+        def last(t: str) -> Any:
+            row = con.execute(f"SELECT v, vo FROM {t} WHERE k = ? ORDER BY seq DESC LIMIT 1",
+                              [k]).fetchone()
+            return original(*row) if row else None
+        return Divergence(key, 0, last("g"), last("o"))
+    # Multiset: both sides sorted by repr (stable: ties in output order), as the checker.
+    order = "vrepr(v, vo), seq" if mode == "multiset" else "seq"
+    ranked = f"""(SELECT v, vo, row_number() OVER (ORDER BY {order}) - 1 i
+                  FROM (SELECT * FROM {{t}} WHERE k = $k))"""
+    if i is None:
+        i = _one(con, f"""
+            SELECT coalesce(min(coalesce(a.i, b.i)), 0)
+            FROM {ranked.format(t='g')} a FULL OUTER JOIN {ranked.format(t='o')} b
+              ON a.i = b.i WHERE a.v IS DISTINCT FROM b.v""", {"k": k})
+    assert i is not None
+
+    def at(t: str) -> Any:
+        row = con.execute(f"SELECT v, vo FROM {ranked.format(t=t)} WHERE i = $i",
+                          {"k": k, "i": i}).fetchone()
+        return original(*row) if row else None
+    return Divergence(key, i, at("g"), at("o"))
+
+
+def verify_files(modes: dict[str, str], golden: dict[str, Path], output: dict[str, Path],
+                 guarantee: Guarantee, complete: bool = True, temp: Path | None = None,
+                 memory_limit: str = MEMORY_LIMIT) -> Verdict:
+    """``checker.verify`` over Parquet files per sink (``ftctl.verify.sinkfile``)."""
+    con = connect(temp, memory_limit)
+    try:
+        sinks = [compare_files(con, name, modes[name], golden.get(name), output.get(name))
+                 for name in sorted(modes)]
+    finally:
+        con.close()
+    return Verdict(guarantee, sinks, complete)
+
+
+def write_outputs(outputs: dict[str, list[tuple[Any, Any]]], folder: Path) -> dict[str, Path]:
+    """Each sink's records as a file in ``folder``, for ``verify_files``."""
+    return {name: write_sink(Path(folder) / f"{name}.parquet", recs)
+            for name, recs in outputs.items()}
+
+
+def verify_outputs(modes: dict[str, str], golden: dict[str, Path],
+                   outputs: dict[str, list[tuple[Any, Any]]], guarantee: Guarantee,
+                   folder: Path, complete: bool = True) -> Verdict:
+    """A run's outputs against golden's files: the outputs are written to ``folder``
+    (where DuckDB spills too), judged, and the folder removed."""
+    try:
+        return verify_files(modes, golden, write_outputs(outputs, folder / "output"),
+                            guarantee, complete, temp=folder / "duckdb")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,43 @@
+"""``benchmarks/verify_memory.py`` judges the anomalies it plants (small sizes, no cluster)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.benchscripts import load_benchmark
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _bench() -> Any:
+    return load_benchmark("verify_memory")
+
+
+@pytest.mark.parametrize("shape", ["wordcount", "sharder"])
+def test_the_verdict_counts_what_the_output_lost_and_repeated(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str) -> None:
+    bench = _bench()
+    monkeypatch.setattr(bench, "LOSE", 7)
+    monkeypatch.setattr(bench, "REPEAT", 11)
+    n = 600
+    bench.build(shape, n, tmp_path)
+    res = bench.judge(tmp_path)
+    # A record both dropped and repeated is written once: no anomaly.
+    lose = {s for s in range(n) if s % 7 == 3}
+    repeat = {s for s in range(n) if s % 11 == 3}
+    assert res["anomalies"] == {"lost": len(lose - repeat), "duplicated": len(repeat - lose)}
+    assert res["divergences"] == 5 and res["verify_peak_mb"] > 0
+
+
+def test_the_in_memory_comparison_gives_the_same_verdict(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bench = _bench()
+    monkeypatch.setattr(bench, "LOSE", 5)
+    monkeypatch.setattr(bench, "REPEAT", 13)
+    bench.build("wordcount", 400, tmp_path)
+    ooc, mem = bench.judge(tmp_path), bench.judge_in_memory(tmp_path)
+    assert ooc["anomalies"] and ooc["anomalies"] == mem["anomalies"]
+    assert ooc["divergences"] == mem["divergences"]
