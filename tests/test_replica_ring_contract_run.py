@@ -58,15 +58,37 @@ CAUGHT = {
 }
 
 
+# ring timings short against the traffic (ping every 2 ms, timeout 6 ms, retry 2 ms,
+# reinstatement 4 ms after a takeover): takeovers and reinstatements overlap live tuples
+SHORT = ReplicaRingParams(ping_every=0.002, ping_timeout=0.006, retry_every=0.002,
+                          reinstate_after=0.004)
+# mutants only such timings expose, with kills on the bundled chain (600 records)
+CAUGHT_SHORT = {
+    # evens[0] is reinstated and pings evens[1] while it still routes to the dead unit
+    "stale-suspicion": (((0.013, "evens[0]"), (0.013, "evens[1]")), STALL),
+}
+
+
 def test_every_shipped_mutant_breaks_the_guarantee_where_the_protocol_keeps_it():
     topo = chain(3, 60)
     params = ReplicaRingParams(reinstate_after=0.2)
-    assert set(CAUGHT) == {m.name for m in MUTANTS}
+    assert set(CAUGHT) | set(CAUGHT_SHORT) == {m.name for m in MUTANTS}
     for m in MUTANTS:
-        kills, broken = CAUGHT[m.name]
-        assert judge(topo, params, kills, spec=spec_with(m.instance, m.coordinator)) == broken
+        if m.name in CAUGHT:
+            kills, broken = CAUGHT[m.name]
+            assert judge(topo, params, kills, spec=spec_with(m.instance, m.coordinator)) == broken
     for kills in {kills for kills, _ in CAUGHT.values()}:
         assert judge(topo, params, kills) == (0, 0), kills
+
+
+@pytest.mark.parametrize("mutant", sorted(CAUGHT_SHORT))
+def test_mutants_at_short_ring_timings(mutant):
+    topo = replica_chain(600)
+    kills, broken = CAUGHT_SHORT[mutant]
+    m = next(m for m in MUTANTS if m.name == mutant)
+    assert judge(topo, SHORT, kills, spec=spec_with(m.instance, m.coordinator)) == broken
+    assert judge(topo, SHORT, kills) == (0, 0)
+
 
 
 # the bundled topology replica-ring accepts: split x3 (flat_map, hash out) -> evens x3

@@ -41,11 +41,13 @@ from protocols.replica_ring.messages import (
     Adopted,
     Delete,
     Fetch,
+    Hosted,
     Ping,
     Purge,
     RecordMsg,
     RecordOk,
     Rejoin,
+    Suspicion,
     Takeover,
 )
 from protocols.replica_ring.params import ReplicaRingParams
@@ -122,8 +124,11 @@ def test_ping_timeout_suspects_and_a_takeover_adopts_routes_and_fetches():
     b = logic("B[0]")
     assert b.handle(TimerFired("ring-ping", 0.0), 0.0) == [
         SendPeer(I("B[1]"), Ping("B[1]")), SetTimer("ring-ping", 0.05)]
+    # the history records the suspicion; the coordinator acts on the report, which names
+    # the generation the ping was meant for (B[1] as first started)
     assert b.handle(TimerFired("ring-ping", 0.2), 0.2) == [
-        Suspect(I("B[1]"), "ping timeout"), SetTimer("ring-ping", 0.05)]
+        Suspect(I("B[1]"), "ping timeout"), Report(Suspicion("B[1]", ("B[1]", 0))),
+        SetTimer("ring-ping", 0.05)]
     t = logic("B[2]")
     pending = (("src[0]", 1, 1), 5)
     t.handle(PeerIn(I("B[1]"), RecordMsg(pending, "A[1]", 1)), 0.1)
@@ -168,6 +173,7 @@ def test_the_sink_acks_emits_by_uid_and_deletes():
 class View:
     def __init__(self, units: dict[str, str], running: set[str]):
         self.units, self.running = units, running
+        self.inc: dict[str, int] = {}
 
     def unit_of(self, slot):
         return self.units.get(slot, slot)
@@ -176,7 +182,7 @@ class View:
         return "running" if i in self.running else "stopped"
 
     def incarnation(self, i):
-        return 0  # never restarted
+        return self.inc.get(i, 0)  # 0: never restarted
 
     def stored(self, i):
         return ()  # nothing persisted (only an at-most-once source persists its offset)
@@ -185,7 +191,8 @@ class View:
 def test_coordinator_fences_hands_over_and_reinstates():
     c = ReplicaRingCoordinator(GraphView(G), ReplicaRingParams())
     view = View({}, {"B[0]", "B[2]"})  # B[1] is suspected
-    assert c.handle(Suspected(I("B[1]"), I("B[0]"), "ping timeout", 0.2), view) == [
+    assert c.handle(Suspected(I("B[1]"), I("B[0]"), "ping timeout", 0.2), view) == []
+    assert c.handle(ReportIn(I("B[0]"), 0, Suspicion("B[1]", ("B[1]", 0)), 0.2), view) == [
         Stop((I("B[1]"),)), Control(I("B[2]"), Takeover("B[1]"))]
     assert c.handle(ReportIn(I("B[2]"), 1, Adopted("B[1]"), 0.21), view) == [
         SetTimer("ring-reinstate:B[1]", 1.0)]
@@ -212,3 +219,29 @@ def test_faithful_replica_asks_the_successor_directly():
     b.handle(TimerFired("ring-ping", 0.0), 0.0)
     assert b.handle(TimerFired("ring-ping", 0.2), 0.2) == [
         SendPeer(I("B[2]"), Takeover("B[1]")), SetTimer("ring-ping", 0.05)]
+
+
+def test_coordinator_ignores_a_suspicion_of_a_generation_the_slot_has_left():
+    c = ReplicaRingCoordinator(GraphView(G), ReplicaRingParams())
+    # slot B[1] moved to B[2] after B[0] pinged the dead B[1]
+    view = View({"B[1]": "B[2]"}, {"B[0]", "B[2]"})
+    assert c.handle(ReportIn(I("B[0]"), 1, Suspicion("B[1]", ("B[1]", 0)), 0.2), view) == [
+        Control(I("B[0]"), Hosted("B[1]", ("B[2]", 0)))]
+    # back on its own replica, restarted as incarnation 2: a suspicion of the first is stale
+    view = View({}, {"B[0]", "B[1]", "B[2]"})
+    view.inc = {"B[1]": 2}
+    assert c.handle(ReportIn(I("B[0]"), 1, Suspicion("B[1]", ("B[1]", 0)), 0.3), view) == [
+        Control(I("B[0]"), Hosted("B[1]", ("B[1]", 2)))]
+    # the generation that runs now is fenced; a unit that died is judged by name (its
+    # incarnation counts on at its death)
+    assert c.handle(ReportIn(I("B[0]"), 1, Suspicion("B[1]", ("B[1]", 2)), 0.4), view)[0] == (
+        Stop((I("B[1]"),)))
+    view.running.discard("B[2]")
+    view.inc["B[2]"] = 1
+    assert c.handle(ReportIn(I("B[1]"), 2, Suspicion("B[2]", ("B[2]", 0)), 0.5), view)[0] == (
+        Stop((I("B[2]"),)))
+    # the pinger takes the answer in
+    b = logic("B[0]")
+    assert b.handle(ControlIn(Hosted("B[1]", ("B[2]", 0)), I("B[0]")), 0.6) == []
+    b.handle(TimerFired("ring-ping", 0.6), 0.6)
+    assert Report(Suspicion("B[1]", ("B[2]", 0))) in b.handle(TimerFired("ring-ping", 0.8), 0.8)

@@ -100,14 +100,20 @@ def test_at_most_once_processes_and_forgets():
 def test_ping_timeout_suspects_faithful_asks_the_successor_fixed_accuses():
     u = unit(index=0, variant="faithful")
     assert u.on_timer(PING, 0.0) == [Tell("B[1]", Ping("B[1]")), Arm(PING, 0.05)]
-    assert u.on_message("B[1]", Ping("B[0]")) == [Reply("B[1]", Pong("B[0]"))]
+    # the answer names who answered for the slot: this unit, first incarnation
+    assert u.on_message("B[1]", Ping("B[0]")) == [Reply("B[1]", Pong("B[0]", ("B[0]", 0)))]
     assert u.on_timer(PING, 0.05) == [Arm(PING, 0.05)]  # outstanding since 0.0
     assert u.on_timer(PING, 0.15) == [Tell("B[2]", Takeover("B[1]")), Arm(PING, 0.05)]
     f = unit(index=0)
     f.on_timer(PING, 0.0)
-    f.on_message("B[1]", Pong("B[1]"))
+    f.on_message("B[2]", Pong("B[1]", ("B[2]", 0)))  # B[2] stands in for slot 1
     assert f.on_timer(PING, 0.05) == [Tell("B[1]", Ping("B[1]")), Arm(PING, 0.05)]
-    assert f.on_timer(PING, 0.2) == [Accuse("B[1]"), Arm(PING, 0.05)]
+    # the suspicion names the generation that last answered for the slot
+    assert f.on_timer(PING, 0.2) == [Accuse("B[1]", ("B[2]", 0)), Arm(PING, 0.05)]
+    # never answered: the slot's own unit as first started
+    g = unit(index=0)
+    g.on_timer(PING, 0.0)
+    assert g.on_timer(PING, 0.2) == [Accuse("B[1]", ("B[1]", 0)), Arm(PING, 0.05)]
 
 
 def test_takeover_reroutes_and_fetches_the_dead_replicas_pending_records():
@@ -200,10 +206,14 @@ def test_coordinator_fences_walks_the_ring_and_reinstates():
     c = RingCoordinator(ReplicaRingParams(reinstate_after=1.0), {"B": 3})
     route = {"B[0]": "B[0]", "B[1]": "B[2]", "B[2]": "B[2]"}  # B[2] stands in for slot 1
     live = {"B[0]"}
-    assert c.on_accuse("B[2]", route.__getitem__, live.__contains__) == [
+
+    def accuse(slot, named, by):
+        return c.on_accuse(slot, named, by, route.__getitem__, live.__contains__, lambda u: 0)
+
+    assert accuse("B[2]", ("B[2]", 0), "B[1]") == [
         Fence("B[2]"), Tell("B[0]", Takeover("B[1]")), Tell("B[0]", Takeover("B[2]"))]
     # fenced once; asked again while its slots still route to it, the takeover is repeated
-    assert c.on_accuse("B[1]", route.__getitem__, live.__contains__) == [
+    assert accuse("B[1]", ("B[2]", 0), "B[0]") == [
         Tell("B[0]", Takeover("B[1]")), Tell("B[0]", Takeover("B[2]"))]
     # each slot's own replica restarts reinstate_after its takeover
     assert c.on_adopted("B[2]") == [Arm("ring-reinstate:B[2]", 1.0)]

@@ -63,11 +63,13 @@ from protocols.replica_ring.messages import (
     Adopted,
     Data,
     Delete,
+    Hosted,
     Message,
     Quiesce,
     Rejoin,
     Rejoined,
     Slot,
+    Suspicion,
     Takeover,
 )
 from protocols.replica_ring.params import ReplicaRingParams
@@ -120,6 +122,7 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
         if ev.reason == "adopt":
             return [Report(Adopted(ev.slot))]
         if self.unit is not None:
+            self.unit.incarnation = ev.incarnation  # it answers pings as this generation
             rejoin = ev.init if isinstance(ev.init, Rejoin) else None
             acts = self._acts(self.unit.start(
                 reinstating=rejoin is not None,
@@ -175,7 +178,7 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
         if isinstance(ev.msg, Quiesce):
             self.done = True
             return []
-        if isinstance(ev.msg, Takeover) and self.unit is not None:
+        if isinstance(ev.msg, Takeover | Hosted) and self.unit is not None:
             return self._acts(self.unit.on_message("coordinator", ev.msg))
         return super().on_control(ev, now)
 
@@ -265,8 +268,9 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
                 out.append(SendPeer(InstanceId(e.unit), e.msg, unit=UnitId(e.unit)))
             elif isinstance(e, Arm):
                 out.append(SetTimer(e.key, e.after))
-            elif isinstance(e, Accuse):
-                out.append(Suspect(InstanceId(e.slot), "ping timeout"))
+            elif isinstance(e, Accuse):  # the history records it; the report is acted on
+                out += [Suspect(InstanceId(e.slot), "ping timeout"),
+                        Report(Suspicion(e.slot, e.host))]
             elif isinstance(e, Reroute):
                 out.append(Route(InstanceId(e.slot), UnitId(e.to)))
             elif isinstance(e, Host):
@@ -320,9 +324,9 @@ class ReplicaRingCoordinator(CoordinatorLogic[ReplicaRingParams]):
                 and SOURCE_OFFSET in view.stored(a.instance) else a for a in acts]
 
     def on_suspect(self, ev: Suspected, view: ClusterView) -> list[CoordinatorAction]:
-        return self._acts(self.ring.on_accuse(
-            str(ev.instance), lambda s: str(view.unit_of(InstanceId(s))),
-            lambda u: view.status(InstanceId(u)) == "running"), view)
+        """Recorded in the history only: the ``Suspicion`` report that comes with it names
+        the slot's generation, which a ``Suspect`` cannot carry."""
+        return []
 
     def on_timer(self, ev: TimerFired, view: ClusterView) -> list[CoordinatorAction]:
         return self._acts(self.ring.on_timer(
@@ -336,6 +340,12 @@ class ReplicaRingCoordinator(CoordinatorLogic[ReplicaRingParams]):
                 ended += [Control(i, Quiesce()) for i in sorted(self.members)
                           + list(self.graph.sources)]
             return ended
+        if isinstance(ev.msg, Suspicion):
+            return self._acts(self.ring.on_accuse(
+                ev.msg.slot, ev.msg.host, str(ev.instance),
+                lambda s: str(view.unit_of(InstanceId(s))),
+                lambda u: view.status(InstanceId(u)) == "running",
+                lambda u: view.incarnation(InstanceId(u))), view)
         if isinstance(ev.msg, Adopted | Rejoined):
             slot = InstanceId(ev.msg.slot)
             acts: list[CoordinatorAction] = [Control(slot, InputEnded(ch))

@@ -49,11 +49,17 @@ BUGS: tuple[Bug, ...] = (
     Bug("no-fence", "fixed variant does not stop a suspect", "S9 fixed"),
     Bug("origin-purges-on-ack", "the origin's record purged on ack (F5 missing)",
            "Table 1 purge row; S4b fixed"),
+    Bug("stale-suspicion", "the coordinator fences whoever hosts a suspected slot now, even "
+        "when the unanswered ping went to a unit the slot has left",
+        "a reinstated replica's ping to a dead successor; short-timing kit cases"),
 )
 
 
 # planted only in the step model: the units take output ids from the operator
 MODEL_ONLY = frozenset({"fresh-uid"})
+# planted only in the message-level units and the coordinator: the step model plays one
+# failure at a time in step order, with no incarnations and no message overtaking another
+UNITS_ONLY = frozenset({"stale-suspicion"})
 
 
 # bugs a crash schedule shows as a violated guarantee (lost or duplicated output)
@@ -61,7 +67,8 @@ MODEL_ONLY = frozenset({"fresh-uid"})
 # of one tuple; crashes at random times did not hit that window in 100 schedules)
 GUARANTEE_LEVEL = ("takeover-ignores-pending", "purge-before-ack", "sync-skips-successor",
                    "origin-drops-on-ack", "sink-no-dedup", "no-route", "drop-records",
-                   "replay-through-dedup", "origin-purges-on-ack", "no-ring-walk")
+                   "replay-through-dedup", "origin-purges-on-ack", "no-ring-walk",
+                   "stale-suspicion")
 
 
 def names() -> tuple[str, ...]:

@@ -23,6 +23,8 @@ from protocols.replica_ring.messages import (
     Data,
     Delete,
     Fetch,
+    Hosted,
+    HostId,
     Message,
     Ping,
     Pong,
@@ -71,9 +73,16 @@ class Arm:
 
 @dataclass(frozen=True, slots=True)
 class Accuse:
-    """Fixed variant: report a suspect to the coordinator, which fences it (F8)."""
+    """Fixed variant: report a suspect to the coordinator, which fences it (F8).
+
+    ``host`` is the slot's generation as this unit knows it. An unanswered ping may have
+    gone to a unit that died and whose slot has moved since (a replica reinstated while
+    the slot it pings was still routed to a dead unit): the coordinator ignores such a
+    stale suspicion instead of stopping the unit that hosts the slot now (§4.1: a replica
+    detects the *replica* it pinged)."""
 
     slot: Slot
+    host: HostId
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,8 +129,9 @@ class ReplicaUnit:
 
     def __init__(self, op: str, index: int, size: int, params: ReplicaRingParams,
                  process: Process, sources: frozenset[str] = frozenset(),
-                 mutants: frozenset[str] = frozenset()):
+                 mutants: frozenset[str] = frozenset(), incarnation: int = 0):
         self.op, self.index, self.size = op, index, size
+        self.incarnation = incarnation
         self.sources = sources  # upstream source operators: they regenerate, keep no copy
         self.me = slot_of(op, index)
         self.params = params
@@ -131,6 +141,9 @@ class ReplicaUnit:
         self.ring = RingMember(index, size, self_ping=self.p.has("self-ping"),
                                ping_prev=self.p.has("ping-prev"))
         self.detector = PingDetector(params.ping_every, params.ping_timeout)
+        # the generation this unit last knew for each ring slot (pongs and the coordinator
+        # tell it); unheard of: the slot's own unit, first incarnation
+        self.hosts: dict[int, HostId] = {}
         self.records = RecordTable(key_with_origin=self.p.has("dedup-emitter"))
         self.delivery = DeliveryTable()  # output uid -> (dest, payload)
         self.work: dict[Hashable, _Work] = {}  # input uid -> its progress
@@ -196,10 +209,13 @@ class ReplicaUnit:
         self.fresh.clear()
         return [*out, Arm(RETRY, self.params.retry_every)]
 
+    def host_of(self, i: int) -> HostId:
+        return self.hosts.get(i, (self.slot(i), 0))
+
     def _suspect(self, d: int) -> list[Effect]:
         self.detector.clear(d)  # ping the slot afresh: its taker will answer
-        if self.p.fence:
-            return [Accuse(self.slot(d))]  # the coordinator fences, then picks the taker
+        if self.p.fence:  # the coordinator fences, then picks the taker
+            return [Accuse(self.slot(d), self.host_of(d))]
         return [Tell(self.slot(self.ring.next_of(d)), Takeover(self.slot(d)))]
 
     # ------------------------------------------------------------ messages
@@ -208,9 +224,12 @@ class ReplicaUnit:
         if isinstance(msg, Data):
             return self.on_data(to or self.me, msg)
         if isinstance(msg, Ping):
-            return [Reply(sender, Pong(msg.slot))]
-        if isinstance(msg, Pong):
-            self.detector.pong(split_slot(msg.slot)[1])
+            return [Reply(sender, Pong(msg.slot, (self.me, self.incarnation)))]
+        if isinstance(msg, Pong | Hosted):
+            i = split_slot(msg.slot)[1]
+            self.hosts[i] = msg.host
+            if isinstance(msg, Pong):
+                self.detector.pong(i)
             return []
         if isinstance(msg, RecordMsg):
             # a purged uid recorded again is a new pass (at-least-once reprocesses a
