@@ -66,6 +66,8 @@ SHORT = ReplicaRingParams(ping_every=0.002, ping_timeout=0.006, retry_every=0.00
 CAUGHT_SHORT = {
     # evens[0] is reinstated and pings evens[1] while it still routes to the dead unit
     "stale-suspicion": (((0.013, "evens[0]"), (0.013, "evens[1]")), STALL),
+    # tag[1] dies soon after tag[2], its successor, was reinstated
+    "confirm-released": (((0.03, "tag[2]"), (0.044, "tag[1]")), STALL),
 }
 
 

@@ -18,9 +18,22 @@ from typing import Any
 from protocols.contract.spec import Guarantee
 from protocols.replica_ring.accounting import PAPER_TABLE1, table1_messages
 from protocols.replica_ring.coordinator import Fence, Restart, RingCoordinator
-from protocols.replica_ring.messages import KIND, Message, Slot, split_slot
+from protocols.replica_ring.messages import (
+    KIND,
+    Ack,
+    Data,
+    Fetch,
+    Message,
+    Purge,
+    RecordMsg,
+    RecordOk,
+    Reinstate,
+    Slot,
+    split_slot,
+)
 from protocols.replica_ring.params import ReplicaRingParams
 from protocols.replica_ring.unit import (
+    RETRY,
     Accuse,
     Arm,
     Effect,
@@ -431,3 +444,36 @@ def test_a_stale_suspicion_does_not_stop_the_slots_new_host():
     # the pinger learned the slot's generation from the coordinator's answer
     assert net.units["B[0]"].host_of(1) == ("B[2]", 0)
 
+
+def test_a_record_for_a_slot_handed_back_is_resent_to_its_replica():
+    # B[1] died; B[2] stands in for slot 1 and B[1] is restarted. B[0] syncs tuple 7 while
+    # slot 1 still routes to B[2], and that record reaches B[2] after B[2] handed its table
+    # to the new B[1]. Confirmed there, it would exist nowhere B[1] looks when it takes
+    # slot 0 over; unconfirmed, B[0] sends it again to slot 1, which is B[1]'s by then
+    p = ReplicaRingParams()
+
+    def replica(i: int, incarnation: int = 0) -> ReplicaUnit:
+        return ReplicaUnit("B", i, 3, p, lambda slot, uid, payload: [("out[0]", uid, payload)],
+                           frozenset({"src"}), PLANTED, incarnation=incarnation)
+
+    b0, b2 = replica(0), replica(2)
+    b2.take_over(1)
+    b1 = replica(1, incarnation=1)
+    assert Reply("B[2]", Reinstate("B[1]")) in b1.start(reinstating=True, stand_in="B[2]")
+    tables = [e.msg for e in b2.on_message("B[1]", Reinstate("B[1]")) if isinstance(e, Reply)]
+    assert len(tables) == 1
+    b1.on_message("B[2]", tables[0])
+    rec = RecordMsg(7, "A[0]", 0)
+    assert b0.on_data("B[0]", Data(7, "x", "A[0]")) == [Tell("B[1]", rec), Tell("B[2]", rec)]
+    assert b2.on_message("B[0]", rec, to="B[1]") == []  # not confirmed for slot 1
+    assert b2.on_message("B[0]", rec, to="B[2]") == [Reply("B[0]", RecordOk(7, "B[2]"))]
+    assert b0.on_message("B[2]", RecordOk(7, "B[2]")) == []
+    assert b0.on_timer(RETRY, 0.05) == [Arm(RETRY, 0.05)]  # sent this period
+    assert b0.on_timer(RETRY, 0.10) == [Tell("B[1]", rec), Arm(RETRY, 0.05)]
+    assert b1.on_message("B[0]", rec, to="B[1]") == [Reply("B[0]", RecordOk(7, "B[1]"))]
+    assert b0.on_message("B[1]", RecordOk(7, "B[1]")) == [
+        Reply("A[0]", Ack(7)), Tell("out[0]", Data(7, "x", "B[0]"))]
+    # B[0] dies before the sink's delete: its taker B[1] has the record and fetches it
+    assert Tell("A[0]", Fetch(7)) in b1.take_over(0)
+    # a purge for the handed-back slot is sent once: the stand-in passes it on
+    assert b2.on_message("B[0]", Purge(7, "A[0]"), to="B[1]") == [Tell("B[1]", Purge(7, "A[0]"))]

@@ -52,6 +52,8 @@ BUGS: tuple[Bug, ...] = (
     Bug("stale-suspicion", "the coordinator fences whoever hosts a suspected slot now, even "
         "when the unanswered ping went to a unit the slot has left",
         "a reinstated replica's ping to a dead successor; short-timing kit cases"),
+    Bug("confirm-released", "a stand-in confirms a record for a slot it handed back",
+        "a record reaching the stand-in after the table transfer; short-timing kit cases"),
 )
 
 
@@ -59,7 +61,7 @@ BUGS: tuple[Bug, ...] = (
 MODEL_ONLY = frozenset({"fresh-uid"})
 # planted only in the message-level units and the coordinator: the step model plays one
 # failure at a time in step order, with no incarnations and no message overtaking another
-UNITS_ONLY = frozenset({"stale-suspicion"})
+UNITS_ONLY = frozenset({"stale-suspicion", "confirm-released"})
 
 
 # bugs a crash schedule shows as a violated guarantee (lost or duplicated output)
@@ -68,7 +70,7 @@ UNITS_ONLY = frozenset({"stale-suspicion"})
 GUARANTEE_LEVEL = ("takeover-ignores-pending", "purge-before-ack", "sync-skips-successor",
                    "origin-drops-on-ack", "sink-no-dedup", "no-route", "drop-records",
                    "replay-through-dedup", "origin-purges-on-ack", "no-ring-walk",
-                   "stale-suspicion")
+                   "stale-suspicion", "confirm-released")
 
 
 def names() -> tuple[str, ...]:

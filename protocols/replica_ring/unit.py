@@ -209,6 +209,13 @@ class ReplicaUnit:
         self.fresh.clear()
         return [*out, Arm(RETRY, self.params.retry_every)]
 
+    def speaks_for(self, slot: Slot | None) -> bool:
+        """Whether this unit speaks for ``slot`` (None: its own) now."""
+        if slot is None:
+            return True
+        op, i = split_slot(slot)
+        return op != self.op or i in self.ring.represents
+
     def host_of(self, i: int) -> HostId:
         return self.hosts.get(i, (self.slot(i), 0))
 
@@ -231,6 +238,14 @@ class ReplicaUnit:
             if isinstance(msg, Pong):
                 self.detector.pong(i)
             return []
+        if (isinstance(msg, RecordMsg | Purge) and not self.speaks_for(to)
+                and not self.p.has("confirm-released")):
+            # For a slot handed back to its reinstated replica: sent while the slot still
+            # routed here, it came after the record table left. Confirmed here, the
+            # record would be nowhere the replica looks when it takes over the emitter;
+            # unconfirmed, the emitter sends it again to the slot, routed back by now. A
+            # purge is sent once: pass it on.
+            return [Tell(to, msg)] if isinstance(msg, Purge) and to is not None else []
         if isinstance(msg, RecordMsg):
             # a purged uid recorded again is a new pass (at-least-once reprocesses a
             # resent tuple): pending again, or a taker would never fetch it
