@@ -92,6 +92,12 @@ def test_mutants_at_short_ring_timings(mutant):
     assert judge(topo, SHORT, kills) == (0, 0)
 
 
+def test_a_takeover_asked_of_a_replica_still_waiting_for_its_table_fetches_after_it():
+    # split[1] dies and is reinstated; before the stand-in's table reaches it, split[0]
+    # dies and the ring walk asks the new split[1] to take it over: the pending records
+    # of split[0] are in that table (before the fix: 28 records lost)
+    assert judge(replica_chain(600), SHORT, ((0.01, "split[1]"), (0.02, "split[0]"))) == (0, 0)
+
 
 # the bundled topology replica-ring accepts: split x3 (flat_map, hash out) -> evens x3
 # (filter, round-robin out) -> tag x3 -> sink

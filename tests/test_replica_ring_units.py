@@ -177,6 +177,18 @@ def test_reinstatement_fixed_waits_for_the_table_faithful_does_not():
     assert faithful.on_data("B[1]", D1)[0] == Reply("A[1]", Ack(1))  # empty table (F4)
 
 
+def test_a_takeover_before_the_table_fetches_once_the_table_is_in():
+    # B[1], just restarted, is asked to take slot 0 over (B[0] died) before B[2]'s table
+    # came: B[0]'s pending records are in that table, so the fetches wait for it
+    new = unit(index=1)
+    new.start(reinstating=True)
+    assert new.on_message("coordinator", Takeover("B[0]")) == [
+        Host("B[0]"), Reroute("B[0]", "B[1]")]
+    assert new.on_message("B[2]", Table("B[1]", ((5, "A[0]", 0, False), (6, "A[0]", 0, True)))
+                          ) == [Tell("A[0]", Fetch(5))]
+    assert new.fetching == {5: ("A[0]", "B[0]")}
+
+
 def test_sink_acks_emits_and_in_the_fixed_variant_dedups_and_deletes():
     s = SinkUnit("out[0]", ReplicaRingParams())
     d = Data(1, "x", "B[1]")

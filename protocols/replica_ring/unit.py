@@ -155,6 +155,7 @@ class ReplicaUnit:
         self.fresh: set[Hashable] = set()
         self.awaiting_table = False
         self.held: list[tuple[Slot, Data]] = []  # tuples that came before the table
+        self.adopted_early: list[int] = []  # slots taken over before the table came
         self.waiting_delete: dict[Hashable, set[Slot]] = {}  # uid -> senders of dropped copies
 
     # ------------------------------------------------------------ helpers
@@ -394,6 +395,16 @@ class ReplicaUnit:
             out.append(Reroute(self.slot(d), self.me))
         if self.p.amo or self.p.has("takeover-ignores-pending"):
             return out
+        if self.awaiting_table:
+            # a replica just restarted is asked to take its predecessor over before the
+            # stand-in's record table came: the dead unit's pending records are in it
+            self.adopted_early.append(d)
+            return out
+        return out + self._refetch_pending(d)
+
+    def _refetch_pending(self, d: int) -> list[Effect]:
+        """T3: re-fetch what the dead replica of slot ``d`` had in progress."""
+        out: list[Effect] = []
         for rec in self.records.pending_of(d):
             rec.emitter = self.index
             origin = str(rec.origin)
@@ -441,6 +452,9 @@ class ReplicaUnit:
             self.records.insert(Record(uid, origin, emitter, state), replace=False)
         self.awaiting_table = False
         out: list[Effect] = []
+        for d in self.adopted_early:
+            out += self._refetch_pending(d)
+        self.adopted_early.clear()
         held, self.held = self.held, []
         for slot, data in held:  # only now are they checked against the table (fix of F4)
             out += self.on_data(slot, data)
