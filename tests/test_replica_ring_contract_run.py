@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import pytest
 
+from ftctl.sim.runner import Simulator
 from protocols.contract.spec import Guarantee
 from protocols.replica_ring.model import SEMANTICS
 from protocols.replica_ring.mutants import MUTANTS
 from protocols.replica_ring.params import ReplicaRingParams
+from protocols.replica_ring.spec import SPEC
 from tests.replica_ring_runs import STALL, judge, run, spec_with
 from tests.replica_ring_topologies import chain, replica_chain
 
@@ -132,3 +134,12 @@ def test_an_at_most_once_source_resumes_after_what_it_sent():
                  if e.kind == "instance-started"]
     assert [(e.instance, e.data) for e in restarted] == [
         ("src[0]", {"reason": "restart", "restore": 0})]
+
+
+def test_a_fetch_a_reinstated_replica_cannot_answer_goes_to_its_stand_in():
+    # seed 17 of the simulator's crash schedules at short timings: split[1] dies while
+    # evens[1]'s tuple from it is pending; split[2] regenerates it as split[1]'s taker,
+    # split[1] is reinstated, and evens[1]'s taker asks slot split[1] for the tuple.
+    # Before the fix the new split[1] said "gone" (18 records lost, the run stalled)
+    sim = Simulator(replica_chain(600), SPEC, SHORT)
+    assert sim.run_one(17).verdict.passed

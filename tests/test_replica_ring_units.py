@@ -189,6 +189,26 @@ def test_a_takeover_before_the_table_fetches_once_the_table_is_in():
     assert new.fetching == {5: ("A[0]", "B[0]")}
 
 
+def test_a_reinstated_replica_passes_a_fetch_it_cannot_answer_to_its_stand_in():
+    # B[2] stood in for slot 1 and sent tuple 9 for it (its copy is in B[2]'s delivery
+    # table); B[1] is back with the record table only. C[0], a taker downstream, asks
+    # slot 1 for tuple 9: B[1] passes the question on, B[2] answers C[0] itself
+    stand_in = unit(index=2)
+    stand_in.take_over(1)
+    stand_in.delivery.keep(9, ("C[0]", "nine"))
+    new = unit(index=1)
+    new.start(reinstating=True, stand_in="B[2]")
+    new.on_message("B[2]", Table("B[1]", ()))
+    assert new.on_message("C[0]", Fetch(9)) == [Tell("B[2]", Fetch(9, asker="C[0]"))]
+    assert stand_in.on_message("B[1]", Fetch(9, asker="C[0]")) == [
+        Reply("C[0]", Refetch(9, "nine"))]
+    # passed on once: the stand-in, holding nothing either, says so to the asker
+    assert stand_in.on_message("B[1]", Fetch(8, asker="C[0]")) == [
+        Reply("C[0]", Refetch(8, None, found=False))]
+    assert unit(index=1).on_message("C[0]", Fetch(9)) == [
+        Reply("C[0]", Refetch(9, None, found=False))]  # never handed back: nothing to ask
+
+
 def test_sink_acks_emits_and_in_the_fixed_variant_dedups_and_deletes():
     s = SinkUnit("out[0]", ReplicaRingParams())
     d = Data(1, "x", "B[1]")

@@ -85,6 +85,7 @@ class Takeover(Msg):
 @dataclass(frozen=True, slots=True)
 class Fetch(Msg):
     uid: Hashable
+    asker: Slot | None = None  # passed on by a reinstated replica: the unit to answer
 
 
 @dataclass(frozen=True, slots=True)

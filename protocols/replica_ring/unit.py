@@ -156,6 +156,7 @@ class ReplicaUnit:
         self.awaiting_table = False
         self.held: list[tuple[Slot, Data]] = []  # tuples that came before the table
         self.adopted_early: list[int] = []  # slots taken over before the table came
+        self.stand_in: Slot | None = None  # the unit that handed this slot back
         self.waiting_delete: dict[Hashable, set[Slot]] = {}  # uid -> senders of dropped copies
 
     # ------------------------------------------------------------ helpers
@@ -266,12 +267,13 @@ class ReplicaUnit:
         if isinstance(msg, Takeover):
             return self.take_over(split_slot(msg.slot)[1])
         if isinstance(msg, Fetch):
-            return self._fetch(sender, msg.uid)
+            return self._fetch(sender, msg)
         if isinstance(msg, Refetch):
             return self._refetched(msg)
         if isinstance(msg, Reinstate):
             return self._reinstate(sender, split_slot(msg.slot)[1])
         if isinstance(msg, Table):
+            self.stand_in = sender
             return self._install(msg)
         return []
 
@@ -413,14 +415,19 @@ class ReplicaUnit:
             out.append(Tell(origin, Fetch(rec.uid)))
         return out
 
-    def _fetch(self, sender: Slot, ouid: Hashable) -> list[Effect]:
+    def _fetch(self, sender: Slot, msg: Fetch) -> list[Effect]:
         """An origin answers a taker: the tuple it still holds, or that it holds none."""
+        ouid, asker = msg.uid, msg.asker or sender
         if self.delivery.holds(ouid):
             _dest, payload = self.delivery.get(ouid)
-            return [Reply(sender, Refetch(ouid, payload))]
+            return [Reply(asker, Refetch(ouid, payload))]
         if self.fixed and (self.fetching or self.records.pending_of(self.index)):
             return []  # maybe still being regenerated here (T5): the taker asks again
-        return [Reply(sender, Refetch(ouid, None, found=False))]
+        if self.fixed and self.stand_in is not None and msg.asker is None:
+            # a reinstated replica got the record table back, not the tuples its stand-in
+            # sent (or is regenerating, T5) for this slot: those are the stand-in's to give
+            return [Tell(self.stand_in, Fetch(ouid, asker=sender))]
+        return [Reply(asker, Refetch(ouid, None, found=False))]
 
     def _refetched(self, msg: Refetch) -> list[Effect]:
         asked = self.fetching.pop(msg.uid, None)
