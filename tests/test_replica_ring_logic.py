@@ -109,11 +109,14 @@ def test_a_replica_syncs_acks_and_forwards_with_a_derived_id():
     assert acts[0] == SendPeer(I("src[0]"), Ack(uid), unit=U("src[0]"))
     (send,) = acts[1:]
     assert isinstance(send, Send) and isinstance(send.msg, Batch)
-    assert send.msg.meta == ((uid, send.channel), "A[1]") and send.msg.records == [("w1", 1, 1)]
+    # the output's id names the edge by output group and destination index, not by
+    # channel, so a replay on another replica's core repeats it
+    dest = int(G.channels[send.channel].dst[2])
+    out = (uid, 0, dest)
+    assert send.msg.meta == (out, "A[1]") and send.msg.records == [("w1", 1, 1)]
     # the round-robin edge follows the id: the same tuple takes the same edge again
     assert G.channels[send.channel].src == "A[1]"
     # step (8) on the next hop's delete (fixed): purge at colleagues, delete at the source
-    out = (uid, send.channel)
     assert a.handle(PeerIn(I("B[0]"), Ack(out)), 0.03) == []
     assert a.handle(PeerIn(I("B[0]"), Delete(out)), 0.04) == [
         SendPeer(I("A[0]"), Purge(uid, "src[0]")), SendPeer(I("A[2]"), Purge(uid, "src[0]")),
@@ -147,7 +150,7 @@ def test_end_of_stream_waits_until_nothing_is_in_progress():
         assert b.handle(MarkerIn(I("B[1]"), c, Marker("eos")), 0.1) == []
     b.handle(PeerIn(I("B[0]"), RecordOk(uid, "B[0]")), 0.2)
     b.handle(PeerIn(I("B[2]"), RecordOk(uid, "B[2]")), 0.2)
-    acts = b.handle(PeerIn(I("out[0]"), Delete((uid, ch("B[1]", "out[0]")))), 0.3)
+    acts = b.handle(PeerIn(I("out[0]"), Delete((uid, 0, 0))), 0.3)
     assert acts[-2:] == [Send(ch("B[1]", "out[0]"), Marker("eos")),
                          Report(Ended(), slot=I("B[1]"))]
 
@@ -245,3 +248,17 @@ def test_coordinator_ignores_a_suspicion_of_a_generation_the_slot_has_left():
     assert b.handle(ControlIn(Hosted("B[1]", ("B[2]", 0)), I("B[0]")), 0.6) == []
     b.handle(TimerFired("ring-ping", 0.6), 0.6)
     assert Report(Suspicion("B[1]", ("B[2]", 0))) in b.handle(TimerFired("ring-ping", 0.8), 0.8)
+
+
+def test_a_replay_for_a_slot_this_unit_does_not_host_keeps_its_output_ids():
+    # B[2]'s dead predecessor was finishing a tuple for slot B[1] after handing B[1]
+    # back; B[2], its taker, has no core of B[1]. The operator is stateless and routes by
+    # the id, so B[2]'s own core yields the same outputs under the same ids
+    uid = (("src[0]", 1, 1), 0, 1)
+    payload = (ch("A[1]", "B[1]"), (("w", 1, 1),), 1)
+    own = logic("B[1]")._process("B[1]", uid, payload)
+    b2 = ReplicaRingInstance(InstanceView.of(G, "B[2]"), {I("B[2]"): InstanceCore(G, "B[2]")},
+                             ReplicaRingParams())
+    other = b2._process("B[2]", uid, payload)
+    assert [(o[1], o[2][1]) for o in other] == [(o[1], o[2][1]) for o in own] == [
+        ((uid, 0, 0), (("w", 1, 1),))]

@@ -5,8 +5,9 @@ Thin adapters: every decision is made by the pure units of ``unit.py`` and the
 effects into contract actions.
 
 - A tuple is one batch. Its id rides in ``Batch.meta`` as ``(uid, origin slot)``: a
-  source batch is ``(slot, first offset, channel)``, an output ``(input uid, channel)``,
-  a pure function of the input id so a replay repeats it (decision D4). Round-robin
+  source batch is ``(slot, first offset, channel)``, an output ``(input uid, output
+  group, destination index)``, a pure function of the input id so a replay repeats it,
+  on whichever replica it runs (decision D4). Round-robin
   edges pick the channel from the id (X11), so a replay takes the same edge.
 - Tuple records, acks, deletes, fetches and pings travel as ``SendPeer``; data as
   ``Send`` on the channel. ``Reply`` (the return of a synchronous call) goes to the
@@ -91,6 +92,16 @@ from protocols.replica_ring.unit import (
 SOURCE_OFFSET = 0  # the stored ref of an at-most-once source's next offset
 CHANNEL = "#"  # a destination named by channel: the kernel routes it to the slot's unit
 Payload = tuple[int, tuple[Any, ...], int]  # (channel, records, seq): plain data
+
+
+def _edge(core: InstanceCore, channel: int) -> tuple[int, int]:
+    """(output group, destination index) of ``channel``: an output's id names the edge
+    this way, not by channel (whose id depends on the sending slot), so that a replay on
+    another slot's core repeats the id (section 2: uid' = (uid, g, j))."""
+    for g, group in enumerate(core.spec.outputs):
+        if channel in group.channels:
+            return g, group.channels.index(channel)
+    raise KeyError(channel)
 
 
 class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
@@ -226,12 +237,18 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
             # a replay whose record was re-marked to a taker that died in turn: the tuple
             # belongs to the slot its channel leads to, which this unit took over too (T4)
             core = next((c for c in self.cores.values() if ch in c.port_of), core)
+        if ch not in core.port_of:
+            # ... or to a slot the dead unit had handed back and was finishing a tuple for
+            # (R3). Operators in scope are stateless and single-input (the port is
+            # ignored) and route by the id (X11): any core of the operator yields the
+            # same outputs under the same ids
+            ch = next(iter(core.port_of))
         core.rr = [stable_hash(str(uid))] * len(core.rr)  # X11: the edge follows the id
         core.deliver(ch, Batch(list(records)))
         out: list[tuple[Slot, Hashable, Any]] = []
         for a in core.take_actions():
             if type(a) is CoreSend and isinstance(a.msg, Batch):
-                out.append((f"{CHANNEL}{a.channel}", (uid, a.channel),
+                out.append((f"{CHANNEL}{a.channel}", (uid, *_edge(core, a.channel)),
                             (a.channel, tuple(a.msg.records), a.msg.seq)))
         return out
 
