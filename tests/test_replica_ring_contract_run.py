@@ -145,3 +145,10 @@ def test_a_fetch_a_reinstated_replica_cannot_answer_goes_to_its_stand_in():
     # Before the fix the new split[1] said "gone" (18 records lost, the run stalled)
     sim = Simulator(replica_chain(600), SPEC, SHORT)
     assert sim.run_one(17).verdict.passed
+
+
+def test_a_reinstated_replica_whose_stand_in_died_asks_again():
+    # seed 7 at short timings: tag[0] is restarted and asks tag[1] for its table; tag[1]
+    # dies with the request. Before the fix tag[0] held its input for ever (40 records
+    # lost, the run stalled)
+    assert Simulator(replica_chain(600), SPEC, SHORT).run_one(7).verdict.passed

@@ -209,6 +209,16 @@ def test_a_reinstated_replica_passes_a_fetch_it_cannot_answer_to_its_stand_in():
         Reply("C[0]", Refetch(9, None, found=False))]  # never handed back: nothing to ask
 
 
+def test_a_reinstated_replica_asks_again_until_a_table_comes():
+    # its stand-in B[2] died with the request: whoever hosts slot B[2] now holds the same
+    # records and answers; once the table is in, nothing more is asked
+    new = unit(index=1)
+    assert Reply("B[2]", Reinstate("B[1]")) in new.start(reinstating=True, stand_in="B[2]")
+    assert new.on_timer(RETRY, 0.05) == [Tell("B[2]", Reinstate("B[1]")), Arm(RETRY, 0.05)]
+    new.on_message("B[0]", Table("B[1]", ()))
+    assert new.on_timer(RETRY, 0.10) == [Arm(RETRY, 0.05)]
+
+
 def test_sink_acks_emits_and_in_the_fixed_variant_dedups_and_deletes():
     s = SinkUnit("out[0]", ReplicaRingParams())
     d = Data(1, "x", "B[1]")

@@ -156,7 +156,7 @@ class ReplicaUnit:
         self.awaiting_table = False
         self.held: list[tuple[Slot, Data]] = []  # tuples that came before the table
         self.adopted_early: list[int] = []  # slots taken over before the table came
-        self.stand_in: Slot | None = None  # the unit that handed this slot back
+        self.stand_in: Slot | None = None  # the unit that hands this slot back
         self.waiting_delete: dict[Hashable, set[Slot]] = {}  # uid -> senders of dropped copies
 
     # ------------------------------------------------------------ helpers
@@ -186,6 +186,7 @@ class ReplicaUnit:
             # resolve when a message is sent); with the fix of F4 tuples wait until the
             # stand-in's record table is installed
             self.awaiting_table = self.p.table_transfer
+            self.stand_in = stand_in
             ask: Effect = (Tell(self.me, Reinstate(self.me)) if stand_in is None
                            else Reply(stand_in, Reinstate(self.me)))
             out += [ask, Reroute(self.me, self.me)]
@@ -208,6 +209,10 @@ class ReplicaUnit:
         for uid, w in self.work.items():  # a record sync a dead colleague never confirmed
             if uid not in self.fresh:
                 out += [Tell(c, RecordMsg(uid, w.origin, self.index)) for c in sorted(w.waiting)]
+        if self.awaiting_table and self.stand_in is not None and self.stand_in != self.me:
+            # the stand-in died before it answered: whoever hosts its slot now has the
+            # same records (every colleague holds every record) and answers instead
+            out.append(Tell(self.stand_in, Reinstate(self.me)))
         self.fresh.clear()
         return [*out, Arm(RETRY, self.params.retry_every)]
 
