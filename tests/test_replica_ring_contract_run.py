@@ -152,3 +152,11 @@ def test_a_reinstated_replica_whose_stand_in_died_asks_again():
     # dies with the request. Before the fix tag[0] held its input for ever (40 records
     # lost, the run stalled)
     assert Simulator(replica_chain(600), SPEC, SHORT).run_one(7).verdict.passed
+
+
+def test_a_delete_for_a_stand_ins_tuple_reaches_the_stand_in():
+    # seed 5 at short timings, at-least-once: evens[2] processed a tuple split[2] sent for
+    # split[1] and told slot split[1] it may delete it, after split[1] was reinstated.
+    # Before the fix split[2] waited for that delete for ever (the run stalled)
+    params = ReplicaRingParams(**{**SHORT.model_dump(), "semantics": "at-least-once"})
+    assert Simulator(replica_chain(600), SPEC, params).run_one(5).verdict.passed

@@ -209,6 +209,23 @@ def test_a_reinstated_replica_passes_a_fetch_it_cannot_answer_to_its_stand_in():
         Reply("C[0]", Refetch(9, None, found=False))]  # never handed back: nothing to ask
 
 
+def test_a_reinstated_replica_passes_a_delete_for_its_stand_ins_tuple_on():
+    # C[0] processed tuple 9, which B[2] sent while standing in for slot 1, and tells the
+    # origin slot it may delete it: the slot is B[1]'s again, the copy and the work
+    # waiting for the delete are B[2]'s
+    stand_in = unit(index=2)
+    stand_in.take_over(1)
+    stand_in.delivery.keep(9, ("C[0]", "nine"))
+    new = unit(index=1)
+    new.start(reinstating=True, stand_in="B[2]")
+    new.on_message("B[2]", Table("B[1]", ()))
+    assert new.on_message("C[0]", Delete(9)) == [Tell("B[2]", Delete(9, passed=True))]
+    assert stand_in.on_message("B[1]", Delete(9, passed=True)) == []
+    assert not stand_in.delivery.holds(9)
+    # passed on once: two units that stood in for each other do not pass it round
+    assert new.on_message("B[2]", Delete(8, passed=True)) == []
+
+
 def test_a_reinstated_replica_asks_again_until_a_table_comes():
     # its stand-in B[2] died with the request: whoever hosts slot B[2] now holds the same
     # records and answers; once the table is in, nothing more is asked

@@ -64,6 +64,7 @@ class Purge(Msg):
 @dataclass(frozen=True, slots=True)
 class Delete(Msg):
     uid: Hashable
+    passed: bool = False  # passed on by a reinstated replica to its stand-in
 
 
 @dataclass(frozen=True, slots=True)

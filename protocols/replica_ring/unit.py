@@ -265,7 +265,7 @@ class ReplicaUnit:
         if isinstance(msg, Ack):
             return self._acked(msg.uid)
         if isinstance(msg, Delete):
-            return self._deleted(msg.uid)
+            return self._deleted(msg)
         if isinstance(msg, Purge):
             self.records.purge(msg.uid, msg.origin)
             return self._purged(msg.uid)
@@ -350,7 +350,14 @@ class ReplicaUnit:
             return []
         return self._next_hop_done(ouid)
 
-    def _deleted(self, ouid: Hashable) -> list[Effect]:
+    def _deleted(self, msg: Delete) -> list[Effect]:
+        ouid = msg.uid
+        if (self.fixed and self.stand_in is not None and not msg.passed
+                and ouid not in self.parent and not self.delivery.holds(ouid)):
+            # as a fetch: the tuple this slot's stand-in sent (or regenerated) and still
+            # waits on; passed on once, so two units standing in for each other in turn
+            # do not pass it round
+            return [Tell(self.stand_in, Delete(ouid, passed=True))]
         self.unacked.pop(ouid, None)
         self.delivery.release(ouid)
         return self._next_hop_done(ouid) if self.p.purge_on_delete else []
