@@ -189,16 +189,22 @@ def test_a_takeover_before_the_table_fetches_once_the_table_is_in():
     assert new.fetching == {5: ("A[0]", "B[0]")}
 
 
-def test_a_reinstated_replica_passes_a_fetch_it_cannot_answer_to_its_stand_in():
-    # B[2] stood in for slot 1 and sent tuple 9 for it (its copy is in B[2]'s delivery
-    # table); B[1] is back with the record table only. C[0], a taker downstream, asks
-    # slot 1 for tuple 9: B[1] passes the question on, B[2] answers C[0] itself
+def handed_back() -> tuple[ReplicaUnit, ReplicaUnit]:
+    """B[2] stood in for slot 1 and sent tuple 9 for it (its copy is in B[2]'s delivery
+    table); B[1] is back, with the record table only."""
     stand_in = unit(index=2)
     stand_in.take_over(1)
     stand_in.delivery.keep(9, ("C[0]", "nine"))
     new = unit(index=1)
     new.start(reinstating=True, stand_in="B[2]")
     new.on_message("B[2]", Table("B[1]", ()))
+    return stand_in, new
+
+
+def test_a_reinstated_replica_passes_a_fetch_it_cannot_answer_to_its_stand_in():
+    # C[0], a taker downstream, asks slot 1 for tuple 9: B[1] passes the question on,
+    # B[2] answers C[0] itself
+    stand_in, new = handed_back()
     assert new.on_message("C[0]", Fetch(9)) == [Tell("B[2]", Fetch(9, asker="C[0]"))]
     assert stand_in.on_message("B[1]", Fetch(9, asker="C[0]")) == [
         Reply("C[0]", Refetch(9, "nine"))]
@@ -213,12 +219,7 @@ def test_a_reinstated_replica_passes_a_delete_for_its_stand_ins_tuple_on():
     # C[0] processed tuple 9, which B[2] sent while standing in for slot 1, and tells the
     # origin slot it may delete it: the slot is B[1]'s again, the copy and the work
     # waiting for the delete are B[2]'s
-    stand_in = unit(index=2)
-    stand_in.take_over(1)
-    stand_in.delivery.keep(9, ("C[0]", "nine"))
-    new = unit(index=1)
-    new.start(reinstating=True, stand_in="B[2]")
-    new.on_message("B[2]", Table("B[1]", ()))
+    stand_in, new = handed_back()
     assert new.on_message("C[0]", Delete(9)) == [Tell("B[2]", Delete(9, passed=True))]
     assert stand_in.on_message("B[1]", Delete(9, passed=True)) == []
     assert not stand_in.delivery.holds(9)
