@@ -105,12 +105,12 @@ class GuaranteeCase:
     @property
     def name(self) -> str:
         """``{topology}-{protocol}[-{variant}]``: the gate's case names (crash schedules);
-        ``+all-faults`` for the case drawing every fault kind, ``@short-timings`` for the
-        case with the protocol's timers scaled down."""
+        ``@short-timings`` for the case with the protocol's timers scaled down, then
+        ``+all-faults`` for the case drawing every fault kind."""
         suffix = "" if self.variant.name == "default" else f"-{self.variant.name}"
-        faults = "" if self.kinds == CRASH_ONLY else ALL_FAULTS_SUFFIX
         timing = SHORT_TIMINGS_SUFFIX if self.timings else ""
-        return f"{self.topology.stem}-{self.protocol}{suffix}{faults}{timing}"
+        faults = "" if self.kinds == CRASH_ONLY else ALL_FAULTS_SUFFIX
+        return f"{self.topology.stem}-{self.protocol}{suffix}{timing}{faults}"
 
     def schedules_for(self, n: int) -> int:
         """Schedules the kit runs for this case when each crash case runs ``n``."""
