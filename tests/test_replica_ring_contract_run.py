@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import pytest
 
+from ftctl.sim.runner import Simulator
 from protocols.contract.spec import Guarantee
 from protocols.replica_ring.model import SEMANTICS
-from protocols.replica_ring.mutants import MUTANTS
+from protocols.replica_ring.mutants import MUTANTS, UNITS_ONLY, planted
 from protocols.replica_ring.params import ReplicaRingParams
+from protocols.replica_ring.spec import SPEC
 from tests.replica_ring_runs import STALL, judge, run, spec_with
 from tests.replica_ring_topologies import chain, replica_chain
 
@@ -58,15 +60,46 @@ CAUGHT = {
 }
 
 
+# ring timings short against the traffic (ping every 2 ms, timeout 6 ms, retry 2 ms,
+# reinstatement 4 ms after a takeover): takeovers and reinstatements overlap live tuples
+SHORT = ReplicaRingParams(ping_every=0.002, ping_timeout=0.006, retry_every=0.002,
+                          reinstate_after=0.004)
+# mutants only such timings expose, with kills on the bundled chain (600 records)
+CAUGHT_SHORT = {
+    # evens[0] is reinstated and pings evens[1] while it still routes to the dead unit
+    "stale-suspicion": (((0.014, "evens[0]"), (0.014, "evens[1]")), STALL),
+}
+# needs a record in flight while its slot is handed back and its emitter dying before it
+# is done: rare under kills at given times; the units' scripted sequence catches it
+# (tests/test_replica_ring_net.py)
+CAUGHT_BY_UNITS = {"confirm-released"}
+
+
 def test_every_shipped_mutant_breaks_the_guarantee_where_the_protocol_keeps_it():
     topo = chain(3, 60)
     params = ReplicaRingParams(reinstate_after=0.2)
     assert set(CAUGHT) == {m.name for m in MUTANTS}
+    assert set(CAUGHT_SHORT) | CAUGHT_BY_UNITS == UNITS_ONLY
     for m in MUTANTS:
         kills, broken = CAUGHT[m.name]
         assert judge(topo, params, kills, spec=spec_with(m.instance, m.coordinator)) == broken
     for kills in {kills for kills, _ in CAUGHT.values()}:
         assert judge(topo, params, kills) == (0, 0), kills
+
+
+@pytest.mark.parametrize("mutant", sorted(CAUGHT_SHORT))
+def test_mutants_at_short_ring_timings(mutant):
+    topo = replica_chain(600)
+    kills, broken = CAUGHT_SHORT[mutant]
+    assert judge(topo, SHORT, kills, spec=spec_with(*planted(mutant))) == broken
+    assert judge(topo, SHORT, kills) == (0, 0)
+
+
+def test_a_takeover_asked_of_a_replica_still_waiting_for_its_table_fetches_after_it():
+    # split[1] dies and is reinstated; before the stand-in's table reaches it, split[0]
+    # dies and the ring walk asks the new split[1] to take it over: the pending records
+    # of split[0] are in that table (before the fix: 28 records lost)
+    assert judge(replica_chain(600), SHORT, ((0.01, "split[1]"), (0.02, "split[0]"))) == (0, 0)
 
 
 # the bundled topology replica-ring accepts: split x3 (flat_map, hash out) -> evens x3
@@ -102,3 +135,27 @@ def test_an_at_most_once_source_resumes_after_what_it_sent():
                  if e.kind == "instance-started"]
     assert [(e.instance, e.data) for e in restarted] == [
         ("src[0]", {"reason": "restart", "restore": 0})]
+
+
+def test_a_fetch_a_reinstated_replica_cannot_answer_goes_to_its_stand_in():
+    # seed 17 of the simulator's crash schedules at short timings: split[1] dies while
+    # evens[1]'s tuple from it is pending; split[2] regenerates it as split[1]'s taker,
+    # split[1] is reinstated, and evens[1]'s taker asks slot split[1] for the tuple.
+    # Before the fix the new split[1] said "gone" (18 records lost, the run stalled)
+    sim = Simulator(replica_chain(600), SPEC, SHORT)
+    assert sim.run_one(17).verdict.passed
+
+
+def test_a_reinstated_replica_whose_stand_in_died_asks_again():
+    # seed 7 at short timings: tag[0] is restarted and asks tag[1] for its table; tag[1]
+    # dies with the request. Before the fix tag[0] held its input for ever (40 records
+    # lost, the run stalled)
+    assert Simulator(replica_chain(600), SPEC, SHORT).run_one(7).verdict.passed
+
+
+def test_a_delete_for_a_stand_ins_tuple_reaches_the_stand_in():
+    # seed 5 at short timings, at-least-once: evens[2] processed a tuple split[2] sent for
+    # split[1] and told slot split[1] it may delete it, after split[1] was reinstated.
+    # Before the fix split[2] waited for that delete for ever (the run stalled)
+    params = ReplicaRingParams(**{**SHORT.model_dump(), "semantics": "at-least-once"})
+    assert Simulator(replica_chain(600), SPEC, params).run_one(5).verdict.passed

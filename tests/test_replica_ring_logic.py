@@ -41,11 +41,13 @@ from protocols.replica_ring.messages import (
     Adopted,
     Delete,
     Fetch,
+    Hosted,
     Ping,
     Purge,
     RecordMsg,
     RecordOk,
     Rejoin,
+    Suspicion,
     Takeover,
 )
 from protocols.replica_ring.params import ReplicaRingParams
@@ -107,11 +109,14 @@ def test_a_replica_syncs_acks_and_forwards_with_a_derived_id():
     assert acts[0] == SendPeer(I("src[0]"), Ack(uid), unit=U("src[0]"))
     (send,) = acts[1:]
     assert isinstance(send, Send) and isinstance(send.msg, Batch)
-    assert send.msg.meta == ((uid, send.channel), "A[1]") and send.msg.records == [("w1", 1, 1)]
+    # the output's id names the edge by output group and destination index, not by
+    # channel, so a replay on another replica's core repeats it
+    dest = int(G.channels[send.channel].dst[2])
+    out = (uid, 0, dest)
+    assert send.msg.meta == (out, "A[1]") and send.msg.records == [("w1", 1, 1)]
     # the round-robin edge follows the id: the same tuple takes the same edge again
     assert G.channels[send.channel].src == "A[1]"
     # step (8) on the next hop's delete (fixed): purge at colleagues, delete at the source
-    out = (uid, send.channel)
     assert a.handle(PeerIn(I("B[0]"), Ack(out)), 0.03) == []
     assert a.handle(PeerIn(I("B[0]"), Delete(out)), 0.04) == [
         SendPeer(I("A[0]"), Purge(uid, "src[0]")), SendPeer(I("A[2]"), Purge(uid, "src[0]")),
@@ -122,8 +127,11 @@ def test_ping_timeout_suspects_and_a_takeover_adopts_routes_and_fetches():
     b = logic("B[0]")
     assert b.handle(TimerFired("ring-ping", 0.0), 0.0) == [
         SendPeer(I("B[1]"), Ping("B[1]")), SetTimer("ring-ping", 0.05)]
+    # the history records the suspicion; the coordinator acts on the report, which names
+    # the generation the ping was meant for (B[1] as first started)
     assert b.handle(TimerFired("ring-ping", 0.2), 0.2) == [
-        Suspect(I("B[1]"), "ping timeout"), SetTimer("ring-ping", 0.05)]
+        Suspect(I("B[1]"), "ping timeout"), Report(Suspicion("B[1]", ("B[1]", 0))),
+        SetTimer("ring-ping", 0.05)]
     t = logic("B[2]")
     pending = (("src[0]", 1, 1), 5)
     t.handle(PeerIn(I("B[1]"), RecordMsg(pending, "A[1]", 1)), 0.1)
@@ -142,7 +150,7 @@ def test_end_of_stream_waits_until_nothing_is_in_progress():
         assert b.handle(MarkerIn(I("B[1]"), c, Marker("eos")), 0.1) == []
     b.handle(PeerIn(I("B[0]"), RecordOk(uid, "B[0]")), 0.2)
     b.handle(PeerIn(I("B[2]"), RecordOk(uid, "B[2]")), 0.2)
-    acts = b.handle(PeerIn(I("out[0]"), Delete((uid, ch("B[1]", "out[0]")))), 0.3)
+    acts = b.handle(PeerIn(I("out[0]"), Delete((uid, 0, 0))), 0.3)
     assert acts[-2:] == [Send(ch("B[1]", "out[0]"), Marker("eos")),
                          Report(Ended(), slot=I("B[1]"))]
 
@@ -168,6 +176,7 @@ def test_the_sink_acks_emits_by_uid_and_deletes():
 class View:
     def __init__(self, units: dict[str, str], running: set[str]):
         self.units, self.running = units, running
+        self.inc: dict[str, int] = {}
 
     def unit_of(self, slot):
         return self.units.get(slot, slot)
@@ -176,7 +185,7 @@ class View:
         return "running" if i in self.running else "stopped"
 
     def incarnation(self, i):
-        return 0  # never restarted
+        return self.inc.get(i, 0)  # 0: never restarted
 
     def stored(self, i):
         return ()  # nothing persisted (only an at-most-once source persists its offset)
@@ -185,7 +194,8 @@ class View:
 def test_coordinator_fences_hands_over_and_reinstates():
     c = ReplicaRingCoordinator(GraphView(G), ReplicaRingParams())
     view = View({}, {"B[0]", "B[2]"})  # B[1] is suspected
-    assert c.handle(Suspected(I("B[1]"), I("B[0]"), "ping timeout", 0.2), view) == [
+    assert c.handle(Suspected(I("B[1]"), I("B[0]"), "ping timeout", 0.2), view) == []
+    assert c.handle(ReportIn(I("B[0]"), 0, Suspicion("B[1]", ("B[1]", 0)), 0.2), view) == [
         Stop((I("B[1]"),)), Control(I("B[2]"), Takeover("B[1]"))]
     assert c.handle(ReportIn(I("B[2]"), 1, Adopted("B[1]"), 0.21), view) == [
         SetTimer("ring-reinstate:B[1]", 1.0)]
@@ -212,3 +222,43 @@ def test_faithful_replica_asks_the_successor_directly():
     b.handle(TimerFired("ring-ping", 0.0), 0.0)
     assert b.handle(TimerFired("ring-ping", 0.2), 0.2) == [
         SendPeer(I("B[2]"), Takeover("B[1]")), SetTimer("ring-ping", 0.05)]
+
+
+def test_coordinator_ignores_a_suspicion_of_a_generation_the_slot_has_left():
+    c = ReplicaRingCoordinator(GraphView(G), ReplicaRingParams())
+    # slot B[1] moved to B[2] after B[0] pinged the dead B[1]
+    view = View({"B[1]": "B[2]"}, {"B[0]", "B[2]"})
+    assert c.handle(ReportIn(I("B[0]"), 1, Suspicion("B[1]", ("B[1]", 0)), 0.2), view) == [
+        Control(I("B[0]"), Hosted("B[1]", ("B[2]", 0)))]
+    # back on its own replica, restarted as incarnation 2: a suspicion of the first is stale
+    view = View({}, {"B[0]", "B[1]", "B[2]"})
+    view.inc = {"B[1]": 2}
+    assert c.handle(ReportIn(I("B[0]"), 1, Suspicion("B[1]", ("B[1]", 0)), 0.3), view) == [
+        Control(I("B[0]"), Hosted("B[1]", ("B[1]", 2)))]
+    # the generation that runs now is fenced; a unit that died is judged by name (its
+    # incarnation counts on at its death)
+    assert c.handle(ReportIn(I("B[0]"), 1, Suspicion("B[1]", ("B[1]", 2)), 0.4), view)[0] == (
+        Stop((I("B[1]"),)))
+    view.running.discard("B[2]")
+    view.inc["B[2]"] = 1
+    assert c.handle(ReportIn(I("B[1]"), 2, Suspicion("B[2]", ("B[2]", 0)), 0.5), view)[0] == (
+        Stop((I("B[2]"),)))
+    # the pinger takes the answer in
+    b = logic("B[0]")
+    assert b.handle(ControlIn(Hosted("B[1]", ("B[2]", 0)), I("B[0]")), 0.6) == []
+    b.handle(TimerFired("ring-ping", 0.6), 0.6)
+    assert Report(Suspicion("B[1]", ("B[2]", 0))) in b.handle(TimerFired("ring-ping", 0.8), 0.8)
+
+
+def test_a_replay_for_a_slot_this_unit_does_not_host_keeps_its_output_ids():
+    # B[2]'s dead predecessor was finishing a tuple for slot B[1] after handing B[1]
+    # back; B[2], its taker, has no core of B[1]. The operator is stateless and routes by
+    # the id, so B[2]'s own core yields the same outputs under the same ids
+    uid = (("src[0]", 1, 1), 0, 1)
+    payload = (ch("A[1]", "B[1]"), (("w", 1, 1),), 1)
+    own = logic("B[1]")._process("B[1]", uid, payload)
+    b2 = ReplicaRingInstance(InstanceView.of(G, "B[2]"), {I("B[2]"): InstanceCore(G, "B[2]")},
+                             ReplicaRingParams())
+    other = b2._process("B[2]", uid, payload)
+    assert [(o[1], o[2][1]) for o in other] == [(o[1], o[2][1]) for o in own] == [
+        ((uid, 0, 0), (("w", 1, 1),))]

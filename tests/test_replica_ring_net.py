@@ -18,9 +18,22 @@ from typing import Any
 from protocols.contract.spec import Guarantee
 from protocols.replica_ring.accounting import PAPER_TABLE1, table1_messages
 from protocols.replica_ring.coordinator import Fence, Restart, RingCoordinator
-from protocols.replica_ring.messages import KIND, Message, Slot, split_slot
+from protocols.replica_ring.messages import (
+    KIND,
+    Ack,
+    Data,
+    Fetch,
+    Message,
+    Purge,
+    RecordMsg,
+    RecordOk,
+    Reinstate,
+    Slot,
+    split_slot,
+)
 from protocols.replica_ring.params import ReplicaRingParams
 from protocols.replica_ring.unit import (
+    RETRY,
     Accuse,
     Arm,
     Effect,
@@ -92,7 +105,11 @@ class Net:
             return [(dest, uid, payload)]
 
         return ReplicaUnit(op, i, self.size, self.params, process, frozenset({"src"}),
-                           self.mutants)
+                           self.mutants, incarnation=self.incarnation(f"{op}[{i}]"))
+
+    def incarnation(self, unit: Slot) -> int:
+        """Counted from 0 for the first start, as on the hosts."""
+        return max(0, self.inc[unit] - 1)
 
     def _add(self, unit: Slot, obj: Any, effects: list[Effect] | None) -> None:
         self.units[unit] = obj
@@ -122,8 +139,9 @@ class Net:
                 inc = self.inc[unit]
                 self.push(e.after, lambda e=e, u=unit, inc=inc: self.timer(u, e.key, inc))
             elif isinstance(e, Accuse):
-                self.push(DELAY, lambda e=e: self.apply(COORD, self.coord.on_accuse(
-                    e.slot, lambda s: self.route[s], lambda u: u in self.alive)))
+                self.push(DELAY, lambda e=e, by=unit: self.apply(COORD, self.coord.on_accuse(
+                    e.slot, e.host, by, self.route.__getitem__, lambda u: u in self.alive,
+                    self.incarnation)))
             elif isinstance(e, Reroute):
                 self.route[e.slot] = e.to
             elif isinstance(e, Output):
@@ -134,10 +152,10 @@ class Net:
             elif isinstance(e, Restart):
                 self.fenced.discard(e.slot)
                 op, i = split_slot(e.slot)
+                self.inc[e.slot] += 1
                 new = self._replica(op, i)
                 self.units[e.slot] = new
                 self.alive.add(e.slot)
-                self.inc[e.slot] += 1
                 self.apply(e.slot, new.start(reinstating=True))
             elif isinstance(e, Host):
                 self.apply(COORD, self.coord.on_adopted(e.slot))
@@ -398,3 +416,64 @@ def test_two_replica_survivor_takes_over_and_pings_nobody():
     b1 = net.units["B[1]"]
     assert net.route["B[0]"] == "B[1]" and b1.ring.represents == [1, 0]
     assert b1.ring.ping_targets() == []
+
+
+def test_a_stale_suspicion_does_not_stop_the_slots_new_host():
+    # B[0] and B[1] die together; B[2] takes slot 0 over. B[0] is reinstated the moment
+    # B[2] suspects slot 1, and pings slot 1 before B[2] has taken it over: the ping is
+    # lost with the dead B[1]. When it times out, slot 1 is B[2]'s, which B[0] never
+    # pinged: the coordinator tells B[0] who hosts the slot now and stops nobody
+    # (stopping B[2] would hand both its slots over and lose what it holds)
+    p = ReplicaRingParams(ping_every=0.0015, ping_timeout=0.006, retry_every=0.002,
+                          reinstate_after=None)
+    net = Net(3, p)
+    net.at(0.01, lambda: (net.crash("B[0]"), net.crash("B[1]")))
+    real = net.apply
+    reinstated: list[float] = []
+
+    def spy(unit: Slot, effects: list[Any]) -> None:
+        real(unit, effects)
+        if unit == "B[2]" and Accuse("B[1]", ("B[1]", 0)) in effects and not reinstated:
+            reinstated.append(net.now)
+            real(COORD, [Restart("B[0]")])
+
+    net.apply = spy  # type: ignore[method-assign]
+    assert net.run((0, 1, 2, 3), start=0.1, gap=0.01) == Z
+    assert reinstated and net.route["B[1]"] == "B[2]"
+    assert "B[2]" not in net.fenced and "B[2]" in net.alive
+    # the pinger learned the slot's generation from the coordinator's answer
+    assert net.units["B[0]"].host_of(1) == ("B[2]", 0)
+
+
+def test_a_record_for_a_slot_handed_back_is_resent_to_its_replica():
+    # B[1] died; B[2] stands in for slot 1 and B[1] is restarted. B[0] syncs tuple 7 while
+    # slot 1 still routes to B[2], and that record reaches B[2] after B[2] handed its table
+    # to the new B[1]. Confirmed there, it would exist nowhere B[1] looks when it takes
+    # slot 0 over; unconfirmed, B[0] sends it again to slot 1, which is B[1]'s by then
+    p = ReplicaRingParams()
+
+    def replica(i: int, incarnation: int = 0) -> ReplicaUnit:
+        return ReplicaUnit("B", i, 3, p, lambda slot, uid, payload: [("out[0]", uid, payload)],
+                           frozenset({"src"}), PLANTED, incarnation=incarnation)
+
+    b0, b2 = replica(0), replica(2)
+    b2.take_over(1)
+    b1 = replica(1, incarnation=1)
+    assert Reply("B[2]", Reinstate("B[1]")) in b1.start(reinstating=True, stand_in="B[2]")
+    tables = [e.msg for e in b2.on_message("B[1]", Reinstate("B[1]")) if isinstance(e, Reply)]
+    assert len(tables) == 1
+    b1.on_message("B[2]", tables[0])
+    rec = RecordMsg(7, "A[0]", 0)
+    assert b0.on_data("B[0]", Data(7, "x", "A[0]")) == [Tell("B[1]", rec), Tell("B[2]", rec)]
+    assert b2.on_message("B[0]", rec, to="B[1]") == []  # not confirmed for slot 1
+    assert b2.on_message("B[0]", rec, to="B[2]") == [Reply("B[0]", RecordOk(7, "B[2]"))]
+    assert b0.on_message("B[2]", RecordOk(7, "B[2]")) == []
+    assert b0.on_timer(RETRY, 0.05) == [Arm(RETRY, 0.05)]  # sent this period
+    assert b0.on_timer(RETRY, 0.10) == [Tell("B[1]", rec), Arm(RETRY, 0.05)]
+    assert b1.on_message("B[0]", rec, to="B[1]") == [Reply("B[0]", RecordOk(7, "B[1]"))]
+    assert b0.on_message("B[1]", RecordOk(7, "B[1]")) == [
+        Reply("A[0]", Ack(7)), Tell("out[0]", Data(7, "x", "B[0]"))]
+    # B[0] dies before the sink's delete: its taker B[1] has the record and fetches it
+    assert Tell("A[0]", Fetch(7)) in b1.take_over(0)
+    # a purge for the handed-back slot is sent once: the stand-in passes it on
+    assert b2.on_message("B[0]", Purge(7, "A[0]"), to="B[1]") == [Tell("B[1]", Purge(7, "A[0]"))]

@@ -100,14 +100,20 @@ def test_at_most_once_processes_and_forgets():
 def test_ping_timeout_suspects_faithful_asks_the_successor_fixed_accuses():
     u = unit(index=0, variant="faithful")
     assert u.on_timer(PING, 0.0) == [Tell("B[1]", Ping("B[1]")), Arm(PING, 0.05)]
-    assert u.on_message("B[1]", Ping("B[0]")) == [Reply("B[1]", Pong("B[0]"))]
+    # the answer names who answered for the slot: this unit, first incarnation
+    assert u.on_message("B[1]", Ping("B[0]")) == [Reply("B[1]", Pong("B[0]", ("B[0]", 0)))]
     assert u.on_timer(PING, 0.05) == [Arm(PING, 0.05)]  # outstanding since 0.0
     assert u.on_timer(PING, 0.15) == [Tell("B[2]", Takeover("B[1]")), Arm(PING, 0.05)]
     f = unit(index=0)
     f.on_timer(PING, 0.0)
-    f.on_message("B[1]", Pong("B[1]"))
+    f.on_message("B[2]", Pong("B[1]", ("B[2]", 0)))  # B[2] stands in for slot 1
     assert f.on_timer(PING, 0.05) == [Tell("B[1]", Ping("B[1]")), Arm(PING, 0.05)]
-    assert f.on_timer(PING, 0.2) == [Accuse("B[1]"), Arm(PING, 0.05)]
+    # the suspicion names the generation that last answered for the slot
+    assert f.on_timer(PING, 0.2) == [Accuse("B[1]", ("B[2]", 0)), Arm(PING, 0.05)]
+    # never answered: the slot's own unit as first started
+    g = unit(index=0)
+    g.on_timer(PING, 0.0)
+    assert g.on_timer(PING, 0.2) == [Accuse("B[1]", ("B[1]", 0)), Arm(PING, 0.05)]
 
 
 def test_takeover_reroutes_and_fetches_the_dead_replicas_pending_records():
@@ -171,6 +177,66 @@ def test_reinstatement_fixed_waits_for_the_table_faithful_does_not():
     assert faithful.on_data("B[1]", D1)[0] == Reply("A[1]", Ack(1))  # empty table (F4)
 
 
+def test_a_takeover_before_the_table_fetches_once_the_table_is_in():
+    # B[1], just restarted, is asked to take slot 0 over (B[0] died) before B[2]'s table
+    # came: B[0]'s pending records are in that table, so the fetches wait for it
+    new = unit(index=1)
+    new.start(reinstating=True)
+    assert new.on_message("coordinator", Takeover("B[0]")) == [
+        Host("B[0]"), Reroute("B[0]", "B[1]")]
+    assert new.on_message("B[2]", Table("B[1]", ((5, "A[0]", 0, False), (6, "A[0]", 0, True)))
+                          ) == [Tell("A[0]", Fetch(5))]
+    assert new.fetching == {5: ("A[0]", "B[0]")}
+
+
+def handed_back() -> tuple[ReplicaUnit, ReplicaUnit]:
+    """B[2] stood in for slot 1 and sent tuple 9 for it (its copy is in B[2]'s delivery
+    table); B[1] is back, with the record table only."""
+    stand_in = unit(index=2)
+    stand_in.take_over(1)
+    stand_in.delivery.keep(9, ("C[0]", "nine"))
+    new = unit(index=1)
+    new.start(reinstating=True, stand_in="B[2]")
+    new.on_message("B[2]", Table("B[1]", ()))
+    return stand_in, new
+
+
+def test_a_reinstated_replica_passes_a_fetch_it_cannot_answer_to_its_stand_in():
+    # C[0], a taker downstream, asks slot 1 for tuple 9: B[1] passes the question on,
+    # B[2] answers C[0] itself
+    stand_in, new = handed_back()
+    assert new.on_message("C[0]", Fetch(9)) == [Tell("B[2]", Fetch(9, asker="C[0]"))]
+    assert stand_in.on_message("B[1]", Fetch(9, asker="C[0]")) == [
+        Reply("C[0]", Refetch(9, "nine"))]
+    # passed on once: the stand-in, holding nothing either, says so to the asker
+    assert stand_in.on_message("B[1]", Fetch(8, asker="C[0]")) == [
+        Reply("C[0]", Refetch(8, None, found=False))]
+    assert unit(index=1).on_message("C[0]", Fetch(9)) == [
+        Reply("C[0]", Refetch(9, None, found=False))]  # never handed back: nothing to ask
+
+
+def test_a_reinstated_replica_passes_a_delete_for_its_stand_ins_tuple_on():
+    # C[0] processed tuple 9, which B[2] sent while standing in for slot 1, and tells the
+    # origin slot it may delete it: the slot is B[1]'s again, the copy and the work
+    # waiting for the delete are B[2]'s
+    stand_in, new = handed_back()
+    assert new.on_message("C[0]", Delete(9)) == [Tell("B[2]", Delete(9, passed=True))]
+    assert stand_in.on_message("B[1]", Delete(9, passed=True)) == []
+    assert not stand_in.delivery.holds(9)
+    # passed on once: two units that stood in for each other do not pass it round
+    assert new.on_message("B[2]", Delete(8, passed=True)) == []
+
+
+def test_a_reinstated_replica_asks_again_until_a_table_comes():
+    # its stand-in B[2] died with the request: whoever hosts slot B[2] now holds the same
+    # records and answers; once the table is in, nothing more is asked
+    new = unit(index=1)
+    assert Reply("B[2]", Reinstate("B[1]")) in new.start(reinstating=True, stand_in="B[2]")
+    assert new.on_timer(RETRY, 0.05) == [Tell("B[2]", Reinstate("B[1]")), Arm(RETRY, 0.05)]
+    new.on_message("B[0]", Table("B[1]", ()))
+    assert new.on_timer(RETRY, 0.10) == [Arm(RETRY, 0.05)]
+
+
 def test_sink_acks_emits_and_in_the_fixed_variant_dedups_and_deletes():
     s = SinkUnit("out[0]", ReplicaRingParams())
     d = Data(1, "x", "B[1]")
@@ -200,10 +266,14 @@ def test_coordinator_fences_walks_the_ring_and_reinstates():
     c = RingCoordinator(ReplicaRingParams(reinstate_after=1.0), {"B": 3})
     route = {"B[0]": "B[0]", "B[1]": "B[2]", "B[2]": "B[2]"}  # B[2] stands in for slot 1
     live = {"B[0]"}
-    assert c.on_accuse("B[2]", route.__getitem__, live.__contains__) == [
+
+    def accuse(slot, named, by):
+        return c.on_accuse(slot, named, by, route.__getitem__, live.__contains__, lambda u: 0)
+
+    assert accuse("B[2]", ("B[2]", 0), "B[1]") == [
         Fence("B[2]"), Tell("B[0]", Takeover("B[1]")), Tell("B[0]", Takeover("B[2]"))]
     # fenced once; asked again while its slots still route to it, the takeover is repeated
-    assert c.on_accuse("B[1]", route.__getitem__, live.__contains__) == [
+    assert accuse("B[1]", ("B[2]", 0), "B[0]") == [
         Tell("B[0]", Takeover("B[1]")), Tell("B[0]", Takeover("B[2]"))]
     # each slot's own replica restarts reinstate_after its takeover
     assert c.on_adopted("B[2]") == [Arm("ring-reinstate:B[2]", 1.0)]

@@ -27,6 +27,9 @@ MAX_SIM_RECORDS = 20_000
 # units, node losses. A separate case set, so the crash cases' seeds and pins stay valid.
 ALL_FAULTS_SHARE = 3  # one schedule in three
 ALL_FAULTS_SUFFIX = "+all-faults"
+# A protocol with timers (``ProtocolSpec.timings``) runs every case again with them scaled
+# down, a case named with this suffix.
+SHORT_TIMINGS_SUFFIX = "@short-timings"
 
 
 def variants_of(protocol: str) -> tuple[Variant, ...]:
@@ -97,14 +100,17 @@ class GuaranteeCase:
     guarantee: Guarantee
     schedules: int = 0  # for the gate; the kit takes N from the user
     kinds: tuple[FaultKind, ...] = CRASH_ONLY  # what the schedules draw
+    timings: tuple[tuple[str, Any], ...] = ()  # timer params overlaid (short timings)
 
     @property
     def name(self) -> str:
         """``{topology}-{protocol}[-{variant}]``: the gate's case names (crash schedules);
+        ``@short-timings`` for the case with the protocol's timers scaled down, then
         ``+all-faults`` for the case drawing every fault kind."""
         suffix = "" if self.variant.name == "default" else f"-{self.variant.name}"
+        timing = SHORT_TIMINGS_SUFFIX if self.timings else ""
         faults = "" if self.kinds == CRASH_ONLY else ALL_FAULTS_SUFFIX
-        return f"{self.topology.stem}-{self.protocol}{suffix}{faults}"
+        return f"{self.topology.stem}-{self.protocol}{suffix}{timing}{faults}"
 
     def schedules_for(self, n: int) -> int:
         """Schedules the kit runs for this case when each crash case runs ``n``."""
@@ -112,7 +118,27 @@ class GuaranteeCase:
 
     @property
     def params(self) -> dict[str, Any]:
-        return dict(self.variant.params)
+        return {**self.variant.params, **dict(self.timings)}
+
+
+def short_timings(protocol: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The timer params of ``protocol`` (or of a mutant, ``protocol/mutant``) scaled down
+    by the factors it declares (``ProtocolSpec.timings``) from their values under
+    ``params``; empty when it has no timers."""
+    spec = get_protocol(protocol.partition("/")[0])
+    factors: Mapping[str, float] = getattr(spec, "timings", None) or {}
+    if not factors:
+        return {}
+    base = spec.params.model_validate(dict(params))
+    # six significant digits: a value a user can type back (--param ping_every=0.002)
+    return {k: float(f"{getattr(base, k) * f:.6g}") for k, f in factors.items()
+            if getattr(base, k) is not None}
+
+
+def timing_overlays(protocol: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The timings the kit runs ``protocol`` at: its defaults ({}), then the short ones."""
+    short = short_timings(protocol, params)
+    return [{}, short] if short else [{}]
 
 
 def accepts(protocol: str, params: Mapping[str, Any], topology: Path) -> bool:
@@ -126,11 +152,13 @@ def accepts(protocol: str, params: Mapping[str, Any], topology: Path) -> bool:
 
 
 def guarantee_cases(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
-    """Every variant of ``protocol`` on every topology in ``directory`` it accepts."""
+    """Every variant of ``protocol`` on every topology in ``directory`` it accepts, at
+    each of its timings (``timing_overlays``)."""
     spec = get_protocol(protocol)
-    return [GuaranteeCase(protocol, v, t, guarantee_of(spec, v.params, t))
-            for v in variants_of(protocol) for t in topologies(directory)
-            if accepts(protocol, v.params, t)]
+    return [GuaranteeCase(protocol, v, t, guarantee_of(spec, v.params, t),
+                          timings=tuple(sorted(timing.items())))
+            for v in variants_of(protocol) for timing in timing_overlays(protocol, v.params)
+            for t in topologies(directory) if accepts(protocol, v.params, t)]
 
 
 def all_faults_cases(protocol: str,

@@ -21,6 +21,7 @@ from ftctl.conformance.cases import (
     all_faults_cases,
     guarantee_cases,
     guarantee_of,
+    timing_overlays,
     too_large,
     topologies,
 )
@@ -82,6 +83,7 @@ class MutantResult:
     schedules: int = 0  # runs made until caught (or all of them)
     topology: Path | None = None
     seed: int | None = None
+    timings: dict[str, Any] = field(default_factory=dict)  # the timer params it was caught at
     violations: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -96,12 +98,14 @@ class MutantResult:
     def reproduce(self) -> str | None:
         if self.topology is None:
             return None
-        return f"ftctl sim {_shown(self.topology)} -p {self.qualified} --seed {self.seed}"
+        extra = "".join(f" --param {k}={v}" for k, v in self.timings.items())
+        return f"ftctl sim {_shown(self.topology)} -p {self.qualified}{extra} --seed {self.seed}"
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": "mutant", "mutant": self.qualified, "protocol": self.protocol,
                 "description": self.mutant.description, "caught": self.caught,
                 "topology": self.topology.stem if self.topology else None, "seed": self.seed,
+                "timings": self.timings or None,
                 "violations": self.violations, "schedules": self.schedules,
                 "reproduce": self.reproduce(), "seconds": round(self.seconds, 3)}
 
@@ -206,15 +210,19 @@ class Kit:
 
     def run_mutant(self, protocol: str, mutant: Mutant, n: int,
                    only: list[Path] | None = None) -> MutantResult:
-        """Seeds in order, each on every topology (or ``only`` these), until one catches it."""
+        """Seeds in order, each on every topology (or ``only`` these) at each of the
+        protocol's timings, until one catches it."""
         import time
 
         started = time.perf_counter()
         qualified = f"{protocol}/{mutant.name}"
-        params = dict(mutant.params)
+        variant = dict(mutant.params)
         result = MutantResult(protocol, mutant)
+        runs = [(topology, timing) for topology in only or self.topologies()
+                for timing in timing_overlays(protocol, variant)]
         for seed in range(self.first_seed, self.first_seed + n):
-            for topology in only or self.topologies():
+            for topology, timing in runs:
+                params = {**variant, **timing}
                 if topology in self._broken or not accepts(protocol, params, topology):
                     continue  # reported with the guarantee cases, or out of scope
                 try:
@@ -238,7 +246,7 @@ class Kit:
                         continue  # the protocol breaks here too: no evidence against the mutant
                 except Exception:
                     continue
-                result.topology, result.seed = topology, seed
+                result.topology, result.seed, result.timings = topology, seed, timing
                 result.violations = violations
                 result.seconds = time.perf_counter() - started
                 return result
@@ -270,5 +278,6 @@ class Kit:
             total += len(guarantee_cases(p, self.topology_dir)) * n
             total += sum(c.schedules_for(n) for c in all_faults_cases(p, self.topology_dir))
             if mutants:
-                total += len(mutants_of(p)) * n * tops
+                for m in mutants_of(p):
+                    total += n * tops * len(timing_overlays(p, dict(m.params)))
         return total

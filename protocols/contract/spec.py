@@ -79,6 +79,11 @@ class ProtocolSpec(Generic[P]):
     variants: tuple[Variant, ...] = (Variant("default"),)
     mutants: tuple[Mutant, ...] = ()
     gate: Mapping[str, int] = field(default_factory=dict)
+    # Params that set the protocol's own timers, each with the factor the conformance kit
+    # scales its value by for a second run of every case: short enough that failures,
+    # takeovers and restarts overlap live traffic (at the defaults they may all happen
+    # after the input has ended). Empty: no timers, one timing.
+    timings: Mapping[str, float] = field(default_factory=dict)
     # The protocol's fault model: groups of instances of which a fault leaves at least one
     # unit up (replica-ring: each ring; a ring with no replica left cannot take over).
     # Hosts narrow a strike that would kill a whole group and log ``fault-skipped``.

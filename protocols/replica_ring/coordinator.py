@@ -4,7 +4,10 @@ Detection and takeover belong to the replicas (§4.1). The coordinator only
 
 - in the fixed variant, answers a suspicion by fencing the suspect's unit (so a paused
   replica cannot send after its slot moved, flaw F8) and asking, for every slot that unit
-  hosted (T4), the first live unit after it round the ring to take it over (F6);
+  hosted (T4), the first live unit after it round the ring to take it over (F6). A
+  suspicion names the generation (unit and incarnation) the pinger knew for the slot; if
+  the slot has moved on since, the ping went to a unit that is gone, and the coordinator
+  only tells the pinger the slot's generation now;
 - restarts a dead replica ``reinstate_after`` seconds after its slot was taken over (the
   paper does not say who restarts a replica, A9); the new replica puts itself back.
   Counting from the takeover, not from the host's detection: a replica restarted before
@@ -17,7 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from protocols.replica_ring.messages import Slot, Takeover, slot_of, split_slot
+from protocols.replica_ring.messages import (
+    Hosted,
+    HostId,
+    Slot,
+    Takeover,
+    slot_of,
+    split_slot,
+)
 from protocols.replica_ring.params import ReplicaRingParams
 from protocols.replica_ring.ring import choose_taker
 from protocols.replica_ring.unit import Arm, Tell
@@ -51,12 +61,21 @@ class RingCoordinator:
         self.fenced: set[Slot] = set()
         self.booked: set[Slot] = set()
 
-    def on_accuse(self, slot: Slot, unit_of: Callable[[Slot], Slot],
-                  live: Callable[[Slot], bool]) -> list[CoordinatorEffect]:
-        """A replica suspects ``slot``: fence its unit, hand its slots to live colleagues."""
+    def on_accuse(self, slot: Slot, named: HostId, by: Slot, unit_of: Callable[[Slot], Slot],
+                  live: Callable[[Slot], bool], incarnation_of: Callable[[Slot], int]
+                  ) -> list[CoordinatorEffect]:
+        """``by`` suspects generation ``named`` of ``slot``: fence its unit, hand its slots to
+        live colleagues."""
         op, _ = split_slot(slot)
         size = self.sizes[op]
         unit = unit_of(slot)
+        # Stale: the slot has left the unit that was pinged, or that unit runs again as a
+        # later incarnation. Whoever hosts it now was never pinged, and stopping it would
+        # lose what it holds. (A dead unit's incarnation counts on at its death, so a
+        # unit that does not run is judged by name.)
+        stale = named[0] != unit or (live(unit) and incarnation_of(unit) != named[1])
+        if stale and not self.p.has("stale-suspicion"):
+            return [Tell(by, Hosted(slot, (unit, incarnation_of(unit))))]
         out: list[CoordinatorEffect] = []
         if unit not in self.fenced:
             self.fenced.add(unit)

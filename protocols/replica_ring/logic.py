@@ -5,8 +5,9 @@ Thin adapters: every decision is made by the pure units of ``unit.py`` and the
 effects into contract actions.
 
 - A tuple is one batch. Its id rides in ``Batch.meta`` as ``(uid, origin slot)``: a
-  source batch is ``(slot, first offset, channel)``, an output ``(input uid, channel)``,
-  a pure function of the input id so a replay repeats it (decision D4). Round-robin
+  source batch is ``(slot, first offset, channel)``, an output ``(input uid, output
+  group, destination index)``, a pure function of the input id so a replay repeats it,
+  on whichever replica it runs (decision D4). Round-robin
   edges pick the channel from the id (X11), so a replay takes the same edge.
 - Tuple records, acks, deletes, fetches and pings travel as ``SendPeer``; data as
   ``Send`` on the channel. ``Reply`` (the return of a synchronous call) goes to the
@@ -63,11 +64,13 @@ from protocols.replica_ring.messages import (
     Adopted,
     Data,
     Delete,
+    Hosted,
     Message,
     Quiesce,
     Rejoin,
     Rejoined,
     Slot,
+    Suspicion,
     Takeover,
 )
 from protocols.replica_ring.params import ReplicaRingParams
@@ -89,6 +92,16 @@ from protocols.replica_ring.unit import (
 SOURCE_OFFSET = 0  # the stored ref of an at-most-once source's next offset
 CHANNEL = "#"  # a destination named by channel: the kernel routes it to the slot's unit
 Payload = tuple[int, tuple[Any, ...], int]  # (channel, records, seq): plain data
+
+
+def _edge(core: InstanceCore, channel: int) -> tuple[int, int]:
+    """(output group, destination index) of ``channel``: an output's id names the edge
+    this way, not by channel (whose id depends on the sending slot), so that a replay on
+    another slot's core repeats the id (section 2: uid' = (uid, g, j))."""
+    for g, group in enumerate(core.spec.outputs):
+        if channel in group.channels:
+            return g, group.channels.index(channel)
+    raise KeyError(channel)
 
 
 class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
@@ -120,6 +133,7 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
         if ev.reason == "adopt":
             return [Report(Adopted(ev.slot))]
         if self.unit is not None:
+            self.unit.incarnation = ev.incarnation  # it answers pings as this generation
             rejoin = ev.init if isinstance(ev.init, Rejoin) else None
             acts = self._acts(self.unit.start(
                 reinstating=rejoin is not None,
@@ -175,7 +189,7 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
         if isinstance(ev.msg, Quiesce):
             self.done = True
             return []
-        if isinstance(ev.msg, Takeover) and self.unit is not None:
+        if isinstance(ev.msg, Takeover | Hosted) and self.unit is not None:
             return self._acts(self.unit.on_message("coordinator", ev.msg))
         return super().on_control(ev, now)
 
@@ -223,12 +237,18 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
             # a replay whose record was re-marked to a taker that died in turn: the tuple
             # belongs to the slot its channel leads to, which this unit took over too (T4)
             core = next((c for c in self.cores.values() if ch in c.port_of), core)
+        if ch not in core.port_of:
+            # ... or to a slot the dead unit had handed back and was finishing a tuple for
+            # (R3). Operators in scope are stateless and single-input (the port is
+            # ignored) and route by the id (X11): any core of the operator yields the
+            # same outputs under the same ids
+            ch = next(iter(core.port_of))
         core.rr = [stable_hash(str(uid))] * len(core.rr)  # X11: the edge follows the id
         core.deliver(ch, Batch(list(records)))
         out: list[tuple[Slot, Hashable, Any]] = []
         for a in core.take_actions():
             if type(a) is CoreSend and isinstance(a.msg, Batch):
-                out.append((f"{CHANNEL}{a.channel}", (uid, a.channel),
+                out.append((f"{CHANNEL}{a.channel}", (uid, *_edge(core, a.channel)),
                             (a.channel, tuple(a.msg.records), a.msg.seq)))
         return out
 
@@ -265,8 +285,9 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
                 out.append(SendPeer(InstanceId(e.unit), e.msg, unit=UnitId(e.unit)))
             elif isinstance(e, Arm):
                 out.append(SetTimer(e.key, e.after))
-            elif isinstance(e, Accuse):
-                out.append(Suspect(InstanceId(e.slot), "ping timeout"))
+            elif isinstance(e, Accuse):  # the history records it; the report is acted on
+                out += [Suspect(InstanceId(e.slot), "ping timeout"),
+                        Report(Suspicion(e.slot, e.host))]
             elif isinstance(e, Reroute):
                 out.append(Route(InstanceId(e.slot), UnitId(e.to)))
             elif isinstance(e, Host):
@@ -320,9 +341,9 @@ class ReplicaRingCoordinator(CoordinatorLogic[ReplicaRingParams]):
                 and SOURCE_OFFSET in view.stored(a.instance) else a for a in acts]
 
     def on_suspect(self, ev: Suspected, view: ClusterView) -> list[CoordinatorAction]:
-        return self._acts(self.ring.on_accuse(
-            str(ev.instance), lambda s: str(view.unit_of(InstanceId(s))),
-            lambda u: view.status(InstanceId(u)) == "running"), view)
+        """Recorded in the history only: the ``Suspicion`` report that comes with it names
+        the slot's generation, which a ``Suspect`` cannot carry."""
+        return []
 
     def on_timer(self, ev: TimerFired, view: ClusterView) -> list[CoordinatorAction]:
         return self._acts(self.ring.on_timer(
@@ -336,6 +357,12 @@ class ReplicaRingCoordinator(CoordinatorLogic[ReplicaRingParams]):
                 ended += [Control(i, Quiesce()) for i in sorted(self.members)
                           + list(self.graph.sources)]
             return ended
+        if isinstance(ev.msg, Suspicion):
+            return self._acts(self.ring.on_accuse(
+                ev.msg.slot, ev.msg.host, str(ev.instance),
+                lambda s: str(view.unit_of(InstanceId(s))),
+                lambda u: view.status(InstanceId(u)) == "running",
+                lambda u: view.incarnation(InstanceId(u))), view)
         if isinstance(ev.msg, Adopted | Rejoined):
             slot = InstanceId(ev.msg.slot)
             acts: list[CoordinatorAction] = [Control(slot, InputEnded(ch))

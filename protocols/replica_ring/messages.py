@@ -14,6 +14,9 @@ from typing import Any
 from protocols.contract.messages import Msg
 
 Slot = str  # an instance id, "op[i]"
+# A slot's generation: the unit hosting it and that unit's incarnation. A takeover or a
+# reinstatement moves the slot to another generation.
+HostId = tuple[Slot, int]
 
 
 def slot_of(op: str, index: int) -> Slot:
@@ -61,6 +64,7 @@ class Purge(Msg):
 @dataclass(frozen=True, slots=True)
 class Delete(Msg):
     uid: Hashable
+    passed: bool = False  # passed on by a reinstated replica to its stand-in
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +75,7 @@ class Ping(Msg):
 @dataclass(frozen=True, slots=True)
 class Pong(Msg):
     slot: Slot
+    host: HostId  # who answered for the slot: the pinger learns the slot's generation
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +86,7 @@ class Takeover(Msg):
 @dataclass(frozen=True, slots=True)
 class Fetch(Msg):
     uid: Hashable
+    asker: Slot | None = None  # passed on by a reinstated replica: the unit to answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +109,24 @@ class Table(Msg):
 
     slot: Slot
     records: tuple[tuple[Hashable, Hashable, int, bool], ...]  # uid, origin, emitter, purged
+
+
+@dataclass(frozen=True, slots=True)
+class Suspicion(Msg):
+    """Report: a ping to ``slot`` went unanswered; ``host`` is the generation the pinger
+    last knew for it. The contract's ``Suspect`` carries only a reason, so the coordinator
+    acts on this report (``Suspect`` still records the suspicion in the run's history)."""
+
+    slot: Slot
+    host: HostId
+
+
+@dataclass(frozen=True, slots=True)
+class Hosted(Msg):
+    """Control: the coordinator's answer to a stale suspicion, the slot's generation now."""
+
+    slot: Slot
+    host: HostId
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,12 +157,12 @@ class Rejoin(Msg):
 
 
 Message = (Data | Ack | RecordMsg | RecordOk | Purge | Delete | Ping | Pong | Takeover
-           | Fetch | Refetch | Reinstate | Table)
+           | Fetch | Refetch | Reinstate | Table | Hosted)
 MESSAGES: tuple[type[Msg], ...] = (Data, Ack, RecordMsg, RecordOk, Purge, Delete, Ping, Pong,
-                                   Takeover, Fetch, Refetch, Reinstate, Table, Adopted, Rejoined,
-                                   Rejoin, Quiesce)
+                                   Takeover, Fetch, Refetch, Reinstate, Table, Hosted, Suspicion,
+                                   Adopted, Rejoined, Rejoin, Quiesce)
 # what Table 1 counts under each kind name (message class -> kind)
 KIND: dict[type, str] = {Data: "data", Ack: "ack", RecordMsg: "record", RecordOk: "record_ok",
                          Purge: "purge", Delete: "delete", Ping: "ping", Pong: "pong",
                          Takeover: "takeover", Fetch: "fetch", Refetch: "refetch",
-                         Reinstate: "reinstate", Table: "table"}
+                         Reinstate: "reinstate", Table: "table", Hosted: "hosted"}

@@ -23,6 +23,8 @@ from protocols.replica_ring.messages import (
     Data,
     Delete,
     Fetch,
+    Hosted,
+    HostId,
     Message,
     Ping,
     Pong,
@@ -71,9 +73,16 @@ class Arm:
 
 @dataclass(frozen=True, slots=True)
 class Accuse:
-    """Fixed variant: report a suspect to the coordinator, which fences it (F8)."""
+    """Fixed variant: report a suspect to the coordinator, which fences it (F8).
+
+    ``host`` is the slot's generation as this unit knows it. An unanswered ping may have
+    gone to a unit that died and whose slot has moved since (a replica reinstated while
+    the slot it pings was still routed to a dead unit): the coordinator ignores such a
+    stale suspicion instead of stopping the unit that hosts the slot now (§4.1: a replica
+    detects the *replica* it pinged)."""
 
     slot: Slot
+    host: HostId
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,8 +129,9 @@ class ReplicaUnit:
 
     def __init__(self, op: str, index: int, size: int, params: ReplicaRingParams,
                  process: Process, sources: frozenset[str] = frozenset(),
-                 mutants: frozenset[str] = frozenset()):
+                 mutants: frozenset[str] = frozenset(), incarnation: int = 0):
         self.op, self.index, self.size = op, index, size
+        self.incarnation = incarnation
         self.sources = sources  # upstream source operators: they regenerate, keep no copy
         self.me = slot_of(op, index)
         self.params = params
@@ -131,6 +141,9 @@ class ReplicaUnit:
         self.ring = RingMember(index, size, self_ping=self.p.has("self-ping"),
                                ping_prev=self.p.has("ping-prev"))
         self.detector = PingDetector(params.ping_every, params.ping_timeout)
+        # the generation this unit last knew for each ring slot (pongs and the coordinator
+        # tell it); unheard of: the slot's own unit, first incarnation
+        self.hosts: dict[int, HostId] = {}
         self.records = RecordTable(key_with_origin=self.p.has("dedup-emitter"))
         self.delivery = DeliveryTable()  # output uid -> (dest, payload)
         self.work: dict[Hashable, _Work] = {}  # input uid -> its progress
@@ -142,6 +155,8 @@ class ReplicaUnit:
         self.fresh: set[Hashable] = set()
         self.awaiting_table = False
         self.held: list[tuple[Slot, Data]] = []  # tuples that came before the table
+        self.adopted_early: list[int] = []  # slots taken over before the table came
+        self.stand_in: Slot | None = None  # the unit that hands this slot back
         self.waiting_delete: dict[Hashable, set[Slot]] = {}  # uid -> senders of dropped copies
 
     # ------------------------------------------------------------ helpers
@@ -171,6 +186,7 @@ class ReplicaUnit:
             # resolve when a message is sent); with the fix of F4 tuples wait until the
             # stand-in's record table is installed
             self.awaiting_table = self.p.table_transfer
+            self.stand_in = stand_in
             ask: Effect = (Tell(self.me, Reinstate(self.me)) if stand_in is None
                            else Reply(stand_in, Reinstate(self.me)))
             out += [ask, Reroute(self.me, self.me)]
@@ -193,13 +209,27 @@ class ReplicaUnit:
         for uid, w in self.work.items():  # a record sync a dead colleague never confirmed
             if uid not in self.fresh:
                 out += [Tell(c, RecordMsg(uid, w.origin, self.index)) for c in sorted(w.waiting)]
+        if self.awaiting_table and self.stand_in is not None and self.stand_in != self.me:
+            # the stand-in died before it answered: whoever hosts its slot now has the
+            # same records (every colleague holds every record) and answers instead
+            out.append(Tell(self.stand_in, Reinstate(self.me)))
         self.fresh.clear()
         return [*out, Arm(RETRY, self.params.retry_every)]
 
+    def speaks_for(self, slot: Slot | None) -> bool:
+        """Whether this unit speaks for ``slot`` (None: its own) now."""
+        if slot is None:
+            return True
+        op, i = split_slot(slot)
+        return op != self.op or i in self.ring.represents
+
+    def host_of(self, i: int) -> HostId:
+        return self.hosts.get(i, (self.slot(i), 0))
+
     def _suspect(self, d: int) -> list[Effect]:
         self.detector.clear(d)  # ping the slot afresh: its taker will answer
-        if self.p.fence:
-            return [Accuse(self.slot(d))]  # the coordinator fences, then picks the taker
+        if self.p.fence:  # the coordinator fences, then picks the taker
+            return [Accuse(self.slot(d), self.host_of(d))]
         return [Tell(self.slot(self.ring.next_of(d)), Takeover(self.slot(d)))]
 
     # ------------------------------------------------------------ messages
@@ -208,10 +238,21 @@ class ReplicaUnit:
         if isinstance(msg, Data):
             return self.on_data(to or self.me, msg)
         if isinstance(msg, Ping):
-            return [Reply(sender, Pong(msg.slot))]
-        if isinstance(msg, Pong):
-            self.detector.pong(split_slot(msg.slot)[1])
+            return [Reply(sender, Pong(msg.slot, (self.me, self.incarnation)))]
+        if isinstance(msg, Pong | Hosted):
+            i = split_slot(msg.slot)[1]
+            self.hosts[i] = msg.host
+            if isinstance(msg, Pong):
+                self.detector.pong(i)
             return []
+        if (isinstance(msg, RecordMsg | Purge) and not self.speaks_for(to)
+                and not self.p.has("confirm-released")):
+            # For a slot handed back to its reinstated replica: sent while the slot still
+            # routed here, it came after the record table left. Confirmed here, the
+            # record would be nowhere the replica looks when it takes over the emitter;
+            # unconfirmed, the emitter sends it again to the slot, routed back by now. A
+            # purge is sent once: pass it on.
+            return [Tell(to, msg)] if isinstance(msg, Purge) and to is not None else []
         if isinstance(msg, RecordMsg):
             # a purged uid recorded again is a new pass (at-least-once reprocesses a
             # resent tuple): pending again, or a taker would never fetch it
@@ -224,19 +265,20 @@ class ReplicaUnit:
         if isinstance(msg, Ack):
             return self._acked(msg.uid)
         if isinstance(msg, Delete):
-            return self._deleted(msg.uid)
+            return self._deleted(msg)
         if isinstance(msg, Purge):
             self.records.purge(msg.uid, msg.origin)
             return self._purged(msg.uid)
         if isinstance(msg, Takeover):
             return self.take_over(split_slot(msg.slot)[1])
         if isinstance(msg, Fetch):
-            return self._fetch(sender, msg.uid)
+            return self._fetch(sender, msg)
         if isinstance(msg, Refetch):
             return self._refetched(msg)
         if isinstance(msg, Reinstate):
             return self._reinstate(sender, split_slot(msg.slot)[1])
         if isinstance(msg, Table):
+            self.stand_in = sender
             return self._install(msg)
         return []
 
@@ -308,7 +350,14 @@ class ReplicaUnit:
             return []
         return self._next_hop_done(ouid)
 
-    def _deleted(self, ouid: Hashable) -> list[Effect]:
+    def _deleted(self, msg: Delete) -> list[Effect]:
+        ouid = msg.uid
+        if (self.fixed and self.stand_in is not None and not msg.passed
+                and ouid not in self.parent and not self.delivery.holds(ouid)):
+            # as a fetch: the tuple this slot's stand-in sent (or regenerated) and still
+            # waits on; passed on once, so two units standing in for each other in turn
+            # do not pass it round
+            return [Tell(self.stand_in, Delete(ouid, passed=True))]
         self.unacked.pop(ouid, None)
         self.delivery.release(ouid)
         return self._next_hop_done(ouid) if self.p.purge_on_delete else []
@@ -360,6 +409,16 @@ class ReplicaUnit:
             out.append(Reroute(self.slot(d), self.me))
         if self.p.amo or self.p.has("takeover-ignores-pending"):
             return out
+        if self.awaiting_table:
+            # a replica just restarted is asked to take its predecessor over before the
+            # stand-in's record table came: the dead unit's pending records are in it
+            self.adopted_early.append(d)
+            return out
+        return out + self._refetch_pending(d)
+
+    def _refetch_pending(self, d: int) -> list[Effect]:
+        """T3: re-fetch what the dead replica of slot ``d`` had in progress."""
+        out: list[Effect] = []
         for rec in self.records.pending_of(d):
             rec.emitter = self.index
             origin = str(rec.origin)
@@ -368,14 +427,19 @@ class ReplicaUnit:
             out.append(Tell(origin, Fetch(rec.uid)))
         return out
 
-    def _fetch(self, sender: Slot, ouid: Hashable) -> list[Effect]:
+    def _fetch(self, sender: Slot, msg: Fetch) -> list[Effect]:
         """An origin answers a taker: the tuple it still holds, or that it holds none."""
+        ouid, asker = msg.uid, msg.asker or sender
         if self.delivery.holds(ouid):
             _dest, payload = self.delivery.get(ouid)
-            return [Reply(sender, Refetch(ouid, payload))]
+            return [Reply(asker, Refetch(ouid, payload))]
         if self.fixed and (self.fetching or self.records.pending_of(self.index)):
             return []  # maybe still being regenerated here (T5): the taker asks again
-        return [Reply(sender, Refetch(ouid, None, found=False))]
+        if self.fixed and self.stand_in is not None and msg.asker is None:
+            # a reinstated replica got the record table back, not the tuples its stand-in
+            # sent (or is regenerating, T5) for this slot: those are the stand-in's to give
+            return [Tell(self.stand_in, Fetch(ouid, asker=sender))]
+        return [Reply(asker, Refetch(ouid, None, found=False))]
 
     def _refetched(self, msg: Refetch) -> list[Effect]:
         asked = self.fetching.pop(msg.uid, None)
@@ -407,6 +471,9 @@ class ReplicaUnit:
             self.records.insert(Record(uid, origin, emitter, state), replace=False)
         self.awaiting_table = False
         out: list[Effect] = []
+        for d in self.adopted_early:
+            out += self._refetch_pending(d)
+        self.adopted_early.clear()
         held, self.held = self.held, []
         for slot, data in held:  # only now are they checked against the table (fix of F4)
             out += self.on_data(slot, data)
