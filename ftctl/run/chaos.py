@@ -215,8 +215,7 @@ BREAKDOWN_LEGEND = {
     "start": "to the restarts running (slot or Spark job, restore, registration)",
     "replay": "to the first output", "catch-up": "to latency back within 10%",
     "restarts": "slot: a waiting slot; queued: a fenced survivor's slot; job: a Spark job",
-    "restore": "within start: the longest a task took to build and restore its instance, "
-               "and the snapshot bytes the restarts read",
+    "restore": "the slowest restore within start; snapshot bytes read",
 }
 
 
