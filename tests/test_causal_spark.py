@@ -109,7 +109,7 @@ def test_sharder_kill_under_lineage_restarts_its_downstream(cluster: LocalCluste
     assert restarted == {VICTIM} | DOWNSTREAM
     assert "votes[0]" not in _touched(events)
     # One empty slot (the default on a given master) takes one of the 22 restarts; the
-    # other 21 go to the slots of the fenced survivors: none waits for a Spark job.
+    # other 21 go to the slots of the fenced survivors (waiting already, or queued for as
+    # they come back): none waits for a Spark job.
     starts = [e.data["start"] for e in events if e.kind == "instance-started"]
     assert len(starts) == 22 and "job" not in starts, starts
-    assert starts.count("queued") >= 1
