@@ -383,3 +383,26 @@ def test_a_returning_slot_is_not_cancelled_within_its_grace_and_failed_domains_w
                        3: Slot(3, "idle", conn=y, executor="3")})
     assert jobs._pick("c[0]").sid == 2  # type: ignore[union-attr]
 
+
+
+def test_a_worker_that_joined_after_its_domains_failure_takes_restarts_first() -> None:
+    """Capacity coming back: a returned worker's slot is not shunned for its domain's
+    recent failure (the survivors of that domain still are), and it runs nothing yet."""
+    from multiprocessing import Pipe
+
+    jobs = JobRunner(None, "r", queue.Queue(), spares=0)
+    racks = {"1": "rack=a", "2": "rack=b", "3": "rack=b", "4": "rack=b"}
+    jobs.domain = lambda s: racks.get(s.executor or "")
+    jobs.slots = {0: Slot(0, "busy", key=("b[0]", 0), executor="2", worker="w1"),
+                  1: Slot(1, "busy", key=("a[0]", 0), executor="1", worker="w0")}
+    jobs.joined = {"w0": 0.0, "w1": 0.0, "w2": 0.0}
+    jobs.released("b[0]", 0, alive=False)  # rack b failed just now
+    (x, _x), (y, _y), (z, _z) = Pipe(), Pipe(), Pipe()
+    jobs.slots.update({2: Slot(2, "idle", conn=x, executor="1", worker="w0"),
+                       3: Slot(3, "idle", conn=y, executor="3", worker="w2")})
+    # rack b's survivor w2 is shunned though emptier: rack a's busier slot is picked.
+    assert jobs._pick("c[0]").sid == 2  # type: ignore[union-attr]
+    # w3 joined rack b after the failure: its slot, on an empty executor, is picked.
+    jobs.joined["w3"] = time.monotonic() + 0.001
+    jobs.slots[4] = Slot(4, "idle", conn=z, executor="4", worker="w3")
+    assert jobs._pick("c[0]").sid == 4  # type: ignore[union-attr]

@@ -263,6 +263,7 @@ class JobRunner:
         self.pin: Callable[[Any, Any, str], Any] = pinned_rdd  # a job that prefers ``where``
         self.gone: set[str] = set()  # workers (host:port) the cluster lists as not alive
         self.failed_at: dict[str | None, float] = {}  # failure domain -> its last failure
+        self.joined: dict[str, float] = {}  # worker -> when its first slot registered
         self.refill_due = False  # a delayed refill of empty slots is on its timer
         # Told of every slot that registers waiting, with its worker (host:port).
         self.on_ready: Callable[[str], None] | None = None
@@ -353,10 +354,18 @@ class JobRunner:
         want = self.locations.get(iid)
         now = time.monotonic()
 
+        def shaken(s: Slot, dom: str | None) -> bool:
+            # Its domain failed a moment ago and more of it may follow (a rack dies worker
+            # by worker), unless the slot is on a worker that joined since: capacity
+            # coming back, where restarts should go.
+            failed = self.failed_at.get(dom)
+            return (failed is not None and now - failed < FAILED_AVOID
+                    and self.joined.get(s.worker or "", failed) <= failed)
+
         def score(s: Slot) -> tuple[bool, bool, int, int, int, int]:
             dom = self.domain(s)
             same = [h for h in hosting if operator_of(h.key[0]) == op]  # type: ignore[index]
-            return (now - self.failed_at.get(dom, -FAILED_AVOID) < FAILED_AVOID,
+            return (shaken(s, dom),
                     not (want is not None and s.executor is not None
                          and want.rsplit("_", 1)[-1] == s.executor),
                     sum(1 for h in same if self.domain(h) == dom),
@@ -414,6 +423,8 @@ class JobRunner:
             else:
                 slot.executor = info.executor or slot.executor
                 slot.worker = info.worker or slot.worker
+                if slot.worker is not None:
+                    self.joined.setdefault(slot.worker, time.monotonic())
                 self.spare_failures = 0
                 if info.fresh and slot.handed is not None and slot.state == "busy":
                     payload, retry = slot.handed, True
