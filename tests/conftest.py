@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
+
+if TYPE_CHECKING:
+    from ftctl.cluster import LocalCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPOLOGIES = ROOT / "topologies"
@@ -21,3 +26,17 @@ def topology_file() -> object:
 
 def load(name: str) -> Topology:
     return load_topology(TOPOLOGIES / f"{name}.yaml")
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """One warm standalone cluster for every Spark test that runs against ``--master``:
+    starting one costs seconds of a 2-core machine, and the tests neither kill its workers
+    nor change its shape. Three workers, so replica-ring's rings go one replica per worker;
+    24 cores each, so the sharder's 23 instances have room for their replacements while the
+    old tasks are cancelled. Tests that kill workers start clusters of their own."""
+    from ftctl.cluster import LocalCluster
+
+    with LocalCluster(workers=3, cores=24, memory="2g",
+                      state_dir=tmp_path_factory.mktemp("shared-cluster")) as c:
+        yield c

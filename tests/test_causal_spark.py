@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +33,8 @@ INPUT = ["--records", "24000", "--rate", "2000"]
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    # 23 instances, each with room for its replacement while the old task is cancelled.
-    with LocalCluster(workers=2, cores=24, memory="2g",
-                      state_dir=tmp_path_factory.mktemp("causal-cluster")) as c:
-        yield c
+def cluster(spark_cluster: LocalCluster) -> LocalCluster:
+    return spark_cluster  # tests/conftest.py: one warm cluster for the session
 
 
 def _kill_sharder(protocol: str, master: str, tmp_path: Path,

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,10 +44,8 @@ def _events(results: Path) -> list[HistoryEvent]:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    state = tmp_path_factory.mktemp("chaos-cluster")
-    with LocalCluster(workers=2, cores=12, state_dir=state) as c:
-        yield c
+def cluster(spark_cluster: LocalCluster) -> LocalCluster:
+    return spark_cluster  # tests/conftest.py: one warm cluster for the session
 
 
 def test_kills_under_checkpoint_are_exactly_once(cluster: LocalCluster, tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,11 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    state = tmp_path_factory.mktemp("kernel-cluster")
-    # Three workers: replica-ring's three-replica rings go one replica per worker.
-    with LocalCluster(workers=3, cores=14, state_dir=state) as c:
-        yield c
+def cluster(spark_cluster: LocalCluster) -> LocalCluster:
+    return spark_cluster  # tests/conftest.py: one warm cluster for the session
 
 
 KILL_2 = ("--kill", "2")
@@ -114,3 +110,4 @@ def _rings_on_distinct_executors(events: list[HistoryEvent]) -> None:
     for op in ("split", "evens", "tag"):
         executors = [where.get(f"{op}[{i}]") for i in range(3)]
         assert None not in executors and len(set(executors)) == 3, (op, where)
+

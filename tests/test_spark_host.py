@@ -133,14 +133,8 @@ def test_sigint_tears_down_and_marks_incomplete(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    state_dir = tmp_path_factory.mktemp("spark-cluster")
-    c = LocalCluster(workers=2, cores=6, state_dir=state_dir)
-    try:
-        c.up()
-        yield c
-    finally:
-        c.down()
+def cluster(spark_cluster: LocalCluster) -> LocalCluster:
+    return spark_cluster  # tests/conftest.py: one warm cluster for the session
 
 
 def test_kill_under_none_loses_records(cluster: LocalCluster, tmp_path: Path) -> None:
