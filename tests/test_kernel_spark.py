@@ -111,3 +111,21 @@ def _rings_on_distinct_executors(events: list[HistoryEvent]) -> None:
         executors = [where.get(f"{op}[{i}]") for i in range(3)]
         assert None not in executors and len(set(executors)) == 3, (op, where)
 
+
+def test_an_installed_plugin_protocol_recovers_on_executors_that_lack_it(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    """The fixture distribution is installed for the ftctl command only (PYTHONPATH set
+    after the shared cluster started): its executors import the protocol from what the
+    driver shipped, and its recovery keeps exactly-once on a kill."""
+    from tests.plugin_dist import FIXTURE, installed
+
+    with installed(tmp_path / "site", FIXTURE, "ftctl-fixture-proto", "0.3.1",
+                   {"fixture": "fixture_proto.spec:SPEC"}):
+        proc, events = _chaos("wordcount.yaml", "fixture", cluster, tmp_path / "results",
+                              ("--kill", "1"))
+    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-3000:])
+    assert "PASSED" in proc.stdout
+    (run,) = [p for p in (tmp_path / "results").iterdir() if (p / "config.json").exists()]
+    assert json.loads((run / "config.json").read_text())["protocol"] == "fixture"
+    assert any(e.kind == "failure-detected" for e in events)
+    assert any(e.kind == "instance-started" and (e.incarnation or 0) >= 1 for e in events)
