@@ -122,7 +122,7 @@ def test_an_installed_plugin_protocol_recovers_on_executors_that_lack_it(
     with installed(tmp_path / "site", FIXTURE, "ftctl-fixture-proto", "0.3.1",
                    {"fixture": "fixture_proto.spec:SPEC"}):
         proc, events = _chaos("wordcount.yaml", "fixture", cluster, tmp_path / "results",
-                              ("--kill", "1"))
+                              ("--kill", "1", "--records", "6000"))  # the last one counts
     assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-3000:])
     assert "PASSED" in proc.stdout
     (run,) = [p for p in (tmp_path / "results").iterdir() if (p / "config.json").exists()]
