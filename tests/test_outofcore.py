@@ -81,6 +81,7 @@ def test_out_of_core_equals_in_memory(tmp_path: Path, golden: list[Any], output:
         con.close()
 
 
+@pytest.mark.filterwarnings("error")  # a library's warning would reach the user's terminal
 @pytest.mark.parametrize("mode", MODES)
 def test_checker_cases_agree(tmp_path: Path, mode: str) -> None:
     golden = [("a", 1), ("b", 1), ("a", 2), ("b", 2), ("a", 3)]
