@@ -112,3 +112,25 @@ def test_the_kernel_restores_queries_by_profit_density_as_workers_return() -> No
     assert arrivals == [["cnt[1]", "out1[0]"], ["win[0]", "win[1]", "out2[0]"],
                         ["both[0]", "both[1]", "out3[0]"]]
     assert slots.free() == 1
+
+
+def test_a_returned_workers_cores_are_offered_only_once_it_is_warm() -> None:
+    """A cold worker (back, no slot waiting yet) counts in the cluster's reading but its
+    cores are not offered: a plan on them would wait for a Spark job start."""
+    back = Worker("w3", 3, True, {}, "127.0.0.1:7003")
+    slots = WorkerSlots([w("w2", 4), back])
+    slots.cold = frozenset({back.address})
+    assert slots.total() == 4 and [n.alive for n in slots.capacity().nodes] == [True, False]
+    assert [slots.take(i, 0) for i in "abcde"] == [True] * 4 + [False]
+    slots.cold = frozenset()  # a slot waits on w3 now
+    assert slots.total() == 7 and slots.take("e", 0)
+    assert dict(slots.capacity().placed)["e"] == "w3"
+
+
+def test_the_capacity_changed_record_counts_cold_workers() -> None:
+    w4 = Worker("w4", 3, True, {}, "127.0.0.1:7004")
+    cap = SparkCapacity.of(lambda: [w("w2", 4)], needed=1, reserved=0, post=lambda _: None)
+    assert cap is not None
+    cap.slots.cold = frozenset({w4.address})
+    assert cap.update([w("w2", 4), w4]) == {
+        "total": 7, "free": 7, "alive": ["w2", "w4"], "joined": ["w4"], "left": []}

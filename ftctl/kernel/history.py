@@ -96,9 +96,9 @@ KINDS: dict[str, KindSpec] = {
                                   ("by", "reason"), instance=True),
     "failure-detected": KindSpec("the coordinator declares instances failed", ("instances",),
                                  ("cause", "reasons", "nodes", "pids")),
-    "capacity-warm": KindSpec("the returning workers each have a waiting slot (or were "
-                              "waited for long enough, (cold)): the protocol is told of "
-                              "the capacity now", ("seconds",), ("cold",)),
+    "capacity-warm": KindSpec("returning workers have a waiting slot (or were waited for "
+                              "long enough, (cold)): the protocol is offered their cores "
+                              "now", ("workers", "seconds"), ("cold",)),
     "restart-deferred": KindSpec("a restart waits for a free slot", ("priority",),
                                  instance=True),
     "recovered": KindSpec("every restart a detection caused is running", ("seconds",)),

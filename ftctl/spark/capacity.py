@@ -49,9 +49,15 @@ class WorkerSlots:
         self.workers: tuple[Worker, ...] = tuple(workers)
         self.reserved = reserved  # cores held by something other than an instance
         self.held: list[str] = []  # instances holding a core, in the order they took it
+        # Returned workers (addresses) with no slot waiting yet: their cores are not
+        # offered, so a plan never counts on a start that would wait for Spark.
+        self.cold: frozenset[str] = frozenset()
+
+    def usable(self, w: Worker) -> bool:
+        return w.alive and not (w.address and w.address in self.cold)
 
     def total(self) -> int:
-        return sum(w.cores for w in self.workers if w.alive)
+        return sum(w.cores for w in self.workers if self.usable(w))
 
     def free(self) -> int:
         return max(0, self.total() - self.reserved - len(self.held))
@@ -70,14 +76,15 @@ class WorkerSlots:
         placed: dict[InstanceId, str] = {}
         queue = [None] * self.reserved + list(self.held)  # spares fill cores first
         for w in self.workers:
-            while w.alive and queue and used[w.id] < w.cores:
+            while self.usable(w) and queue and used[w.id] < w.cores:
                 who = queue.pop(0)
                 used[w.id] += 1
                 if who is not None:
                     placed[InstanceId(who)] = w.id
         # Instances beyond the alive cores ran on a worker that is gone and are not
         # detected yet: they hold no node; the kernel releases them at the detection.
-        return Capacity(tuple(NodeView(w.id, w.cores, used[w.id], w.alive, dict(w.labels))
+        return Capacity(tuple(NodeView(w.id, w.cores, used[w.id], self.usable(w),
+                                       dict(w.labels))
                               for w in self.workers), placed)
 
     def take(self, instance: str, incarnation: int) -> bool:
@@ -206,6 +213,9 @@ class SparkCapacity:
         if not self.slots.update(workers):
             return None
         alive = [w.id for w in workers if w.alive]
-        return {"total": self.slots.total(), "free": self.slots.free(), "alive": alive,
+        # What the cluster has, warm or not (the protocol is offered cold cores later).
+        total = sum(w.cores for w in workers if w.alive)
+        free = max(0, total - self.slots.reserved - len(self.slots.held))
+        return {"total": total, "free": free, "alive": alive,
                 "joined": [w for w in alive if w not in before],
                 "left": sorted(before - set(alive))}

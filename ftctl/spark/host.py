@@ -199,7 +199,6 @@ class SparkHost:
         self.placed: dict[str, str] = {}  # instance -> the worker its newest task runs on
         # Returning workers (host:port) not warm yet -> when they came back.
         self.warming: dict[str, float] = {}
-        self.warm_started: float | None = None
         self.restarts = 0
         self.detections = 0
         self.peer_kinds: Counter[str] = Counter()  # peer messages relayed, by class
@@ -276,10 +275,6 @@ class SparkHost:
                 return w
         return None
 
-    @property
-    def warm_since(self) -> float:
-        return self.warm_started if self.warm_started is not None else self.now()
-
     def worker_name(self, address: str) -> str:
         """A worker's name (``w0``) where the cluster ftctl started says so."""
         w = self._worker(address)
@@ -350,8 +345,9 @@ class SparkHost:
                 self._loop_at = time.monotonic()
                 if self.suspects and now - self.first_suspect >= DETECT_WINDOW:
                     self._detect()
-                if self.warming and now - self.warm_since > WARM_TIMEOUT:
-                    self._announce_capacity()
+                late = [a for a, since in self.warming.items() if now - since > WARM_TIMEOUT]
+                if late:
+                    self._announce_capacity(late, cold=True)
                 if now - last_sample >= SAMPLE_EVERY:
                     last_sample = now
                     self._sample(now)
@@ -464,8 +460,8 @@ class SparkHost:
         elif kind == EV_CAPACITY:
             self._capacity_changed(ev[1])
         elif kind == EV_SLOT:
-            if self.warming.pop(ev[1], None) is not None and not self.warming:
-                self._announce_capacity()
+            if ev[1] in self.warming:
+                self._announce_capacity([ev[1]])
         elif kind == EV_CHAOS:
             if ev[1] == "apply":
                 self._link_fault(ev[2])
@@ -666,8 +662,10 @@ class SparkHost:
 
     def _capacity_changed(self, workers: list[Worker]) -> None:
         """A reading of the cluster: the protocol plans on it at once, unless a worker
-        returned: then once a slot waits on each returning worker (``warm``), so that
-        what it plans on is usable at once, not after a Spark job start."""
+        returned: then as each returning worker gets a waiting slot (``warm``), so that
+        what it plans on is usable at once, not after a Spark job start. Until then the
+        worker is cold: its cores are not offered, and workers that come back apart are
+        announced apart, each as soon as it is warm (capacity returning in steps)."""
         assert self.capacity is not None and self.jobs is not None
         self.jobs.workers_gone({w.address for w in workers if not w.alive and w.address})
         change = self.capacity.update(workers)
@@ -679,23 +677,25 @@ class SparkHost:
             now = self.now()
             for w in back:
                 self.warming.setdefault(w.address, now)
-            if self.warm_started is None:
-                self.warm_started = now
+            self.capacity.slots.cold = frozenset(self.warming)
             alive = max(1, sum(1 for w in workers if w.alive))
             per = max(1, min(min(w.cores for w in back),
                              -(-len(self.graph.order) // alive) + 1))
             self.jobs.warm(per, len(back))
             return
-        if not self.warming:
-            self._apply(self.kernel.capacity_changed(self.now()))
+        self._apply(self.kernel.capacity_changed(self.now()))
 
-    def _announce_capacity(self) -> None:
-        """Tell the protocol the capacity there is now (the returning workers are warm,
-        or waited for long enough)."""
-        self.log("capacity-warm", seconds=round(self.now() - self.warm_since, 4),
-                 cold=sorted(self.worker_name(a) for a in self.warming))
-        self.warming.clear()
-        self.warm_started = None
+    def _announce_capacity(self, addresses: list[str], cold: bool = False) -> None:
+        """Tell the protocol of these returning workers' cores: a slot waits on each, or
+        (``cold``) they were waited for long enough."""
+        assert self.capacity is not None
+        since = min(self.warming.pop(a) for a in addresses)
+        self.capacity.slots.cold = frozenset(self.warming)
+        names = sorted(self.worker_name(a) for a in addresses)
+        data: dict[str, Any] = {"workers": names, "seconds": round(self.now() - since, 4)}
+        if cold:
+            data["cold"] = names
+        self.log("capacity-warm", **data)
         self._apply(self.kernel.capacity_changed(self.now()))
 
     def _drop(self, iid: str, alive: bool = True) -> None:
