@@ -151,8 +151,11 @@ def test_the_verdict_is_judged_out_of_core_in_the_run_folder(
         def run(self) -> Any:
             return SimpleNamespace(
                 outputs={s: recs[1:] for s, recs in golden.items()}, complete=False,
-                seconds=1.0, started_at=0.0, metrics=[], detections=[], restarts=[],
-                records_in=0, records_out=0)
+                seconds=1.0, started_at=0.0, metrics=[], latency=[], detections=[],
+                restarts=[], records_in=0, records_out=0)
+
+        def now(self) -> float:
+            return 1.0
 
     monkeypatch.setattr(execute_mod, "golden_files", lambda topo, produce: real_golden_files(
         topo, produce, tmp_path / "golden"))

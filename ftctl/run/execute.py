@@ -210,6 +210,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         with live:
             host.progress = _run_line(step, info.name, graph, ctx.counters)
             result = host.run()
+        shift = run_store.clock() - host.now()  # the host's clock onto the events'
         ext.host_done(ctx, result)
         timings["run_s"] = round(result.seconds, 2)
         with live:
@@ -223,6 +224,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         oracle = oracle_check(spark, topology, result.outputs) if result.complete else None
         run_store.write_outputs(result.outputs)
         run_store.write_metrics(result.metrics)
+        _write_series(run_store, graph, result, shift)
         # The oracle checks final values exactly: only a run promising exactly-once fails on
         # a mismatch (one that may lose or repeat records ends with other values by design).
         exact = verdict.guarantee is Guarantee.EXACTLY_ONCE
@@ -298,6 +300,16 @@ def snapshot_location(store: str | None, run_store: RunStore) -> str:
 
 
 # ---------------------------------------------------------------------- display
+
+
+def _write_series(run_store: RunStore, graph: ExecutionGraph, result: HostResult,
+                  shift: float) -> None:
+    """series.json: what the report plots, on the events' clock, for runs without chaos
+    too (their metrics.jsonl counts from the host's start, tens of seconds off)."""
+    from ftctl.metrics.runreport import build_series, write_series
+
+    series = build_series(result.latency, result.metrics, graph.sinks, shift)
+    write_series(run_store.path, series, shift)
 
 
 def _write_report(run_store: RunStore) -> Path | None:
