@@ -38,7 +38,7 @@ COST = [
 COLUMNS = OUTCOME + COST[1:]
 # What the short headers mean (printed under the tables).
 LEGEND = {
-    "held": "guarantee held", "dup": "duplicated records",
+    "held": "guarantee held (-: no guarantee to check)", "dup": "duplicated records",
     "detect s": "fault to detection (median)", "restart s": "fault to restart (median)",
     "1st out s": "fault to the first output after its restart (median)",
     "recover s": "fault to latency back within 10% (median)",

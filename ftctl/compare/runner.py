@@ -31,6 +31,7 @@ from ftctl.config.scenario import parse_target
 from ftctl.config.topology import Topology
 from ftctl.kernel.history import read_history
 from ftctl.metrics.runreport import build_series
+from ftctl.report.views import NO_GUARANTEE, no_guarantee_words
 from ftctl.run.capture import Capture
 from ftctl.run.chaos import ChaosExtension, expected_seconds, from_replay
 from ftctl.run.execute import (
@@ -174,6 +175,8 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
         done = 0
         for info in req.protocols:
             runs: list[RunFigures] = []
+            declared = info.guarantee_of(info.resolve(req.params.get(info.name, {})),
+                                         GraphView(graph))
             for k in range(req.repeat):
                 done += 1
                 say(f"run {done}/{total}: {info.name} (repeat {k + 1}/{req.repeat})")
@@ -195,7 +198,7 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
                     comp.failed_runs.append(f"{info.name}#{k + 1}")
                     say(f"  {info.name}: the run did not finish")
                     continue
-                say(f"  {info.name}: {_outcome(capture.figures)}")
+                say(f"  {info.name}: {_outcome(capture.figures, declared.value)}")
                 runs.append(capture.figures)
                 comp.latency.setdefault(info.name, capture.latency)
                 if not comp.recorded_from:
@@ -203,8 +206,6 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
                     comp.recorded_from = capture.figures.run_id
                     schedule, _ = from_replay(comp.recorded_from, req.results, graph.order)
             comp.runs += runs
-            declared = info.guarantee_of(info.resolve(req.params.get(info.name, {})),
-                                         GraphView(graph))
             comp.protocols.append(summarize(info.name, declared.value, runs))
         add_overheads(comp.protocols)
         return comp
@@ -213,9 +214,11 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
             shared.down()
 
 
-def _outcome(f: RunFigures) -> str:
+def _outcome(f: RunFigures, guarantee: str) -> str:
     """One line after each run: its verdict in words and how long it took."""
     verdict = "passed" if f.passed else f"failed ({f.lost:,} lost, {f.duplicated:,} duplicated)"
+    if guarantee == NO_GUARANTEE:
+        verdict = no_guarantee_words({"lost": f.lost, "duplicated": f.duplicated})
     first = "" if f.first_output_s is None else f", output again {f.first_output_s:.2f} s"
     recovery = "" if f.recovery_s is None else f", recovered in {f.recovery_s:.2f} s"
     return f"{verdict}{first}{recovery}, {f.seconds:.0f} s"
