@@ -110,3 +110,14 @@ def test_series_json_puts_a_plain_run_on_its_events_clock(results: Path) -> None
     assert view.throughput[1][0] == pytest.approx(1.5, abs=1e-3)
     assert [v for _, v in view.latency] == [0.004, 0.005]
     assert "output latency (s)" in write_run_report(run).read_text()
+
+
+def test_a_throughput_that_never_fell_reads_no_dip_in_the_report_and_terminal() -> None:
+    from ftctl.report.render import _env
+    from ftctl.run.chaos import dip_words
+
+    macros = _env().get_template("macros.html.j2").module
+    # A catch-up burst above the rate before: not "121% of before" / "-21%".
+    assert str(macros.dip(-0.21)) == "no dip (121%)" and dip_words(-0.21) == "none"
+    assert str(macros.dip(0.9)) == "10% of before" and dip_words(0.9) == "90%"
+    assert str(macros.dip(None)) == "-" and dip_words(None) == "-"
