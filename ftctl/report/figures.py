@@ -51,7 +51,7 @@ def timeline_html(runs: Sequence[RunView], div_id: str = "ftctl-timeline") -> st
     fig = timeline_figure(runs)
     plot = fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
                        config={"displaylogo": False, "responsive": True})
-    return _legend(runs) + plot + _toggles(fig, div_id)
+    return _legend(runs) + plot + _toggles(fig, div_id, len(runs))
 
 
 def timeline_figure(runs: Sequence[RunView]) -> go.Figure:
@@ -252,7 +252,7 @@ def _legend(runs: Sequence[RunView]) -> str:
             + "</ul>")
 
 
-def _toggles(fig: go.Figure, div_id: str) -> str:
+def _toggles(fig: go.Figure, div_id: str, runs: int) -> str:
     """Checkboxes under the figure: shared y axes (default) or each panel's own full
     range; p99 latency shown or not."""
     shared: dict[str, Any] = {}
@@ -271,9 +271,11 @@ def _toggles(fig: go.Figure, div_id: str) -> str:
         off=escape(json.dumps(own)),
         js="Plotly.relayout(this.dataset.plot, JSON.parse(this.checked ? this.dataset.on : "
            "this.dataset.off))",
-        words="one y range per metric for every protocol (throughput up to twice the "
-              "highest steady state before the first fault; untick for each panel's own "
-              "full range)")]
+        words=("one y range per metric for every protocol (throughput up to twice the "
+               "highest steady state before the first fault; untick for each panel's own "
+               "full range)") if runs > 1 else (
+               "throughput axis up to twice the steady state before the first fault "
+               "(untick for the full range)"))]
     if p99:
         html.append(box.format(
             checked="", id=div_id, on=json.dumps(p99), off="[]",
