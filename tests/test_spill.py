@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import weakref
 from pathlib import Path
 from types import SimpleNamespace
@@ -174,3 +175,7 @@ def test_the_verdict_is_judged_out_of_core_in_the_run_folder(
     (sink,) = run.read_verdict()["sinks"]
     assert sink["lost"] == 1 and seen == [True]  # the one record each sink lost
     assert not (run.path / execute_mod.SPILL).exists()
+    # Every run, chaos or not, leaves the report its series on the events' clock, with
+    # the host clock's offset (the fake host says 1 s had passed at its end).
+    series = json.loads((run.path / "series.json").read_text())
+    assert series["shift"] < 0 and series["throughput"] == series["latency_p50"] == []

@@ -305,11 +305,16 @@ def snapshot_location(store: str | None, run_store: RunStore) -> str:
 def _write_series(run_store: RunStore, graph: ExecutionGraph, result: HostResult,
                   shift: float) -> None:
     """series.json: what the report plots, on the events' clock, for runs without chaos
-    too (their metrics.jsonl counts from the host's start, tens of seconds off)."""
+    too (their metrics.jsonl counts from the host's start, tens of seconds off). Only the
+    report reads it: like the report, it must not fail the run."""
     from ftctl.metrics.runreport import build_series, write_series
 
-    series = build_series(result.latency, result.metrics, graph.sinks, shift)
-    write_series(run_store.path, series, shift)
+    try:
+        series = build_series(result.latency, result.metrics, graph.sinks, shift)
+        write_series(run_store.path, series, shift)
+    except Exception as exc:
+        err_console.print(f"[yellow]no series.json[/yellow]: {type(exc).__name__}: {exc}",
+                          highlight=False, soft_wrap=True)
 
 
 def _write_report(run_store: RunStore) -> Path | None:
