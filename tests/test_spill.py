@@ -156,7 +156,7 @@ def test_the_verdict_is_judged_out_of_core_in_the_run_folder(
                 restarts=[], records_in=0, records_out=0)
 
         def now(self) -> float:
-            return 1.0
+            return 1000.0  # far ahead of the run's own clock: the offset is negative
 
     monkeypatch.setattr(execute_mod, "golden_files", lambda topo, produce: real_golden_files(
         topo, produce, tmp_path / "golden"))
@@ -176,6 +176,6 @@ def test_the_verdict_is_judged_out_of_core_in_the_run_folder(
     assert sink["lost"] == 1 and seen == [True]  # the one record each sink lost
     assert not (run.path / execute_mod.SPILL).exists()
     # Every run, chaos or not, leaves the report its series on the events' clock, with
-    # the host clock's offset (the fake host says 1 s had passed at its end).
+    # the host clock's offset (the fake host's clock is ahead of the run's).
     series = json.loads((run.path / "series.json").read_text())
     assert series["shift"] < 0 and series["throughput"] == series["latency_p50"] == []
