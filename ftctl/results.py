@@ -8,7 +8,9 @@ Layout of a run directory::
     events.jsonl    the run's history, one record a line (docs/history.md): faults,
                     detections, restarts, protocol notes ...
     outputs/<sink>.parquet   sink output, columns key and value as Python literals (repr)
-    metrics.jsonl   metric rows
+    metrics.jsonl   metric rows (``t`` on the Spark host's clock, from its start)
+    series.json     sink throughput and output latency on the events' clock, and the
+                    host clock's offset to it (what the report plots)
     verdict.json    the verification verdict
 
 Every JSON file is written to a temporary name and renamed over the target, so a reader

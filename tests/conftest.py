@@ -40,3 +40,14 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
     with LocalCluster(workers=3, cores=24, memory="2g",
                       state_dir=tmp_path_factory.mktemp("shared-cluster")) as c:
         yield c
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A ``docker`` test is skipped, saying why, when no engine answers; asked only when
+    one is about to run (before its fixtures, which would start containers), so
+    ``-m browser`` or ``-m sim`` report no Docker skips."""
+    if item.get_closest_marker("docker") is not None:
+        from tests.dockerkit import skip_unless_engine
+
+        skip_unless_engine()

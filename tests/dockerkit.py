@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
 
 
-def skip_unless_engine() -> None:
-    """Skip the calling test module, saying why, when no Docker engine answers."""
+@functools.cache
+def _no_engine() -> str | None:
+    """Why the docker tests cannot run (None: they can); the engine is asked once."""
     from ftctl.docker.engine import docker_host, engine_reachable
 
-    if not engine_reachable():
-        pytest.skip(f"no Docker engine reachable (DOCKER_HOST={docker_host()})",
-                    allow_module_level=True)
+    return None if engine_reachable() else (
+        f"no Docker engine reachable (DOCKER_HOST={docker_host()})")
+
+
+def skip_unless_engine() -> None:
+    """Skip the calling test, saying why, when no Docker engine answers. Called
+    (tests/conftest.py) when a ``docker`` test is about to run, not at import: a
+    module-level skip was reported by every run, ``-m browser`` included."""
+    why = _no_engine()
+    if why is not None:
+        pytest.skip(why)
 
 
 def containers_of(key: str) -> list[Any]:

@@ -29,6 +29,9 @@ def test_each_part_is_a_trace_with_every_protocols_median() -> None:
     assert starts["x"] == [0.19, 0.05]
     catch = next(t for t in specs if t["name"].startswith("catch-up"))
     assert catch["x"] == [0.3, 0.0]  # never back within 10%: nothing to stack
+    # The legend reads detect ... catch-up, as the segments left to right (plotly would
+    # list a stacked bar's traces in reverse).
+    assert '"traceorder":"normal"' in html.replace(" ", "")
 
 
 def test_no_breakdown_no_chart() -> None:

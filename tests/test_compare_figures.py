@@ -7,8 +7,7 @@ import pytest
 from ftctl.compare.figures import (
     RunFigures,
     add_overheads,
-    steady_latency,
-    steady_throughput,
+    steady_figures,
     steady_window,
     summarize,
 )
@@ -25,14 +24,16 @@ def test_steady_window_ends_at_the_first_fault() -> None:
     assert steady_window(2.0, []) == (3.0, float("inf"))
 
 
-def test_steady_figures_ignore_what_follows_a_fault() -> None:
-    window = (1.0, 5.0)
-    # 100 records/s before the fault, then a replay burst that must not count.
-    series = [(t, 100 * t) for t in range(0, 6)] + [(6, 2000), (7, 4000)]
-    assert steady_throughput(series, window) == pytest.approx(100.0)
-    samples = [(1.5, 0.01), (2.5, 0.03), (3.5, 0.02), (6.0, 9.0)]
-    assert steady_latency(samples, window) == pytest.approx(0.02)
-    assert steady_throughput([(1.0, 5)], window) is None
+def test_steady_figures_ignore_start_up_and_what_follows_a_fault() -> None:
+    # Tasks starting (zeros), 100 records/s from t=4, a fault at 9, then a replay burst.
+    thr = [(t / 2, 0.0) for t in range(8)] + [(4 + t / 2, 100.0 + t % 2) for t in range(10)]
+    thr += [(9.5, 2000.0), (10.0, 4000.0)]
+    lat = [(5.5, 0.01), (6.5, 0.03), (7.5, 0.02), (9.5, 9.0), (3.0, 5.0)]
+    rps, p50 = steady_figures(thr, lat, [9.0])
+    # Window: first output (4.0) + warm-up to the fault: the plotted points 5.0..8.5.
+    assert rps == pytest.approx(100.5)
+    assert p50 == pytest.approx(0.02)
+    assert steady_figures([(1.0, 0.0), (2.0, 0.0)], lat, [9.0]) == (None, None)
 
 
 def test_summary_medians_spread_and_overheads() -> None:

@@ -28,9 +28,8 @@ from ftctl.cluster.state import STATE_DIR_ENV
 from ftctl.docker.cluster import DockerCluster
 from ftctl.docker.image import ImageBuild, build_image
 from ftctl.docker.meta import LABEL_CLUSTER, cluster_key, load_meta, save_meta
-from tests.dockerkit import containers_of, skip_unless_engine
+from tests.dockerkit import containers_of
 
-skip_unless_engine()
 pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -31,9 +31,7 @@ from ftctl.docker.cluster import DockerCluster
 from ftctl.docker.image import build_image
 from ftctl.docker.meta import LABEL_CLUSTER, LABEL_STATE_DIR
 from ftctl.kernel.history import read_history
-from tests.dockerkit import skip_unless_engine
 
-skip_unless_engine()
 pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -31,9 +31,8 @@ from ftctl.docker.image import build_image
 from ftctl.kernel.history import read_history
 from ftctl.spark.agent import EXECUTOR_CLASS, WORKER_CLASS
 from protocols.checkpoint.instance import FINAL
-from tests.dockerkit import containers_of, skip_unless_engine
+from tests.dockerkit import containers_of
 
-skip_unless_engine()
 pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -44,3 +44,36 @@ def test_list_gives_every_figure_a_line() -> None:
     for fig in figures().values():
         assert fig.name in text
     assert "against aggregated state" in text  # 000-fig2's description
+
+
+def _fake(files: bool):  # type: ignore[no-untyped-def]
+    from ftctl.figures import Figure, FigureOptions, FigureResult
+
+    def run(opts: FigureOptions) -> FigureResult:
+        written = ()
+        if files:
+            (opts.out / "plot.png").write_bytes(b"png")
+            (opts.out / "points.json").write_text("[]")
+            written = (opts.out / "plot.png", opts.out / "points.json")
+        return FigureResult("a table", ("x",), ((1,),), files=written)
+
+    return Figure("999-fake", "999", "fake", ("sim",), run)
+
+
+def test_figure_says_where_its_plot_is_or_that_it_has_none(tmp_path, monkeypatch) -> None:
+    import ftctl.commands.figure_cmd as cmd
+
+    for files in (False, True):
+        monkeypatch.setattr(cmd, "figures", lambda f=files: {"999-fake": _fake(f)})
+        out = tmp_path / f"out-{files}" / "figures"
+        res = CliRunner().invoke(app, ["figure", "999-fake", "--out", str(out)])
+        assert res.exit_code == 0, res.output
+        text = " ".join(res.output.split())
+        if files:
+            assert f"plot: {out / '999-fake' / 'plot.png'}" in text
+            assert f"data: {out / '999-fake' / 'points.json'}" in text
+            assert "no plot" not in text
+        else:
+            assert "this figure has no plot" in text and "plot: " not in text
+            # Nothing written: not even the folders --out named were left behind.
+            assert not (tmp_path / f"out-{files}").exists()

@@ -24,6 +24,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "compare-rack-failure"
 COMPARE = "20261123-201535-wordcount-compare-7a71"
 PROTOCOLS = ("none", "checkpoint", "lineage", "causal")
 CHROMIUM = Path("/usr/bin/chromium")
+DOCS_IMG = Path(__file__).resolve().parent.parent / "docs" / "img"  # the README's pictures
 BAND = ".shapelayer path[style*='fill: rgb(214, 39, 40)']"  # a fault's shaded band
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--no-first-run"]
@@ -48,8 +49,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _open(browser, path: Path, shot: Path):  # type: ignore[no-untyped-def]
-    page = browser.new_page(viewport={"width": 1300, "height": 900})
+def _open(browser, path: Path, width: int = 1400):  # type: ignore[no-untyped-def]
+    page = browser.new_page(viewport={"width": width, "height": 900})
     page.set_default_timeout(60_000)
     errors: list[str] = []
     remote: list[str] = []
@@ -59,22 +60,40 @@ def _open(browser, path: Path, shot: Path):  # type: ignore[no-untyped-def]
             else remote.append(r.url))
     page.goto(path.as_uri())
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
-    page.screenshot(path=str(shot), full_page=True)
     return page, errors, remote
 
 
+def _fits(page, width: int) -> None:  # type: ignore[no-untyped-def]
+    """At this width nothing scrolls sideways and every panel is titled and has time
+    labels of its own; the screenshot is kept in docs/img (the README shows it)."""
+    page.set_viewport_size({"width": width, "height": 900})
+    page.wait_for_timeout(600)  # plotly's responsive relayout after the resize
+    scroll, inner = page.evaluate(
+        "[document.documentElement.scrollWidth, window.innerWidth]")
+    assert scroll <= inner, f"sideways scroll at {width} px: {scroll} > {inner}"
+    right = page.evaluate(
+        "document.getElementById('ftctl-timeline').getBoundingClientRect().right")
+    assert right <= inner
+    # Each of the 1 + 2 x 4 panels: its x axis labelled in seconds.
+    labelled = page.evaluate(
+        "Array.from(document.querySelectorAll('.xaxislayer-above'))"
+        ".filter(g => Array.from(g.querySelectorAll('text'))"
+        ".some(t => t.textContent.endsWith(' s'))).length")
+    assert labelled == 1 + 2 * len(PROTOCOLS)
+    page.screenshot(path=str(DOCS_IMG / f"report-{width}.png"), full_page=True)
+
+
 def test_compare_report_renders_every_protocol_with_faults_marked(
-        browser, results: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+        browser, results: Path) -> None:  # type: ignore[no-untyped-def]
     html = write_report(results / COMPARE)
     assert "plotly.js v" in html.read_text()  # the library is inlined, not linked
-    page, errors, remote = _open(browser, html, tmp_path / "compare.png")
+    page, errors, remote = _open(browser, html)
     assert errors == []
     assert remote == []  # no request left the machine
-    assert (tmp_path / "compare.png").stat().st_size > 50_000
     titles = page.evaluate("Array.from(document.querySelectorAll('.annotation-text'))"
                            ".map(e => e.textContent)")
     for proto in PROTOCOLS:
-        assert f"{proto}: sink throughput (records/s)" in titles
+        assert f"{proto}: sink throughput (records/s, all sinks)" in titles
         assert f"{proto}: output latency (s)" in titles
     # Faults: a shaded band per fault in each protocol's two panels (2 faults x 4 x 2),
     # a bar and a cross per fault in the timeline.
@@ -83,8 +102,7 @@ def test_compare_report_renders_every_protocol_with_faults_marked(
     bars = page.locator(".barlayer .point").count()
     assert bars == 2 * len(PROTOCOLS)
     # Detection and restart of the rack kill, for every protocol, and words, not values.
-    legend = " ".join(page.evaluate("Array.from(document.querySelectorAll('.legendtext'))"
-                                    ".map(e => e.textContent)"))
+    legend = page.locator(".plot-legend").inner_text()
     assert "detected" in legend and "restarted" in legend
     verdict = page.locator("#verdict").inner_text()
     assert "none: at-most-once broken: 126,094 records lost, 59,086 duplicated" in verdict
@@ -94,6 +112,17 @@ def test_compare_report_renders_every_protocol_with_faults_marked(
     assert "True" not in body and "None" not in body
     data = json.loads(page.locator("#ftctl-data").inner_text())
     assert [p["protocol"] for p in data["protocols"]] == list(PROTOCOLS)
+    # Unticking the shared axes gives each panel its own full range back.
+    top = "document.getElementById('ftctl-timeline').layout.yaxis2.range[1]"
+    shared = page.evaluate(top)
+    page.locator(".plot-toggles input").first.uncheck()
+    page.wait_for_timeout(300)
+    assert page.evaluate(top) != shared
+    page.locator(".plot-toggles input").first.check()
+    page.wait_for_timeout(300)
+    assert page.evaluate(top) == shared
+    for width in (1400, 800):
+        _fits(page, width)
 
 
 def test_the_same_fault_sits_at_the_same_time_for_every_protocol(results: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import weakref
 from pathlib import Path
 from types import SimpleNamespace
@@ -151,8 +152,11 @@ def test_the_verdict_is_judged_out_of_core_in_the_run_folder(
         def run(self) -> Any:
             return SimpleNamespace(
                 outputs={s: recs[1:] for s, recs in golden.items()}, complete=False,
-                seconds=1.0, started_at=0.0, metrics=[], detections=[], restarts=[],
-                records_in=0, records_out=0)
+                seconds=1.0, started_at=0.0, metrics=[], latency=[], detections=[],
+                restarts=[], records_in=0, records_out=0)
+
+        def now(self) -> float:
+            return 1000.0  # far ahead of the run's own clock: the offset is negative
 
     monkeypatch.setattr(execute_mod, "golden_files", lambda topo, produce: real_golden_files(
         topo, produce, tmp_path / "golden"))
@@ -171,3 +175,7 @@ def test_the_verdict_is_judged_out_of_core_in_the_run_folder(
     (sink,) = run.read_verdict()["sinks"]
     assert sink["lost"] == 1 and seen == [True]  # the one record each sink lost
     assert not (run.path / execute_mod.SPILL).exists()
+    # Every run, chaos or not, leaves the report its series on the events' clock, with
+    # the host clock's offset (the fake host's clock is ahead of the run's).
+    series = json.loads((run.path / "series.json").read_text())
+    assert series["shift"] < 0 and series["throughput"] == series["latency_p50"] == []

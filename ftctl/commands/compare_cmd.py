@@ -27,6 +27,7 @@ from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
 from ftctl.console import EXIT_FAILED, EXIT_OK, console
 from ftctl.progress import LiveLine
+from ftctl.report.views import NO_GUARANTEE
 from ftctl.results import DEFAULT_ROOT, RunStore, atomic_write_json
 from ftctl.run.chaos import breakdown_table, expected_seconds, size_input
 from ftctl.run.execute import DEFAULT_SPARES
@@ -185,8 +186,9 @@ def _show(comp: Any, store: RunStore) -> None:
             table.add_column(name, justify="left" if name in ("protocol", "guarantee")
                              else "right")
         for p in comp.protocols:
-            table.add_row(*(_cell(v, attr) for v, (_, attr) in zip(row(p, columns), columns,
-                                                                   strict=True)))
+            table.add_row(*("-" if attr == "guarantee_held" and p.guarantee == NO_GUARANTEE
+                            else _cell(v, attr)  # nothing promised: nothing held
+                            for v, (_, attr) in zip(row(p, columns), columns, strict=True)))
         print_table(table, LEGEND)
     breakdown_table(f"{title}: where the first fault's recovery went (seconds, median)",
                     "protocol", [(p.protocol, p.breakdown) for p in comp.protocols

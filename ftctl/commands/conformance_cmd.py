@@ -47,8 +47,10 @@ def conformance(
     mutant the protocol ships (a planted bug, listed by `ftctl list mutants`) runs
     through the same seeds, each seed on every
     topology, until a schedule on which the protocol holds breaks it: the mutant is caught.
-    Every failure names its first violating seed, replayable with `ftctl sim`. Exits 1 if a
-    guarantee breaks or a mutant survives.
+    Every failure names its first violating seed, replayable with `ftctl sim`. A case none
+    of whose schedules injected a fault tested nothing: shown as `no fault injected`, not
+    holds. Exits 1 if a guarantee breaks, a case never receives a fault, or a mutant
+    survives.
 
     Examples:
 
@@ -84,9 +86,12 @@ def conformance(
 
 def _status(c: CaseResult) -> str:
     """``holds``/``broken`` for a delivery guarantee; with no delivery promise (guarantee
-    ``none``) only completion is checked: ``finished``/``stalled``."""
+    ``none``) only completion is checked: ``finished``/``stalled``. A case no fault
+    struck tested nothing: ``no fault injected``, whatever its output."""
     if c.error:
         return "[red]error[/red]"
+    if c.passed and c.untested:
+        return "[red]no fault injected[/red]"
     if c.checks == "completion":
         return "[green]finished[/green]" if c.passed else "[red]stalled[/red]"
     return "[green]holds[/green]" if c.passed else "[red]broken[/red]"
@@ -125,6 +130,9 @@ def _show(report: KitReport, n: int) -> None:
             console.print(f"[red]{what}[/red]: {c.case.name} "
                           f"({', '.join(f'{k}={v}' for k, v in sorted(c.violations.items()))})")
             console.print(f"  reproduce: {escape(c.reproduce() or '')}", highlight=False)
+        elif c.untested:
+            console.print(f"[red]no fault injected[/red]: {c.case.name}: none of its "
+                          f"{c.schedules} schedules struck; it tests nothing", highlight=False)
     for m in report.mutants:
         if not m.caught:
             console.print(f"[red]mutant survived[/red] {m.qualified}: "

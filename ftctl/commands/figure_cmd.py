@@ -61,6 +61,7 @@ def figure(
     if host not in fig.hosts:
         raise ConfigError("--host", None, f"{name} runs on {', '.join(fig.hosts)}, not {host!r}")
     options = FigureOptions(out=out / name, host=host, quick=quick, options=parse_params(opt))
+    created = _missing(options.out)
     options.out.mkdir(parents=True, exist_ok=True)
     try:
         result = fig.run(options)
@@ -72,7 +73,29 @@ def figure(
         err_console.print(f"[yellow]interrupted[/yellow]: {name} stopped; the runs so far "
                           f"are in {options.out}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
+    finally:
+        _remove_empty(created)
     _show(result, as_json)
+
+
+def _missing(folder: Path) -> list[Path]:
+    """``folder`` and those of its parents that do not exist yet, deepest first."""
+    out: list[Path] = []
+    while not folder.exists():
+        out.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    return out
+
+
+def _remove_empty(created: list[Path]) -> None:
+    """A figure that wrote nothing (a table only) leaves no empty folders behind."""
+    for folder in created:  # deepest first
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (or already gone): keep it and its parents
+            return
 
 
 def _list(known: dict, as_json: bool) -> None:
@@ -104,8 +127,15 @@ def _show(result: FigureResult, as_json: bool) -> None:
     print_table(table)
     for note in result.notes:
         console.print(note)
+    plots = [p for p in result.files if p.suffix == ".png"]
+    for path in plots:
+        console.print(f"plot: {path}", highlight=False, soft_wrap=True)
     for path in result.files:
-        console.print(f"wrote {path}")
+        if path not in plots:
+            console.print(f"data: {path}", highlight=False, soft_wrap=True)
+    if not plots:
+        console.print("this figure has no plot; its table above is the result",
+                      highlight=False)
 
 
 class _FigureCommand(TyperCommand):

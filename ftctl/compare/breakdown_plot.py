@@ -35,6 +35,8 @@ def breakdown_html(protocols: Sequence[ProtocolFigures],
     fig.update_layout(barmode="stack", height=120 + 40 * len(rows),
                       margin={"l": 10, "r": 10, "t": 10, "b": 40},
                       xaxis_title="seconds from the fault",
-                      legend={"orientation": "h", "y": -0.35}, template="plotly_white")
+                      # Left to right, as the segments: plotly reverses a stacked bar legend.
+                      legend={"orientation": "h", "y": -0.35, "traceorder": "normal"},
+                      template="plotly_white")
     return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
                        config={"displaylogo": False, "responsive": True})

@@ -7,8 +7,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# Output in the first second is start-up, not steady state.
-WARMUP_S = 1.0
+# Where the steady state is read: the figures the report's plots show (re-exported).
+from ftctl.metrics.series import WARMUP_S as WARMUP_S
+from ftctl.metrics.series import steady_figures as steady_figures
+from ftctl.metrics.series import steady_window as steady_window
 
 
 @dataclass
@@ -23,8 +25,9 @@ class RunFigures:
     detection_s: float | None
     restart_s: float | None
     recovery_s: float | None
-    throughput_rps: float | None  # sink records/s before the first fault
-    latency_p50_s: float | None  # sink output latency before the first fault
+    # Before the first fault (``steady_figures``): what the report's plots show there.
+    throughput_rps: float | None  # sink records/s (mean of the plotted points)
+    latency_p50_s: float | None  # output latency (median of the plotted p50 points)
     records_processed: int  # records every instance received, summed
     snapshot_bytes: int
     restarts: int  # instance incarnations started after the first (every fault's)
@@ -43,7 +46,7 @@ class RunFigures:
         return asdict(self)
 
 
-def _median(values: Sequence[float | None]) -> float | None:
+def median_of(values: Sequence[float | None]) -> float | None:
     xs = [float(v) for v in values if v is not None]
     return statistics.median(xs) if xs else None
 
@@ -51,35 +54,6 @@ def _median(values: Sequence[float | None]) -> float | None:
 def _spread(values: Sequence[float | None]) -> float | None:
     xs = [float(v) for v in values if v is not None]
     return max(xs) - min(xs) if len(xs) > 1 else (0.0 if xs else None)
-
-
-def steady_window(start: float, faults: Sequence[float]) -> tuple[float, float]:
-    """From the first output plus a warm-up to the first fault (or forever).
-
-    Only this window is fault-free for every protocol: after a fault, protocols that roll
-    back or recompute replay old records (high latency) and then catch up (a throughput
-    burst), which would flatter or penalise them for reasons that are not overhead.
-    """
-    return (start + WARMUP_S, min(faults, default=float("inf")))
-
-
-def steady_latency(samples: Sequence[tuple[float, float]],
-                   window: tuple[float, float]) -> float | None:
-    """Median output latency over samples (t, latency) inside the window."""
-    lo, hi = window
-    kept = [lat for t, lat in samples if lo <= t < hi]
-    return statistics.median(kept) if kept else None
-
-
-def steady_throughput(series: Sequence[tuple[float, int]],
-                      window: tuple[float, float]) -> float | None:
-    """Records/s from a cumulative count series (t, total) inside the window."""
-    lo, hi = window
-    inside = [(t, n) for t, n in series if lo <= t < hi]
-    if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
-        return None
-    (t0, n0), (t1, n1) = inside[0], inside[-1]
-    return (n1 - n0) / (t1 - t0)
 
 
 @dataclass
@@ -120,21 +94,21 @@ def summarize(protocol: str, guarantee: str, runs: Sequence[RunFigures]) -> Prot
         protocol=protocol, guarantee=guarantee, runs=len(runs),
         guarantee_held=all(r.passed for r in runs),
         lost=sum(r.lost for r in runs), duplicated=sum(r.duplicated for r in runs),
-        detection_s=_median([r.detection_s for r in runs]),
-        restart_s=_median([r.restart_s for r in runs]),
-        recovery_s=_median([r.recovery_s for r in runs]),
+        detection_s=median_of([r.detection_s for r in runs]),
+        restart_s=median_of([r.restart_s for r in runs]),
+        recovery_s=median_of([r.recovery_s for r in runs]),
         recovery_spread_s=_spread([r.recovery_s for r in runs]),
-        throughput_rps=_median([r.throughput_rps for r in runs]),
-        latency_p50_s=_median([r.latency_p50_s for r in runs]),
+        throughput_rps=median_of([r.throughput_rps for r in runs]),
+        latency_p50_s=median_of([r.latency_p50_s for r in runs]),
         throughput_overhead=None, latency_overhead=None,
-        records_processed=_median([float(r.records_processed) for r in runs]),
-        snapshot_bytes=_median([float(r.snapshot_bytes) for r in runs]),
+        records_processed=median_of([float(r.records_processed) for r in runs]),
+        snapshot_bytes=median_of([float(r.snapshot_bytes) for r in runs]),
         run_ids=[r.run_id for r in runs],
-        restarts=_median([float(r.restarts) for r in runs]),
-        replayed=_median([float(r.replayed) for r in runs]),
-        takeover_s=_median([r.takeover_s for r in runs]),
-        messages_per_record=_median([r.messages_per_record for r in runs]),
-        first_output_s=_median([r.first_output_s for r in runs]),
+        restarts=median_of([float(r.restarts) for r in runs]),
+        replayed=median_of([float(r.replayed) for r in runs]),
+        takeover_s=median_of([r.takeover_s for r in runs]),
+        messages_per_record=median_of([r.messages_per_record for r in runs]),
+        first_output_s=median_of([r.first_output_s for r in runs]),
         breakdown=median_breakdown([r.breakdown for r in runs]))
 
 
@@ -143,7 +117,7 @@ def median_breakdown(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in ("detect", "plan", "start", "replay", "catch_up", "restarts", "replayed",
                 "restore_s", "restore_bytes"):
-        out[key] = _median([p.get(key) for p in parts])
+        out[key] = median_of([p.get(key) for p in parts])
     how: dict[str, int] = {}
     for p in parts:
         for k, n in (p.get("started_by") or {}).items():

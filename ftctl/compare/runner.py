@@ -23,15 +23,15 @@ from ftctl.compare.figures import (
     ProtocolFigures,
     RunFigures,
     add_overheads,
-    steady_latency,
-    steady_throughput,
-    steady_window,
+    steady_figures,
     summarize,
 )
 from ftctl.compare.traffic import messages_of, per_record, takeover_times
 from ftctl.config.scenario import parse_target
 from ftctl.config.topology import Topology
 from ftctl.kernel.history import read_history
+from ftctl.metrics.runreport import build_series
+from ftctl.report.views import NO_GUARANTEE, no_guarantee_words
 from ftctl.run.capture import Capture
 from ftctl.run.chaos import ChaosExtension, expected_seconds, from_replay
 from ftctl.run.execute import (
@@ -61,9 +61,10 @@ class CaptureExtension(Capture):
         shift = self.shift  # host clock -> the run store's clock (events, faults)
         recs = summary.get("recovery") or []
         self.latency = [(t + shift, lat) for _, t, lat in result.latency]
-        series = _sink_series(result, ctx.graph, shift)
-        first_output = series[0][0] if series else 0.0
-        window = steady_window(first_output, [float(f["t_fault"]) for f in recs])
+        # The series the report plots (recovery.json), so its table and plots agree.
+        series = build_series(result.latency, result.metrics, ctx.graph.sinks, shift)
+        throughput, latency = steady_figures(series.throughput, series.latency_p50,
+                                             [float(f["t_fault"]) for f in recs])
         anomalies = summary.get("anomalies") or {}
         self.figures = RunFigures(
             run_id=ctx.store.run_id, protocol=ctx.request.info.name,
@@ -72,8 +73,7 @@ class CaptureExtension(Capture):
             detection_s=_median_of(recs, "detection_s"), restart_s=_median_of(recs, "restart_s"),
             recovery_s=_median_of(recs, "recovery_s"),
             first_output_s=_median_of(recs, "first_output_s"),
-            throughput_rps=steady_throughput(series, window),
-            latency_p50_s=steady_latency(self.latency, window),
+            throughput_rps=throughput, latency_p50_s=latency,
             records_processed=_records_processed(result),
             snapshot_bytes=result.snapshot_bytes, restarts=result.restarts,
             seconds=round(result.seconds, 3),
@@ -105,19 +105,6 @@ def _records_processed(result: HostResult) -> int:
     for row in result.metrics:
         last[row["instance"]] = int(row.get("total_in", row["records_in"]))
     return sum(last.values()) if last else sum(result.records_in.values())
-
-
-def _sink_series(result: HostResult, graph: ExecutionGraph,
-                 shift: float) -> list[tuple[float, int]]:
-    """Cumulative records the sinks received, over time."""
-    sinks = set(graph.sinks)
-    latest: dict[str, int] = {}
-    series: list[tuple[float, int]] = []
-    for row in sorted(result.metrics, key=lambda r: r["t"]):
-        if row["instance"] in sinks:
-            latest[row["instance"]] = int(row["records_in"])
-            series.append((float(row["t"]) + shift, sum(latest.values())))
-    return series
 
 
 @dataclass
@@ -188,6 +175,8 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
         done = 0
         for info in req.protocols:
             runs: list[RunFigures] = []
+            declared = info.guarantee_of(info.resolve(req.params.get(info.name, {})),
+                                         GraphView(graph))
             for k in range(req.repeat):
                 done += 1
                 say(f"run {done}/{total}: {info.name} (repeat {k + 1}/{req.repeat})")
@@ -209,7 +198,7 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
                     comp.failed_runs.append(f"{info.name}#{k + 1}")
                     say(f"  {info.name}: the run did not finish")
                     continue
-                say(f"  {info.name}: {_outcome(capture.figures)}")
+                say(f"  {info.name}: {_outcome(capture.figures, declared.value)}")
                 runs.append(capture.figures)
                 comp.latency.setdefault(info.name, capture.latency)
                 if not comp.recorded_from:
@@ -217,8 +206,6 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
                     comp.recorded_from = capture.figures.run_id
                     schedule, _ = from_replay(comp.recorded_from, req.results, graph.order)
             comp.runs += runs
-            declared = info.guarantee_of(info.resolve(req.params.get(info.name, {})),
-                                         GraphView(graph))
             comp.protocols.append(summarize(info.name, declared.value, runs))
         add_overheads(comp.protocols)
         return comp
@@ -227,9 +214,11 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
             shared.down()
 
 
-def _outcome(f: RunFigures) -> str:
+def _outcome(f: RunFigures, guarantee: str) -> str:
     """One line after each run: its verdict in words and how long it took."""
     verdict = "passed" if f.passed else f"failed ({f.lost:,} lost, {f.duplicated:,} duplicated)"
+    if guarantee == NO_GUARANTEE:
+        verdict = no_guarantee_words({"lost": f.lost, "duplicated": f.duplicated})
     first = "" if f.first_output_s is None else f", output again {f.first_output_s:.2f} s"
     recovery = "" if f.recovery_s is None else f", recovered in {f.recovery_s:.2f} s"
     return f"{verdict}{first}{recovery}, {f.seconds:.0f} s"

@@ -49,6 +49,12 @@ class CaseResult:
         return not self.failing_seeds and self.error is None
 
     @property
+    def untested(self) -> bool:
+        """Schedules ran but not one of them struck: nothing was tested, so it cannot
+        be said to hold (and the kit fails, as for a broken guarantee)."""
+        return self.error is None and self.schedules > 0 and self.failures_injected == 0
+
+    @property
     def checks(self) -> str:
         """What a schedule is judged on: the delivery property of the guarantee, or, with
         no delivery promise (``none`` on a stateful topology), only that the run finished."""
@@ -70,6 +76,7 @@ class CaseResult:
                 "faults": list(self.case.kinds),
                 "schedules": self.schedules,
                 "failures_injected": self.failures_injected, "passed": self.passed,
+                "untested": self.untested,
                 "violating_schedules": len(self.failing_seeds),
                 "first_violating_seed": self.failing_seeds[0] if self.failing_seeds else None,
                 "violations": self.violations, "reproduce": self.reproduce(),
@@ -126,11 +133,13 @@ class KitReport:
 
     @property
     def passed(self) -> bool:
-        return all(c.passed for c in self.cases) and all(m.caught for m in self.mutants)
+        return (all(c.passed and not c.untested for c in self.cases)
+                and all(m.caught for m in self.mutants))
 
     def to_json(self) -> dict[str, Any]:
         return {"passed": self.passed, "seconds": round(self.seconds, 3),
                 "guarantees_broken": sum(not c.passed for c in self.cases),
+                "cases_without_faults": [c.case.name for c in self.cases if c.untested],
                 "mutants_survived": [m.qualified for m in self.mutants if not m.caught],
                 "topologies_skipped": self.skipped,
                 "cases": [c.to_json() for c in self.cases],

@@ -21,7 +21,7 @@ from ftctl.metrics.recovery import (
     fault_windows,
     recovery_report,
 )
-from ftctl.metrics.series import bucket_quantiles, throughput_from_counts
+from ftctl.metrics.series import SERIES_JSON, bucket_quantiles, throughput_from_counts
 from ftctl.results import atomic_write_json
 
 BUCKET = 0.1  # seconds per latency point
@@ -50,6 +50,18 @@ def build_series(latency: Sequence[tuple[str, float, float]],
     # Records reaching the sinks, replays included, over every incarnation.
     thr = throughput_from_counts(rows, sinks, field="total_in")
     return RunSeries(q[50], q[99], thr, by_sink)
+
+
+def write_series(run_dir: Path, series: RunSeries, shift: float) -> Path:
+    """The run's sink throughput and output latency on the event clock, for every run
+    (``recovery.json`` has them only under chaos): a report of a plain run plots them on
+    the axis of its events, and ``shift`` (event clock minus host clock) reads the host's
+    own rows (metrics.jsonl) onto it too."""
+    path = Path(run_dir) / SERIES_JSON
+    atomic_write_json(path, {"shift": round(shift, 6), "throughput": series.throughput,
+                             "latency_p50": series.latency_p50,
+                             "latency_p99": series.latency_p99})
+    return path
 
 
 def windows(events: Records, shift: float) -> list[FaultWindow]:

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 Series = list[tuple[float, float]]
+# Every run's plotted series on its event clock (``ftctl.metrics.runreport.write_series``).
+SERIES_JSON = "series.json"
+# Output in the first second is start-up, not steady state.
+WARMUP_S = 1.0
 
 
 def bucket_quantiles(
@@ -58,3 +63,31 @@ def throughput_from_counts(
         out.append((b, delta / (b - a)))
         last = cur
     return out
+
+
+def steady_window(start: float, faults: Sequence[float]) -> tuple[float, float]:
+    """From the first output plus a warm-up to the first fault (or forever).
+
+    Only this window is fault-free for every protocol: after a fault, protocols that roll
+    back or recompute replay old records (high latency) and then catch up (a throughput
+    burst), which would flatter or penalise them for reasons that are not overhead.
+    """
+    return (start + WARMUP_S, min(faults, default=float("inf")))
+
+
+def steady_figures(throughput: Sequence[tuple[float, float]],
+                   latency_p50: Sequence[tuple[float, float]],
+                   faults: Sequence[float]) -> tuple[float | None, float | None]:
+    """(sink records/s, median latency s) of a run's fault-free steady state, read off the
+    series its report plots: the mean of the throughput points and the median of the
+    p50 latency points in ``steady_window``, from the first output (the first point
+    above 0, not the host's first sample: tasks start for seconds before anything runs,
+    and those zeros once cut none's figure to a fifth of what its plot showed)."""
+    start = next((t for t, v in throughput if v > 0), None)
+    if start is None:
+        return None, None
+    lo, hi = steady_window(start, faults)
+    thr = [v for t, v in throughput if lo <= t < hi]
+    lat = [v for t, v in latency_p50 if lo <= t < hi]
+    return (statistics.fmean(thr) if thr else None,
+            statistics.median(lat) if lat else None)

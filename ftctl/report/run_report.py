@@ -37,7 +37,7 @@ def render_run(run: RunStore) -> str:
               for e in run.read_history()][:MAX_EVENTS]
     timeline = timeline_html([view]) if (view.throughput or view.latency) else ""
     return render("run.html.j2", f"ftctl {view.protocol} on {view.topology}: "
-                  f"{'passed' if view.passed else 'failed'}", run_summary(run), run=view,
+                  f"{view.outcome}", run_summary(run), run=view,
                   params=(run.read_config().get("params") or {}), events=events,
                   timeline=timeline)
 

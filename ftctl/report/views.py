@@ -10,11 +10,13 @@ a replayed schedule then sits at the same place for every protocol.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ftctl.kernel.history import HistoryEvent
-from ftctl.metrics.series import throughput_from_counts
+from ftctl.metrics.series import SERIES_JSON, throughput_from_counts
 from ftctl.results import RunStore
 
 
@@ -71,9 +73,34 @@ class RunView:
     snapshot_bytes: int = 0
     t0: float = 0.0  # event-clock time of the first "instance-running"
 
+    @property
+    def judged(self) -> bool:
+        """False for a run with no delivery promise: its losses are counted, not judged."""
+        return self.guarantee != NO_GUARANTEE
+
+    @property
+    def outcome(self) -> str:
+        """One word for the run: passed, failed, or (no promise) finished."""
+        if not self.judged:
+            return "finished" if self.complete else "did not finish"
+        return "passed" if self.passed else "failed"
+
+
+NO_GUARANTEE = "none"  # Guarantee.NONE: no delivery promise, only finishing is judged
+
 
 def count(n: int, what: str) -> str:
     return f"{n:,} {what}" if n != 1 else f"1 {what.rstrip('s')}"
+
+
+def no_guarantee_words(totals: Mapping[str, int]) -> str:
+    """A run with no delivery promise (``none`` where an operator keeps state), in the
+    report and the terminal alike: "no guarantee to check; 1,234 lost, 56 duplicated".
+    Its counts are facts, not a pass: "none held" or PASSED read as if something had
+    been checked."""
+    found = [f"{totals[k]:,} {k}" for k in ("lost", "duplicated", "unexpected")
+             if totals.get(k)]
+    return "no guarantee to check; " + (", ".join(found) or "no record lost or duplicated")
 
 
 def verdict_words(verdict: dict[str, Any], complete: bool) -> str:
@@ -85,10 +112,11 @@ def verdict_words(verdict: dict[str, Any], complete: bool) -> str:
     lost = sum(int(s.get("lost", 0)) for s in sinks)
     dup = sum(int(s.get("duplicated", 0)) for s in sinks)
     unexpected = sum(int(s.get("unexpected", 0)) for s in sinks)
-    found = [count(lost, "records lost") if lost else "",
-             f"{dup:,} duplicated" if dup else "", f"{unexpected:,} unexpected" if unexpected
-             else ""]
+    found = [count(lost, "records lost") if lost else "", f"{dup:,} duplicated" if dup else "",
+             f"{unexpected:,} unexpected" if unexpected else ""]
     found = [f for f in found if f]
+    if guarantee == NO_GUARANTEE:
+        return no_guarantee_words({"lost": lost, "duplicated": dup, "unexpected": unexpected})
     held = bool(verdict.get("passed"))
     words = f"{guarantee} {'held' if held else 'broken'}"
     if found:
@@ -112,15 +140,23 @@ def _oracle_words(oracle: dict[str, Any] | None) -> str | None:
             f"{oracle.get('keys', 0):,} keys differ")
 
 
-def _running_at(events: list[HistoryEvent]) -> float:
+def _running_at(events: list[HistoryEvent], kind: str = "instance-running") -> float:
     for e in events:
-        if e.kind == "instance-running":
+        if e.kind == kind:
             return e.t
     return 0.0
 
 
 def _shift(series: Any, t0: float) -> list[tuple[float, float]]:
-    return [(round(float(t) - t0, 3), float(v)) for t, v in series or []]
+    """A series counted from when the topology started running; what came before (the
+    host's samples while tasks started) is not the topology's and is left out, so the
+    axis starts at 0."""
+    return [(round(float(t) - t0, 3), float(v)) for t, v in series or []
+            if float(t) - t0 >= 0]
+
+
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def load_run(run: RunStore) -> RunView:
@@ -128,7 +164,8 @@ def load_run(run: RunStore) -> RunView:
     verdict = run.read_verdict() or {}
     status = run.status()
     complete = bool(verdict.get("complete", status == "complete"))
-    t0 = _running_at(run.read_history())
+    history = run.read_history()
+    t0 = _running_at(history)
     sinks = verdict.get("sinks", [])
     divergences = [{"sink": s["sink"], **d, "expected": _value(d.get("expected")),
                     "actual": _value(d.get("actual"))}
@@ -140,13 +177,20 @@ def load_run(run: RunStore) -> RunView:
         passed=bool(verdict.get("passed")), complete=complete,
         verdict_words=verdict_words(verdict, complete), sinks=sinks, divergences=divergences,
         oracle_words=_oracle_words(verdict.get("oracle")), t0=t0)
-    recovery_path = run.path / "recovery.json"
-    if recovery_path.exists():
-        rec = json.loads(recovery_path.read_text())
-        series = rec.get("series") or {}
+    rec = _read_json(run.path / "recovery.json")
+    # Every run since series.json was added has it; before, only chaos runs had series
+    # (in recovery.json), and a plain run's metrics.jsonl is on the host's clock.
+    series = _read_json(run.path / SERIES_JSON) or (rec or {}).get("series")
+    if series:
         view.latency = _shift(series.get("latency_p50"), t0)
         view.latency_p99 = _shift(series.get("latency_p99"), t0)
         view.throughput = _shift(series.get("throughput"), t0)
+    else:
+        # The host's clock starts as the coordinator logs run-started (within a fraction
+        # of a second): the best a run without series.json allows.
+        view.throughput = _shift(_throughput_from_metrics(run, cfg),
+                                 t0 - _running_at(history, "run-started"))
+    if rec:
         view.availability = rec.get("availability")
         if view.availability:
             view.availability = {**view.availability,
@@ -175,14 +219,12 @@ def load_run(run: RunStore) -> RunView:
                 mark("restart_s"), mark("recovery_s"), r.get("detection_s"),
                 r.get("restart_s"), r.get("first_output_s"), r.get("recovery_s"),
                 r.get("recovery_rl_s"), r.get("throughput_dip")))
-    else:
-        view.throughput = _throughput_from_metrics(run, cfg, t0)
     return view
 
 
-def _throughput_from_metrics(run: RunStore, cfg: dict[str, Any],
-                             t0: float) -> list[tuple[float, float]]:
-    """A run without chaos has no recovery.json: sink throughput from metrics.jsonl."""
+def _throughput_from_metrics(run: RunStore, cfg: dict[str, Any]) -> list[tuple[float, float]]:
+    """Sink throughput from metrics.jsonl, on the host's clock (a run from before
+    series.json)."""
     path = run.path / "metrics.jsonl"
     if not path.exists():
         return []

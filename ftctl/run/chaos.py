@@ -164,8 +164,15 @@ RECOVERY_LEGEND = {
     "restart s": "fault to restart", "first out s": "fault to first output after restart",
     "recover 10% s": "fault to latency back within 10% of before",
     "recover 1.2x s": "within 1.2x (relative-latency threshold)",
-    "thr dip": "lowest throughput vs before",
+    "thr dip": "how far sink throughput fell below its median of the 5 s before, until "
+               "recovered (100%: output stopped; none: it never fell below)",
 }
+
+
+def dip_words(dip: float | None) -> str:
+    """A throughput dip as the terminal prints it: 90%, or none when throughput never fell
+    below before (a catch-up burst; "-21%" read as a number gone wrong)."""
+    return "-" if dip is None else "none" if dip <= 0 else f"{dip:.0%}"
 
 
 def print_recovery(summary: dict[str, Any]) -> None:
@@ -178,7 +185,7 @@ def print_recovery(summary: dict[str, Any]) -> None:
         dip = r.get("throughput_dip")
         table.add_row(r["fault"], r["target"], f"{r['t_fault']:.2f}", _s(r["detection_s"]),
                       _s(r["restart_s"]), _s(r["first_output_s"]), _s(r["recovery_s"]),
-                      _s(r["recovery_rl_s"]), "-" if dip is None else f"{dip:.0%}")
+                      _s(r["recovery_rl_s"]), dip_words(dip))
     print_table(table, RECOVERY_LEGEND)
     print_breakdown(summary.get("recovery", []))
     where = summary.get("placement") or {}

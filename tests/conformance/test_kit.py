@@ -287,3 +287,27 @@ def test_a_protocol_with_timers_runs_every_case_again_at_short_timings() -> None
     result = Kit().run_case(short[0], 1)
     assert result.passed and "--param ping_every=0.002" in (
         replace(result, failing_seeds=[1]).reproduce() or "")
+
+
+def test_a_case_no_fault_struck_is_not_reported_as_holding(capsys: pytest.CaptureFixture[str],
+                                                           ) -> None:
+    from ftctl.commands.conformance_cmd import _show
+    from ftctl.conformance.kit import CaseResult, KitReport
+
+    case = guarantee_cases("checkpoint")[0]
+    struck = CaseResult(case, schedules=3, failures_injected=4, failing_seeds=[],
+                        violations={})
+    missed = CaseResult(replace(case, timings=(("x", 1),)), schedules=3, failures_injected=0,
+                        failing_seeds=[], violations={})
+    assert not struck.untested and missed.untested and missed.passed
+    assert KitReport(cases=[struck]).passed
+    report = KitReport(cases=[struck, missed])
+    assert not report.passed  # exit 1, as for a broken guarantee
+    assert report.to_json()["cases_without_faults"] == [missed.case.name]
+    _show(report, 3)
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines() if line.strip().startswith(
+        case.topology.stem)}
+    assert rows[struck.case.name].rstrip().endswith("holds")
+    assert rows[missed.case.name].rstrip().endswith("no fault injected")
+    assert "holds" not in rows[missed.case.name]
