@@ -672,6 +672,12 @@ class SparkHost:
         if change is None:
             return
         self.log("capacity-changed", **change)
+        # A worker that went again is not waited for (the master's listing of a dying
+        # worker can flap: gone, back, gone within a second).
+        up = {w.address for w in workers if w.alive}
+        for address in [a for a in self.warming if a not in up]:
+            del self.warming[address]
+        self.capacity.slots.cold = frozenset(self.warming)
         back = [w for w in workers if w.id in change["joined"] and w.address]
         if back and self.started_at and not self.finishing:
             now = self.now()
