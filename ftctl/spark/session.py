@@ -55,6 +55,9 @@ def spark_conf(master: str, app_name: str) -> dict[str, str]:
         # A fresh Python worker per task: threads and sockets of an instance that ended
         # can never leak into the next instance scheduled on the same executor.
         "spark.python.worker.reuse": "false",
+        # ...forked by a daemon that imported ftctl's pure-Python modules already, so a
+        # fresh worker does not pay for them again (ftctl/spark/daemon.py).
+        "spark.python.daemon.module": "ftctl.spark.daemon",
         "spark.sql.shuffle.partitions": "4",
         # Into driver.log (never the terminal): warnings explain a failed run.
         "spark.log.level": "WARN",
