@@ -79,9 +79,9 @@ def test_queries_come_back_in_steps_under_prg_and_at_once_under_blocking(
     assert seen[1].params.model_dump()["schedule"] == "blocking"
     assert (tmp_path / "fig5-spark-scenario.yaml").read_text() == QUICK.scenario()
     rows = {r[0]: r for r in result.rows}
-    assert rows["PRG"][1:6] == ("4.0 8.0", "out1 6.0 out2 10.0 out3 10.0", "6.0", "10.0",
+    assert rows["PRG"][1:6] == ("4.0 8.0", "out1=6.0 out2=10.0 out3=10.0", "6.0", "10.0",
                                 "7.0")
-    assert rows["OPC (blocking)"][1:6] == ("4.0 8.0", "out1 10.0 out2 10.0 out3 10.0",
+    assert rows["OPC (blocking)"][1:6] == ("4.0 8.0", "out1=10.0 out2=10.0 out3=10.0",
                                            "10.0", "10.0", "11.0")
     prg = result.summary["PRG"]
     opc = result.summary["OPC (blocking)"]

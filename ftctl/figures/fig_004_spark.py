@@ -247,7 +247,8 @@ def _result(done: list[Measured], setup: Setup, theta: float, out: Path) -> Figu
         times = sorted(back.values())
         curve = m.curve()
         after, peak = curve.first_available(), curve.peak_mean_rl()
-        order = " ".join(f"{q} {t:.1f}" for q, t in sorted(back.items(), key=lambda x: x[1]))
+        # "out2=48.6": a wrapped cell never parts a query from its time.
+        order = " ".join(f"{q}={t:.1f}" for q, t in sorted(back.items(), key=lambda x: x[1]))
         rows.append((m.run.name, " ".join(f"{a:.1f}" for a in m.tl.arrivals) or "-",
                      order or "-", f"{times[0]:.1f}" if times else "-",
                      f"{times[-1]:.1f}" if times else "-",
