@@ -17,7 +17,7 @@ from rich.table import Table
 
 from ftctl.cluster.errors import ClusterError
 from ftctl.commands.cluster_options import DEFAULT_BIND, Bind, check_bind
-from ftctl.commands.common import protocol_and_params, user_errors
+from ftctl.commands.common import function_errors, protocol_and_params, user_errors
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
@@ -160,7 +160,8 @@ def sim(
                if scenario is not None else None)
     # What another process or an executor needs to rebuild this simulator (-j, --master).
     job = SimJob(topo, info.name, given, guarantee, max_failures, max_burst, kinds, planned)
-    simulator = job.simulator()
+    with function_errors(str(topology), topo):
+        simulator = job.simulator()
     run = _Run(topology, topo, info.name, schedules, first_seed, jobs, master, bind,
                fail_fast, as_json, tuple(param or ()), records)
     try:
