@@ -252,6 +252,7 @@ def _scenario(path: Path, topo: Topology, workers: int, labels: list[str] | None
               protocol: object, slots: list[str]) -> SimScenario:
     from ftctl.cluster.labels import LabelSyntaxError, expand_labels
     from ftctl.runtime.graph import ExecutionGraph
+    from ftctl.sim.host import MAX_STEP
     from ftctl.sim.runner import nominal_duration
     from ftctl.sim.scenario import load_sim_scenario, node_slots
 
@@ -264,7 +265,7 @@ def _scenario(path: Path, topo: Topology, workers: int, labels: list[str] | None
         per_node = node_slots(slots, node_labels, len(graph.order)) if slots else None
     except ValueError as exc:
         raise ConfigError("--slots", None, str(exc)) from None
-    return load_sim_scenario(path, topo, nominal_duration(graph), node_labels,
+    return load_sim_scenario(path, topo, nominal_duration(graph, MAX_STEP), node_labels,
                              protocol=protocol, slots=per_node)
 
 
