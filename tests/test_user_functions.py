@@ -41,5 +41,5 @@ def _refused(args: list[str], *words: str) -> None:
 def test_a_flat_map_function_that_breaks_is_one_line(tmp_path: Path, function: str,
                                                       why: str) -> None:
     path = _with_function(tmp_path, function)
-    _refused(["sim", str(path), "-n", "1"], str(path), "operators[1].function",
-             "operator 'split'", why)
+    for args in (["sim", str(path), "-n", "1"], ["validate", str(path), "--determinism", "1"]):
+        _refused(args, str(path), "operators[1].function", "operator 'split'", why)
