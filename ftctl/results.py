@@ -3,7 +3,7 @@
 Layout of a run directory::
 
     run.json        id, topology, protocol, kind, creation time (written once)
-    status.json     running | complete | incomplete | failed, with the time it was set
+    status.json     running | complete | incomplete | failed | abandoned, with the time
     config.json     the resolved configuration
     events.jsonl    the run's history, one record a line (docs/history.md): faults,
                     detections, restarts, protocol notes ...
@@ -19,7 +19,9 @@ an interrupted run keeps the events it logged. A run counts as finished only whe
 status is ``complete`` or ``failed``; anything else found on disk (``running`` left behind
 by a killed process, a missing or unreadable status) means it did not finish and must never
 be reported as passed. ``running`` records the process running the run; the first reader
-that finds that process gone marks the run ``incomplete`` (reason ``killed``).
+that finds that process gone marks the run ``abandoned`` (reason ``killed``), and so do
+the next run created under the same root and ``ftctl cluster status``
+(``mark_abandoned``).
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ import pyarrow.parquet as pq
 from ftctl.config.errors import ConfigError
 from ftctl.kernel.history import History, HistoryEvent, read_history
 
-STATUSES = ("running", "complete", "incomplete", "failed")
+# ``abandoned``: recorded ``running`` by a process that is gone (killed, SIGKILL skipping
+# every handler); like ``incomplete``, it never finished.
+STATUSES = ("running", "complete", "incomplete", "failed", "abandoned")
 FINISHED = ("complete", "failed")
 DEFAULT_ROOT = Path("results")
 # Sink outputs on disk: both columns Python literals (``encode_value``).
@@ -180,6 +184,8 @@ class RunStore:
         atomic_write_json(path / "run.json", meta)
         store = cls(path, meta)
         store.mark("running")
+        # A run killed before this one must not say ``running`` until someone reads it.
+        mark_abandoned(root)
         return store
 
     @classmethod
@@ -306,7 +312,7 @@ class RunStore:
     def status(self) -> str:
         """The recorded status; ``incomplete`` when none can be read.
 
-        A ``running`` run whose process is gone was killed: it is marked ``incomplete``
+        A ``running`` run whose process is gone was killed: it is marked ``abandoned``
         (reason ``killed``) here, by the first command that reads it, so it does not
         say ``running`` forever.
         """
@@ -317,10 +323,10 @@ class RunStore:
             return "incomplete"
         if status == "running" and _owner_gone(doc.get("owner")):
             owner = doc["owner"]
-            self.mark("incomplete", f"killed: its ftctl process ({owner['pid']}) ended "
-                                    "without finishing the run")
+            self.mark("abandoned", f"killed: its ftctl process ({owner['pid']}) ended "
+                                   "without finishing the run")
             self.event("killed", pid=owner["pid"])
-            return "incomplete"
+            return "abandoned"
         return status if status in STATUSES else "incomplete"
 
     @property
@@ -379,6 +385,24 @@ def _resolve_run(run_id_or_path: str | Path, root: Path) -> Path:
         names = ", ".join(p.name for p in matches[:5])
         raise ConfigError(str(root), None, f"run id {name!r} is ambiguous: {names}")
     raise ConfigError(str(root), None, f"no run {name!r} under {root}")
+
+
+def mark_abandoned(root: Path = DEFAULT_ROOT) -> list[str]:
+    """Mark every run under ``root`` recorded ``running`` by a process that is gone as
+    ``abandoned``; their ids. Only status files that say ``running`` are looked into."""
+    root = Path(root)
+    found = []
+    for path in sorted(root.iterdir()) if root.is_dir() else []:
+        try:
+            doc = _read_json(path / "status.json")
+            if doc.get("status") != "running" or not _owner_gone(doc.get("owner")):
+                continue
+            run = RunStore.open(path)
+        except (OSError, ValueError, AttributeError, ConfigError):
+            continue  # not a run, or half written: its reader decides
+        if run.status() == "abandoned":
+            found.append(run.run_id)
+    return found
 
 
 def list_runs(root: Path = DEFAULT_ROOT) -> list[RunStore]:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -78,6 +79,26 @@ def test_validate_bad_file(fixture: str, message: str, monkeypatch: pytest.Monke
     assert code == 2
     assert err == f"error: {message}\n"
     assert out == ""
+
+
+@pytest.mark.parametrize("where", ["type", "params", "edge", "top"])
+def test_user_strings_with_control_characters_are_echoed_escaped(
+        tmp_path: Path, where: str) -> None:
+    doc = yaml.safe_load(GOOD)
+    bad = "co\nunt\t"
+    if where == "type":
+        doc["operators"][2]["type"] = bad
+    elif where == "params":
+        doc["operators"][0]["params"] = {bad: 1}
+    elif where == "edge":
+        doc["edges"][1]["to"] = bad
+    else:
+        doc[bad] = 1
+    code, _, err = run("validate", write(tmp_path, yaml.safe_dump(doc)))
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "t.yaml" in lines[0], err
+    assert "co\\nunt\\t" in lines[0]  # escaped as repr escapes them
 
 
 def test_installed_command_prints_one_line(monkeypatch: pytest.MonkeyPatch) -> None:

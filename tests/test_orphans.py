@@ -160,7 +160,7 @@ def test_prune_stops_clusters_whose_owner_is_gone_and_only_those(
     assert not (dead_dir / "cluster.json").exists() and (live_dir / "cluster.json").exists()
 
 
-def test_a_killed_runs_status_is_marked_incomplete_when_next_read(tmp_path: Path) -> None:
+def test_a_killed_runs_status_is_marked_abandoned_by_the_next_run(tmp_path: Path) -> None:
     code = ("import os, sys; from ftctl.results import RunStore; "
             "s = RunStore.create(sys.argv[1], topology='t', protocol='p'); print(s.path); "
             "os.kill(os.getpid(), 9)")
@@ -169,13 +169,14 @@ def test_a_killed_runs_status_is_marked_incomplete_when_next_read(tmp_path: Path
     assert proc.returncode == -signal.SIGKILL
     path = Path(proc.stdout.strip())
     assert json.loads((path / "status.json").read_text())["status"] == "running"
-    store = RunStore.open(path)
-    assert store.status() == "incomplete"
-    doc = json.loads((path / "status.json").read_text())
-    assert doc["status"] == "incomplete" and doc["reason"].startswith("killed")
-    assert [e.kind for e in store.read_history()] == ["killed"]
-    # A run whose process is alive stays running.
+    # The next run marks it, before anyone reads it; a run whose process is alive (this
+    # one) stays running.
     mine = RunStore.create(tmp_path, topology="t", protocol="p")
+    doc = json.loads((path / "status.json").read_text())
+    assert doc["status"] == "abandoned" and doc["reason"].startswith("killed")
+    store = RunStore.open(path)
+    assert store.status() == "abandoned"
+    assert [e.kind for e in store.read_history()] == ["killed"]
     assert RunStore.open(mine.path).status() == "running"
 
 
@@ -244,7 +245,7 @@ def test_sigkill_of_ftctl_run_leaves_no_jvm(tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert RunStore.open(run_dir).status() == "incomplete"
+    assert RunStore.open(run_dir).status() == "abandoned"
     result = runner.invoke(app, ["cluster", "status"], env={"DOCKER_HOST": "unix:///nowhere"})
     assert "abandoned" not in result.output
 

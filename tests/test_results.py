@@ -12,7 +12,7 @@ import pytest
 
 from ftctl.config.errors import ConfigError
 from ftctl.kernel.history import HistoryError
-from ftctl.results import RunStore, atomic_write_json, list_runs
+from ftctl.results import RunStore, atomic_write_json, list_runs, mark_abandoned
 
 
 def _store(tmp_path: Path) -> RunStore:
@@ -161,6 +161,27 @@ def test_missing_or_garbled_status_reads_incomplete(tmp_path: Path) -> None:
     (run.path / "status.json").unlink()
     assert run.status() == "incomplete"
     assert not run.finished
+
+
+def _killed(run: RunStore) -> None:
+    """Record ``run`` as running in a process that is gone (this pid, another start)."""
+    doc = json.loads((run.path / "status.json").read_text())
+    doc["owner"]["create_time"] -= 3600.0  # the pid now belongs to someone else
+    atomic_write_json(run.path / "status.json", doc)
+
+
+def test_the_next_run_marks_a_killed_one_abandoned(tmp_path: Path) -> None:
+    killed, alive = _store(tmp_path), _store(tmp_path)
+    _killed(killed)
+    assert mark_abandoned(tmp_path) == [killed.run_id]  # ftctl cluster status does this
+    _killed(alive)  # killed too, found by the next run instead
+    _store(tmp_path)
+    for run in (killed, alive):
+        doc = json.loads((run.path / "status.json").read_text())
+        assert doc["status"] == "abandoned" and doc["reason"].startswith("killed"), doc
+        assert not run.finished and not run.passed()
+        assert [e["kind"] for e in run.read_events()].count("killed") == 1
+    assert mark_abandoned(tmp_path) == []  # a live run (this process) is left running
 
 
 def test_unknown_status_is_refused(tmp_path: Path) -> None:

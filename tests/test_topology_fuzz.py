@@ -6,9 +6,10 @@ unknown key added), as legal variations of them (another parallelism, partition,
 mode, size), as chains built from scratch out of the operator catalogue, and as files that
 are not a topology at all (binary, a YAML list, a broken document). For each:
 `ftctl validate` exits 0, or 2 with one line naming the file and no traceback; a file that
-validates runs one schedule of `ftctl sim` under checkpoint without a crash: exit 0 or 1
-with its JSON summary, or 2 with one line (a protocol can refuse a topology it does not
-cover).
+validates runs the determinism check and one schedule of `ftctl sim` under checkpoint
+without a crash: exit 0 or 1 with its JSON summary, or 2 with one line (a protocol can
+refuse a topology it does not cover, the check one whose output depends on the order of
+deliveries, a user function can return what its operator cannot use).
 """
 
 from __future__ import annotations
@@ -183,5 +184,8 @@ def test_a_topology_is_refused_in_one_line_or_runs_in_the_sim(tmp_path: Path, do
         path.write_text(yaml.safe_dump(doc, allow_unicode=True))
     if not validates(path, doc):
         return
-    summary = runs(["sim", str(path), "-p", "checkpoint", "-n", "1", "--json"], doc)
+    # Two interleavings of the determinism check run first: an order-dependent file is
+    # refused in one line, like any other.
+    summary = runs(["sim", str(path), "-p", "checkpoint", "-n", "1", "--json",
+                    "--determinism", "2"], doc)
     assert summary is None or summary["schedules"] == 1

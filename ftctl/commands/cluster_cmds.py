@@ -262,11 +262,21 @@ def status(
     killed run left behind (remove those with `ftctl cluster prune`)."""
     with cli_errors():
         leftovers = _leftovers()
+        # Runs whose process was killed say ``running`` until marked; the run that owned an
+        # abandoned cluster is one of them.
+        from ftctl.results import DEFAULT_ROOT, mark_abandoned  # pyarrow: not for --help
+
+        runs = mark_abandoned(DEFAULT_ROOT)
         if not as_json:
             _print_leftovers(leftovers)
+            for run_id in runs:
+                console.print(f"[yellow]abandoned[/yellow] run {run_id}: its ftctl process "
+                              "is gone; status.json marked abandoned", highlight=False,
+                              soft_wrap=True)
         report = attach_cluster(None, _backend_for(backend)).status()
     if as_json:
-        console.print_json(json.dumps({**report.to_json(), "abandoned": leftovers}))
+        console.print_json(json.dumps({**report.to_json(), "abandoned": leftovers,
+                                       "abandoned_runs": runs}))
     else:
         _print_status(report)
     if not report.running:

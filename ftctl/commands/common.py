@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
@@ -13,6 +14,7 @@ from ftctl.config.errors import ConfigError
 from ftctl.config.topology import Topology
 from ftctl.console import EXIT_USAGE, err_console
 from ftctl.runtime.graph import ExecutionGraph
+from ftctl.runtime.operators import FunctionFailed
 from protocols.contract.params import ParamError, ProtocolParams, parse_items, validate
 from protocols.contract.spec import ProtocolSpec
 from protocols.contract.view import GraphView
@@ -56,6 +58,20 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(EXIT_USAGE) from None
 
     return wrapper
+
+
+@contextmanager
+def function_errors(file: str, topology: Topology) -> Iterator[None]:
+    """A user's function that returns what its operator cannot use (or raises), met while
+    running ``topology`` (the golden run), becomes a ConfigError naming the operator's
+    ``function`` field."""
+    try:
+        yield
+    except FunctionFailed as exc:
+        names = [op.name for op in topology.operators]
+        field = (f"operators[{names.index(exc.operator)}].function"
+                 if exc.operator in names else None)
+        raise ConfigError(file, field, str(exc)) from None
 
 
 def parse_params(items: list[str] | None) -> dict[str, Any]:

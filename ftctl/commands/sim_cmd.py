@@ -17,13 +17,14 @@ from rich.table import Table
 
 from ftctl.cluster.errors import ClusterError
 from ftctl.commands.cluster_options import DEFAULT_BIND, Bind, check_bind
-from ftctl.commands.common import protocol_and_params, user_errors
+from ftctl.commands.common import function_errors, protocol_and_params, user_errors
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
 from ftctl.console import EXIT_FAILED, EXIT_OK, console, err_console
 from ftctl.progress import LiveLine
 from ftctl.run.simspread import check_master, run_on_spark
+from ftctl.sim.determinism import DEFAULT_INTERLEAVINGS, check_determinism
 from ftctl.sim.faults import CRASH_ONLY, SCENARIO_NAMES, FaultKind, kind_names, parse_kinds
 from ftctl.sim.recovery import MEASURES
 from ftctl.sim.runner import ScheduleCrashed, ScheduleOutcome, SimSummary, Simulator, refusals
@@ -103,6 +104,10 @@ def sim(
         "--master", help="Run the schedules as Spark tasks on this cluster (spark://host:port), "
         "or 'local' to start a local one for this command; same seeds, same summary. "
         "Executors need ftctl installed.")] = None,
+    determinism: Annotated[int, typer.Option(
+        "--determinism", min=0, metavar="N", help="Before the first schedule, run the "
+        "topology fault-free under N seeded interleavings and refuse it (exit 2) if its "
+        "output differs between them; 0 skips the check.")] = DEFAULT_INTERLEAVINGS,
     bind: Bind = DEFAULT_BIND,
 ) -> None:
     """Run seeded failure schedules on the simulation host and check every output.
@@ -116,6 +121,11 @@ def sim(
     --scenario every schedule
     replays a chaos-scenario file (as ftctl chaos --scenario), each with its own seeded
     interleaving, on --workers simulated nodes.
+
+    Before the first schedule the topology runs fault-free under --determinism (default
+    3) seeded orders of delivery between instances: a topology whose output depends on
+    that order is refused (exit 2), naming the first diverging sink and key, since
+    every protocol would otherwise be blamed for records it never lost.
 
     Examples:
 
@@ -160,7 +170,10 @@ def sim(
                if scenario is not None else None)
     # What another process or an executor needs to rebuild this simulator (-j, --master).
     job = SimJob(topo, info.name, given, guarantee, max_failures, max_burst, kinds, planned)
-    simulator = job.simulator()
+    with function_errors(str(topology), topo):
+        simulator = job.simulator()
+    if determinism:
+        check_determinism(simulator.graph, str(topology), determinism, simulator.golden)
     run = _Run(topology, topo, info.name, schedules, first_seed, jobs, master, bind,
                fail_fast, as_json, tuple(param or ()), records)
     try:
@@ -251,6 +264,7 @@ def _scenario(path: Path, topo: Topology, workers: int, labels: list[str] | None
               protocol: object, slots: list[str]) -> SimScenario:
     from ftctl.cluster.labels import LabelSyntaxError, expand_labels
     from ftctl.runtime.graph import ExecutionGraph
+    from ftctl.sim.host import MAX_STEP
     from ftctl.sim.runner import nominal_duration
     from ftctl.sim.scenario import load_sim_scenario, node_slots
 
@@ -263,7 +277,7 @@ def _scenario(path: Path, topo: Topology, workers: int, labels: list[str] | None
         per_node = node_slots(slots, node_labels, len(graph.order)) if slots else None
     except ValueError as exc:
         raise ConfigError("--slots", None, str(exc)) from None
-    return load_sim_scenario(path, topo, nominal_duration(graph), node_labels,
+    return load_sim_scenario(path, topo, nominal_duration(graph, MAX_STEP), node_labels,
                              protocol=protocol, slots=per_node)
 
 

@@ -130,7 +130,7 @@ def _operator_problems(
     at: Loc = ("operators", i)
     known = operator_names()
     if op.type not in known:
-        yield Problem((*at, "type"), f"unknown operator '{op.type}' (known: {', '.join(known)})")
+        yield Problem((*at, "type"), f"unknown operator {op.type!r} (known: {', '.join(known)})")
         return
     if op.mode is not None and op.type != "sink":
         yield Problem((*at, "mode"), "only sinks take a mode")

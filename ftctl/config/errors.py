@@ -7,9 +7,10 @@ class ConfigError(Exception):
     """Bad user input: names the file, the field and (where known) the line."""
 
     def __init__(self, file: str, field: str | None, message: str, line: int | None = None):
-        self.file = file
-        self.field = field
-        self.message = message
+        # Whatever a user wrote is echoed escaped: the error stays the one line promised.
+        self.file = one_line(file)
+        self.field = one_line(field) if field is not None else None
+        self.message = one_line(message)
         self.line = line
         super().__init__(str(self))
 
@@ -20,3 +21,11 @@ class ConfigError(Exception):
         if self.field:
             return f"{where}: {self.field}: {self.message}"
         return f"{where}: {self.message}"
+
+
+def one_line(text: str) -> str:
+    """``text`` with control characters (a newline in an operator's type, a tab in a
+    key) escaped as ``repr`` escapes them."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)

@@ -14,7 +14,7 @@ from typing import Any
 from ftctl.runtime.actions import Action, Emit, Send
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch, Marker
-from ftctl.runtime.operators import WATERMARK_MAX, Operator
+from ftctl.runtime.operators import WATERMARK_MAX, FunctionFailed, Operator
 from ftctl.runtime.records import Record, hash_cache, stable_hash
 
 SendHook = Callable[[int, Batch], None]
@@ -65,7 +65,10 @@ class InstanceCore:
     def deliver(self, ch: int, batch: Batch) -> None:
         """Run the operator on a batch from channel ``ch`` and route what it produces."""
         recs = batch.records
-        out = self.op.process(recs, self.port_of[ch]) if recs else []
+        try:
+            out = self.op.process(recs, self.port_of[ch]) if recs else []
+        except FunctionFailed as exc:
+            raise FunctionFailed(exc.message, self.spec.op) from None
         self.records_in += len(recs)
         if self.needs_wm and batch.watermark is not None and batch.watermark > self.in_wm[ch]:
             self.in_wm[ch] = batch.watermark

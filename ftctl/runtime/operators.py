@@ -10,7 +10,7 @@ import copy
 import difflib
 import importlib
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -122,33 +122,70 @@ def function_role(fn: Callable[..., Any]) -> str | None:
     return None
 
 
-class MapOp(Operator):
-    def __init__(self, fn: Callable[[Record], Record]):
+class FunctionFailed(TypeError):
+    """A user's function returned what its operator cannot use. The instance running it
+    fills in ``operator`` (``InstanceCore.deliver``); commands print it as one line."""
+
+    def __init__(self, message: str, operator: str | None = None):
+        super().__init__(message, operator)
+        self.message = message
+        self.operator = operator
+
+    def __str__(self) -> str:
+        return self.message if self.operator is None else (
+            f"operator '{self.operator}': {self.message}")
+
+
+class _FunctionOp(Operator):
+    """An operator that runs a user's function on every record."""
+
+    kind = "map"
+
+    def __init__(self, fn: Callable[[Record], Any], name: str = "function"):
         self.fn = fn
+        self.name = name
 
     def process(self, records: list[Record], port: int) -> list[Record]:
+        try:
+            return self._apply(records)
+        except FunctionFailed:
+            raise
+        except Exception as exc:  # the user's code: name it rather than end in a traceback
+            raise FunctionFailed(f"{self.kind} function {self.name!r} raised "
+                                 f"{type(exc).__name__}: {exc}") from exc
+
+    def _apply(self, records: list[Record]) -> list[Record]:
         fn = self.fn
         return [fn(r) for r in records]
 
 
-class FilterOp(Operator):
-    def __init__(self, fn: Callable[[Record], bool]):
-        self.fn = fn
+class MapOp(_FunctionOp):
+    pass
 
-    def process(self, records: list[Record], port: int) -> list[Record]:
+
+class FilterOp(_FunctionOp):
+    kind = "filter"
+
+    def _apply(self, records: list[Record]) -> list[Record]:
         fn = self.fn
         return [r for r in records if fn(r)]
 
 
-class FlatMapOp(Operator):
-    def __init__(self, fn: Callable[[Record], Iterable[Record]]):
-        self.fn = fn
+class FlatMapOp(_FunctionOp):
+    kind = "flat_map"
 
-    def process(self, records: list[Record], port: int) -> list[Record]:
+    def _apply(self, records: list[Record]) -> list[Record]:
         out: list[Record] = []
         fn = self.fn
         for r in records:
-            out.extend(fn(r))
+            got = fn(r)
+            # A str is iterable too: extending by it would pass its characters on as
+            # records and break the next operator far from the cause.
+            if isinstance(got, str | bytes | bytearray | Mapping) or not hasattr(got,
+                                                                                "__iter__"):
+                raise FunctionFailed(f"flat_map function {self.name!r} returned "
+                                     f"{type(got).__name__}, not a list of records")
+            out.extend(got)
         return out
 
 
@@ -604,15 +641,16 @@ def _window(p: dict[str, Any], f: str | None, t: str) -> WindowOp:
 OPERATORS: dict[str, OperatorType] = {
     "map": OperatorType(
         "map", "one record in, one out, via `function`",
-        lambda p, f, t: MapOp(resolve_function(_need(f))), needs_function=True,
+        lambda p, f, t: MapOp(resolve_function(_need(f)), _need(f)), needs_function=True,
         makes="function"),
     "filter": OperatorType(
         "filter", "keeps records for which `function` is true",
-        lambda p, f, t: FilterOp(resolve_function(_need(f))), needs_function=True,
+        lambda p, f, t: FilterOp(resolve_function(_need(f)), _need(f)),
+        needs_function=True,
         makes="function"),
     "flat_map": OperatorType(
         "flat_map", "one record in, zero or more out, via `function`",
-        lambda p, f, t: FlatMapOp(resolve_function(_need(f))), needs_function=True,
+        lambda p, f, t: FlatMapOp(resolve_function(_need(f)), _need(f)), needs_function=True,
         makes="function"),
     "key_by": OperatorType(
         "key_by", "re-keys: key := value[field], or key := ts - ts % time_bucket",

@@ -45,7 +45,8 @@ class InputSpec(_Strict):
     rate_change: RateChange | None = Field(
         default=None,
         description="One change of pace (needs rate), e.g. build up state at a high rate, "
-        "then run at a light load. The simulation host paces by rate alone.",
+        "then run at a light load. The simulation host paces by rate alone (ftctl "
+        "sim: gaps between batches shortened to 50 ms).",
     )
     seed: int = Field(default=1, description="Seed of the replayable sources.")
     batch: int = Field(default=100, ge=1, le=100_000, description="Records per batch on the wire.")

@@ -63,6 +63,13 @@ from protocols.contract.view import GraphView
 # Simulated-time constants (seconds). Small, so runs are short; their ratios are what matter.
 # NET_DELAY (a message's nominal latency) and HANG_TIMEOUT live in ftctl/sim/faults.py.
 STEP = 0.001  # between source batches when the topology runs as fast as possible
+# A paced source's batches further apart than this leave the run idle in between: a
+# batch has crossed the graph (a few NET_DELAYs a hop) long before, and only timers
+# (pings, snapshots) run. Each costs wall time, so a slow input.rate made a schedule
+# cost as much as its simulated seconds; ``ftctl sim``'s runs (``Simulator``) shorten
+# the gap to this. Hosts built without ``max_step`` keep the paced clock: figures
+# measure latency on it.
+MAX_STEP = 0.05
 MAX_EVENTS = 2_000_000  # a schedule that livelocks ends here (the golden run has no cap)
 
 
@@ -95,7 +102,8 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, NodeFaults):
                  seed: int, schedule: FailureSchedule | None = None, trace: bool = False,
                  hash_trace: bool = False,
                  max_events: int | Literal["default"] | None = "default",
-                 cluster: SimCluster | None = None, hang_timeout: float = HANG_TIMEOUT):
+                 cluster: SimCluster | None = None, hang_timeout: float = HANG_TIMEOUT,
+                 max_step: float | None = None):
         self.graph = graph
         # None: no cap (a fault-free run always ends); read late so tests can lower it.
         self.max_events = MAX_EVENTS if max_events == "default" else max_events
@@ -131,7 +139,7 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, NodeFaults):
         self.kernel = CoordinatorKernel(coordinator_logic, graph, params, self.store,
                                         self.outputs, slots)
         self.stats = SimStats()
-        self.step_dt = source_step(graph.topology)
+        self.step_dt = source_step(graph.topology, max_step)
         self.routing = self.kernel.routing
         self.op_of = {iid: spec.op for iid, spec in graph.instances.items()}
         self.chan_ops = [(self.op_of[c.src], self.op_of[c.dst]) for c in graph.channels]
@@ -475,10 +483,14 @@ def _report_text(msg: Msg) -> str:
     return repr(msg)
 
 
-def source_step(topology: Topology) -> float:
-    """Simulated seconds between two batches of one source."""
+def source_step(topology: Topology, max_step: float | None = None) -> float:
+    """Simulated seconds between two batches of one source: the pace, idle time beyond
+    ``max_step`` (when given) skipped."""
     rate = topology.input.rate
-    return topology.input.batch / rate if rate else STEP
+    if not rate:
+        return STEP
+    step = topology.input.batch / rate
+    return step if max_step is None else min(step, max_step)
 
 
 

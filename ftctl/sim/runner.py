@@ -16,7 +16,7 @@ from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.cluster import SimCluster
 from ftctl.sim.faults import CRASH_ONLY, HANG_TIMEOUT, FailureSchedule, FaultKind
 from ftctl.sim.golden import golden_output
-from ftctl.sim.host import MAX_EVENTS, SimHost, SimResult, source_step
+from ftctl.sim.host import MAX_EVENTS, MAX_STEP, SimHost, SimResult, source_step
 from ftctl.sim.recovery import FaultTimes, fault_times, summarize
 from ftctl.sim.restores import Stage, restore_stages
 from ftctl.verify.checker import Verdict, index_by_key, verify
@@ -35,23 +35,26 @@ SIM_NODES = 3
 STALL_FACTOR, STALL_FLOOR = 20, 100_000
 
 
-def nominal_duration(graph: ExecutionGraph) -> float:
-    """Simulated seconds the sources take to emit everything, without failures."""
+def nominal_duration(graph: ExecutionGraph, max_step: float | None = None) -> float:
+    """Simulated seconds the sources take to emit everything, without failures (on a
+    host that shortens gaps to ``max_step``)."""
     batches = max(
         math.ceil((hi - lo) / graph.topology.input.batch)
         for lo, hi in (graph.source_range(s) for s in graph.sources)
     )
-    return batches * source_step(graph.topology)
+    return batches * source_step(graph.topology, max_step)
 
 
 def sim_params(graph: ExecutionGraph, protocol: ProtocolSpec[Any],
-               given: Mapping[str, Any] | ProtocolParams) -> ProtocolParams:
+               given: Mapping[str, Any] | ProtocolParams,
+               max_step: float | None = None) -> ProtocolParams:
     """Protocol parameters for simulation (raises ``ParamError`` naming a bad one).
 
     ``"auto"`` values resolve against the simulated run's nominal length, so a periodic
     protocol acts several times per run whatever its length.
     """
-    return protocol.resolve(given, RunShape(nominal_duration(graph), SNAPSHOTS_PER_RUN))
+    return protocol.resolve(given, RunShape(nominal_duration(graph, max_step),
+                                            SNAPSHOTS_PER_RUN))
 
 
 def refusals(params: ProtocolParams, topology: Topology) -> list[str]:
@@ -183,7 +186,9 @@ class Simulator:
                  kinds: tuple[FaultKind, ...] = CRASH_ONLY, scenario: SimScenario | None = None):
         self.graph = ExecutionGraph(topology)
         self.protocol = protocol
-        self.params = sim_params(self.graph, protocol, given)
+        # Idle time between paced batches is skipped (MAX_STEP): schedules cost what
+        # their events cost, not their simulated seconds.
+        self.params = sim_params(self.graph, protocol, given, MAX_STEP)
         self.guarantee = guarantee or protocol.guarantee_of(self.params, GraphView(self.graph))
         self.modes = topology.sink_modes()
         self.golden = golden_output(self.graph)
@@ -194,7 +199,7 @@ class Simulator:
         self.scenario = scenario  # replayed by every run instead of a random schedule
         self.queries = GraphView(self.graph).queries
         self.op_of = {i: spec.op for i, spec in self.graph.instances.items()}
-        fault_free = SimHost(self.graph, protocol, self.params, 0).run()
+        fault_free = SimHost(self.graph, protocol, self.params, 0, max_step=MAX_STEP).run()
         self.horizon = fault_free.stats.events
         # A run this many times longer than the fault-free one has stalled (a protocol
         # with timers, such as replica-ring's pings, never runs out of events).
@@ -211,7 +216,8 @@ class Simulator:
         host = SimHost(self.graph, self.protocol, self.params, seed=rng.getrandbits(64),
                        schedule=schedule, trace=trace, hash_trace=trace,
                        max_events=self.stall_after, cluster=self.cluster(),
-                       hang_timeout=self.scenario.hang_timeout if self.scenario else HANG_TIMEOUT)
+                       hang_timeout=self.scenario.hang_timeout if self.scenario else HANG_TIMEOUT,
+                       max_step=MAX_STEP)
         if self.scenario is not None:
             self.scenario.install(host)
         result = host.run()
