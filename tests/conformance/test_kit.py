@@ -20,12 +20,18 @@ from typer.testing import CliRunner
 from ftctl.cli import app
 from ftctl.conformance.cases import (
     BUNDLED_TOPOLOGIES,
+    NEIGHBOURS_SUFFIX,
+    STAGED_SUFFIX,
     GuaranteeCase,
+    correlated_cases,
+    correlated_kinds,
     guarantee_cases,
+    mutant_kinds,
     topologies,
     topology_named,
 )
 from ftctl.conformance.kit import Kit
+from ftctl.sim.faults import CRASH_ONLY, NEIGHBOUR_KINDS, FaultKind
 from protocols.contract.spec import Guarantee
 from protocols.mutants import all_mutants, get_mutant
 from protocols.registry import PROTOCOLS
@@ -116,6 +122,10 @@ CATCH: dict[str, tuple[str, int]] = {
     "falkirk/stale-checkpoints-kept": ("diamond", 19),
 }
 
+# What a pinned catch's schedules draw (at the timings the kit tries): crashes, unless
+# named here.
+CATCH_KINDS: dict[str, tuple[FaultKind, ...]] = {}
+
 CASES = [c for p in PROTOCOLS for c in guarantee_cases(p)
          if c.topology.stem not in UNRUNNABLE]
 MUTANTS = [f"{p}/{m.name}" for p, ms in all_mutants().items() for m in ms]
@@ -140,7 +150,8 @@ def test_mutant_is_caught(kit: Kit, qualified: str) -> None:
     if pin is None:
         result = kit.run_mutant(protocol, mutant, mutant.budget)
     else:
-        result = kit.run_mutant(protocol, mutant, pin[1], only=[topology_named(pin[0])])
+        result = kit.run_mutant(protocol, mutant, pin[1], only=[topology_named(pin[0])],
+                                kinds=[CATCH_KINDS.get(qualified, CRASH_ONLY)])
     assert result.caught, f"{qualified} survived {result.schedules} schedules"
     assert result.violations
 
@@ -171,7 +182,7 @@ def test_mutant_is_caught_on_the_join_topologies(kit: Kit, qualified: str) -> No
     stem, seeds = JOIN_CATCH[qualified]
     topology = topology_named(stem)
     assert topology.parent.name == "joins"
-    result = kit.run_mutant(protocol, mutant, seeds, only=[topology])
+    result = kit.run_mutant(protocol, mutant, seeds, only=[topology], kinds=[CRASH_ONLY])
     assert result.caught and result.seed == seeds, (qualified, result.schedules)
 
 
@@ -287,3 +298,27 @@ def test_a_protocol_with_timers_runs_every_case_again_at_short_timings() -> None
     result = Kit().run_case(short[0], 1)
     assert result.passed and "--param ping_every=0.002" in (
         replace(result, failing_seeds=[1]).reproduce() or "")
+
+
+def test_every_protocol_runs_on_three_kit_topologies_and_its_correlated_cases() -> None:
+    cases = {p: guarantee_cases(p) for p in PROTOCOLS}
+    for protocol, own in cases.items():
+        accepted = {c.topology.stem for c in own}
+        assert len(accepted) >= 3, (protocol, accepted)
+    # replica-ring accepts only stateless rings
+    ring_tops = {c.topology.stem for c in cases["replica-ring"]}
+    assert ring_tops == {"replica-chain", "ring-fanout", "ring-merge"}
+    # a ring protocol's short timings get neighbours lost together or in turn; a protocol
+    # that plans on capacity gets staged capacity on every case; the others get none
+    ring = correlated_cases("replica-ring")
+    assert [c.name for c in ring] == [c.name + NEIGHBOURS_SUFFIX for c in cases["replica-ring"]
+                                      if c.timings]
+    assert all(c.kinds == NEIGHBOUR_KINDS for c in ring)
+    progressive = correlated_cases("progressive")
+    assert [c.name for c in progressive] == [c.name + STAGED_SUFFIX
+                                              for c in cases["progressive"]]
+    assert "progressive-shared-progressive+staged-capacity" in [c.name for c in progressive]
+    for protocol in ("checkpoint", "causal", "lineage", "falkirk", "none"):
+        assert not any(correlated_kinds(protocol, dict(c.timings)) for c in cases[protocol])
+    assert mutant_kinds("replica-ring", {}) == [CRASH_ONLY]
+    assert mutant_kinds("replica-ring", {"ping_every": 0.002})[-1] == NEIGHBOUR_KINDS
