@@ -97,6 +97,10 @@ CATCH: dict[str, tuple[str, int]] = {
     "replica-ring/no-ring-walk": ("replica-chain", 5),
     "replica-ring/replay-through-dedup": ("replica-chain", 2),
     "replica-ring/origin-purges-on-ack": ("replica-chain", 1),
+    "replica-ring/not-found-while-regenerating": ("replica-chain", 5),
+    # at short timings, a replica and its successor lost together or in turn (+neighbours)
+    "replica-ring/stale-suspicion": ("ring-merge", 22),
+    "replica-ring/confirm-released": ("replica-chain", 5),
     "progressive/no-replan": ("diamond", 5),
     "progressive/fit-strict": ("diamond", 5),
     "progressive/buffers-off-early": ("progressive-small", 5),
@@ -124,7 +128,10 @@ CATCH: dict[str, tuple[str, int]] = {
 
 # What a pinned catch's schedules draw (at the timings the kit tries): crashes, unless
 # named here.
-CATCH_KINDS: dict[str, tuple[FaultKind, ...]] = {}
+CATCH_KINDS: dict[str, tuple[FaultKind, ...]] = {
+    "replica-ring/stale-suspicion": NEIGHBOUR_KINDS,
+    "replica-ring/confirm-released": NEIGHBOUR_KINDS,
+}
 
 CASES = [c for p in PROTOCOLS for c in guarantee_cases(p)
          if c.topology.stem not in UNRUNNABLE]
