@@ -31,7 +31,7 @@ from ftctl.conformance.cases import (
     topology_named,
 )
 from ftctl.conformance.kit import Kit
-from ftctl.sim.faults import CRASH_ONLY, NEIGHBOUR_KINDS, FaultKind
+from ftctl.sim.faults import CRASH_ONLY, NEIGHBOUR_KINDS, STAGED_KINDS, FaultKind
 from protocols.contract.spec import Guarantee
 from protocols.mutants import all_mutants, get_mutant
 from protocols.registry import PROTOCOLS
@@ -110,6 +110,8 @@ CATCH: dict[str, tuple[str, int]] = {
     "progressive/no-adaptive-buffering": ("progressive-small", 1),
     "progressive/trim-on-persist": ("wordcount", 2),
     "progressive/sink-no-counts": ("progressive-small", 1),
+    # an upstream still starting when its replacement downstream is ready: staged capacity
+    "progressive/no-resend-from-starting": ("progressive-shared", 4),
     "falkirk/phi-off-by-one": ("diamond", 1),
     "falkirk/firewall-ignored": ("diamond", 1),
     "falkirk/no-rewind": ("replica-chain", 1),
@@ -131,6 +133,7 @@ CATCH: dict[str, tuple[str, int]] = {
 CATCH_KINDS: dict[str, tuple[FaultKind, ...]] = {
     "replica-ring/stale-suspicion": NEIGHBOUR_KINDS,
     "replica-ring/confirm-released": NEIGHBOUR_KINDS,
+    "progressive/no-resend-from-starting": STAGED_KINDS,
 }
 
 CASES = [c for p in PROTOCOLS for c in guarantee_cases(p)
