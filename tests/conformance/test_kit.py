@@ -242,10 +242,11 @@ def test_a_broken_guarantee_is_reported_with_a_replayable_seed() -> None:
 
 
 def test_none_promises_at_most_once_only_where_no_operator_keeps_state() -> None:
-    # replica-chain: flat_map, filter, map; every other bundled topology counts, sums or
-    # windows (and progressive-small also has a final-per-key sink).
+    # replica-chain, ring-fanout, ring-merge: flat_map, filter, map; every other bundled
+    # topology counts, sums or windows (and progressive-small also has a final-per-key sink).
     declared = {c.topology.stem: c.guarantee for c in guarantee_cases("none")}
-    assert declared.pop("replica-chain") is Guarantee.AT_MOST_ONCE
+    for stateless in ("replica-chain", "ring-fanout", "ring-merge"):
+        assert declared.pop(stateless) is Guarantee.AT_MOST_ONCE, stateless
     assert set(declared.values()) == {Guarantee.NONE}
     case = next(c for c in guarantee_cases("none") if c.topology.stem == "wordcount")
     doc = Kit().run_case(case, 1).to_json()
