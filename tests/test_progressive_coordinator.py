@@ -161,7 +161,11 @@ def ready(c: ProgressiveCoordinator, v: View, i: str, resume: tuple[tuple[int, i
 
 
 def test_ready_asks_running_upstreams_to_resend_and_recovers_queries() -> None:
-    c, v = coordinator(burst_unit="instances")
+    check_ready()
+
+
+def check_ready(cls: type[ProgressiveCoordinator] = ProgressiveCoordinator) -> None:
+    c, v = coordinator(cls, burst_unit="instances")
     persist_all(c, v, 1)
     c.handle(FailureDetected(frozenset({Iid("o1[0]"), Iid("o2[0]")}), 5.0), v)
     assert c.starting == {"o1[0]", "o2[0]"}  # no capacity view: room for all

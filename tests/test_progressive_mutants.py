@@ -10,7 +10,7 @@ import pytest
 
 from protocols.progressive import mutants as m
 from protocols.progressive.instance import ProgressiveInstance
-from tests.test_progressive_coordinator import check_u3
+from tests.test_progressive_coordinator import check_ready, check_u3
 from tests.test_progressive_instance import check_dedup, check_e6, check_sink, check_u6
 from tests.test_progressive_run import check_runs
 from tests.test_progressive_schedule import WHOLE, check_examples
@@ -31,6 +31,7 @@ CAUGHT_BY: dict[str, Callable[[], Any]] = {
     "no-replan": lambda: check_u3(m.NoReplan),
     "release-all-at-end": lambda: check_u3(m.ReleaseAllAtEnd),
     "buffers-off-early": lambda: check_runs(True, range(8), {"coordinator": m.BuffersOffEarly}),
+    "no-resend-from-starting": lambda: check_ready(m.NoResendFromStarting),
     "arrival-order": lambda: check_e6(m.ArrivalOrder),
     "dedup-ge": lambda: check_dedup(m.DedupGe),
     "no-gen-fence": lambda: check_dedup(m.NoGenFence),
@@ -56,6 +57,7 @@ def test_mutant_is_caught(name: str) -> None:
 def test_the_checks_pass_unmutated() -> None:
     check_examples()
     check_u3()
+    check_ready()
     check_e6()
     check_dedup()
     check_u6()

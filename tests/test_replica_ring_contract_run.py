@@ -68,6 +68,10 @@ SHORT = ReplicaRingParams(ping_every=0.002, ping_timeout=0.006, retry_every=0.00
 CAUGHT_SHORT = {
     # evens[0] is reinstated and pings evens[1] while it still routes to the dead unit
     "stale-suspicion": (((0.014, "evens[0]"), (0.014, "evens[1]")), STALL),
+    # the first crashes of the kit's replica-chain seed 5 (the protocol stalls without its
+    # T5 guard: a fetch answered "not found" is not asked again)
+    "not-found-while-regenerating": (((0.036501, "split[2]"), (0.050063, "evens[1]"),
+                                      (0.050063, "split[1]")), STALL),
 }
 # needs a record in flight while its slot is handed back and its emitter dying before it
 # is done: rare under kills at given times; the units' scripted sequence catches it
@@ -78,9 +82,11 @@ CAUGHT_BY_UNITS = {"confirm-released"}
 def test_every_shipped_mutant_breaks_the_guarantee_where_the_protocol_keeps_it():
     topo = chain(3, 60)
     params = ReplicaRingParams(reinstate_after=0.2)
-    assert set(CAUGHT) == {m.name for m in MUTANTS}
-    assert set(CAUGHT_SHORT) | CAUGHT_BY_UNITS == UNITS_ONLY
+    assert set(CAUGHT) | set(CAUGHT_SHORT) | CAUGHT_BY_UNITS == {m.name for m in MUTANTS}
+    assert not UNITS_ONLY - set(CAUGHT_SHORT) - CAUGHT_BY_UNITS
     for m in MUTANTS:
+        if m.name not in CAUGHT:
+            continue  # at short timings or by the units only
         kills, broken = CAUGHT[m.name]
         assert judge(topo, params, kills, spec=spec_with(m.instance, m.coordinator)) == broken
     for kills in {kills for kills, _ in CAUGHT.values()}:

@@ -27,6 +27,7 @@ from protocols.replica_ring.messages import (
     Purge,
     RecordMsg,
     RecordOk,
+    Refetch,
     Reinstate,
     Slot,
     split_slot,
@@ -477,3 +478,19 @@ def test_a_record_for_a_slot_handed_back_is_resent_to_its_replica():
     assert Tell("A[0]", Fetch(7)) in b1.take_over(0)
     # a purge for the handed-back slot is sent once: the stand-in passes it on
     assert b2.on_message("B[0]", Purge(7, "A[0]"), to="B[1]") == [Tell("B[1]", Purge(7, "A[0]"))]
+
+
+def test_an_origin_still_regenerating_does_not_answer_not_found():
+    # A[2] takes slot 1 over and re-fetches tuple 5 from the source (T3). A purge of the
+    # tuple's record reaches it meanwhile, so no record of its own is pending. B[2], taker
+    # of B[1], asks slot 1 for its output 5: the tuple is still being regenerated here,
+    # so A[2] answers nothing and B[2] asks again; "not found" would drop it for good (T5)
+    p = ReplicaRingParams()
+    a2 = ReplicaUnit("A", 2, 3, p, lambda slot, uid, payload: [("B[0]", uid, payload)],
+                     frozenset({"src"}), PLANTED)
+    a2.on_message("A[1]", RecordMsg(5, "src[0]", 1))
+    assert Tell("src[0]", Fetch(5)) in a2.take_over(1)
+    a2.on_message("A[0]", Purge(5, "src[0]"))
+    assert not a2.records.pending_of(2) and a2.fetching
+    assert a2.on_message("B[2]", Fetch(5), to="A[1]") == []
+    assert Refetch(5, None, found=False) not in a2.on_message("B[2]", Fetch(5))

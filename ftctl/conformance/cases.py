@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ftctl.config.errors import ConfigError
-from ftctl.sim.faults import CRASH_ONLY, FAULT_KINDS, FaultKind
+from ftctl.sim.faults import CRASH_ONLY, FAULT_KINDS, NEIGHBOUR_KINDS, STAGED_KINDS, FaultKind
 from protocols.contract.spec import Guarantee, Variant
 from protocols.registry import PROTOCOLS, get_protocol
 
@@ -25,8 +25,18 @@ MAX_SIM_RECORDS = 20_000
 # Besides its crash schedules, each guarantee case runs this share of them again (at least
 # one) drawing every fault kind: pauses past the hang timeout, partitions, delays, slow
 # units, node losses. A separate case set, so the crash cases' seeds and pins stay valid.
-ALL_FAULTS_SHARE = 3  # one schedule in three
+# As many as the crash schedules: a third missed bugs that only other kinds reach.
+ALL_FAULTS_SHARE = 1
 ALL_FAULTS_SUFFIX = "+all-faults"
+# Correlated failures (ftctl/sim/correlated.py), each a case set of its own drawing only
+# them: a protocol with timers runs its short-timing cases with an instance and its ring
+# neighbour lost together or in turn (its takeovers overlap live tuples only there); a
+# protocol that plans on capacity runs every case with nodes returning one at a time.
+NEIGHBOURS_SUFFIX = "+neighbours"
+STAGED_SUFFIX = "+staged-capacity"
+KIND_SUFFIXES: dict[tuple[FaultKind, ...], str] = {
+    FAULT_KINDS: ALL_FAULTS_SUFFIX, NEIGHBOUR_KINDS: NEIGHBOURS_SUFFIX,
+    STAGED_KINDS: STAGED_SUFFIX}
 # A protocol with timers (``ProtocolSpec.timings``) runs every case again with them scaled
 # down, a case named with this suffix.
 SHORT_TIMINGS_SUFFIX = "@short-timings"
@@ -109,7 +119,8 @@ class GuaranteeCase:
         ``+all-faults`` for the case drawing every fault kind."""
         suffix = "" if self.variant.name == "default" else f"-{self.variant.name}"
         timing = SHORT_TIMINGS_SUFFIX if self.timings else ""
-        faults = "" if self.kinds == CRASH_ONLY else ALL_FAULTS_SUFFIX
+        faults = "" if self.kinds == CRASH_ONLY else KIND_SUFFIXES.get(self.kinds,
+                                                                       ALL_FAULTS_SUFFIX)
         return f"{self.topology.stem}-{self.protocol}{suffix}{timing}{faults}"
 
     def schedules_for(self, n: int) -> int:
@@ -165,6 +176,30 @@ def all_faults_cases(protocol: str,
                      directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
     """``guarantee_cases`` again, their schedules drawing every fault kind."""
     return [replace(c, kinds=FAULT_KINDS) for c in guarantee_cases(protocol, directory)]
+
+
+def correlated_kinds(protocol: str, timings: Mapping[str, Any]) -> list[tuple[FaultKind, ...]]:
+    """The correlated kinds ``protocol`` (or ``protocol/mutant``) is run with at
+    ``timings`` (the timer params overlaid; empty: its defaults)."""
+    spec = get_protocol(protocol.partition("/")[0])
+    out = [NEIGHBOUR_KINDS] if timings else []
+    if "capacity" in (getattr(spec, "needs", None) or ()):
+        out.append(STAGED_KINDS)
+    return out
+
+
+def correlated_cases(protocol: str,
+                     directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
+    """``guarantee_cases`` again for each of their ``correlated_kinds``."""
+    return [replace(c, kinds=k) for c in guarantee_cases(protocol, directory)
+            for k in correlated_kinds(protocol, dict(c.timings))]
+
+
+def mutant_kinds(protocol: str, timings: Mapping[str, Any]) -> list[tuple[FaultKind, ...]]:
+    """What a mutant's schedules draw at ``timings``, in the order tried for each seed:
+    crashes (the pinned catches), then the correlated kinds. (Every kind at once caught no
+    shipped mutant the others miss, and would double the search.)"""
+    return [CRASH_ONLY, *correlated_kinds(protocol, timings)]
 
 
 def gate_of(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> dict[str, int]:

@@ -19,8 +19,10 @@ from ftctl.conformance.cases import (
     GuaranteeCase,
     accepts,
     all_faults_cases,
+    correlated_cases,
     guarantee_cases,
     guarantee_of,
+    mutant_kinds,
     timing_overlays,
     too_large,
     topologies,
@@ -91,6 +93,7 @@ class MutantResult:
     topology: Path | None = None
     seed: int | None = None
     timings: dict[str, Any] = field(default_factory=dict)  # the timer params it was caught at
+    kinds: tuple[FaultKind, ...] = CRASH_ONLY  # what the catching schedule drew
     violations: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -106,13 +109,15 @@ class MutantResult:
         if self.topology is None:
             return None
         extra = "".join(f" --param {k}={v}" for k, v in self.timings.items())
+        if self.kinds != CRASH_ONLY:
+            extra += f" --faults {','.join(self.kinds)}"
         return f"ftctl sim {_shown(self.topology)} -p {self.qualified}{extra} --seed {self.seed}"
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": "mutant", "mutant": self.qualified, "protocol": self.protocol,
                 "description": self.mutant.description, "caught": self.caught,
                 "topology": self.topology.stem if self.topology else None, "seed": self.seed,
-                "timings": self.timings or None,
+                "timings": self.timings or None, "faults": list(self.kinds),
                 "violations": self.violations, "schedules": self.schedules,
                 "reproduce": self.reproduce(), "seconds": round(self.seconds, 3)}
 
@@ -156,7 +161,7 @@ class Kit:
         self.progress = progress
         self._sims: dict[tuple[str, str, Path, tuple[FaultKind, ...]], Simulator] = {}
         self._broken: dict[Path, str] = {}  # topologies whose simulator cannot be built
-        self._holds: dict[tuple[str, str, Path, int], bool] = {}
+        self._holds: dict[tuple[str, str, Path, tuple[FaultKind, ...], int], bool] = {}
 
     def topologies(self) -> list[Path]:
         return topologies(self.topology_dir)
@@ -200,8 +205,8 @@ class Kit:
             stats = outcome.result.stats
             result.failures_injected += stats.failures if crash_only else stats.injected
             held = outcome.verdict.passed
-            if crash_only:  # what mutants are judged against
-                self._holds[(case.protocol, key, case.topology, seed)] = held
+            # what mutants are judged against
+            self._holds[(case.protocol, key, case.topology, case.kinds, seed)] = held
             if not held:
                 result.failing_seeds.append(seed)
                 for k, v in outcome.verdict.totals().items():
@@ -211,31 +216,37 @@ class Kit:
         return result
 
     def _protocol_holds(self, protocol: str, params: dict[str, Any], topology: Path,
-                        seed: int) -> bool:
-        key = (protocol, repr(sorted(params.items())), topology, seed)
+                        seed: int, kinds: tuple[FaultKind, ...] = CRASH_ONLY) -> bool:
+        key = (protocol, repr(sorted(params.items())), topology, kinds, seed)
         if key not in self._holds:
-            self._holds[key] = self._sim(protocol, params, topology).run_one(seed).verdict.passed
+            sim = self._sim(protocol, params, topology, kinds)
+            self._holds[key] = sim.run_one(seed).verdict.passed
         return self._holds[key]
 
     def run_mutant(self, protocol: str, mutant: Mutant, n: int,
-                   only: list[Path] | None = None) -> MutantResult:
+                   only: list[Path] | None = None,
+                   kinds: list[tuple[FaultKind, ...]] | None = None) -> MutantResult:
         """Seeds in order, each on every topology (or ``only`` these) at each of the
-        protocol's timings, until one catches it."""
+        protocol's timings, drawing crashes, then every kind, then the correlated kinds
+        (``mutant_kinds``; or only ``kinds``), until one catches it."""
         import time
 
         started = time.perf_counter()
         qualified = f"{protocol}/{mutant.name}"
         variant = dict(mutant.params)
         result = MutantResult(protocol, mutant)
-        runs = [(topology, timing) for topology in only or self.topologies()
-                for timing in timing_overlays(protocol, variant)]
+        runs = [(topology, timing, k) for topology in only or self.topologies()
+                for timing in timing_overlays(protocol, variant)
+                for k in mutant_kinds(protocol, timing) if kinds is None or k in kinds]
+        # crashes first within a seed: the catches pinned before the other kinds ran
+        runs.sort(key=lambda r: r[2] != CRASH_ONLY)
         for seed in range(self.first_seed, self.first_seed + n):
-            for topology, timing in runs:
+            for topology, timing, drawn in runs:
                 params = {**variant, **timing}
                 if topology in self._broken or not accepts(protocol, params, topology):
                     continue  # reported with the guarantee cases, or out of scope
                 try:
-                    sim = self._sim(qualified, params, topology)
+                    sim = self._sim(qualified, params, topology, drawn)
                 except Exception as exc:  # the topology cannot run: no verdict either way
                     self._broken[topology] = f"{type(exc).__name__}: {exc}"
                     continue
@@ -251,11 +262,12 @@ class Kit:
                     # runs this schedule without crashing.
                     violations = {f"crashed ({type(exc).__name__})": 1}
                 try:
-                    if not self._protocol_holds(protocol, params, topology, seed):
+                    if not self._protocol_holds(protocol, params, topology, seed, drawn):
                         continue  # the protocol breaks here too: no evidence against the mutant
                 except Exception:
                     continue
                 result.topology, result.seed, result.timings = topology, seed, timing
+                result.kinds = drawn
                 result.violations = violations
                 result.seconds = time.perf_counter() - started
                 return result
@@ -273,6 +285,8 @@ class Kit:
                 report.cases.append(self.run_case(case, n))
             for case in all_faults_cases(protocol, self.topology_dir):
                 report.cases.append(self.run_case(case, case.schedules_for(n)))
+            for case in correlated_cases(protocol, self.topology_dir):
+                report.cases.append(self.run_case(case, case.schedules_for(n)))
             if mutants:
                 for m in mutants_of(protocol):
                     report.mutants.append(self.run_mutant(protocol, m, n))
@@ -286,7 +300,9 @@ class Kit:
         for p in protocols:
             total += len(guarantee_cases(p, self.topology_dir)) * n
             total += sum(c.schedules_for(n) for c in all_faults_cases(p, self.topology_dir))
+            total += sum(c.schedules_for(n) for c in correlated_cases(p, self.topology_dir))
             if mutants:
                 for m in mutants_of(p):
-                    total += n * tops * len(timing_overlays(p, dict(m.params)))
+                    total += n * tops * sum(len(mutant_kinds(p, t))
+                                            for t in timing_overlays(p, dict(m.params)))
         return total

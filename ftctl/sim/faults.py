@@ -3,8 +3,10 @@
 A schedule strikes at event indices: after the host has processed that many events,
 one instance or several at once (a correlated burst) crash, or a non-crash fault starts:
 a pause, a partition, a delay, message drops, a slow unit or a node loss
-(``SimHost.inject``). Strike points spread over the whole run, so some land during a
-snapshot, some while a recovery is under way. ``--faults`` takes the scenario files'
+(``SimHost.inject``), or a correlated failure (``ftctl/sim/correlated.py``): two
+neighbouring instances of one operator, or capacity lost and returned in stages. Strike
+points spread over the whole run, so some land during a snapshot, some while a recovery
+is under way. ``--faults`` takes the scenario files'
 names too: ``kill-task`` is ``crash``, ``kill-worker`` is ``node``.
 
 Durations and sizes are simulated seconds, drawn against the host's time constants: a
@@ -27,12 +29,22 @@ NET_DELAY = 0.0004  # nominal one-way latency of a message
 # like the detection delay of a crash (2-6 ms here, 150-300 ms on Spark).
 HANG_TIMEOUT = 0.01
 
-FaultKind = Literal["crash", "pause", "partition", "delay", "slow", "node", "drop"]
-# Every kind; the mixed set the conformance kit draws is FAULT_KINDS (without ``drop``, so
-# its pinned schedules keep their draws).
+FaultKind = Literal["crash", "pause", "partition", "delay", "slow", "node", "drop",
+                    "pair", "after-restart", "staged"]
+# Every kind; the mixed set the conformance kit draws is FAULT_KINDS (without ``drop`` and
+# the correlated kinds, so its pinned schedules keep their draws).
 KNOWN_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
-FAULT_KINDS: tuple[FaultKind, ...] = KNOWN_KINDS[:-1]
+FAULT_KINDS: tuple[FaultKind, ...] = KNOWN_KINDS[:6]
 CRASH_ONLY: tuple[FaultKind, ...] = ("crash",)
+# Correlated failures (``ftctl/sim/correlated.py``): two instances of one operator, the
+# second its neighbour by index, at once (``pair``) or just after the first one's
+# replacement started (``after-restart``); the kit draws them for ring protocols.
+NEIGHBOUR_KINDS: tuple[FaultKind, ...] = ("pair", "after-restart")
+# Capacity lost and returned node by node on a cluster with no spare slots (``staged``);
+# the kit draws it for protocols that plan on capacity.
+STAGED_KINDS: tuple[FaultKind, ...] = ("staged",)
+AFTER_RESTART_WITHIN = 0.003  # the second strike 0-3 ms after the replacement starts:
+# while the tuples it was sent as its stand-in handed it back are still in flight
 # The scenario files' names (chaos/*.yaml) for the kinds named otherwise here: ``--faults``
 # takes either, and reports use the scenario names.
 ALIASES: dict[str, FaultKind] = {"kill-task": "crash", "kill-worker": "node"}
@@ -115,7 +127,37 @@ class NodeLoss:
     node: str | None = None
 
 
-SimFault = Strike | Pause | Partition | Delay | Drop | Slow | NodeLoss
+@dataclass(frozen=True)
+class Pair:
+    """A live instance (drawn, or ``target``) of an operator with several instances and
+    the next instance of that operator (by index, round the ring) crash together."""
+
+    at_event: int
+    target: str | None = None
+
+
+@dataclass(frozen=True)
+class AfterRestart:
+    """A live instance (drawn, or ``target``) crashes; ``within`` seconds after its
+    replacement starts, the instance before it (by index, round the ring) crashes too."""
+
+    at_event: int
+    within: float
+    target: str | None = None
+
+
+@dataclass(frozen=True)
+class StagedLoss:
+    """``nodes`` live nodes go down at once (one stays up) and return one at a time, each
+    ``gaps[i]`` after the one before (the first after ``gaps[0]``)."""
+
+    at_event: int
+    nodes: int
+    gaps: tuple[float, ...]
+
+
+SimFault = (Strike | Pause | Partition | Delay | Drop | Slow | NodeLoss | Pair | AfterRestart
+            | StagedLoss)
 
 
 @dataclass
@@ -132,7 +174,10 @@ class FailureSchedule:
         """
         kinds = tuple(kinds)
         mixed = kinds != CRASH_ONLY
-        n = rng.randint(1, max_failures)
+        # One correlated failure per schedule: a ring protocol's fault model is one failure
+        # at a time (a pair is already two), and three such in one ring of three overlap
+        # every takeover with another
+        n = 1 if set(kinds) <= set(NEIGHBOUR_KINDS) else rng.randint(1, max_failures)
         strikes: list[SimFault] = []
         for _ in range(n):
             kind = rng.choice(kinds) if mixed else "crash"
@@ -159,6 +204,12 @@ def _draw(kind: FaultKind, at: int, rng: random.Random) -> SimFault:
         return NodeLoss(at, span)
     if kind == "drop":
         return Drop(at, rng.uniform(0.2, 1.0), span / 2)
+    if kind == "pair":
+        return Pair(at)
+    if kind == "after-restart":
+        return AfterRestart(at, rng.uniform(0, AFTER_RESTART_WITHIN))
+    if kind == "staged":
+        return StagedLoss(at, 2, (span, rng.uniform(0.002, 0.02)))
     raise ValueError(f"unknown fault kind {kind!r}")
 
 

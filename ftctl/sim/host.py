@@ -41,9 +41,9 @@ from ftctl.kernel.unit import Unit, perform
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch, Message
 from ftctl.sim.cluster import ClusterSlots, SimCluster
+from ftctl.sim.correlated import CorrelatedFaults
 from ftctl.sim.faults import HANG_TIMEOUT, NET_DELAY, FailureSchedule
 from ftctl.sim.link_faults import Link, LinkFaults
-from ftctl.sim.node_faults import NodeFaults
 from ftctl.sim.ports import UnitPorts
 from ftctl.sim.stats import SimStats
 from ftctl.sim.unit_faults import FencedPorts, Gate, UnitFaults, delivered
@@ -94,7 +94,7 @@ class SimResult:
     output_times: list[float] = field(default_factory=list)
 
 
-class SimHost(UnitPorts, UnitFaults, LinkFaults, NodeFaults):
+class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults):
     """Transport, time and storage of the simulation; the kernel drives the protocol."""
 
     def __init__(self, graph: ExecutionGraph, protocol: ProtocolSpec[Any],
@@ -160,6 +160,7 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, NodeFaults):
         self.on_phase: list[Callable[[str], object]] = []
         self.open_phases: dict[str, set[int | None]] = {}
         self.on_snapshot: list[Callable[[], object]] = []
+        self.on_restart: list[Callable[[str], object]] = []  # correlated faults' follow-ups
         self.snapshots_seen: set[int] = set()
         # Lifecycle records (ftctl/kernel/lifecycle.py): start groups pushed but not yet
         # started, each source's furthest offset, and when sinks made output visible.
@@ -326,6 +327,8 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, NodeFaults):
         if inc > 0:
             self._log("instance-started", instance=iid, incarnation=inc, reason="restart",
                       restore=restart.restore)
+            for hook in list(self.on_restart):
+                hook(iid)
             if unit.core.is_source:  # it reads again from where it restored to
                 lo, _hi = self.graph.source_range(iid)
                 self.lifecycle.source_restarted(iid, inc, self.offsets.get(iid, lo))

@@ -32,6 +32,10 @@ SNAPSHOTS_PER_RUN = 8
 # every instance twice over (as ``ftctl chaos`` sizes its workers), so a lost node's
 # units restart on the others.
 SIM_NODES = 3
+# With staged capacity (``--faults staged``) a run has this many nodes with no spare slot
+# between them (the instances, rounded up to a multiple of the nodes): what waits for a
+# slot starts only as lost nodes return, one at a time.
+STAGED_NODES = 4
 STALL_FACTOR, STALL_FLOOR = 20, 100_000
 
 
@@ -238,6 +242,8 @@ class Simulator:
         else none (no nodes)."""
         if self.scenario is not None:
             return self.scenario.cluster()
+        if "staged" in self.kinds:
+            return SimCluster.workers(STAGED_NODES, -(-len(self.graph.order) // STAGED_NODES))
         if "node" not in self.kinds:
             return None
         return SimCluster.workers(SIM_NODES, 2 * len(self.graph.order))

@@ -24,7 +24,19 @@ from ftctl.kernel.routing import Routing
 from ftctl.kernel.unit import Unit
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.cluster import SimCluster
-from ftctl.sim.faults import Delay, Drop, NodeLoss, Partition, Pause, SimFault, Slow, Strike
+from ftctl.sim.faults import (
+    AfterRestart,
+    Delay,
+    Drop,
+    NodeLoss,
+    Pair,
+    Partition,
+    Pause,
+    SimFault,
+    Slow,
+    StagedLoss,
+    Strike,
+)
 from ftctl.sim.stats import SimStats
 from protocols.contract.events import FailureCause
 
@@ -57,6 +69,9 @@ class Striking:
         def _slow(self, f: Slow) -> None: ...
         def _link_fault(self, f: Partition | Delay | Drop) -> None: ...
         def _node_loss(self, f: NodeLoss) -> None: ...
+        def _pair(self, f: Pair) -> None: ...
+        def _after_restart(self, f: AfterRestart) -> None: ...
+        def _staged_loss(self, f: StagedLoss) -> None: ...
 
     def _strike(self, strike: Any) -> None:
         alive = sorted(self.live)
@@ -96,6 +111,12 @@ class Striking:
             self._link_fault(fault)
         elif isinstance(fault, NodeLoss):
             self._node_loss(fault)
+        elif isinstance(fault, Pair):
+            self._pair(fault)
+        elif isinstance(fault, AfterRestart):
+            self._after_restart(fault)
+        elif isinstance(fault, StagedLoss):
+            self._staged_loss(fault)
         else:
             raise TypeError(f"not a fault: {fault!r}")
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from protocols.contract.actions import CoordinatorAction
+from protocols.contract.actions import Control, CoordinatorAction
+from protocols.contract.names import InstanceId
 from protocols.contract.spec import Mutant
 from protocols.contract.view import ClusterView
 from protocols.progressive.burst import Mode
 from protocols.progressive.coordinator import ProgressiveCoordinator
 from protocols.progressive.instance import ProgressiveInstance
+from protocols.progressive.messages import Ready, Resend
 from protocols.progressive.minibatch import Positions, Verdict
 from protocols.progressive.params import ProgressiveParams
 from protocols.progressive.schedule import Blocking, Planner, ProfitDensity, Query
@@ -137,6 +139,18 @@ class BuffersOffEarly(ProgressiveCoordinator):
         return acts
 
 
+class NoResendFromStarting(ProgressiveCoordinator):
+    """A replacement's Ready asks only ready upstreams to resend, not those still starting."""
+
+    def on_ready(self, i: InstanceId, msg: Ready, view: ClusterView) -> list[CoordinatorAction]:
+        # the fix's one line undone: a starting upstream may already run and have sent
+        # to ``i`` before ``i`` was up; those batches are then never sent again
+        starting = set(self.starting)
+        acts = super().on_ready(i, msg, view)
+        return [a for a in acts if not (isinstance(a, Control) and isinstance(a.msg, Resend)
+                                        and a.instance in starting)]
+
+
 # ---------------------------------------------------------------- the instance
 
 
@@ -221,7 +235,7 @@ INSTANCE_BUGS: dict[str, type[ProgressiveInstance]] = {
 }
 COORDINATOR_BUGS: dict[str, type[ProgressiveCoordinator]] = {
     "no-replan": NoReplan, "release-all-at-end": ReleaseAllAtEnd,
-    "buffers-off-early": BuffersOffEarly,
+    "buffers-off-early": BuffersOffEarly, "no-resend-from-starting": NoResendFromStarting,
     **{name: coordinator_with(p) for name, p in PLANNER_BUGS.items()},
 }
 

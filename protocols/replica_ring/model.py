@@ -227,7 +227,8 @@ class ChainModel:
             return
         if o.delivery.holds(uid):
             self.replay(taker, uid, origin)
-        elif self.fixed and tries < RETRIES and o.records.pending_uid(uid):
+        elif (self.fixed and tries < RETRIES and o.records.pending_uid(uid)
+              and not self.p.has("not-found-while-regenerating")):
             # the origin's taker is still regenerating the tuple (T5): ask again
             self.q.append(lambda: self.fetch(taker, uid, origin, tries + 1))
 

@@ -433,7 +433,8 @@ class ReplicaUnit:
         if self.delivery.holds(ouid):
             _dest, payload = self.delivery.get(ouid)
             return [Reply(asker, Refetch(ouid, payload))]
-        if self.fixed and (self.fetching or self.records.pending_of(self.index)):
+        if (self.fixed and not self.p.has("not-found-while-regenerating")
+                and (self.fetching or self.records.pending_of(self.index))):
             return []  # maybe still being regenerated here (T5): the taker asks again
         if self.fixed and self.stand_in is not None and msg.asker is None:
             # a reinstated replica got the record table back, not the tuples its stand-in

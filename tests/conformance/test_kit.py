@@ -20,12 +20,18 @@ from typer.testing import CliRunner
 from ftctl.cli import app
 from ftctl.conformance.cases import (
     BUNDLED_TOPOLOGIES,
+    NEIGHBOURS_SUFFIX,
+    STAGED_SUFFIX,
     GuaranteeCase,
+    correlated_cases,
+    correlated_kinds,
     guarantee_cases,
+    mutant_kinds,
     topologies,
     topology_named,
 )
 from ftctl.conformance.kit import Kit
+from ftctl.sim.faults import CRASH_ONLY, NEIGHBOUR_KINDS, STAGED_KINDS, FaultKind
 from protocols.contract.spec import Guarantee
 from protocols.mutants import all_mutants, get_mutant
 from protocols.registry import PROTOCOLS
@@ -91,6 +97,10 @@ CATCH: dict[str, tuple[str, int]] = {
     "replica-ring/no-ring-walk": ("replica-chain", 5),
     "replica-ring/replay-through-dedup": ("replica-chain", 2),
     "replica-ring/origin-purges-on-ack": ("replica-chain", 1),
+    "replica-ring/not-found-while-regenerating": ("replica-chain", 5),
+    # at short timings, a replica and its successor lost together or in turn (+neighbours)
+    "replica-ring/stale-suspicion": ("ring-merge", 22),
+    "replica-ring/confirm-released": ("replica-chain", 5),
     "progressive/no-replan": ("diamond", 5),
     "progressive/fit-strict": ("diamond", 5),
     "progressive/buffers-off-early": ("progressive-small", 5),
@@ -100,6 +110,8 @@ CATCH: dict[str, tuple[str, int]] = {
     "progressive/no-adaptive-buffering": ("progressive-small", 1),
     "progressive/trim-on-persist": ("wordcount", 2),
     "progressive/sink-no-counts": ("progressive-small", 1),
+    # an upstream still starting when its replacement downstream is ready: staged capacity
+    "progressive/no-resend-from-starting": ("progressive-shared", 4),
     "falkirk/phi-off-by-one": ("diamond", 1),
     "falkirk/firewall-ignored": ("diamond", 1),
     "falkirk/no-rewind": ("replica-chain", 1),
@@ -114,6 +126,14 @@ CATCH: dict[str, tuple[str, int]] = {
     "falkirk/report-without-persist": ("diamond", 1),
     "falkirk/stateful-not-aligned": ("diamond", 1),
     "falkirk/stale-checkpoints-kept": ("diamond", 19),
+}
+
+# What a pinned catch's schedules draw (at the timings the kit tries): crashes, unless
+# named here.
+CATCH_KINDS: dict[str, tuple[FaultKind, ...]] = {
+    "replica-ring/stale-suspicion": NEIGHBOUR_KINDS,
+    "replica-ring/confirm-released": NEIGHBOUR_KINDS,
+    "progressive/no-resend-from-starting": STAGED_KINDS,
 }
 
 CASES = [c for p in PROTOCOLS for c in guarantee_cases(p)
@@ -140,7 +160,8 @@ def test_mutant_is_caught(kit: Kit, qualified: str) -> None:
     if pin is None:
         result = kit.run_mutant(protocol, mutant, mutant.budget)
     else:
-        result = kit.run_mutant(protocol, mutant, pin[1], only=[topology_named(pin[0])])
+        result = kit.run_mutant(protocol, mutant, pin[1], only=[topology_named(pin[0])],
+                                kinds=[CATCH_KINDS.get(qualified, CRASH_ONLY)])
     assert result.caught, f"{qualified} survived {result.schedules} schedules"
     assert result.violations
 
@@ -171,7 +192,7 @@ def test_mutant_is_caught_on_the_join_topologies(kit: Kit, qualified: str) -> No
     stem, seeds = JOIN_CATCH[qualified]
     topology = topology_named(stem)
     assert topology.parent.name == "joins"
-    result = kit.run_mutant(protocol, mutant, seeds, only=[topology])
+    result = kit.run_mutant(protocol, mutant, seeds, only=[topology], kinds=[CRASH_ONLY])
     assert result.caught and result.seed == seeds, (qualified, result.schedules)
 
 
@@ -221,10 +242,11 @@ def test_a_broken_guarantee_is_reported_with_a_replayable_seed() -> None:
 
 
 def test_none_promises_at_most_once_only_where_no_operator_keeps_state() -> None:
-    # replica-chain: flat_map, filter, map; every other bundled topology counts, sums or
-    # windows (and progressive-small also has a final-per-key sink).
+    # replica-chain, ring-fanout, ring-merge: flat_map, filter, map; every other bundled
+    # topology counts, sums or windows (and progressive-small also has a final-per-key sink).
     declared = {c.topology.stem: c.guarantee for c in guarantee_cases("none")}
-    assert declared.pop("replica-chain") is Guarantee.AT_MOST_ONCE
+    for stateless in ("replica-chain", "ring-fanout", "ring-merge"):
+        assert declared.pop(stateless) is Guarantee.AT_MOST_ONCE, stateless
     assert set(declared.values()) == {Guarantee.NONE}
     case = next(c for c in guarantee_cases("none") if c.topology.stem == "wordcount")
     doc = Kit().run_case(case, 1).to_json()
@@ -311,3 +333,27 @@ def test_a_case_no_fault_struck_is_not_reported_as_holding(capsys: pytest.Captur
     assert rows[struck.case.name].rstrip().endswith("holds")
     assert rows[missed.case.name].rstrip().endswith("no fault injected")
     assert "holds" not in rows[missed.case.name]
+
+
+def test_every_protocol_runs_on_three_kit_topologies_and_its_correlated_cases() -> None:
+    cases = {p: guarantee_cases(p) for p in PROTOCOLS}
+    for protocol, own in cases.items():
+        accepted = {c.topology.stem for c in own}
+        assert len(accepted) >= 3, (protocol, accepted)
+    # replica-ring accepts only stateless rings
+    ring_tops = {c.topology.stem for c in cases["replica-ring"]}
+    assert ring_tops == {"replica-chain", "ring-fanout", "ring-merge"}
+    # a ring protocol's short timings get neighbours lost together or in turn; a protocol
+    # that plans on capacity gets staged capacity on every case; the others get none
+    ring = correlated_cases("replica-ring")
+    assert [c.name for c in ring] == [c.name + NEIGHBOURS_SUFFIX for c in cases["replica-ring"]
+                                      if c.timings]
+    assert all(c.kinds == NEIGHBOUR_KINDS for c in ring)
+    progressive = correlated_cases("progressive")
+    assert [c.name for c in progressive] == [c.name + STAGED_SUFFIX
+                                              for c in cases["progressive"]]
+    assert "progressive-shared-progressive+staged-capacity" in [c.name for c in progressive]
+    for protocol in ("checkpoint", "causal", "lineage", "falkirk", "none"):
+        assert not any(correlated_kinds(protocol, dict(c.timings)) for c in cases[protocol])
+    assert mutant_kinds("replica-ring", {}) == [CRASH_ONLY]
+    assert mutant_kinds("replica-ring", {"ping_every": 0.002})[-1] == NEIGHBOUR_KINDS

@@ -43,8 +43,10 @@ def test_the_all_faults_cases_mirror_the_crash_cases() -> None:
         assert [c.name + ALL_FAULTS_SUFFIX for c in crash] == [c.name for c in every]
         assert all(c.kinds == CRASH_ONLY for c in crash)
         assert all(c.kinds == FAULT_KINDS for c in every)
-        assert [c.schedules_for(30) for c in every] == [10] * len(every)
-        assert [c.schedules_for(2) for c in every] == [1] * len(every)
+        # as many schedules as the crash cases: at a third, seeds 1-10 of -n 30 missed a
+        # replica-ring origin answering "not found" while it regenerated a tuple
+        assert [c.schedules_for(30) for c in every] == [30] * len(every)
+        assert [c.schedules_for(2) for c in every] == [2] * len(every)
 
 
 def test_a_broken_all_faults_case_replays_with_its_kinds() -> None:
@@ -58,11 +60,12 @@ def test_a_broken_all_faults_case_replays_with_its_kinds() -> None:
     assert result.to_json()["faults"] == list(FAULT_KINDS)
 
 
-def test_the_kit_runs_a_share_of_its_schedules_with_every_kind() -> None:
+def test_the_kit_runs_as_many_schedules_with_every_kind() -> None:
     kit = Kit()
-    report = kit.run(["lineage"], 3, mutants=False)
+    report = kit.run(["lineage"], 2, mutants=False)
     names = [c.case.name for c in report.cases]
     crash = [c.name for c in guarantee_cases("lineage")]
+    # lineage has no timers and plans on no capacity: no correlated cases
     assert names == crash + [n + ALL_FAULTS_SUFFIX for n in crash]
-    assert [c.schedules for c in report.cases] == [3] * len(crash) + [1] * len(crash)
-    assert kit.planned_runs(["lineage"], 3, mutants=False) == 4 * len(crash)
+    assert [c.schedules for c in report.cases] == [2] * len(crash) * 2
+    assert kit.planned_runs(["lineage"], 2, mutants=False) == 4 * len(crash)
