@@ -148,9 +148,9 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, NodeFaults):
         # Scenario triggers: called after each detection, and at the first Persist of
         # each snapshot id (the Spark host's "snapshot in progress" rule).
         self.on_detected: list[Callable[[], object]] = []
-        # Called with a phase's name when DeclarePhase opens it and no key of it was open.
+        # Called with a phase's name when DeclarePhase opens it and no occurrence of it
+        # was open (the kernel's phase set, ``kernel.open_phases``).
         self.on_phase: list[Callable[[str], object]] = []
-        self.open_phases: dict[str, set[int | None]] = {}
         self.on_snapshot: list[Callable[[], object]] = []
         self.snapshots_seen: set[int] = set()
         # Lifecycle records (ftctl/kernel/lifecycle.py): start groups pushed but not yet

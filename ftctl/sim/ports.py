@@ -20,6 +20,7 @@ from ftctl.sim.faults import NET_DELAY
 from ftctl.sim.link_faults import Link
 from ftctl.sim.striking import Striking
 from ftctl.store import MemoryStore, SinkStore
+from protocols.contract.actions import DeclarePhase
 from protocols.contract.events import Started, Suspected
 from protocols.contract.messages import Msg
 
@@ -43,7 +44,6 @@ class UnitPorts(Striking):
     on_snapshot: list[Callable[[], object]]
     snapshots_seen: set[int]
     on_phase: list[Callable[[str], object]]
-    open_phases: dict[str, set[int | None]]
     links: dict[int, Link]
 
     if TYPE_CHECKING:
@@ -146,12 +146,11 @@ class UnitPorts(Striking):
     def note(self, kind: str, data: Mapping[str, Any]) -> None:
         self._log("protocol", name=kind, data=dict(data))
 
-    def phase(self, phase: str, on: bool, key: int | None) -> None:
-        self._log("phase-entered" if on else "phase-left", phase=phase, key=key)
-        keys = self.open_phases.setdefault(phase, set())
-        entered = on and not keys
-        (keys.add if on else keys.discard)(key)
-        if entered and self.on_phase:
+    def phase(self, phase: str, on: bool, key: int | None, holder: str | None = None) -> None:
+        phases = self.kernel.open_phases
+        entered = on and not phases.active(phase)
+        self._apply(self.kernel.declare(holder, DeclarePhase(phase, on, key)))
+        if entered and phases.active(phase) and self.on_phase:
             # after the unit's actions, as for on_snapshot
             self.at(self.now, lambda: [hook(phase) for hook in list(self.on_phase)])
 

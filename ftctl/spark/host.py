@@ -58,6 +58,7 @@ from ftctl.spark.placement import live_executors, placement
 from ftctl.spark.task import TaskPayload
 from ftctl.spill import RowLog
 from ftctl.store import DirectoryStore, SinkStore
+from protocols.contract.actions import DeclarePhase
 from protocols.contract.events import Suspected
 from protocols.contract.messages import Msg
 from protocols.contract.names import InstanceId
@@ -183,7 +184,8 @@ class SparkHost:
         # Controls for a unit that has registered but not been released yet: (inc, frame).
         self.held_controls: dict[str, list[tuple[int, tuple[Any, ...]]]] = {}
         self.timers: list[tuple[float, int, str]] = []  # coordinator timers: (due, token, key)
-        self.phases: set[tuple[str, int | None]] = set()  # open DeclarePhase occurrences
+        # Open DeclarePhase occurrences and their holders: the kernel's (thread-safe).
+        self.phases = self.kernel.open_phases
         self.suspects: dict[str, str] = {}
         self.first_suspect = 0.0
         # The run's history: a run directory's (RunStore.history: one seq and clock with
@@ -245,7 +247,7 @@ class SparkHost:
         legacy checkpoint, by persisting a snapshot id not all instances have yet."""
         if "snapshotting" not in self.info.phases:
             return False
-        if any(phase == "snapshotting" for phase, _ in self.phases):
+        if self.phases.active("snapshotting"):
             return True
         return bool(self.snap_open) and self.now() - self.snap_last < SNAPSHOT_STALE
 
@@ -517,9 +519,8 @@ class SparkHost:
         elif k == wire.NOTE:
             self.history.note(item[1], item[2])
         elif k == wire.PHASE:
-            _, phase, on, key = item
-            (self.phases.add if on else self.phases.discard)((phase, key))
-            self.log("phase-entered" if on else "phase-left", phase=phase, key=key)
+            _, phase, on, key = item  # held by the unit that declared it
+            self._apply(self.kernel.declare(iid, DeclarePhase(phase, on, key)))
         elif k == wire.SUSPECT:
             self.log("failure-suspected", instance=item[1], by=iid, reason=item[2])
             self._apply(self.kernel.handle(
@@ -653,10 +654,11 @@ class SparkHost:
         self.detections += 1
         self.log("failure-detected", instances=sorted(failed), reasons=failed,
                  pids={i: self.live[i].pid for i in failed if i in self.live})
-        self.lifecycle.detected(self.now())
+        for c in self.lifecycle.detected(self.now()):
+            self._write(c)
         self.snap_open.clear()  # a recovery discards the snapshots under way
         for iid in failed:
-            self.kernel.lost(iid)
+            self._apply(self.kernel.lost(iid))
             self._drop(iid, alive=False)
         if self.capacity is not None:  # a lost worker's cores go before the plan
             fresh = self.capacity.poll_now()

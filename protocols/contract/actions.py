@@ -115,11 +115,16 @@ class ReleaseSlot:
 class DeclarePhase:
     """Enter (``on``) or leave a phase such as ``snapshotting``; fault triggers
     (``during: snapshotting``) ask the kernel's phase set. ``key`` tells overlapping
-    occurrences apart (a snapshot id). Only phases listed in ``ProtocolSpec.phases``."""
+    occurrences apart (a snapshot id). Only phases listed in ``ProtocolSpec.phases``.
+
+    An instance's occurrence is held by its unit (``target: phase-holder`` strikes it);
+    the coordinator's by ``holder``, the instance it concerns, or by nobody. A unit that
+    dies leaves the phases it held."""
 
     phase: str
     on: bool
     key: int | None = None
+    holder: InstanceId | None = None  # coordinator side only
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,4 +215,4 @@ class DiscardStaged:
 
 
 CoordinatorAction = (Control | Stop | Restart | RollBack | CommitOutput | DiscardSnapshots
-                     | DiscardStaged | Route | SetTimer | CancelTimer | Note)
+                     | DiscardStaged | Route | SetTimer | CancelTimer | Note | DeclarePhase)
