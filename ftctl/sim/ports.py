@@ -41,8 +41,6 @@ class UnitPorts(Striking):
     sinks: SinkStore
     outputs: Outputs
     output_times: list[float]
-    on_snapshot: list[Callable[[], object]]
-    snapshots_seen: set[int]
     on_phase: list[Callable[[str], object]]
     links: dict[int, Link]
 
@@ -93,10 +91,6 @@ class UnitPorts(Striking):
     def persist(self, slot: str, ref: int, blob: Any) -> None:
         self.store.put(ref, slot, blob)
         self.stats.persists += 1
-        if self.on_snapshot and isinstance(ref, int) and ref not in self.snapshots_seen:
-            self.snapshots_seen.add(ref)
-            # after the unit's actions: a fault must not strike it halfway through them
-            self.at(self.now, lambda: self._hooks(self.on_snapshot))
 
     def report(self, slot: str, msg: Msg, unit: Unit | None = None) -> None:
         # The control connection is one TCP stream: reports arrive in order.
@@ -147,11 +141,12 @@ class UnitPorts(Striking):
         self._log("protocol", name=kind, data=dict(data))
 
     def phase(self, phase: str, on: bool, key: int | None, holder: str | None = None) -> None:
-        phases = self.kernel.open_phases
-        entered = on and not phases.active(phase)
         self._apply(self.kernel.declare(holder, DeclarePhase(phase, on, key)))
-        if entered and phases.active(phase) and self.on_phase:
-            # after the unit's actions, as for on_snapshot
+
+    def _phase_opened(self, phase: str) -> None:
+        """``phase`` went from closed to open: the ``on_phase`` hooks run after the actions
+        that opened it (a fault must not strike a unit halfway through them)."""
+        if self.on_phase:
             self.at(self.now, lambda: [hook(phase) for hook in list(self.on_phase)])
 
     def suspect(self, instance: str, reason: str, by: Unit | None = None) -> None:
