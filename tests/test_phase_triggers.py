@@ -48,14 +48,14 @@ def _sim_events(path: Path, protocol: str, topology: str = "wordcount",
 def open_at_strikes(events: Sequence[HistoryEvent], phase: str) -> list[set[str | None]]:
     """For each fault injected: the holders of ``phase``'s occurrences open at that
     moment, replayed from the phase-entered/phase-left records (None: the coordinator's)."""
-    held: set[tuple[str | None, object]] = set()
+    held: set[tuple[str | None, object, object]] = set()
     out: list[set[str | None]] = []
     for e in events:
         if e.kind in ("phase-entered", "phase-left") and e.data["phase"] == phase:
-            occ = (e.instance, e.data["key"])
+            occ = (e.instance, e.data["key"], e.data.get("by"))
             (held.add if e.kind == "phase-entered" else held.discard)(occ)
         elif e.kind == "fault-injected":
-            out.append({h for h, _ in held})
+            out.append({h for h, _, _ in held})
     return out
 
 
@@ -63,7 +63,8 @@ def struck(e: HistoryEvent) -> str:
     return str(e.data.get("target") or e.data["instances"][0])
 
 
-SNAPSHOTTING = [("checkpoint", "wordcount")]
+SNAPSHOTTING = [("checkpoint", "wordcount"), ("causal", "wordcount"), ("falkirk", "wordcount"),
+                ("progressive", "wordcount")]
 
 
 @pytest.mark.sim
@@ -152,7 +153,11 @@ def test_the_nemesis_strikes_the_phase_holder_its_context_names(ctx: FakeContext
     finally:
         nemesis.stop()
     (injected,) = [d for k, d in events if k == "fault-injected"]
-    assert injected["target"] == "count[1]" and not ctx.alive(holder_pid)
+    assert injected["target"] == "count[1]"
+    deadline = time.monotonic() + 5.0  # SIGKILL lands asynchronously
+    while ctx.alive(holder_pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not ctx.alive(holder_pid)
 
 
 def test_the_nemesis_reports_a_phase_no_instance_holds(ctx: FakeContext) -> None:
@@ -166,3 +171,20 @@ def test_the_nemesis_reports_a_phase_no_instance_holds(ctx: FakeContext) -> None
         nemesis.stop()
     assert [k for k, _ in events] == ["fault-error"]
     assert events[0][1]["error"] == "no instance holds recovering"
+
+
+@pytest.mark.sim
+def test_during_takeover_strikes_the_unit_serving_a_failed_replicas_slot(
+        tmp_path: Path) -> None:
+    """A replica killed at 20%: its ring successor takes the slot over; the second fault
+    strikes that taker while it serves the slot."""
+    path = tmp_path / "takeover.yaml"
+    path.write_text("name: takeover\nfaults:\n"
+                    "  - {type: kill-task, at: 5, target: 'split[0]'}\n"
+                    "  - {type: kill-task, during: takeover, target: phase-holder, count: 1}\n")
+    events = _sim_events(path, "replica-ring", "replica-chain")
+    first, second = [e for e in events if e.kind == "fault-injected"]
+    taken = [e for e in events if e.kind == "phase-entered" and e.data["phase"] == "takeover"]
+    assert taken and taken[0].t >= first.t and taken[0].data["key"] == 0  # split[0]'s slot
+    (holders,) = open_at_strikes(events, "takeover")[1:]
+    assert struck(second) in holders and struck(second) != "split[0]"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from ftctl.kernel.commands import Log
-from ftctl.kernel.phases import RECOVERING, Phases
+from ftctl.kernel.phases import KERNEL, RECOVERING, Phases
 
 
 class Lifecycle:
@@ -38,7 +38,7 @@ class Lifecycle:
         self.detected_at = now
         self.recovering = True
         self.recoveries += 1
-        return self.phases.declare(RECOVERING, True, self.recoveries, None)
+        return self.phases.declare(RECOVERING, True, self.recoveries, None, origin=KERNEL)
 
     def running(self, members: Iterable[str],
                 placement: Mapping[str, str] | None = None) -> Log:
@@ -55,7 +55,8 @@ class Lifecycle:
             return []
         self.recovering = False
         return [Log("recovered", {"seconds": round(now - self.detected_at, self.digits)}),
-                *self.phases.declare(RECOVERING, False, self.recoveries, None)]
+                *self.phases.declare(RECOVERING, False, self.recoveries, None,
+                                     origin=KERNEL)]
 
     def source_restarted(self, source: str, incarnation: int, reached: int) -> None:
         self.rewinding[(source, incarnation)] = reached

@@ -18,20 +18,24 @@ from ftctl.kernel.commands import Log
 RECOVERING = "recovering"  # the phase every run has (ftctl.config.scenario.RECOVERING)
 
 
+KERNEL = "kernel"  # the origin of the kernel's own occurrences (its ``recovering``)
+
+
 class Phases:
-    """Open occurrences per phase: ``phase -> {(holder, key)}``."""
+    """Open occurrences per phase: ``phase -> {(origin, holder, key)}``; the origin keeps
+    the kernel's own apart from a protocol's of the same holder and key."""
 
     def __init__(self) -> None:
-        self._open: dict[str, set[tuple[str | None, int | None]]] = {}
+        self._open: dict[str, set[tuple[str | None, str | None, int | None]]] = {}
         # How often each phase went from closed to open: a trigger strikes once per opening.
         self.openings: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def declare(self, phase: str, on: bool, key: int | None, holder: str | None,
-                reason: str | None = None) -> list[Log]:
+                reason: str | None = None, origin: str | None = None) -> list[Log]:
         """Open or close one occurrence; the history record, or nothing when it changes
         nothing (a second open of an open occurrence, a close of a closed one)."""
-        occ = (holder, key)
+        occ = (origin, holder, key)
         with self._lock:
             held = self._open.setdefault(phase, set())
             if (occ in held) == on:
@@ -47,16 +51,18 @@ class Phases:
             data["instance"] = holder
         if reason is not None:
             data["reason"] = reason
+        if origin is not None:
+            data["by"] = origin
         return [Log("phase-entered" if on else "phase-left", data)]
 
     def drop_holder(self, holder: str, reason: str) -> list[Log]:
         """``holder``'s unit is gone (crashed, fenced): its occurrences end with it, or a
         dead unit would keep a phase open for the rest of the run."""
         with self._lock:
-            gone = sorted((phase, key) for phase, held in self._open.items()
-                          for who, key in held if who == holder)
-        return [log for phase, key in gone
-                for log in self.declare(phase, False, key, holder, reason)]
+            gone = [(phase, key, origin) for phase, held in self._open.items()
+                    for origin, who, key in held if who == holder]
+        return [log for phase, key, origin in sorted(gone, key=repr)
+                for log in self.declare(phase, False, key, holder, reason, origin)]
 
     def active(self, phase: str) -> bool:
         with self._lock:
@@ -70,4 +76,4 @@ class Phases:
         """The instances holding an occurrence of ``phase`` (sorted; none for an
         occurrence the coordinator holds alone)."""
         with self._lock:
-            return sorted({h for h, _key in self._open.get(phase, ()) if h is not None})
+            return sorted({h for _o, h, _key in self._open.get(phase, ()) if h is not None})

@@ -111,6 +111,16 @@ class ReleaseSlot:
     slot: InstanceId
 
 
+# The phases the bundled protocols declare (docs/chaos.md lists who enters which, when).
+SNAPSHOTTING = "snapshotting"  # taking a snapshot (until persisted, or until reported)
+RECOVERING = "recovering"  # the kernel's (detection until restarts run), or a protocol's
+REPLAYING = "replaying"  # resending or re-running logged input for a recovery
+PURGING = "purging"  # lineage: a failure's downstream restarts, until all are ready
+TAKEOVER = "takeover"  # replica-ring: a successor serves a failed slot
+REINSTATING = "reinstating"  # replica-ring: the slot's own unit comes back
+PLANNING = "planning"  # progressive: failed instances wait for the planner to start them
+
+
 @dataclass(frozen=True, slots=True)
 class DeclarePhase:
     """Enter (``on``) or leave a phase such as ``snapshotting``; fault triggers
