@@ -188,3 +188,43 @@ def test_during_takeover_strikes_the_unit_serving_a_failed_replicas_slot(
     assert taken and taken[0].t >= first.t and taken[0].data["key"] == 0  # split[0]'s slot
     (holders,) = open_at_strikes(events, "takeover")[1:]
     assert struck(second) in holders and struck(second) != "split[0]"
+
+
+# ---------------------------------------------------------------- the conformance kit
+
+
+def test_the_kit_has_a_phase_triggered_case_for_every_phase_a_protocol_enters() -> None:
+    from chaos.plan import phases_of
+    from ftctl.conformance.cases import phase_cases
+
+    for protocol in PROTOCOLS:
+        cases = phase_cases(protocol)
+        assert [c.during for c in cases] == list(phases_of(PROTOCOLS[protocol])), protocol
+        assert all(c.name.endswith(f"~during-{c.during}") for c in cases)
+    assert {c.topology.stem for c in phase_cases("replica-ring")} == {"replica-chain"}
+
+
+def _ev(seq: int, kind: str, phase: str, key: int, instance: str | None = None,
+        **data: object) -> HistoryEvent:
+    return HistoryEvent(seq, 0.0, "sim", kind, {"phase": phase, "key": key, **data}, instance)
+
+
+def test_the_phase_contract_wants_declared_phases_left_by_the_end_of_a_run() -> None:
+    from ftctl.sim.phase_faults import phase_problems
+
+    events = [_ev(1, "phase-entered", "snapshotting", 1, "a"),
+              _ev(2, "phase-entered", "snapshotting", 2, "a"),
+              _ev(3, "phase-left", "snapshotting", 1, "a"),
+              _ev(4, "phase-entered", "recovering", 1, by="kernel"),  # the kernel's own
+              _ev(5, "phase-entered", "draining", 7)]
+    assert phase_problems(events, ("snapshotting",), complete=True) == {
+        "undeclared-phase": 1, "phase-left-open": 2}
+    assert phase_problems(events[:3], ("snapshotting",), complete=False) == {}  # stalled
+
+
+def test_sim_during_refuses_a_phase_the_protocol_never_enters() -> None:
+    res = runner.invoke(app, ["sim", str(ROOT / "topologies/wordcount.yaml"), "-p", "none",
+                              "--during", "snapshotting"])
+    assert res.exit_code == 2
+    assert res.output == ("error: --during: none never enters phase 'snapshotting' (its "
+                          "phases: recovering)\n")

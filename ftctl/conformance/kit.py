@@ -21,6 +21,7 @@ from ftctl.conformance.cases import (
     all_faults_cases,
     guarantee_cases,
     guarantee_of,
+    phase_cases,
     timing_overlays,
     too_large,
     topologies,
@@ -60,6 +61,8 @@ class CaseResult:
         extra = "".join(f" --param {k}={v}" for k, v in self.case.params.items())
         if self.case.kinds != CRASH_ONLY:
             extra += f" --faults {','.join(self.case.kinds)}"
+        if self.case.during is not None:
+            extra += f" --during {self.case.during}"
         return (f"ftctl sim {_shown(self.case.topology)} -p {self.case.protocol}{extra} "
                 f"--seed {self.failing_seeds[0]}")
 
@@ -86,6 +89,7 @@ class MutantResult:
     timings: dict[str, Any] = field(default_factory=dict)  # the timer params it was caught at
     violations: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    during: str | None = None  # caught by the phase-triggered schedules of this phase
 
     @property
     def qualified(self) -> str:
@@ -99,13 +103,15 @@ class MutantResult:
         if self.topology is None:
             return None
         extra = "".join(f" --param {k}={v}" for k, v in self.timings.items())
+        if self.during is not None:
+            extra += f" --during {self.during}"
         return f"ftctl sim {_shown(self.topology)} -p {self.qualified}{extra} --seed {self.seed}"
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": "mutant", "mutant": self.qualified, "protocol": self.protocol,
                 "description": self.mutant.description, "caught": self.caught,
                 "topology": self.topology.stem if self.topology else None, "seed": self.seed,
-                "timings": self.timings or None,
+                "timings": self.timings or None, "during": self.during,
                 "violations": self.violations, "schedules": self.schedules,
                 "reproduce": self.reproduce(), "seconds": round(self.seconds, 3)}
 
@@ -145,21 +151,24 @@ class Kit:
         self.topology_dir = topology_dir
         self.first_seed = first_seed
         self.progress = progress
-        self._sims: dict[tuple[str, str, Path, tuple[FaultKind, ...]], Simulator] = {}
+        self._sims: dict[tuple[str, str, Path, tuple[FaultKind, ...], str | None],
+                         Simulator] = {}
         self._broken: dict[Path, str] = {}  # topologies whose simulator cannot be built
-        self._holds: dict[tuple[str, str, Path, int], bool] = {}
+        # (protocol, params, topology, seed, phase-triggered on) -> the protocol held
+        self._holds: dict[tuple[str, str, Path, int, str | None], bool] = {}
 
     def topologies(self) -> list[Path]:
         return topologies(self.topology_dir)
 
     def _sim(self, protocol: str, params: dict[str, Any], topology: Path,
-             kinds: tuple[FaultKind, ...] = CRASH_ONLY) -> Simulator:
-        key = (protocol, repr(sorted(params.items())), topology, kinds)
+             kinds: tuple[FaultKind, ...] = CRASH_ONLY, during: str | None = None) -> Simulator:
+        key = (protocol, repr(sorted(params.items())), topology, kinds, during)
         sim = self._sims.get(key)
         if sim is None:
             info = get_protocol(protocol)  # a mutant declares its protocol's guarantee
             judged = guarantee_of(info, params, topology)
-            sim = Simulator(load_topology(topology), info, params, judged, kinds=kinds)
+            sim = Simulator(load_topology(topology), info, params, judged, kinds=kinds,
+                            during=during)
             self._sims[key] = sim
         return sim
 
@@ -175,7 +184,8 @@ class Kit:
         result = CaseResult(case, 0, 0, [], {})
         crash_only = case.kinds == CRASH_ONLY
         try:
-            sim = self._sim(case.protocol, case.params, case.topology, case.kinds)
+            sim = self._sim(case.protocol, case.params, case.topology, case.kinds,
+                            case.during)
         except Exception as exc:  # a topology the host cannot run: reported, not a crash
             result.error = self._broken[case.topology] = f"{type(exc).__name__}: {exc}"
             self._tick(case.name)
@@ -192,7 +202,7 @@ class Kit:
             result.failures_injected += stats.failures if crash_only else stats.injected
             held = outcome.verdict.passed
             if crash_only:  # what mutants are judged against
-                self._holds[(case.protocol, key, case.topology, seed)] = held
+                self._holds[(case.protocol, key, case.topology, seed, case.during)] = held
             if not held:
                 result.failing_seeds.append(seed)
                 for k, v in outcome.verdict.totals().items():
@@ -202,31 +212,37 @@ class Kit:
         return result
 
     def _protocol_holds(self, protocol: str, params: dict[str, Any], topology: Path,
-                        seed: int) -> bool:
-        key = (protocol, repr(sorted(params.items())), topology, seed)
+                        seed: int, during: str | None = None) -> bool:
+        key = (protocol, repr(sorted(params.items())), topology, seed, during)
         if key not in self._holds:
-            self._holds[key] = self._sim(protocol, params, topology).run_one(seed).verdict.passed
+            sim = self._sim(protocol, params, topology, during=during)
+            self._holds[key] = sim.run_one(seed).verdict.passed
         return self._holds[key]
 
     def run_mutant(self, protocol: str, mutant: Mutant, n: int,
                    only: list[Path] | None = None) -> MutantResult:
         """Seeds in order, each on every topology (or ``only`` these) at each of the
-        protocol's timings, until one catches it."""
+        protocol's timings, then on each phase-triggered case, until one catches it."""
         import time
 
         started = time.perf_counter()
         qualified = f"{protocol}/{mutant.name}"
         variant = dict(mutant.params)
         result = MutantResult(protocol, mutant)
-        runs = [(topology, timing) for topology in only or self.topologies()
-                for timing in timing_overlays(protocol, variant)]
+        runs: list[tuple[Path, dict[str, Any], str | None]] = [
+            (topology, timing, None) for topology in only or self.topologies()
+            for timing in timing_overlays(protocol, variant)]
+        # A bug in what a protocol does while in a phase (or in its phase declarations)
+        # shows where a crash strikes in the phase: the phase-triggered schedules too.
+        runs += [(c.topology, {}, c.during) for c in phase_cases(protocol, self.topology_dir)
+                 if only is None or c.topology in only]
         for seed in range(self.first_seed, self.first_seed + n):
-            for topology, timing in runs:
+            for topology, timing, during in runs:
                 params = {**variant, **timing}
                 if topology in self._broken or not accepts(protocol, params, topology):
                     continue  # reported with the guarantee cases, or out of scope
                 try:
-                    sim = self._sim(qualified, params, topology)
+                    sim = self._sim(qualified, params, topology, during=during)
                 except Exception as exc:  # the topology cannot run: no verdict either way
                     self._broken[topology] = f"{type(exc).__name__}: {exc}"
                     continue
@@ -242,12 +258,12 @@ class Kit:
                     # runs this schedule without crashing.
                     violations = {f"crashed ({type(exc).__name__})": 1}
                 try:
-                    if not self._protocol_holds(protocol, params, topology, seed):
+                    if not self._protocol_holds(protocol, params, topology, seed, during):
                         continue  # the protocol breaks here too: no evidence against the mutant
                 except Exception:
                     continue
                 result.topology, result.seed, result.timings = topology, seed, timing
-                result.violations = violations
+                result.during, result.violations = during, violations
                 result.seconds = time.perf_counter() - started
                 return result
         result.seconds = time.perf_counter() - started
@@ -264,6 +280,8 @@ class Kit:
                 report.cases.append(self.run_case(case, n))
             for case in all_faults_cases(protocol, self.topology_dir):
                 report.cases.append(self.run_case(case, case.schedules_for(n)))
+            for case in phase_cases(protocol, self.topology_dir):
+                report.cases.append(self.run_case(case, n))
             if mutants:
                 for m in mutants_of(protocol):
                     report.mutants.append(self.run_mutant(protocol, m, n))
@@ -277,7 +295,9 @@ class Kit:
         for p in protocols:
             total += len(guarantee_cases(p, self.topology_dir)) * n
             total += sum(c.schedules_for(n) for c in all_faults_cases(p, self.topology_dir))
+            phases = len(phase_cases(p, self.topology_dir))
+            total += phases * n
             if mutants:
                 for m in mutants_of(p):
-                    total += n * tops * len(timing_overlays(p, dict(m.params)))
+                    total += n * (tops * len(timing_overlays(p, dict(m.params))) + phases)
         return total

@@ -14,6 +14,7 @@ from ftctl.conformance.cases import (
     GuaranteeCase,
     all_faults_cases,
     guarantee_cases,
+    phase_cases,
 )
 from ftctl.conformance.kit import Kit
 from ftctl.sim.faults import CRASH_ONLY, FAULT_KINDS
@@ -63,6 +64,9 @@ def test_the_kit_runs_a_share_of_its_schedules_with_every_kind() -> None:
     report = kit.run(["lineage"], 3, mutants=False)
     names = [c.case.name for c in report.cases]
     crash = [c.name for c in guarantee_cases("lineage")]
-    assert names == crash + [n + ALL_FAULTS_SUFFIX for n in crash]
-    assert [c.schedules for c in report.cases] == [3] * len(crash) + [1] * len(crash)
-    assert kit.planned_runs(["lineage"], 3, mutants=False) == 4 * len(crash)
+    phases = [c.name for c in phase_cases("lineage")]  # then one case per phase
+    assert len(phases) == 3
+    assert names == crash + [n + ALL_FAULTS_SUFFIX for n in crash] + phases
+    assert [c.schedules for c in report.cases] == ([3] * len(crash) + [1] * len(crash)
+                                                   + [3] * len(phases))
+    assert kit.planned_runs(["lineage"], 3, mutants=False) == 4 * len(crash) + 3 * 3
