@@ -228,3 +228,23 @@ def test_sim_during_refuses_a_phase_the_protocol_never_enters() -> None:
     assert res.exit_code == 2
     assert res.output == ("error: --during: none never enters phase 'snapshotting' (its "
                           "phases: recovering)\n")
+
+
+def test_the_spark_hosts_fault_context_answers_from_the_kernels_phase_set() -> None:
+    """``ftctl chaos`` builds its context over the host's ``phases`` (the kernel's set):
+    what the nemesis's ``during`` and ``phase-holder`` ask is what the kernel holds."""
+    from functools import partial
+    from types import SimpleNamespace
+
+    from chaos.hostctx import HostFaultContext
+    from ftctl.kernel.phases import Phases
+    from ftctl.run.chaos import _phase_holders, _phase_open
+
+    host = SimpleNamespace(phases=Phases())
+    ctx = HostFaultContext(clock=lambda: 0.0, instance_ids=["split[0]"], task_pids=dict().get,
+                           phase=partial(_phase_open, host), holders=partial(_phase_holders, host))
+    assert not ctx.phase_active("takeover") and ctx.phase_holders("takeover") == []
+    host.phases.declare("takeover", True, 0, "split[1]")
+    assert ctx.phase_active("takeover") and ctx.phase_holders("takeover") == ["split[1]"]
+    host.phases.drop_holder("split[1]", "stopped")
+    assert not ctx.phase_active("takeover")
