@@ -4,9 +4,10 @@ A phase occurrence is opened and closed by ``DeclarePhase`` (an instance's, held
 unit that declared it, or the coordinator's, held by the instance it names or by nobody)
 and is told apart from overlapping ones by its holder and ``key``. The kernel's own
 ``recovering`` (``Lifecycle``: from a detection until every restart runs) is an
-occurrence held by nobody, keyed by the recovery's number. Both hosts write the
-``phase-entered`` / ``phase-left`` records this returns; fault triggers (``during: P``)
-ask ``active`` and ``holders``, the nemesis from another thread, hence the lock.
+occurrence held by nobody, keyed by the recovery's number, of origin ``kernel``. Both
+hosts write the ``phase-entered`` / ``phase-left`` records this returns; fault triggers
+(``during: P``) ask ``active`` and ``holders``, the nemesis from another thread, hence
+the lock.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import threading
 from ftctl.kernel.commands import Log
 
 RECOVERING = "recovering"  # the phase every run has (ftctl.config.scenario.RECOVERING)
-
-
 KERNEL = "kernel"  # the origin of the kernel's own occurrences (its ``recovering``)
 
 
