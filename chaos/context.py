@@ -145,6 +145,11 @@ class FaultContext(Protocol):
         """Whether the protocol has ``phase`` open right now (its ``DeclarePhase``)."""
         ...
 
+    def phase_holders(self, phase: str) -> list[str]:
+        """The instances holding an occurrence of ``phase`` now (``target:
+        phase-holder``); empty when only the coordinator holds it or none is open."""
+        ...
+
 
 @runtime_checkable
 class AgentDelivery(Protocol):

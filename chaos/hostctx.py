@@ -88,6 +88,10 @@ def _no_phase(phase: str) -> bool:
     return False
 
 
+def _no_holders(phase: str) -> list[str]:
+    return []
+
+
 @dataclass
 class HostFaultContext:
     clock: Callable[[], float]
@@ -97,6 +101,7 @@ class HostFaultContext:
     snapshot: Callable[[], bool] = _never
     recovery: Callable[[], bool] = _never
     phase: Callable[[str], bool] = _no_phase
+    holders: Callable[[str], list[str]] = _no_holders
     apply_channel: Callable[[ChannelFault], None] | None = None
     clear_channel: Callable[[str], None] | None = None
     # Set on a cluster ftctl did not start: process faults go to the task's own agent.
@@ -183,6 +188,9 @@ class HostFaultContext:
 
     def phase_active(self, phase: str) -> bool:
         return self.phase(phase)
+
+    def phase_holders(self, phase: str) -> list[str]:
+        return self.holders(phase)
 
     def _cluster(self) -> ClusterBackend:
         if self.cluster is None:

@@ -25,6 +25,9 @@ Relative faults (``after``): one following fault ``i`` is planned when an occurr
 nothing); one following a phase, ``delay`` after the poll that sees the phase open where
 it was not (``snapshotting``: as the ``during-checkpoint`` trigger sees it; ``recovering``:
 the coordinator's recovery; any other: ``ctx.phase_active``). ``count`` occurrences each.
+
+``during: P`` (``trigger`` is its alias) strikes at each such rising edge; with ``target:
+phase-holder`` an instance ``ctx.phase_holders(P)`` names at that poll.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from chaos.context import FaultContext, InjectRecord, Ledger
 from chaos.faults import ChaosFault, FaultError, NotRunning
 from chaos.registry import FAULTS
 from chaos.schedule import PlannedFault, occurrence, plan, random_kills
-from ftctl.config.scenario import FAULT_TYPES, RECOVERING, TRIGGER_PHASES, Scenario
+from ftctl.config.scenario import FAULT_TYPES, PHASE_HOLDER, RECOVERING, Scenario
 from ftctl.kernel.history import HistoryEvent, read_history
 
 POLL = 0.01  # seconds between looks at the triggers' phases (snapshot/recovery)
@@ -98,10 +101,8 @@ class _Trigger:
 
     @property
     def phase(self) -> str | None:
-        """The phase whose rising edge it waits for (a trigger's or an ``after``'s)."""
-        if self.template.after_phase is not None:
-            return self.template.after_phase
-        return TRIGGER_PHASES.get(self.template.trigger or "")
+        """The phase whose rising edge it waits for (a ``during``'s or an ``after``'s)."""
+        return self.template.after_phase or self.template.during
 
 
 class Nemesis:
@@ -126,7 +127,7 @@ class Nemesis:
         self._schedule = sorted(schedule, key=_plan_order)
         self._timed = sorted((p for p in schedule if p.at is not None), key=_timed_order)
         self._triggers = [_Trigger(p) for p in schedule
-                          if p.at is None and (p.trigger is not None or p.after_phase)]
+                          if p.at is None and (p.during is not None or p.after_phase)]
         # after: {fault: i}: fault index -> its followers; planned occurrences wait in
         # _due (under _lock) until the nemesis thread takes them
         self._followers: dict[int, list[_Trigger]] = {}
@@ -294,11 +295,28 @@ class Nemesis:
             if trig.template.after_phase is not None:
                 self._follow(trig, now)  # after: {phase: ...}: delay from the edge
             else:
-                planned = occurrence(trig.template, trig.fired, self.ctx.instances(),
-                                     self.seed, now)
+                planned: PlannedFault | None = occurrence(
+                    trig.template, trig.fired, self.ctx.instances(), self.seed, now)
                 trig.fired += 1
-                self._fire(planned, now)
+                if planned is not None and planned.target == PHASE_HOLDER:
+                    planned = self._holder(planned, str(trig.phase), now)
+                if planned is not None:
+                    self._fire(planned, now)
         trig.was_on = on
+
+    def _holder(self, planned: PlannedFault, phase: str, now: float) -> PlannedFault | None:
+        """``target: phase-holder``: an instance holding ``phase`` now (the kernel's phase
+        set, through the context), drawn with the occurrence's seed; None (and a
+        ``fault-error``) when only the coordinator holds it."""
+        try:
+            held = sorted(self.ctx.phase_holders(phase))
+        except Exception:
+            held = []  # a context that cannot tell has no holder
+        if not held:
+            self._event("fault-error", planned, error=f"no instance holds {phase}", at=now,
+                        offset=round(now, 6), planned=planned.to_json())
+            return None
+        return replace(planned, target=random.Random(planned.seed).choice(held))
 
     def _follow(self, follower: _Trigger, now: float) -> None:
         """Plan the follower's next occurrence ``delay`` after ``now`` (an offset)."""

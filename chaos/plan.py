@@ -18,7 +18,6 @@ from ftctl.config.scenario import (
     CONTAINER_FAULTS,
     FAULT_TYPES,
     RECOVERING,
-    TRIGGER_PHASES,
     WORKER_KEY,
     parse_target,
 )
@@ -116,21 +115,25 @@ def check_delivery(source: str, fault: str, target: str, duration: float | None,
 
 
 def check_triggers(schedule: Schedule, protocols: Sequence[Any]) -> None:
-    """Refuse a trigger or an ``after: {phase: ...}`` on a phase one of ``protocols``
-    never enters: it would never fire (or, asked of the wrong protocol, fire at nonsense
-    times). Every protocol enters ``recovering``."""
+    """Refuse a trigger, a ``during`` or an ``after: {phase: ...}`` on a phase one of
+    ``protocols`` never enters: it would never fire (or, asked of the wrong protocol, fire
+    at nonsense times). Every protocol enters ``recovering``."""
     for p in schedule.faults:
-        phase = TRIGGER_PHASES.get(p.trigger or "")
         for info in protocols:
-            if phase is not None and phase not in phases_of(info):
-                raise ConfigError(schedule.source, "trigger",
-                                  f"{p.trigger} needs a protocol that takes snapshots; "
-                                  f"{info.name} never enters {phase!r} (its phases: "
-                                  f"{', '.join(info.phases) or 'none'})")
-            if p.after_phase is not None and p.after_phase not in phases_of(info):
+            known = phases_of(info)
+            if p.during is not None and p.during not in known:
+                if p.trigger is not None:  # the alias keeps its own field and wording
+                    raise ConfigError(schedule.source, "trigger",
+                                      f"{p.trigger} needs a protocol that takes snapshots; "
+                                      f"{info.name} never enters {p.during!r} (its phases: "
+                                      f"{', '.join(known)})")
+                raise ConfigError(schedule.source, f"faults[{p.index}].during",
+                                  f"{info.name} never enters phase {p.during!r} (its "
+                                  f"phases: {', '.join(known)})")
+            if p.after_phase is not None and p.after_phase not in known:
                 raise ConfigError(schedule.source, f"faults[{p.index}].after.phase",
                                   f"{info.name} never enters phase {p.after_phase!r} (its "
-                                  f"phases: {', '.join(phases_of(info))})")
+                                  f"phases: {', '.join(known)})")
 
 
 def phases_of(info: Any) -> tuple[str, ...]:

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from chaos.registry import FAULTS
-from ftctl.config.scenario import Scenario, parse_target, relation_error
+from ftctl.config.scenario import PHASE_HOLDER, Scenario, parse_target, relation_error
 
 # Where `--kill N` puts its kills: the middle 60% of the run, away from start-up and the
 # drain at the end, where a kill says little about steady-state recovery.
@@ -50,6 +50,9 @@ class PlannedFault:
     target: str  # resolved, see the module doc
     at: float | None  # seconds after the scheduler starts; None while waiting for a trigger
     trigger: str | None = None
+    # The phase a trigger template strikes in (``during: P``, or its ``trigger``'s);
+    # a ``phase-holder`` target is resolved when it strikes.
+    during: str | None = None
     count: int | None = None  # trigger templates: how many occurrences (None: no limit)
     # Relative templates (``after``): strike ``delay`` s after each injection of fault
     # ``after_fault`` (its index) or each entry into ``after_phase``, ``count`` times.
@@ -88,6 +91,8 @@ def resolve_target(
     fault_type: str, target: str, instances: Sequence[str], seed: int, index: int, occurrence: int
 ) -> str:
     """The target a planned occurrence names (see the module doc)."""
+    if target == PHASE_HOLDER:
+        return target  # whoever holds the phase when it strikes
     parsed = parse_target(target)
     if FAULTS[fault_type].scope == "group":
         if parsed.kind in ("instance", "operator"):
@@ -141,7 +146,8 @@ def plan(scenario: Scenario, instances: Sequence[str], duration: float) -> list[
         after = fault.after
         template = PlannedFault(
             index=index, occurrence=0, type=fault.type, target=fault.target, at=None,
-            trigger=fault.trigger, count=fault.count, duration=fault.duration,
+            trigger=fault.trigger, during=fault.phase, count=fault.count,
+            duration=fault.duration,
             window=fault.window, params=dict(fault.typed_params().model_dump()),
             optional=fault.optional, retarget=fault.target == "random",
         )
@@ -150,7 +156,7 @@ def plan(scenario: Scenario, instances: Sequence[str], duration: float) -> list[
                 template, count=fault.count or 1, delay=after.delay,
                 after_fault=None if after.fault is None else ids[after.fault],
                 after_phase=after.phase)
-        if fault.trigger is not None or after is not None:
+        if fault.phase is not None or after is not None:
             # Checked now so a bad target fails before the run, not at the first trigger.
             resolve_target(fault.type, fault.target, instances, scenario.seed, index, 0)
             planned.append(template)

@@ -34,6 +34,7 @@ class FakeContext:
         self.snapshot = False
         self.recovering = False
         self.phases: set[str] = set()  # phases the fake protocol has open
+        self.holders: dict[str, list[str]] = {}  # phase -> the instances holding it
         self._lock = threading.Lock()
         self._next_worker = 0
 
@@ -148,6 +149,9 @@ class FakeContext:
 
     def phase_active(self, phase: str) -> bool:
         return phase in self.phases
+
+    def phase_holders(self, phase: str) -> list[str]:
+        return list(self.holders.get(phase, ()))
 
 
 def _settle(proc: psutil.Process, *, stopped: bool, within: float = 5.0) -> None:

@@ -420,8 +420,8 @@ def test_good_scenario_fills_params(tmp_path: Path) -> None:
         (
             "at: 3.0, target",
             "at: 3.0, every: 1, target",
-            ":4: faults[0]: give exactly one of 'at', 'every', 'trigger' or 'after' (got 'at' "
-            "and 'every')",
+            ":4: faults[0]: give exactly one of 'at', 'every', 'trigger', 'during' or 'after' "
+            "(got 'at' and 'every')",
         ),
         ("{ms: 20}", "{ms: fast}", ":10: faults[1].params.ms: expected a number, got 'fast'"),
         ("{ms: 20}", "{msec: 20}", ":10: faults[1].params: unknown field 'msec'"),

@@ -14,6 +14,7 @@ from ftctl.runtime.messages import Batch, Marker
 from protocols.contract.actions import (
     CommitOutput,
     Control,
+    DeclarePhase,
     DiscardSnapshots,
     Note,
     Persist,
@@ -113,6 +114,9 @@ def test_stateful_instance_aligns_on_epochs_and_checkpoints_lazily() -> None:
     assert done0[1].msg.records == [("a", 2, 0)]  # the count went on from epoch 0
     close(2, 1)
     done1 = close(4, 1)
+    # snapshotting is open from the checkpoint's Persist until the coordinator has it
+    assert done1[0] == DeclarePhase("snapshotting", True, 1)
+    done1 = done1[1:]
     assert [type(a).__name__ for a in done1] == ["Persist", "Report", "Send"]
     assert done1[0].ref == 5 and done1[1].msg == Available(1, "checkpointed", False)
     assert ev(4, batch(1, 3, "z")) == []  # epoch 1 is closed on channel 4: dropped

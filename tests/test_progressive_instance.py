@@ -17,6 +17,7 @@ from ftctl.runtime.messages import Batch, Marker
 from protocols.contract import (
     BatchIn,
     ControlIn,
+    DeclarePhase,
     Emit,
     InstanceId,
     InstanceView,
@@ -191,7 +192,8 @@ def check_u8(cls: Cls = ProgressiveInstance) -> None:
     assert isinstance(acts[1], Persist) and acts[1].ref == 1
     assert acts[1].blob["pos"] == {0: 501, 1: 501}
     assert acts[2] == Report(Checkpointed(1, 0))  # a Persisted of generation 0
-    assert sent(acts[3:]) == [(1002, [("k", 1001)])] and acts[3].channel == ch
+    assert acts[3] == DeclarePhase("snapshotting", True, 1)  # until the coordinator has it
+    assert sent(acts[4:]) == [(1002, [("k", 1001)])] and acts[4].channel == ch
 
 
 def test_u8_no_recovery_buffering_in_normal_mode_and_punctuations_align() -> None:

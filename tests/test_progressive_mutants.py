@@ -26,6 +26,23 @@ def run_check(instance: type[ProgressiveInstance]) -> Callable[[], None]:
     return lambda: check_runs(True, range(3), {"instance": instance})
 
 
+def phase_contract_check(coordinator: type[Any]) -> Callable[[], None]:
+    """The kit's phase-triggered runs (a crash in recovering) keep the phase contract."""
+    def check() -> None:
+        from dataclasses import replace
+
+        from ftctl.sim.runner import Simulator
+        from protocols.progressive.spec import SPEC
+        from tests.conftest import load
+
+        sim = Simulator(load("wordcount"), replace(SPEC, coordinator=coordinator), {},
+                        during="recovering")
+        for seed in range(1, 3):
+            verdict = sim.run_one(seed).verdict
+            assert verdict.passed, verdict.totals()
+    return check
+
+
 CAUGHT_BY: dict[str, Callable[[], Any]] = {
     **{name: planner_check(name) for name in m.PLANNER_BUGS},
     "no-replan": lambda: check_u3(m.NoReplan),
@@ -38,6 +55,7 @@ CAUGHT_BY: dict[str, Callable[[], Any]] = {
     "no-adaptive-buffering": run_check(m.NoAdaptiveBuffering),
     "trim-on-persist": lambda: check_u6(m.TrimOnPersist),
     "sink-no-counts": lambda: check_sink(m.SinkNoCounts),
+    "recovering-left-open": phase_contract_check(m.RecoveringLeftOpen),
 }
 
 
@@ -58,6 +76,7 @@ def test_the_checks_pass_unmutated() -> None:
     check_examples()
     check_u3()
     check_ready()
+    phase_contract_check(m.ProgressiveCoordinator)()
     check_e6()
     check_dedup()
     check_u6()

@@ -55,10 +55,13 @@ def test_the_lifecycle_records_keep_the_fields_the_spark_host_wrote() -> None:
     assert lc.running(["b", "a"]) == Log("instance-running", {"instances": ["a", "b"]})
     assert lc.running(["a"], {"a": "w0"}).data == {"instances": ["a"], "placement": {"a": "w0"}}
     assert lc.settled(1.0, idle=True) == []  # no recovery under way
-    lc.detected(2.0)
-    lc.detected(3.0)  # during the recovery: it still counts from the first
+    assert lc.detected(2.0) == [Log("phase-entered", {"phase": "recovering", "key": 1,
+                                                         "by": "kernel"})]
+    assert lc.detected(3.0) == []  # during the recovery: it still counts from the first
     assert lc.settled(4.0, idle=False) == []
-    assert lc.settled(4.5, idle=True) == [Log("recovered", {"seconds": 2.5})]
+    assert lc.settled(4.5, idle=True) == [Log("recovered", {"seconds": 2.5}),
+                                          Log("phase-left", {"phase": "recovering", "key": 1,
+                                                         "by": "kernel"})]
     assert not lc.recovering
     lc.source_restarted("s", 1, 40)
     assert lc.waiting("s", 1)

@@ -196,13 +196,13 @@ def test_after_a_declared_phase_follows_declare_phase(tmp_path: Path) -> None:
      "error: chaos/rack-failure.yaml: target: kill-group: no worker has labels rack=a"),
     (["topologies/wordcount.yaml", "--scenario", "chaos/kill-sharder.yaml"],
      "error: chaos/kill-sharder.yaml: faults: fault 0 (kill-task): no instance 'sharder[0]'"),
-    (["topologies/wordcount.yaml", "-p", "causal", "--scenario",
+    (["topologies/wordcount.yaml", "-p", "lineage", "--scenario",
       "chaos/kill-during-checkpoint.yaml"],
      "error: chaos/kill-during-checkpoint.yaml: trigger: during-checkpoint needs a protocol "
-     "that takes snapshots; causal never enters 'snapshotting'"),
-    (["topologies/wordcount.yaml", "-p", "causal", "--scenario", "PHASE"],
-     "error: PHASE: faults[0].after.phase: causal never enters phase 'snapshotting' (its "
-     "phases: recovering)"),
+     "that takes snapshots; lineage never enters 'snapshotting'"),
+    (["topologies/wordcount.yaml", "-p", "lineage", "--scenario", "PHASE"],
+     "error: PHASE: faults[0].after.phase: lineage never enters phase 'snapshotting' (its "
+     "phases: recovering, replaying, purging)"),
     (["topologies/wordcount.yaml", "--faults", "crash,kill"],
      "error: --faults: unknown fault kind 'kill'"),
     (["topologies/wordcount.yaml", "--faults", "pause", "--scenario", "chaos/flapping.yaml"],

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.markup import escape
@@ -78,6 +78,12 @@ def sim(
         Path | None,
         typer.Option("--scenario", help="Replay this chaos-scenario file (chaos/*.yaml) "
                      "instead of random schedules; its seconds scale onto the simulated run."),
+    ] = None,
+    during: Annotated[
+        str | None,
+        typer.Option("--during", help="Phase-triggered schedules, as the conformance kit's "
+                     "~during- cases: each also crashes an instance holding this phase at one "
+                     "of its first openings, and is judged on the phase contract too."),
     ] = None,
     workers: Annotated[int, typer.Option(
         "--workers", min=1, help="With --scenario: simulated nodes w0, w1, ...")] = 2,
@@ -158,8 +164,14 @@ def sim(
     if scenario is not None and kinds != CRASH_ONLY:
         raise ConfigError("--faults", None, "draws random schedules; --scenario replays a file "
                           "instead: give one of them")
+    if scenario is not None and during is not None:
+        raise ConfigError("--during", None, "adds to random schedules; --scenario replays a "
+                          "file instead (its faults may use during: PHASE): give one of them")
     topo = load_topology(topology).with_input(records=records)
     info, given = protocol_and_params(protocol, param)
+    if during is not None and during not in (known := _phases(info)):
+        raise ConfigError("--during", None, f"{info.name} never enters phase {during!r} (its "
+                          f"phases: {', '.join(known)})")
     for why in refusals(given, topo):  # a topology outside the protocol's scope
         raise ConfigError(str(topology), "--protocol", why)
     guarantee = _guarantee(expect) if expect else None
@@ -169,7 +181,8 @@ def sim(
     planned = (_scenario(scenario, topo, workers, node_label, info, slots or [])
                if scenario is not None else None)
     # What another process or an executor needs to rebuild this simulator (-j, --master).
-    job = SimJob(topo, info.name, given, guarantee, max_failures, max_burst, kinds, planned)
+    job = SimJob(topo, info.name, given, guarantee, max_failures, max_burst, kinds, planned,
+                 during)
     with function_errors(str(topology), topo):
         simulator = job.simulator()
     if determinism:
@@ -281,6 +294,12 @@ def _scenario(path: Path, topo: Topology, workers: int, labels: list[str] | None
                              protocol=protocol, slots=per_node)
 
 
+def _phases(info: Any) -> tuple[str, ...]:
+    from chaos.plan import phases_of  # the chaos package only when --during is given
+
+    return phases_of(info)
+
+
 def _kinds(value: str) -> tuple[FaultKind, ...]:
     try:
         return parse_kinds(value)
@@ -301,7 +320,8 @@ def _faults_option(sim: Simulator) -> str:
                          for x in cluster if x)
         sized = "".join(f" --slots {v}" for v in sim.scenario.slot_options())
         return f" --scenario {sim.scenario.source} --workers {len(cluster)}{labels}{sized}"
-    return "" if sim.kinds == CRASH_ONLY else f" --faults {','.join(sim.kinds)}"
+    during = "" if sim.during is None else f" --during {sim.during}"
+    return during + ("" if sim.kinds == CRASH_ONLY else f" --faults {','.join(sim.kinds)}")
 
 
 def _guarantee(value: str) -> Guarantee:

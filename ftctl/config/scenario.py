@@ -196,7 +196,9 @@ assert set(FAULT_TYPES) == set(get_args(FaultType)), "FAULT_TYPES and FaultType 
 PARAMS: dict[str, type[BaseModel]] = {name: kind.params for name, kind in FAULT_TYPES.items()}
 # The most occurrences one fault may ask for (`count`): more is a typo, not a test.
 MAX_COUNT = 10_000
-WHEN = ("at", "every", "trigger", "after")
+WHEN = ("at", "every", "trigger", "during", "after")
+# The target of a phase-triggered fault that strikes the instance holding the phase.
+PHASE_HOLDER = "phase-holder"
 
 
 # ---------------------------------------------------------------- targets
@@ -230,7 +232,7 @@ def parse_target(text: str) -> Target:
 # The phase every run has: the host is recovering from a detected failure. Protocols
 # declare the others (ProtocolSpec.phases, e.g. checkpoint's `snapshotting`).
 RECOVERING = "recovering"
-# The phase each trigger waits for.
+# The phase each trigger waits for: `trigger: T` is `during: TRIGGER_PHASES[T]`.
 TRIGGER_PHASES: dict[str, str] = {"during-checkpoint": "snapshotting",
                                   "during-recovery": RECOVERING}
 _DELAY_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(ms|s)?\s*$")
@@ -299,7 +301,15 @@ class Fault(_Strict):
         "`after`: after how many occurrences of what it follows, omitted = 1.",
     )
     trigger: Trigger | None = Field(
-        default=None, description="Strike when the run reaches this phase."
+        default=None, description="Strike when the run reaches this phase: "
+        "`during-checkpoint` is `during: snapshotting`, `during-recovery` is "
+        f"`during: {RECOVERING}`."
+    )
+    during: str | None = Field(
+        default=None, pattern=rf"^{_NAME}$",
+        description="Strike while this protocol phase is open (`snapshotting`, "
+        f"`{RECOVERING}`, `takeover`..., see docs/chaos.md), once per opening; `count` "
+        f"as for triggers. `target: {PHASE_HOLDER}` strikes an instance holding it.",
     )
     after: After | None = Field(
         default=None,
@@ -309,7 +319,8 @@ class Fault(_Strict):
     target: str = Field(
         pattern=TARGET_PATTERN,
         description="An instance (`count[1]`), an operator (`count`), a worker label "
-        "selector (`rack=a`; `worker=w1` names a worker) or `random`.",
+        "selector (`rack=a`; `worker=w1` names a worker), `random`, or with `during` "
+        f"`{PHASE_HOLDER}` (an instance holding the phase when it strikes).",
     )
     window: float | None = Field(
         default=None,
@@ -359,9 +370,17 @@ class Fault(_Strict):
         given = [k for k in WHEN if getattr(self, k) is not None]
         if len(given) != 1:
             what = "none" if not given else " and ".join(f"'{k}'" for k in given)
-            raise ValueError(f"give exactly one of 'at', 'every', 'trigger' or 'after' "
-                             f"(got {what})")
+            raise ValueError(f"give exactly one of 'at', 'every', 'trigger', 'during' or "
+                             f"'after' (got {what})")
+        if self.target == PHASE_HOLDER and self.phase is None:
+            raise ValueError(f"target {PHASE_HOLDER} goes with 'during' or 'trigger': "
+                             "only a phase has a holder")
         return self
+
+    @property
+    def phase(self) -> str | None:
+        """The phase a `during` or `trigger` fault strikes in (None for the others)."""
+        return self.during or TRIGGER_PHASES.get(self.trigger or "")
 
     def typed_params(self) -> BaseModel:
         """The params validated by this fault type's model (raises pydantic ValidationError)."""

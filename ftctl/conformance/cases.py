@@ -40,6 +40,10 @@ KIND_SUFFIXES: dict[tuple[FaultKind, ...], str] = {
 # A protocol with timers (``ProtocolSpec.timings``) runs every case again with them scaled
 # down, a case named with this suffix.
 SHORT_TIMINGS_SUFFIX = "@short-timings"
+# Phase-triggered cases (``phase_cases``) are named with this and the phase, and run on
+# this topology where the protocol accepts it.
+DURING_SUFFIX = "~during-"
+PHASE_TOPOLOGY = "wordcount"
 
 
 def variants_of(protocol: str) -> tuple[Variant, ...]:
@@ -111,6 +115,7 @@ class GuaranteeCase:
     schedules: int = 0  # for the gate; the kit takes N from the user
     kinds: tuple[FaultKind, ...] = CRASH_ONLY  # what the schedules draw
     timings: tuple[tuple[str, Any], ...] = ()  # timer params overlaid (short timings)
+    during: str | None = None  # a phase-triggered case: a crash while this phase is open
 
     @property
     def name(self) -> str:
@@ -121,7 +126,8 @@ class GuaranteeCase:
         timing = SHORT_TIMINGS_SUFFIX if self.timings else ""
         faults = "" if self.kinds == CRASH_ONLY else KIND_SUFFIXES.get(self.kinds,
                                                                        ALL_FAULTS_SUFFIX)
-        return f"{self.topology.stem}-{self.protocol}{suffix}{timing}{faults}"
+        during = f"{DURING_SUFFIX}{self.during}" if self.during else ""
+        return f"{self.topology.stem}-{self.protocol}{suffix}{timing}{faults}{during}"
 
     def schedules_for(self, n: int) -> int:
         """Schedules the kit runs for this case when each crash case runs ``n``."""
@@ -200,6 +206,21 @@ def mutant_kinds(protocol: str, timings: Mapping[str, Any]) -> list[tuple[FaultK
     crashes (the pinned catches), then the correlated kinds. (Every kind at once caught no
     shipped mutant the others miss, and would double the search.)"""
     return [CRASH_ONLY, *correlated_kinds(protocol, timings)]
+
+
+def phase_cases(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
+    """One case per phase ``protocol`` enters (``chaos.plan.phases_of``): its first
+    variant on one topology it accepts (wordcount where it can), each schedule with a
+    crash at an opening of the phase (``ftctl/sim/phase_faults.py``)."""
+    from chaos.plan import phases_of
+
+    first = variants_of(protocol)[0]
+    cases = [c for c in guarantee_cases(protocol, directory)
+             if c.variant == first and not c.timings]
+    if not cases:
+        return []
+    base = next((c for c in cases if c.topology.stem == PHASE_TOPOLOGY), cases[0])
+    return [replace(base, during=phase) for phase in phases_of(get_protocol(protocol))]
 
 
 def gate_of(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> dict[str, int]:

@@ -23,6 +23,7 @@ from ftctl.conformance.cases import (
     guarantee_cases,
     guarantee_of,
     mutant_kinds,
+    phase_cases,
     timing_overlays,
     too_large,
     topologies,
@@ -68,6 +69,8 @@ class CaseResult:
         extra = "".join(f" --param {k}={v}" for k, v in self.case.params.items())
         if self.case.kinds != CRASH_ONLY:
             extra += f" --faults {','.join(self.case.kinds)}"
+        if self.case.during is not None:
+            extra += f" --during {self.case.during}"
         return (f"ftctl sim {_shown(self.case.topology)} -p {self.case.protocol}{extra} "
                 f"--seed {self.failing_seeds[0]}")
 
@@ -96,6 +99,7 @@ class MutantResult:
     kinds: tuple[FaultKind, ...] = CRASH_ONLY  # what the catching schedule drew
     violations: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    during: str | None = None  # caught by the phase-triggered schedules of this phase
 
     @property
     def qualified(self) -> str:
@@ -111,6 +115,8 @@ class MutantResult:
         extra = "".join(f" --param {k}={v}" for k, v in self.timings.items())
         if self.kinds != CRASH_ONLY:
             extra += f" --faults {','.join(self.kinds)}"
+        if self.during is not None:
+            extra += f" --during {self.during}"
         return f"ftctl sim {_shown(self.topology)} -p {self.qualified}{extra} --seed {self.seed}"
 
     def to_json(self) -> dict[str, Any]:
@@ -118,6 +124,7 @@ class MutantResult:
                 "description": self.mutant.description, "caught": self.caught,
                 "topology": self.topology.stem if self.topology else None, "seed": self.seed,
                 "timings": self.timings or None, "faults": list(self.kinds),
+                "during": self.during,
                 "violations": self.violations, "schedules": self.schedules,
                 "reproduce": self.reproduce(), "seconds": round(self.seconds, 3)}
 
@@ -159,21 +166,25 @@ class Kit:
         self.topology_dir = topology_dir
         self.first_seed = first_seed
         self.progress = progress
-        self._sims: dict[tuple[str, str, Path, tuple[FaultKind, ...]], Simulator] = {}
+        self._sims: dict[tuple[str, str, Path, tuple[FaultKind, ...], str | None],
+                         Simulator] = {}
         self._broken: dict[Path, str] = {}  # topologies whose simulator cannot be built
-        self._holds: dict[tuple[str, str, Path, tuple[FaultKind, ...], int], bool] = {}
+        # (protocol, params, topology, kinds, seed, phase-triggered on) -> the protocol held
+        self._holds: dict[tuple[str, str, Path, tuple[FaultKind, ...], int, str | None],
+                          bool] = {}
 
     def topologies(self) -> list[Path]:
         return topologies(self.topology_dir)
 
     def _sim(self, protocol: str, params: dict[str, Any], topology: Path,
-             kinds: tuple[FaultKind, ...] = CRASH_ONLY) -> Simulator:
-        key = (protocol, repr(sorted(params.items())), topology, kinds)
+             kinds: tuple[FaultKind, ...] = CRASH_ONLY, during: str | None = None) -> Simulator:
+        key = (protocol, repr(sorted(params.items())), topology, kinds, during)
         sim = self._sims.get(key)
         if sim is None:
             info = get_protocol(protocol)  # a mutant declares its protocol's guarantee
             judged = guarantee_of(info, params, topology)
-            sim = Simulator(load_topology(topology), info, params, judged, kinds=kinds)
+            sim = Simulator(load_topology(topology), info, params, judged, kinds=kinds,
+                            during=during)
             self._sims[key] = sim
         return sim
 
@@ -189,7 +200,8 @@ class Kit:
         result = CaseResult(case, 0, 0, [], {})
         crash_only = case.kinds == CRASH_ONLY
         try:
-            sim = self._sim(case.protocol, case.params, case.topology, case.kinds)
+            sim = self._sim(case.protocol, case.params, case.topology, case.kinds,
+                            case.during)
         except Exception as exc:  # a topology the host cannot run: reported, not a crash
             result.error = self._broken[case.topology] = f"{type(exc).__name__}: {exc}"
             self._tick(case.name)
@@ -206,7 +218,7 @@ class Kit:
             result.failures_injected += stats.failures if crash_only else stats.injected
             held = outcome.verdict.passed
             # what mutants are judged against
-            self._holds[(case.protocol, key, case.topology, case.kinds, seed)] = held
+            self._holds[(case.protocol, key, case.topology, case.kinds, seed, case.during)] = held
             if not held:
                 result.failing_seeds.append(seed)
                 for k, v in outcome.verdict.totals().items():
@@ -216,10 +228,11 @@ class Kit:
         return result
 
     def _protocol_holds(self, protocol: str, params: dict[str, Any], topology: Path,
-                        seed: int, kinds: tuple[FaultKind, ...] = CRASH_ONLY) -> bool:
-        key = (protocol, repr(sorted(params.items())), topology, kinds, seed)
+                        seed: int, kinds: tuple[FaultKind, ...] = CRASH_ONLY,
+                        during: str | None = None) -> bool:
+        key = (protocol, repr(sorted(params.items())), topology, kinds, seed, during)
         if key not in self._holds:
-            sim = self._sim(protocol, params, topology, kinds)
+            sim = self._sim(protocol, params, topology, kinds, during)
             self._holds[key] = sim.run_one(seed).verdict.passed
         return self._holds[key]
 
@@ -228,25 +241,33 @@ class Kit:
                    kinds: list[tuple[FaultKind, ...]] | None = None) -> MutantResult:
         """Seeds in order, each on every topology (or ``only`` these) at each of the
         protocol's timings, drawing crashes, then every kind, then the correlated kinds
-        (``mutant_kinds``; or only ``kinds``), until one catches it."""
+        (``mutant_kinds``; or only ``kinds``), then on each phase-triggered case, until one
+        catches it."""
         import time
 
         started = time.perf_counter()
         qualified = f"{protocol}/{mutant.name}"
         variant = dict(mutant.params)
         result = MutantResult(protocol, mutant)
-        runs = [(topology, timing, k) for topology in only or self.topologies()
-                for timing in timing_overlays(protocol, variant)
-                for k in mutant_kinds(protocol, timing) if kinds is None or k in kinds]
+        runs: list[tuple[Path, dict[str, Any], tuple[FaultKind, ...], str | None]] = [
+            (topology, timing, k, None) for topology in only or self.topologies()
+            for timing in timing_overlays(protocol, variant)
+            for k in mutant_kinds(protocol, timing) if kinds is None or k in kinds]
         # crashes first within a seed: the catches pinned before the other kinds ran
         runs.sort(key=lambda r: r[2] != CRASH_ONLY)
+        # A bug in what a protocol does while in a phase (or in its phase declarations)
+        # shows where a crash strikes in the phase: the phase-triggered schedules too.
+        if kinds is None or CRASH_ONLY in kinds:
+            runs += [(c.topology, {}, CRASH_ONLY, c.during)
+                     for c in phase_cases(protocol, self.topology_dir)
+                     if only is None or c.topology in only]
         for seed in range(self.first_seed, self.first_seed + n):
-            for topology, timing, drawn in runs:
+            for topology, timing, drawn, during in runs:
                 params = {**variant, **timing}
                 if topology in self._broken or not accepts(protocol, params, topology):
                     continue  # reported with the guarantee cases, or out of scope
                 try:
-                    sim = self._sim(qualified, params, topology, drawn)
+                    sim = self._sim(qualified, params, topology, drawn, during)
                 except Exception as exc:  # the topology cannot run: no verdict either way
                     self._broken[topology] = f"{type(exc).__name__}: {exc}"
                     continue
@@ -262,12 +283,13 @@ class Kit:
                     # runs this schedule without crashing.
                     violations = {f"crashed ({type(exc).__name__})": 1}
                 try:
-                    if not self._protocol_holds(protocol, params, topology, seed, drawn):
+                    if not self._protocol_holds(protocol, params, topology, seed, drawn,
+                                                during):
                         continue  # the protocol breaks here too: no evidence against the mutant
                 except Exception:
                     continue
                 result.topology, result.seed, result.timings = topology, seed, timing
-                result.kinds = drawn
+                result.kinds, result.during = drawn, during
                 result.violations = violations
                 result.seconds = time.perf_counter() - started
                 return result
@@ -287,6 +309,8 @@ class Kit:
                 report.cases.append(self.run_case(case, case.schedules_for(n)))
             for case in correlated_cases(protocol, self.topology_dir):
                 report.cases.append(self.run_case(case, case.schedules_for(n)))
+            for case in phase_cases(protocol, self.topology_dir):
+                report.cases.append(self.run_case(case, n))
             if mutants:
                 for m in mutants_of(protocol):
                     report.mutants.append(self.run_mutant(protocol, m, n))
@@ -301,8 +325,11 @@ class Kit:
             total += len(guarantee_cases(p, self.topology_dir)) * n
             total += sum(c.schedules_for(n) for c in all_faults_cases(p, self.topology_dir))
             total += sum(c.schedules_for(n) for c in correlated_cases(p, self.topology_dir))
+            phases = len(phase_cases(p, self.topology_dir))
+            total += phases * n
             if mutants:
                 for m in mutants_of(p):
-                    total += n * tops * sum(len(mutant_kinds(p, t))
-                                            for t in timing_overlays(p, dict(m.params)))
+                    total += n * (tops * sum(len(mutant_kinds(p, t))
+                                             for t in timing_overlays(p, dict(m.params)))
+                                  + phases)
         return total

@@ -26,6 +26,7 @@ from ftctl.kernel.commands import (
 )
 from ftctl.kernel.lifecycle import Lifecycle, stopped
 from ftctl.kernel.outputs import Outputs
+from ftctl.kernel.phases import Phases
 from ftctl.kernel.placement import Placement, Slots
 from ftctl.kernel.routing import Routing
 from ftctl.runtime.graph import ExecutionGraph
@@ -35,6 +36,7 @@ from protocols.contract.actions import (
     CommitOutput,
     Control,
     CoordinatorAction,
+    DeclarePhase,
     DiscardSnapshots,
     DiscardStaged,
     Note,
@@ -84,8 +86,10 @@ class CoordinatorKernel:
         # Without slots (a host that models no nodes) every restart starts at once.
         self.placement = Placement(slots)
         self.routing = Routing()
+        # Open phase occurrences and who holds them (``recovering``: the lifecycle's).
+        self.open_phases = Phases()
         # When a recovery starts and ends: the lifecycle records of both hosts.
-        self.lifecycle = Lifecycle()
+        self.lifecycle = Lifecycle(phases=self.open_phases)
 
     # ------------------------------------------------------------ ClusterView
 
@@ -103,7 +107,7 @@ class CoordinatorKernel:
 
     @property
     def phases(self) -> frozenset[str]:
-        return frozenset()
+        return self.open_phases.names()
 
     def status(self, i: InstanceId) -> Status:
         return self._status[i]
@@ -148,18 +152,24 @@ class CoordinatorKernel:
         ev = ReportIn(InstanceId(about), self.inc[about], msg, now)
         return self._apply(self.logic.handle(ev, self))
 
-    def lost(self, instance: str) -> None:
-        """A unit died (crash, kill): its incarnation is stale from now on."""
-        self._fence(instance)
+    def lost(self, instance: str) -> list[HostCommand]:
+        """A unit died (crash, kill): its incarnation is stale from now on, and the
+        phases it held are left (the records to write)."""
+        return self._fence(instance)
+
+    def declare(self, holder: str | None, a: DeclarePhase) -> list[HostCommand]:
+        """A ``DeclarePhase`` of unit ``holder`` (None: the coordinator's own, held by
+        ``a.holder``): the phase set changes; the record to write."""
+        return list(self.open_phases.declare(a.phase, a.on, a.key, a.holder or holder))
 
     def failure(self, instances: frozenset[str], now: float,
                 cause: FailureCause = "exit",
                 nodes: frozenset[str] = frozenset()) -> list[HostCommand]:
         self._now = now
-        self.lifecycle.detected(now)
+        cmds: list[HostCommand] = list(self.lifecycle.detected(now))
         ev = FailureDetected(frozenset(InstanceId(i) for i in instances), now, cause,
                              nodes=nodes)
-        return self._apply(self.logic.handle(ev, self))
+        return cmds + self._apply(self.logic.handle(ev, self))
 
     def capacity_changed(self, now: float) -> list[HostCommand]:
         """Nodes left or came back: the protocol hears it, waiting restarts get slots."""
@@ -216,21 +226,21 @@ class CoordinatorKernel:
 
     # ------------------------------------------------------------ actions
 
-    def _fence(self, instance: str) -> None:
+    def _fence(self, instance: str) -> list[HostCommand]:
         self.inc[instance] += 1
         self._status[instance] = "stopped"
         self.held.pop(instance, None)
         self.pending.pop(instance, None)
         self.placement.stopped(instance)
+        return list(self.open_phases.drop_holder(instance, "stopped"))
 
     def _apply(self, actions: list[CoordinatorAction]) -> list[HostCommand]:
         cmds: list[HostCommand] = []
         groups: dict[str, list[tuple[str, int]]] = {}
         for a in actions:
             if isinstance(a, Stop):
-                for i in a.instances:
-                    self._fence(i)
-                cmds += [Fence(tuple(a.instances)), stopped(a.instances)]
+                left = [c for i in a.instances for c in self._fence(i)]
+                cmds += [Fence(tuple(a.instances)), stopped(a.instances), *left]
             elif isinstance(a, Restart):
                 cmds += self._restart(a, groups)
             elif isinstance(a, Control):
@@ -260,6 +270,8 @@ class CoordinatorKernel:
                 cmds += self.route(a.slot, a.to)
             elif isinstance(a, RollBack):
                 cmds += self._rollback(a)
+            elif isinstance(a, DeclarePhase):
+                cmds += self.declare(None, a)
             else:
                 raise TypeError(f"not a coordinator action: {a!r}")
         # A plan's restarts start together: a job resumes once its replacements are up.
@@ -287,8 +299,9 @@ class CoordinatorKernel:
             return []
         cmds: list[HostCommand] = []
         if self._status[i] == "running":
-            self._fence(i)  # restarting a running instance stops it first
-            cmds += [Fence((i,)), stopped((i,))]
+            # restarting a running instance stops it first
+            left = self._fence(i)
+            cmds += [Fence((i,)), stopped((i,)), *left]
         self.pending[i] = a
         self._status[i] = "pending"
         key = "plan" if a.release == "plan" else (a.release or f"alone:{i}")

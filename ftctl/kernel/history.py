@@ -105,8 +105,10 @@ KINDS: dict[str, KindSpec] = {
     "frame-lost": KindSpec("a frame to (instance) was lost to a channel fault", ("sender",),
                            instance=True),
     # ---------------------------------------------------------------- phases, capacity
-    "phase-entered": KindSpec("a protocol phase began", ("phase", "key")),
-    "phase-left": KindSpec("a protocol phase ended", ("phase", "key")),
+    "phase-entered": KindSpec("a protocol phase began; (instance): its holder; (by): "
+                              "kernel for the kernel's own", ("phase", "key"), ("by",)),
+    "phase-left": KindSpec("a protocol phase ended; (reason): its holder stopped",
+                           ("phase", "key"), ("reason", "by")),
     "node-down": KindSpec("a simulated node was lost with its instances",
                           ("node", "instances")),
     "node-up": KindSpec("a simulated node (or its replacement) is back", ("node",)),

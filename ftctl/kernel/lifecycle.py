@@ -12,25 +12,33 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from ftctl.kernel.commands import Log
+from ftctl.kernel.phases import KERNEL, RECOVERING, Phases
 
 
 class Lifecycle:
     """Whether a recovery is under way (from its first detection until every start group
     is released), and the offsets restarted sources had reached before their restart."""
 
-    def __init__(self, digits: int = 4) -> None:
+    def __init__(self, digits: int = 4, phases: Phases | None = None) -> None:
         self.digits = digits  # of ``recovered``'s seconds: the host's clock resolution
         self.recovering = False
+        # A recovery is the kernel's occurrence of the ``recovering`` phase, keyed by its
+        # number, so triggers and ``ClusterView.phases`` see the same span as ``recovered``.
+        self.phases = phases if phases is not None else Phases()
+        self.recoveries = 0
         self.detected_at = 0.0
         # (source, incarnation) -> the furthest offset seen before that restart
         self.rewinding: dict[tuple[str, int], int] = {}
 
-    def detected(self, now: float) -> None:
+    def detected(self, now: float) -> list[Log]:
         """A failure was detected: a recovery starts, unless one is under way (then its
-        time still counts from the first detection)."""
-        if not self.recovering:
-            self.detected_at = now
+        time still counts from the first detection). Its ``phase-entered``, if it starts."""
+        if self.recovering:
+            return []
+        self.detected_at = now
         self.recovering = True
+        self.recoveries += 1
+        return self.phases.declare(RECOVERING, True, self.recoveries, None, origin=KERNEL)
 
     def running(self, members: Iterable[str],
                 placement: Mapping[str, str] | None = None) -> Log:
@@ -46,7 +54,9 @@ class Lifecycle:
         if not (self.recovering and idle):
             return []
         self.recovering = False
-        return [Log("recovered", {"seconds": round(now - self.detected_at, self.digits)})]
+        return [Log("recovered", {"seconds": round(now - self.detected_at, self.digits)}),
+                *self.phases.declare(RECOVERING, False, self.recoveries, None,
+                                     origin=KERNEL)]
 
     def source_restarted(self, source: str, incarnation: int, reached: int) -> None:
         self.rewinding[(source, incarnation)] = reached

@@ -50,7 +50,9 @@ class UnitPorts(Protocol):
     def set_timer(self, unit: Unit, key: str, after: float) -> None: ...
     def cancel_timer(self, unit: Unit, key: str) -> None: ...
     def note(self, kind: str, data: Mapping[str, Any]) -> None: ...
-    def phase(self, phase: str, on: bool, key: int | None) -> None: ...
+    def phase(self, phase: str, on: bool, key: int | None, holder: str | None = None) -> None:
+        """``holder``: the unit declaring it (the sim host's phase set records who holds
+        it; the Spark task's frames name their unit anyway)."""
     def suspect(self, instance: str, reason: str, by: Unit | None = None) -> None: ...
     # routing (ftctl/kernel/routing.py): a takeover moves a slot to another unit
     def route(self, slot: str, to: str) -> None: ...
@@ -121,7 +123,7 @@ def perform(unit: Unit, acts: list[InstanceAction], ports: UnitPorts) -> None:
         elif t is Note:
             ports.note(a.kind, a.data)
         elif t is DeclarePhase:
-            ports.phase(a.phase, a.on, a.key)
+            ports.phase(a.phase, a.on, a.key, unit.id)
         elif t is Suspect:
             ports.suspect(a.instance, a.reason, unit)
         elif t is Route:

@@ -94,6 +94,7 @@ class ChaosExtension(RunExtension):
             clock=host.now, instance_ids=ctx.graph.order, task_pids=host.task_pid,
             cluster=ctx.cluster, snapshot=host.snapshot_in_progress,
             recovery=host.recovery_in_progress, phase=partial(_phase_open, host),
+            holders=partial(_phase_holders, host),
             apply_channel=host.apply_channel,
             clear_channel=host.clear_channel,
             pid_mismatch=host.pid_mismatch,
@@ -270,6 +271,11 @@ def _agent_fault(host: Any, instance: str, op: str, seconds: float | None,
 
 
 def _phase_open(host: Any, phase: str) -> bool:
-    """Whether an instance has ``phase`` open (its DeclarePhase), for ``after: {phase}``.
-    The host thread changes the set while the nemesis reads it: read a copy."""
-    return any(name == phase for name, _key in set(host.phases))
+    """Whether ``phase`` is open in the kernel's phase set (its DeclarePhase), for
+    ``after: {phase}`` and ``during``. The set takes a lock: the host thread changes it."""
+    return bool(host.phases.active(phase))
+
+
+def _phase_holders(host: Any, phase: str) -> list[str]:
+    """The instances holding ``phase`` now, for ``target: phase-holder``."""
+    return list(host.phases.holders(phase))

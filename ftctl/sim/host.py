@@ -156,12 +156,11 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults):
         # Scenario triggers: called after each detection, and at the first Persist of
         # each snapshot id (the Spark host's "snapshot in progress" rule).
         self.on_detected: list[Callable[[], object]] = []
-        # Called with a phase's name when DeclarePhase opens it and no key of it was open.
+        # Called with a phase's name when DeclarePhase opens it and no occurrence of it
+        # was open (the kernel's phase set, ``kernel.open_phases``).
         self.on_phase: list[Callable[[str], object]] = []
-        self.open_phases: dict[str, set[int | None]] = {}
-        self.on_snapshot: list[Callable[[], object]] = []
         self.on_restart: list[Callable[[str], object]] = []  # correlated faults' follow-ups
-        self.snapshots_seen: set[int] = set()
+        self.openings_seen: dict[str, int] = {}
         # Lifecycle records (ftctl/kernel/lifecycle.py): start groups pushed but not yet
         # started, each source's furthest offset, and when sinks made output visible.
         self.lifecycle = self.kernel.lifecycle
@@ -296,6 +295,13 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults):
         self.stats.recoveries += 1
         self._apply(self.kernel.failure(failed, self.now, cause=cause))
         self._hooks(self.on_detected)
+
+    def _opened(self, phase: str) -> None:
+        """A phase-entered record: the phase was opened anew if its openings grew."""
+        opened = self.kernel.open_phases.openings.get(phase, 0)
+        if opened > self.openings_seen.get(phase, 0):
+            self.openings_seen[phase] = opened
+            self._phase_opened(phase)
 
     def _hooks(self, hooks: list[Callable[[], object]]) -> None:
         for hook in list(hooks):
@@ -470,6 +476,8 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults):
                 self._push(self.now + 0.0002, "rollback", c)  # as a control travels
             elif isinstance(c, Log):
                 self._log(c.kind, **c.data)
+                if c.kind == "phase-entered":
+                    self._opened(str(c.data["phase"]))
             elif isinstance(c, Trace):
                 self._note(c.text)
             elif isinstance(c, SetCoordinatorTimer):

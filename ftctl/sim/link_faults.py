@@ -92,7 +92,7 @@ class LinkFaults(Striking):
             return True  # lost with its receiver anyway
         if self.spared and not self._spare([to], "frame-lost"):
             return False
-        self.kernel.lost(to)
+        self._apply(self.kernel.lost(to))
         self._kill(to, crashed=False)
         self.stats.failures += 1
         self.stats.failed_instances.append(to)

@@ -48,7 +48,7 @@ class NodeFaults(Striking):
         victims = self.cluster.down(node)
         down = self._log("node-down", node=node, instances=victims)
         for v in victims:
-            self.kernel.lost(v)
+            self._apply(self.kernel.lost(v))
             self._kill(v)
         if victims:
             self.stats.failures += 1

@@ -20,6 +20,7 @@ from ftctl.sim.faults import NET_DELAY
 from ftctl.sim.link_faults import Link
 from ftctl.sim.striking import Striking
 from ftctl.store import MemoryStore, SinkStore
+from protocols.contract.actions import DeclarePhase
 from protocols.contract.events import Started, Suspected
 from protocols.contract.messages import Msg
 
@@ -40,10 +41,7 @@ class UnitPorts(Striking):
     sinks: SinkStore
     outputs: Outputs
     output_times: list[float]
-    on_snapshot: list[Callable[[], object]]
-    snapshots_seen: set[int]
     on_phase: list[Callable[[str], object]]
-    open_phases: dict[str, set[int | None]]
     links: dict[int, Link]
 
     if TYPE_CHECKING:
@@ -93,10 +91,6 @@ class UnitPorts(Striking):
     def persist(self, slot: str, ref: int, blob: Any) -> None:
         self.store.put(ref, slot, blob)
         self.stats.persists += 1
-        if self.on_snapshot and isinstance(ref, int) and ref not in self.snapshots_seen:
-            self.snapshots_seen.add(ref)
-            # after the unit's actions: a fault must not strike it halfway through them
-            self.at(self.now, lambda: self._hooks(self.on_snapshot))
 
     def report(self, slot: str, msg: Msg, unit: Unit | None = None) -> None:
         # The control connection is one TCP stream: reports arrive in order.
@@ -146,13 +140,13 @@ class UnitPorts(Striking):
     def note(self, kind: str, data: Mapping[str, Any]) -> None:
         self._log("protocol", name=kind, data=dict(data))
 
-    def phase(self, phase: str, on: bool, key: int | None) -> None:
-        self._log("phase-entered" if on else "phase-left", phase=phase, key=key)
-        keys = self.open_phases.setdefault(phase, set())
-        entered = on and not keys
-        (keys.add if on else keys.discard)(key)
-        if entered and self.on_phase:
-            # after the unit's actions, as for on_snapshot
+    def phase(self, phase: str, on: bool, key: int | None, holder: str | None = None) -> None:
+        self._apply(self.kernel.declare(holder, DeclarePhase(phase, on, key)))
+
+    def _phase_opened(self, phase: str) -> None:
+        """``phase`` went from closed to open: the ``on_phase`` hooks run after the actions
+        that opened it (a fault must not strike a unit halfway through them)."""
+        if self.on_phase:
             self.at(self.now, lambda: [hook(phase) for hook in list(self.on_phase)])
 
     def suspect(self, instance: str, reason: str, by: Unit | None = None) -> None:

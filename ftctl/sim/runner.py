@@ -17,6 +17,7 @@ from ftctl.sim.cluster import SimCluster
 from ftctl.sim.faults import CRASH_ONLY, HANG_TIMEOUT, FailureSchedule, FaultKind
 from ftctl.sim.golden import golden_output
 from ftctl.sim.host import MAX_EVENTS, MAX_STEP, SimHost, SimResult, source_step
+from ftctl.sim.phase_faults import phase_problems, strike_during
 from ftctl.sim.recovery import FaultTimes, fault_times, summarize
 from ftctl.sim.restores import Stage, restore_stages
 from ftctl.verify.checker import Verdict, index_by_key, verify
@@ -187,7 +188,8 @@ class Simulator:
     def __init__(self, topology: Topology, protocol: ProtocolSpec[Any],
                  given: Mapping[str, Any] | ProtocolParams,
                  guarantee: Guarantee | None = None, max_failures: int = 3, max_burst: int = 3,
-                 kinds: tuple[FaultKind, ...] = CRASH_ONLY, scenario: SimScenario | None = None):
+                 kinds: tuple[FaultKind, ...] = CRASH_ONLY, scenario: SimScenario | None = None,
+                 during: str | None = None):
         self.graph = ExecutionGraph(topology)
         self.protocol = protocol
         # Idle time between paced batches is skipped (MAX_STEP): schedules cost what
@@ -201,6 +203,9 @@ class Simulator:
         self.max_burst = max_burst
         self.kinds = kinds
         self.scenario = scenario  # replayed by every run instead of a random schedule
+        # A phase-triggered schedule (the kit's): a crash at an opening of this phase too,
+        # and the run is judged on the phase contract as well.
+        self.during = during
         self.queries = GraphView(self.graph).queries
         self.op_of = {i: spec.op for i, spec in self.graph.instances.items()}
         fault_free = SimHost(self.graph, protocol, self.params, 0, max_step=MAX_STEP).run()
@@ -224,9 +229,14 @@ class Simulator:
                        max_step=MAX_STEP)
         if self.scenario is not None:
             self.scenario.install(host)
+        if self.during is not None:
+            strike_during(host, self.during, rng)
         result = host.run()
         verdict = verify(self.modes, self.golden, result.outputs, self.guarantee,
                          complete=result.complete, golden_index=self.golden_index)
+        if self.during is not None:
+            verdict.phases = phase_problems(result.events, self.protocol.phases,
+                                            result.complete)
         return ScheduleOutcome(seed, result, verdict)
 
     def run_reported(self, seed: int, trace: bool = False) -> ScheduleOutcome:

@@ -32,14 +32,15 @@ Kinds:
   where frozen processes do not look stopped), a pause after the heartbeat timeout.
 - partition, delay (``ms`` + ``jitter_ms``), drop (``probability``): between the target and
   ``peer`` (omitted: every peer), both ways, as on Spark.
-- triggers: ``during-checkpoint`` fires at the first Persist of each snapshot id (the Spark
-  host's rule), and is refused for a protocol that never declares ``snapshotting``;
-  ``during-recovery`` at each failure detection; ``count`` occurrences at most.
+- ``during: P`` (``trigger: during-checkpoint`` is ``snapshotting``): at each opening of P
+  in the kernel's phase set, after the actions that opened it and only if it is still
+  open then; refused for a protocol that never declares P. ``recovering`` (``trigger:
+  during-recovery``): at each failure detection. ``count`` occurrences at most. ``target:
+  phase-holder``: a running instance holding P then (none: ``fault-skipped``).
 - ``after``: ``after: {fault: ID, delay: D}`` strikes D (scaled) after each occurrence of
   fault ID is injected (a strike that injects nothing, its target not up, starts nothing);
-  ``after: {phase: P, delay: D}`` D after the run enters P: ``snapshotting`` when a
-  ``during-checkpoint`` trigger would fire, ``recovering`` at a failure detection, any
-  other phase when the protocol's ``DeclarePhase`` opens it while no occurrence of it is
+  ``after: {phase: P, delay: D}`` D after the run enters P: ``recovering`` at a failure
+  detection, any other phase when a ``DeclarePhase`` opens it while no occurrence of it is
   open. ``count`` such occurrences (default 1).
 
 Every occurrence is logged ``fault-injected``/``fault-healed`` (crashes and node losses also
@@ -50,7 +51,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,13 @@ from chaos.arrivals import arrival_offsets
 from chaos.context import matches
 from chaos.plan import check_cluster, check_triggers, from_scenario
 from chaos.schedule import PlannedFault, occurrence
-from ftctl.config.scenario import RECOVERING, WORKER_KEY, RestoreParams, parse_target
+from ftctl.config.scenario import (
+    PHASE_HOLDER,
+    RECOVERING,
+    WORKER_KEY,
+    RestoreParams,
+    parse_target,
+)
 from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.pace import Pace
@@ -187,7 +194,7 @@ class _Replay:
                 self.followers.setdefault(p.after_fault, []).append(_Follower(p))
             elif p.after_phase is not None:
                 self._after_phase(p)
-            elif p.trigger is None:
+            elif p.during is None:
                 self.host.at((p.at or 0.0) * self.sc.scale, partial(self.strike, p))
             else:
                 self._trigger(p)
@@ -195,9 +202,7 @@ class _Replay:
     def _after_phase(self, template: PlannedFault) -> None:
         follower = _Follower(template)
         phase = template.after_phase
-        if phase == "snapshotting":  # where the protocol does not declare it: the trigger's rule
-            self.host.on_snapshot.append(lambda: self._follow(follower))
-        elif phase == RECOVERING:
+        if phase == RECOVERING:
             self.host.on_detected.append(lambda: self._follow(follower))
         else:
             self.host.on_phase.append(
@@ -225,19 +230,39 @@ class _Replay:
             self._follow(follower)
 
     def _trigger(self, template: PlannedFault) -> None:
+        """``during: P`` (and its ``trigger`` aliases): once per opening of P, after the
+        actions that opened it, if it is still open then; ``recovering`` at detections."""
         fired = [0]
-        hooks = (self.host.on_snapshot if template.trigger == "during-checkpoint"
-                 else self.host.on_detected)
+        phase = template.during
+        phases = self.host.kernel.open_phases
 
         def fire() -> None:
             if template.count is not None and fired[0] >= template.count:
                 return
+            if phase != RECOVERING and not phases.active(str(phase)):
+                return  # opened and closed by one step: nothing was open to strike in
             at = self.host.now / self.sc.scale
             planned = occurrence(template, fired[0], self.sc.instances, self.sc.seed, at)
+            if planned.target == PHASE_HOLDER:
+                holder = self._holder(planned, str(phase))
+                if holder is None:
+                    return
+                planned = replace(planned, target=holder)
             fired[0] += 1
             self.strike(planned)
 
-        hooks.append(fire)
+        if phase == RECOVERING:
+            self.host.on_detected.append(fire)
+        else:
+            self.host.on_phase.append(lambda entered: fire() if entered == phase else None)
+
+    def _holder(self, p: PlannedFault, phase: str) -> str | None:
+        """A running instance holding ``phase``, drawn with the occurrence's seed."""
+        held = [i for i in self.host.kernel.open_phases.holders(phase) if i in self.host.live]
+        if not held:
+            self.host.skip_fault(p.type, PHASE_HOLDER, f"no running instance holds {phase}")
+            return None
+        return random.Random(p.seed).choice(held)
 
     # ------------------------------------------------------------ one occurrence
 

@@ -48,11 +48,12 @@ class SimJob:
     max_burst: int = 3
     kinds: tuple[FaultKind, ...] = CRASH_ONLY
     scenario: SimScenario | None = None
+    during: str | None = None  # phase-triggered schedules (``--during``)
 
     def simulator(self) -> Simulator:
         return Simulator(self.topology, get_protocol(self.protocol), self.given,
                          self.guarantee, self.max_failures, self.max_burst, self.kinds,
-                         self.scenario)
+                         self.scenario, self.during)
 
 
 # One simulator per process and job: rebuilding it (golden and fault-free runs) per chunk

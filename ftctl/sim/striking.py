@@ -94,7 +94,7 @@ class Striking:
         crash = self._log("fault-injected", type="crash", instances=sorted(victims),
                           at_event=self.stats.events)
         for v in victims:
-            self.kernel.lost(v)
+            self._apply(self.kernel.lost(v))
             self._kill(v)
         detect = self.now + 0.002 + 0.004 * self.rng.random()
         self._push(detect, "detect", (frozenset(victims), crash.seq))

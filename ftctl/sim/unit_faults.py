@@ -86,7 +86,7 @@ class FencedPorts:
     def note(self, kind: str, data: Mapping[str, Any]) -> None:
         self._drop("Note")
 
-    def phase(self, phase: str, on: bool, key: int | None) -> None:
+    def phase(self, phase: str, on: bool, key: int | None, holder: str | None = None) -> None:
         self._drop("DeclarePhase")
 
     def suspect(self, instance: str, reason: str, by: Unit | None = None) -> None:
@@ -165,7 +165,7 @@ class UnitFaults(Striking):
             return
         if self.spared and not self._spare([unit.id], "pause"):
             return  # the protocol's fault model keeps it: it resumes when the pause ends
-        self.kernel.lost(unit.id)
+        self._apply(self.kernel.lost(unit.id))
         self._kill(unit.id, crashed=False)
         self.stats.failures += 1
         self.stats.failed_instances.append(unit.id)

@@ -58,6 +58,7 @@ from ftctl.spark.placement import live_executors, placement
 from ftctl.spark.task import TaskPayload
 from ftctl.spill import RowLog
 from ftctl.store import DirectoryStore, SinkStore
+from protocols.contract.actions import DeclarePhase
 from protocols.contract.events import Suspected
 from protocols.contract.messages import Msg
 from protocols.contract.names import InstanceId
@@ -81,7 +82,6 @@ REGISTER_TIMEOUT = 90.0  # a started task that never registers counts as failed
 CANCEL_AFTER = 1.0  # a stopped task that has not exited by then has its job cancelled
 SAMPLE_EVERY = 0.5
 EVENT_QUEUE = 512
-SNAPSHOT_STALE = 2.0  # a snapshot with no persist for this long is no longer "in progress"
 # (EV_CHAOS, "apply" | "clear" | "agent", ChannelFault | fault id | (iid, agent payload)):
 # from the nemesis
 EV_CHAOS = "chaos"
@@ -183,7 +183,8 @@ class SparkHost:
         # Controls for a unit that has registered but not been released yet: (inc, frame).
         self.held_controls: dict[str, list[tuple[int, tuple[Any, ...]]]] = {}
         self.timers: list[tuple[float, int, str]] = []  # coordinator timers: (due, token, key)
-        self.phases: set[tuple[str, int | None]] = set()  # open DeclarePhase occurrences
+        # Open DeclarePhase occurrences and their holders: the kernel's (thread-safe).
+        self.phases = self.kernel.open_phases
         self.suspects: dict[str, str] = {}
         self.first_suspect = 0.0
         # The run's history: a run directory's (RunStore.history: one seq and clock with
@@ -212,10 +213,6 @@ class SparkHost:
         self.server: ControlServer | None = None
         self.jobs: JobRunner | None = None
         self.anchor: float | None = None  # monotonic time the sources' schedule starts at
-        # Phases the chaos triggers watch: snapshot ids persisted by some instances but not
-        # all yet; a detection whose replacements are not all running yet.
-        self.snap_open: dict[int, set[str]] = {}
-        self.snap_last = 0.0
         # Channel faults in force: id -> [(instance, set-payload)], re-sent to replacements.
         self.link_faults: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         self.offsets: dict[str, int] = {}  # sources: the furthest offset a heartbeat showed
@@ -238,15 +235,11 @@ class SparkHost:
         return mismatch(task.identity, pid)
 
     def snapshot_in_progress(self) -> bool:
-        """Whether a snapshot is being taken: only a protocol that declares the
-        ``snapshotting`` phase ever is (lineage and causal persist all the time, which
-        is not a snapshot). Contract-v2 protocols say so with ``DeclarePhase``; the
-        legacy checkpoint, by persisting a snapshot id not all instances have yet."""
-        if "snapshotting" not in self.info.phases:
-            return False
-        if any(phase == "snapshotting" for phase, _ in self.phases):
-            return True
-        return bool(self.snap_open) and self.now() - self.snap_last < SNAPSHOT_STALE
+        """Whether a snapshot is being taken: the kernel's phase set has ``snapshotting``
+        open (an instance's part, or checkpoint's global snapshot from its first part
+        persisted until it is complete). Persisting alone is no snapshot: lineage and
+        causal persist all the time."""
+        return self.phases.active("snapshotting")
 
     def recovery_in_progress(self) -> bool:
         return self.lifecycle.recovering
@@ -494,7 +487,6 @@ class SparkHost:
             self.sinks.append(item[1], item[2], item[3])
         elif k == wire.PERSIST:
             self.store.put(item[2], item[1], item[3])
-            self._persisted(item[2], item[1])
         elif k == wire.PERSISTED:  # written by the task; ours once it is current
             try:
                 self.store.adopt(item[2], item[1], item[3], item[4])
@@ -502,7 +494,6 @@ class SparkHost:
                 # Nothing more of this incarnation may count (``_on_msg`` stops here).
                 self._suspect(iid, f"snapshot {item[2]} not adoptable: {exc}")
                 return
-            self._persisted(item[2], item[1])
         elif k == wire.REPORT:
             slot = item[1] if item[1] != iid else None
             self._apply(self.kernel.report(iid, self.inc[iid], item[2], self.now(), slot))
@@ -513,9 +504,8 @@ class SparkHost:
         elif k == wire.NOTE:
             self.history.note(item[1], item[2])
         elif k == wire.PHASE:
-            _, phase, on, key = item
-            (self.phases.add if on else self.phases.discard)((phase, key))
-            self.log("phase-entered" if on else "phase-left", phase=phase, key=key)
+            _, phase, on, key = item  # held by the unit that declared it
+            self._apply(self.kernel.declare(iid, DeclarePhase(phase, on, key)))
         elif k == wire.SUSPECT:
             self.log("failure-suspected", instance=item[1], by=iid, reason=item[2])
             self._apply(self.kernel.handle(
@@ -649,10 +639,10 @@ class SparkHost:
         self.detections += 1
         self.log("failure-detected", instances=sorted(failed), reasons=failed,
                  pids={i: self.live[i].pid for i in failed if i in self.live})
-        self.lifecycle.detected(self.now())
-        self.snap_open.clear()  # a recovery discards the snapshots under way
+        for c in self.lifecycle.detected(self.now()):
+            self._write(c)
         for iid in failed:
-            self.kernel.lost(iid)
+            self._apply(self.kernel.lost(iid))
             self._drop(iid, alive=False)
         if self.capacity is not None:  # a lost worker's cores go before the plan
             fresh = self.capacity.poll_now()
@@ -777,19 +767,11 @@ class SparkHost:
                 heapq.heappush(self.timers, (self.now() + c.after, c.token, c.key))
             # Trace lines serve the simulation's replay; a cancelled timer's token is
             # stale when it fires (the kernel drops it).
-        self._close_snapshots()
 
     def _fire_timers(self, now: float) -> None:
         while self.timers and self.timers[0][0] <= now:
             _, token, key = heapq.heappop(self.timers)
             self._apply(self.kernel.timer_fired(key, token, now))
-
-    def _close_snapshots(self) -> None:
-        """Snapshot ids every sink has committed are no longer in progress."""
-        if self.snap_open and self.graph.sinks:
-            done = min(self.kernel.committed(InstanceId(s)) for s in self.graph.sinks)
-            for sid in [s for s in self.snap_open if s <= done]:
-                del self.snap_open[sid]
 
     def _start(self, iid: str, inc: int) -> bool:
         got = self.kernel.start_unit(iid, inc)
@@ -828,15 +810,6 @@ class SparkHost:
 
     def _write(self, c: Log) -> None:
         self.log(c.kind, **c.data)
-
-    def _persisted(self, sid: Any, iid: str) -> None:
-        if not isinstance(sid, int):
-            return
-        got = self.snap_open.setdefault(sid, set())
-        got.add(iid)
-        self.snap_last = self.now()
-        if len(got) >= len(self.graph.order):
-            del self.snap_open[sid]
 
     def _check_extra(self, iid: str, key: tuple[str, int], extra: dict[str, Any]) -> None:
         """What a heartbeat carried: a source's offset, frames a channel fault dropped."""

@@ -572,7 +572,7 @@ class InstanceTask:
     def note(self, kind: str, data: Mapping[str, Any]) -> None:
         self.frames.append((wire.NOTE, kind, dict(data)))
 
-    def phase(self, phase: str, on: bool, key: int | None) -> None:
+    def phase(self, phase: str, on: bool, key: int | None, holder: str | None = None) -> None:
         self.frames.append((wire.PHASE, phase, on, key))
 
     def suspect(self, instance: str, reason: str, by: Unit | None = None) -> None:

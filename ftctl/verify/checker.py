@@ -144,10 +144,14 @@ class Verdict:
     guarantee: Guarantee
     sinks: list[SinkVerdict]
     complete: bool = True
+    # Breaches of the phase contract, where the run was judged on it (the kit's
+    # phase-triggered cases, ftctl/sim/phase_faults.py): kind -> count.
+    phases: dict[str, int] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
-        return self.complete and all(s.holds(self.guarantee) for s in self.sinks)
+        return (self.complete and not self.phases
+                and all(s.holds(self.guarantee) for s in self.sinks))
 
     def totals(self) -> dict[str, int]:
         t: Counter[str] = Counter()
@@ -155,6 +159,7 @@ class Verdict:
             t.update(s.anomalies())
         if not self.complete:
             t["stalled"] += 1
+        t.update(self.phases)
         return dict(t)
 
     def to_json(self) -> dict[str, Any]:

@@ -24,7 +24,16 @@ from protocols.causal.messages import (
 )
 from protocols.causal.params import CausalParams
 from protocols.causal.recovery import RecoveryPlan, longest_failed_path, plan_recovery
-from protocols.contract.actions import Control, CoordinatorAction, Note, Restart, Stop
+from protocols.contract.actions import (
+    REPLAYING,
+    SNAPSHOTTING,
+    Control,
+    CoordinatorAction,
+    DeclarePhase,
+    Note,
+    Restart,
+    Stop,
+)
 from protocols.contract.events import FailureDetected, ReportIn
 from protocols.contract.logic import CoordinatorLogic
 from protocols.contract.messages import Ended
@@ -105,7 +114,8 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
             return acts
         if isinstance(msg, LocalSnapshot):
             self.snapped[instance] = max(self.snapped.get(instance, 0), msg.time)
-            acts = self._durable(msg.ptime)
+            acts = [DeclarePhase(SNAPSHOTTING, False, msg.time, holder=instance),
+                    *self._durable(msg.ptime)]
             acts += [Control(InstanceId(chans[ch].dst), TrimDiffLog(ch, msg.time, instance))
                      for ch in self.graph.out_channels(instance)]
             self._unexpose()
@@ -113,8 +123,10 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         if isinstance(msg, Answer):
             return self._on_answer(instance, msg)
         if isinstance(msg, Replayed):
+            if instance not in self.replaying:
+                return []
             self.replaying.discard(instance)
-            return []
+            return [DeclarePhase(REPLAYING, False, holder=instance)]
         if isinstance(msg, Ended):
             # A replacement waits for its parents' resend, end of stream included: no
             # input is ever ended for it by the coordinator.
@@ -245,7 +257,9 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         upto = max(plan.t.values(), default=0)
         resends = self._resends(b, plan)
         to = {ch: self.incarnation.get(chans[ch].dst, 0) for ch in resume}
-        return [Control(InstanceId(b), Plan(plan.replay, resume, plan.tstar, upto, to)),
+        # B' replays from its plan until it reports Replayed (spec R8).
+        return [DeclarePhase(REPLAYING, True, holder=InstanceId(b)),
+                Control(InstanceId(b), Plan(plan.replay, resume, plan.tstar, upto, to)),
                 *resends,
                 Note("causal-replay", {"instance": b, "s": rclock.time,
                                        "stateless": rec.restore is None,

@@ -26,7 +26,7 @@ from protocols.causal.messages import (
 )
 from protocols.causal.params import CausalParams
 from protocols.causal.recovery import CausalIncomplete, ReplayEvent, observations, unobserved
-from protocols.contract.actions import InstanceAction, Send
+from protocols.contract.actions import SNAPSHOTTING, DeclarePhase, InstanceAction, Send
 from protocols.contract.events import BatchIn, MarkerIn, Started
 from protocols.contract.messages import Ended, Msg
 from protocols.contract.names import InstanceId
@@ -210,6 +210,9 @@ class CausalInstance(LoggedInstance[CausalParams]):
     def _persist(self) -> None:
         self.snaps += 1
         self.since = 0
+        # Open until the coordinator has the LocalSnapshot (it closes it): a crash before
+        # then loses a snapshot the coordinator never learned of.
+        self.out.append(DeclarePhase(SNAPSHOTTING, True, self.time))
         blob = self._blob()
         self.touched = set()  # the snapshot holds every count
         self.snap_pos = blob["pos"]

@@ -7,6 +7,7 @@ from protocols.causal.instance import CausalInstance
 from protocols.causal.messages import MESSAGES
 from protocols.causal.mutants import MUTANTS
 from protocols.causal.params import CausalParams
+from protocols.contract.actions import RECOVERING, REPLAYING, SNAPSHOTTING
 from protocols.contract.messages import SHARED_MESSAGES
 from protocols.contract.spec import Guarantee, ProtocolSpec, fixed
 from protocols.shared.logged import MESSAGES as LOGGED_MESSAGES
@@ -22,6 +23,7 @@ SPEC: ProtocolSpec[CausalParams] = ProtocolSpec(
     coordinator=CausalCoordinator,
     guarantee=fixed(Guarantee.EXACTLY_ONCE),
     messages=(*SHARED_MESSAGES, *LOGGED_MESSAGES, *MESSAGES),
+    phases=(RECOVERING, SNAPSHOTTING, REPLAYING),
     mutants=MUTANTS,
     gate={"wordcount": 100, "sharder": 40},
 )

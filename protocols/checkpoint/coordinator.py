@@ -11,8 +11,10 @@ from __future__ import annotations
 from protocols.checkpoint.instance import FINAL
 from protocols.checkpoint.params import CheckpointParams
 from protocols.contract.actions import (
+    SNAPSHOTTING,
     CommitOutput,
     CoordinatorAction,
+    DeclarePhase,
     DiscardSnapshots,
     DiscardStaged,
     Note,
@@ -42,28 +44,36 @@ class CheckpointCoordinator(CoordinatorLogic[CheckpointParams]):
         sid = ev.msg.snapshot
         if sid <= self.complete:
             return []
+        # The global snapshot is in progress from its first part persisted until it is
+        # complete (or a rollback drops it): the coordinator's snapshotting occurrence.
+        opened: list[CoordinatorAction] = ([DeclarePhase(SNAPSHOTTING, True, sid)]
+                                           if sid not in self.persisted else [])
         got = self.persisted.setdefault(sid, set())
         got.add(ev.instance)
         # An instance that ended never persists later regular ids: those never complete,
         # and the final snapshot (aligned at end of stream) is the next to complete.
         if got != self.everyone:
-            return []
+            return opened
         # Snapshots complete in id order on every instance, so every older one is done too.
         self.complete = sid
-        for done in [s for s in self.persisted if s <= sid]:
-            del self.persisted[done]
-        return [*(CommitOutput(s, sid) for s in self.graph.sinks),
-                Note("snapshot-complete", {"snapshot": sid})]
+        done = sorted(s for s in self.persisted if s <= sid)
+        for s in done:
+            del self.persisted[s]
+        return [*opened, *(CommitOutput(s, sid) for s in self.graph.sinks),
+                Note("snapshot-complete", {"snapshot": sid}),
+                *(DeclarePhase(SNAPSHOTTING, False, s) for s in done)]
 
     def on_failure(self, ev: FailureDetected, view: ClusterView) -> list[CoordinatorAction]:
         failed = sorted(ev.instances)
         if self.complete == FINAL:
             return [Note("ignored", {"failed": failed, "reason": "run finished"})]
         self.incarnation += 1
+        dropped = [DeclarePhase(SNAPSHOTTING, False, s) for s in sorted(self.persisted)]
         self.persisted.clear()
         k = self.complete
         order = self.graph.order
         return [
+            *dropped,
             Stop(order),
             DiscardSnapshots(after=k),  # every instance's, in one pass over the store
             *(DiscardStaged(s, after=k) for s in self.graph.sinks),

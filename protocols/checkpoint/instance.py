@@ -21,7 +21,14 @@ from typing import Any
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker, Message
 from protocols.checkpoint.params import CheckpointParams
-from protocols.contract.actions import InstanceAction, Persist, Report, Send, StageOutput
+from protocols.contract.actions import (
+    DeclarePhase,
+    InstanceAction,
+    Persist,
+    Report,
+    Send,
+    StageOutput,
+)
 from protocols.contract.events import BatchIn, ControlIn, MarkerIn, SourceReady, Started
 from protocols.contract.logic import EOS, InstanceLogic, core_actions
 from protocols.contract.messages import Ended, InputEnded, Persisted
@@ -55,6 +62,8 @@ class CheckpointInstance(InstanceLogic[CheckpointParams]):
         self.next_token = 1
         self.next_token_at: float | None = None
         self.out: list[InstanceAction] = []  # this event's actions, in the order taken
+        # Snapshot ids this instance has begun and not persisted: ``snapshotting`` open.
+        self.snapshotting: set[int] = set()
 
     # ------------------------------------------------------------ events
 
@@ -99,6 +108,7 @@ class CheckpointInstance(InstanceLogic[CheckpointParams]):
     def _source_token(self) -> None:
         sid = self.next_token
         self.next_token += 1
+        self.begin(sid)
         state = self.core.snapshot_state()
         self._put(*self._forward(Marker(SNAPSHOT, sid)))
         self.persist(sid, _Pending(state, set(), []))
@@ -126,6 +136,7 @@ class CheckpointInstance(InstanceLogic[CheckpointParams]):
             return
         snap = self.pending.get(marker.id)
         if snap is None:
+            self.begin(marker.id)
             core = self.core
             waiting = set(core.inputs) - core.finished - {ch}
             snap = _Pending(core.snapshot_state(), waiting, self._take_output())
@@ -166,6 +177,7 @@ class CheckpointInstance(InstanceLogic[CheckpointParams]):
 
     def aligned_token(self, ch: int, marker: Marker) -> None:
         if self.aligning is None:
+            self.begin(marker.id)
             self.aligning_id = marker.id
             self.aligning = _Pending({}, set(self.core.inputs) - self.core.finished, [])
         self.aligning.waiting.discard(ch)
@@ -186,6 +198,14 @@ class CheckpointInstance(InstanceLogic[CheckpointParams]):
 
     # ------------------------------------------------------------ output
 
+    def begin(self, sid: int) -> None:
+        """This instance starts its part of snapshot ``sid``: ``snapshotting`` is open
+        (keyed by the id) until it is persisted, so ``during: snapshotting`` can strike
+        an instance waiting for the token on its other inputs."""
+        if sid not in self.snapshotting:
+            self.snapshotting.add(sid)
+            self._put(DeclarePhase("snapshotting", True, sid))
+
     def persist(self, sid: int, snap: _Pending) -> None:
         """Persist this instance's part of snapshot ``sid``; a sink stages its output
         under epoch ``sid``; then report it (after both are durable)."""
@@ -201,6 +221,9 @@ class CheckpointInstance(InstanceLogic[CheckpointParams]):
         if self.me.is_sink:
             acts.append(StageOutput(me, sid, snap.output))
         acts.append(Report(Persisted(sid)))
+        if sid in self.snapshotting:
+            self.snapshotting.discard(sid)
+            acts.append(DeclarePhase("snapshotting", False, sid))
         self._put(*acts)
 
     def _take_output(self) -> list[Any]:

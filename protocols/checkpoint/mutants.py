@@ -1,4 +1,5 @@
-"""Planted bugs of ``checkpoint``: each breaks exactly-once on some seeded schedule."""
+"""Planted bugs of ``checkpoint``: each breaks exactly-once on some seeded schedule, or
+(``snapshot-left-open``) the phase contract the kit's phase-triggered cases judge."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ from ftctl.runtime.messages import Marker
 from protocols.checkpoint.coordinator import CheckpointCoordinator
 from protocols.checkpoint.instance import CheckpointInstance, _Pending
 from protocols.contract.actions import (
+    SNAPSHOTTING,
     CommitOutput,
     CoordinatorAction,
+    DeclarePhase,
     InstanceAction,
     Restart,
     Stop,
@@ -68,6 +71,16 @@ class AlignedNoBlock(CheckpointInstance):
             self.receive(ch, m)
 
 
+class SnapshotLeftOpen(CheckpointInstance):
+    """An instance persists its part of a snapshot but never leaves snapshotting: the phase
+    stays open, so during: snapshotting faults never strike a later snapshot."""
+
+    def _put(self, *acts: InstanceAction) -> None:
+        super()._put(*(a for a in acts
+                       if not (isinstance(a, DeclarePhase) and a.phase == SNAPSHOTTING
+                               and not a.on)))
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("no-channel-state", NoChannelState.__doc__ or "", instance=NoChannelState,
            budget=10),
@@ -77,4 +90,6 @@ MUTANTS: tuple[Mutant, ...] = (
            coordinator=RollbackFailedOnly, budget=10),
     Mutant("aligned-no-block", AlignedNoBlock.__doc__ or "", instance=AlignedNoBlock,
            params={"alignment": "aligned"}, budget=10),
+    Mutant("snapshot-left-open", " ".join((SnapshotLeftOpen.__doc__ or "").split()),
+           instance=SnapshotLeftOpen, budget=10),
 )

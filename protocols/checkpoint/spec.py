@@ -6,6 +6,7 @@ from protocols.checkpoint.coordinator import CheckpointCoordinator
 from protocols.checkpoint.instance import CheckpointInstance
 from protocols.checkpoint.mutants import MUTANTS
 from protocols.checkpoint.params import CheckpointParams
+from protocols.contract.actions import RECOVERING, SNAPSHOTTING
 from protocols.contract.messages import SHARED_MESSAGES
 from protocols.contract.spec import Guarantee, ProtocolSpec, Variant, fixed
 
@@ -19,7 +20,7 @@ SPEC: ProtocolSpec[CheckpointParams] = ProtocolSpec(
     coordinator=CheckpointCoordinator,
     guarantee=fixed(Guarantee.EXACTLY_ONCE),
     messages=SHARED_MESSAGES,
-    phases=("snapshotting",),
+    phases=(RECOVERING, SNAPSHOTTING),
     variants=(Variant("default"), Variant("aligned", {"alignment": "aligned"})),
     mutants=MUTANTS,
     gate={"wordcount": 150, "wordcount/aligned": 150, "diamond": 150, "windowed": 150,

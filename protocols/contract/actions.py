@@ -111,15 +111,30 @@ class ReleaseSlot:
     slot: InstanceId
 
 
+# The phases the bundled protocols declare (docs/chaos.md lists who enters which, when).
+SNAPSHOTTING = "snapshotting"  # taking a snapshot (until persisted, or until reported)
+RECOVERING = "recovering"  # the kernel's (detection until restarts run), or a protocol's
+REPLAYING = "replaying"  # resending or re-running logged input for a recovery
+PURGING = "purging"  # lineage: a failure's downstream restarts, until all are ready
+TAKEOVER = "takeover"  # replica-ring: a successor serves a failed slot
+REINSTATING = "reinstating"  # replica-ring: the slot's own unit comes back
+PLANNING = "planning"  # progressive: failed instances wait for the planner to start them
+
+
 @dataclass(frozen=True, slots=True)
 class DeclarePhase:
     """Enter (``on``) or leave a phase such as ``snapshotting``; fault triggers
     (``during: snapshotting``) ask the kernel's phase set. ``key`` tells overlapping
-    occurrences apart (a snapshot id). Only phases listed in ``ProtocolSpec.phases``."""
+    occurrences apart (a snapshot id). Only phases listed in ``ProtocolSpec.phases``.
+
+    An instance's occurrence is held by its unit (``target: phase-holder`` strikes it);
+    the coordinator's by ``holder``, the instance it concerns, or by nobody. A unit that
+    dies leaves the phases it held."""
 
     phase: str
     on: bool
     key: int | None = None
+    holder: InstanceId | None = None  # coordinator side only
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,4 +225,4 @@ class DiscardStaged:
 
 
 CoordinatorAction = (Control | Stop | Restart | RollBack | CommitOutput | DiscardSnapshots
-                     | DiscardStaged | Route | SetTimer | CancelTimer | Note)
+                     | DiscardStaged | Route | SetTimer | CancelTimer | Note | DeclarePhase)

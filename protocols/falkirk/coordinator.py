@@ -20,9 +20,11 @@ import math
 from collections.abc import Mapping
 
 from protocols.contract.actions import (
+    SNAPSHOTTING,
     CommitOutput,
     Control,
     CoordinatorAction,
+    DeclarePhase,
     DiscardSnapshots,
     DiscardStaged,
     Note,
@@ -204,7 +206,9 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
     def on_report(self, ev: ReportIn, view: ClusterView) -> list[CoordinatorAction]:
         msg, i = ev.msg, ev.instance
         if isinstance(msg, Available):
-            return self._grow(i, msg.epoch)
+            done = ([DeclarePhase(SNAPSHOTTING, False, msg.epoch, holder=i)]
+                    if msg.kind == "checkpointed" else [])
+            return done + self._grow(i, msg.epoch)
         if isinstance(msg, Committed):
             return self._committed(i, msg.epoch)
         if isinstance(msg, Paused) and msg.round == self.round and i in self.awaiting_pause:

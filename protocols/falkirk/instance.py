@@ -26,7 +26,15 @@ from ftctl.runtime.actions import Send as CoreSend
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
 from ftctl.runtime.operators import WATERMARK_MAX
-from protocols.contract.actions import InstanceAction, Persist, Report, Send, StageOutput
+from protocols.contract.actions import (
+    SNAPSHOTTING,
+    DeclarePhase,
+    InstanceAction,
+    Persist,
+    Report,
+    Send,
+    StageOutput,
+)
 from protocols.contract.events import (
     BatchIn,
     ControlIn,
@@ -296,7 +304,10 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
             self.log.setdefault(t, []).insert(0, (WM_CHANNEL, [], wm))  # replayed closes carry it
             acts.append(Persist(self.me.id, segment_ref(t), self._segment(t)))
         if self.policy.checkpoints(t, offset):
-            acts.append(Persist(self.me.id, checkpoint_ref(t), self.core.snapshot_state()))
+            # Open until the coordinator has its Available (it closes it): only then is
+            # the checkpoint in F*; a crash before then loses it.
+            acts += [DeclarePhase(SNAPSHOTTING, True, t),
+                     Persist(self.me.id, checkpoint_ref(t), self.core.snapshot_state())]
         if self.policy.restorable(t, offset):
             kind = "checkpointed" if self.policy.stateful else (
                 "logged" if self.policy.logs else "completed")

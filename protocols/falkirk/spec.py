@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from protocols.contract.actions import RECOVERING, SNAPSHOTTING
 from protocols.contract.messages import SHARED_MESSAGES
 from protocols.contract.spec import Guarantee, ProtocolSpec, Variant, fixed
 from protocols.falkirk.coordinator import FalkirkCoordinator
@@ -22,6 +23,7 @@ SPEC: ProtocolSpec[FalkirkParams] = ProtocolSpec(
     coordinator=FalkirkCoordinator,
     guarantee=fixed(Guarantee.EXACTLY_ONCE),
     messages=(*SHARED_MESSAGES, *MESSAGES),
+    phases=(RECOVERING, SNAPSHOTTING),
     variants=(Variant("default"),
               Variant("firewall", {"default_stateless": "log"}),
               Variant("eager-firewall", {"default_stateless": "log",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from protocols.contract.actions import PURGING, RECOVERING, REPLAYING
 from protocols.contract.messages import SHARED_MESSAGES
 from protocols.contract.params import NoParams
 from protocols.contract.spec import Guarantee, ProtocolSpec, fixed
@@ -20,6 +21,7 @@ SPEC: ProtocolSpec[NoParams] = ProtocolSpec(
     coordinator=LineageCoordinator,
     guarantee=fixed(Guarantee.EXACTLY_ONCE),
     messages=(*SHARED_MESSAGES, *MESSAGES),
+    phases=(RECOVERING, REPLAYING, PURGING),
     mutants=MUTANTS,
     gate={"diamond": 100},
 )

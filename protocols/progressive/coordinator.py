@@ -18,8 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from protocols.contract.actions import (
+    PLANNING,
+    RECOVERING,
+    SNAPSHOTTING,
     Control,
     CoordinatorAction,
+    DeclarePhase,
     DiscardSnapshots,
     Note,
     Restart,
@@ -78,6 +82,10 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
         self.starting: set[InstanceId] = set()  # started, not ready yet
         self.failed_queries: set[str] = set()
         self.planned = 0  # plans made in this episode
+        # Episodes begun (the key of their ``recovering``) and whether ``planning`` (failed
+        # instances wait for the planner) is open.
+        self.episodes = 0
+        self.planning = False
 
     # ------------------------------------------------------------ construction
 
@@ -110,9 +118,11 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
     def on_report(self, ev: ReportIn, view: ClusterView) -> list[CoordinatorAction]:
         msg = ev.msg
         if isinstance(msg, Persisted):
+            taken: list[CoordinatorAction] = [
+                DeclarePhase(SNAPSHOTTING, False, msg.snapshot, holder=ev.instance)]
             if self.stale(msg):
-                return []
-            return self.on_persisted(ev.instance, msg.snapshot, view)
+                return taken
+            return taken + self.on_persisted(ev.instance, msg.snapshot, view)
         if isinstance(msg, Ready):
             return self.on_ready(ev.instance, msg, view)
         if isinstance(msg, Ended):
@@ -158,7 +168,8 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
         note = Note("recovery-complete", {"k": self.k, "m": m, "mode": str(self.mode),
                                           "seconds": round(view.now - self.began, 6)})
         self.mode = Mode.NORMAL
-        return [*(Control(i, Normal(m)) for i in self.graph.order), note]
+        return [*(Control(i, Normal(m)) for i in self.graph.order), note,
+                DeclarePhase(RECOVERING, False, self.episodes)]
 
     def on_ready(self, i: InstanceId, msg: Ready, view: ClusterView) -> list[CoordinatorAction]:
         """R15: started upstreams resend what the replacement wants; R19: a query whose
@@ -206,6 +217,10 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
         if self.mode is Mode.NORMAL:
             self.began = ev.now
             self.planned = 0
+            # The episode recovers until its checkpoint ends it (Normal), longer than
+            # the kernel's recovering (until the restarts run).
+            self.episodes += 1
+            acts.append(DeclarePhase(RECOVERING, True, self.episodes))
         for i in failed:
             self.starting.discard(i)
         self.horizon = max(self.horizon, self.reached(failed, view))
@@ -225,7 +240,14 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
         else:
             acts.append(Note("failed-during-recovery", {"failed": failed, "snapshot": self.k}))
         acts += self.query_events(view)
-        return acts + self.plan(view, "failure")
+        return acts + self.plan(view, "failure") + self.planning_phase()
+
+    def planning_phase(self) -> list[CoordinatorAction]:
+        """``planning`` is open while failed instances wait for the planner to start them."""
+        if bool(self.pending) == self.planning:
+            return []
+        self.planning = bool(self.pending)
+        return [DeclarePhase(PLANNING, self.planning, self.episodes)]
 
     def reached(self, failed: Sequence[InstanceId], view: ClusterView) -> int:
         """The last punctuation any of ``failed`` sent: a partition persists its part of
@@ -237,7 +259,7 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
     # ------------------------------------------------------------ capacity
 
     def on_capacity(self, ev: CapacityChanged, view: ClusterView) -> list[CoordinatorAction]:
-        return self.plan(view, "capacity")
+        return self.plan(view, "capacity") + self.planning_phase()
 
     def on_running(self, ev: InstanceRunning, view: ClusterView) -> list[CoordinatorAction]:
         return []

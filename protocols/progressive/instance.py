@@ -28,7 +28,16 @@ from __future__ import annotations
 from typing import Any
 
 from ftctl.runtime.messages import Batch, Marker
-from protocols.contract.actions import Emit, InstanceAction, Persist, Report, Send, SetTimer
+from protocols.contract.actions import (
+    SNAPSHOTTING,
+    DeclarePhase,
+    Emit,
+    InstanceAction,
+    Persist,
+    Report,
+    Send,
+    SetTimer,
+)
 from protocols.contract.events import (
     BatchIn,
     ControlIn,
@@ -299,7 +308,9 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         st = self.state()
         if k != FINAL:
             self.snapshots[k] = st
-        return [Persist(self.me.id, k, st), Report(Checkpointed(k, self.gen))]
+        # Open until the coordinator has the Checkpointed report (it closes it).
+        return [Persist(self.me.id, k, st), Report(Checkpointed(k, self.gen)),
+                DeclarePhase(SNAPSHOTTING, True, k)]
 
     def finish(self, slot: Any) -> list[InstanceAction]:
         """Every input ended (or the source ran dry): eos on, the final snapshot."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from protocols.contract.actions import Control, CoordinatorAction
+from protocols.contract.actions import RECOVERING, Control, CoordinatorAction, DeclarePhase
 from protocols.contract.names import InstanceId
 from protocols.contract.spec import Mutant
 from protocols.contract.view import ClusterView
@@ -151,6 +151,14 @@ class NoResendFromStarting(ProgressiveCoordinator):
                                         and a.instance in starting)]
 
 
+class RecoveringLeftOpen(ProgressiveCoordinator):
+    """An episode ends (Normal) but never leaves recovering: later recoveries never open it."""
+
+    def end_episode(self, m: int, view: ClusterView) -> list[CoordinatorAction]:
+        return [a for a in super().end_episode(m, view)
+                if not (isinstance(a, DeclarePhase) and a.phase == RECOVERING)]
+
+
 # ---------------------------------------------------------------- the instance
 
 
@@ -236,6 +244,7 @@ INSTANCE_BUGS: dict[str, type[ProgressiveInstance]] = {
 COORDINATOR_BUGS: dict[str, type[ProgressiveCoordinator]] = {
     "no-replan": NoReplan, "release-all-at-end": ReleaseAllAtEnd,
     "buffers-off-early": BuffersOffEarly, "no-resend-from-starting": NoResendFromStarting,
+    "recovering-left-open": RecoveringLeftOpen,
     **{name: coordinator_with(p) for name, p in PLANNER_BUGS.items()},
 }
 
@@ -252,6 +261,7 @@ ALL_MUTANTS: tuple[Mutant, ...] = (
 SCHEDULE_ONLY = frozenset({"release-all-at-end", "density-inverted", "no-share",
                            "declaration-order", "stop-at-misfit", "no-update",
                            "cost-whole-operator", "tie-reverse"})
-# What the kit runs: every planted bug that breaks exactly-once on some schedule.
+# What the kit runs: every planted bug that breaks exactly-once on some schedule (or the
+# phase contract its phase-triggered cases judge: recovering-left-open).
 MUTANTS = tuple(m for m in ALL_MUTANTS if m.name not in SCHEDULE_ONLY)
 SCHEDULING_MUTANTS = tuple(m for m in ALL_MUTANTS if m.name in SCHEDULE_ONLY)

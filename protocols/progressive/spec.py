@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from protocols.contract.actions import PLANNING, RECOVERING, SNAPSHOTTING
 from protocols.contract.messages import SHARED_MESSAGES
 from protocols.contract.spec import Guarantee, ProtocolSpec, Variant, fixed
 from protocols.progressive.coordinator import ProgressiveCoordinator
@@ -22,6 +23,7 @@ SPEC: ProtocolSpec[ProgressiveParams] = ProtocolSpec(
     coordinator=ProgressiveCoordinator,
     guarantee=fixed(Guarantee.EXACTLY_ONCE),
     messages=(*SHARED_MESSAGES, *MESSAGES),
+    phases=(RECOVERING, SNAPSHOTTING, PLANNING),
     needs=frozenset({"capacity"}),
     variants=(Variant("default"),
               Variant("every-failure-progressive", {"burst_unit": "instances",

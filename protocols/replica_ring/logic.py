@@ -28,9 +28,12 @@ from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
 from ftctl.runtime.records import stable_hash
 from protocols.contract.actions import (
+    REINSTATING,
+    TAKEOVER,
     AdoptSlot,
     Control,
     CoordinatorAction,
+    DeclarePhase,
     Emit,
     InstanceAction,
     Persist,
@@ -72,6 +75,7 @@ from protocols.replica_ring.messages import (
     Slot,
     Suspicion,
     Takeover,
+    split_slot,
 )
 from protocols.replica_ring.params import ReplicaRingParams
 from protocols.replica_ring.unit import (
@@ -117,6 +121,7 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
         self.source: SourceUnit | None = None
         self.sink: SinkUnit | None = None
         self.unit: ReplicaUnit | None = None
+        self.reinstating = False  # ``reinstating`` open: the stand-in's table is awaited
         if me.is_source:
             self.source = SourceUnit(me.id, params, self._regenerate)
         elif me.is_sink:
@@ -127,7 +132,11 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
 
     # ------------------------------------------------------------ events
     def handle(self, ev: Any, now: float) -> list[InstanceAction]:
-        return [*super().handle(ev, now), *self._maybe_finish()]
+        acts = [*super().handle(ev, now), *self._maybe_finish()]
+        if self.reinstating and self.unit is not None and not self.unit.awaiting_table:
+            self.reinstating = False
+            acts.append(DeclarePhase(REINSTATING, False, self.me.index))
+        return acts
 
     def on_started(self, ev: Started, now: float) -> list[InstanceAction]:
         if ev.reason == "adopt":
@@ -140,6 +149,9 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
                 stand_in=rejoin.stand_in if rejoin is not None else None))
             if rejoin is not None:  # routed back: now the ended inputs can be told
                 acts.append(Report(Rejoined(ev.slot)))
+                if self.unit.awaiting_table:  # until the stand-in's record table is in
+                    self.reinstating = True
+                    acts.append(DeclarePhase(REINSTATING, True, self.me.index))
             return acts
         if self.source is not None:
             if ev.restored is not None:  # at-most-once: resume after what was sent
@@ -291,11 +303,14 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
             elif isinstance(e, Reroute):
                 out.append(Route(InstanceId(e.slot), UnitId(e.to)))
             elif isinstance(e, Host):
-                out.append(AdoptSlot(InstanceId(e.slot)))
+                # this unit serves the failed slot (keyed by its index) until reinstated
+                out += [AdoptSlot(InstanceId(e.slot)),
+                        DeclarePhase(TAKEOVER, True, split_slot(e.slot)[1])]
             elif isinstance(e, Unhost):
                 # its own replica ends it now; the core stays for the tuples still in
                 # progress here, which finish on it (R3)
                 self.ending.discard(InstanceId(e.slot))
+                out.append(DeclarePhase(TAKEOVER, False, split_slot(e.slot)[1]))
             elif isinstance(e, Output):
                 assert sink is not None
                 out += self._emit(sink, e)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from protocols.contract.actions import RECOVERING, REINSTATING, TAKEOVER
 from protocols.contract.spec import ProtocolSpec, Variant
 from protocols.contract.view import GraphView
 from protocols.replica_ring.logic import ReplicaRingCoordinator, ReplicaRingInstance
@@ -31,6 +32,7 @@ SPEC: ProtocolSpec[ReplicaRingParams] = ProtocolSpec(
     coordinator=ReplicaRingCoordinator,
     guarantee=lambda p: p.semantics,
     messages=MESSAGES,
+    phases=(RECOVERING, TAKEOVER, REINSTATING),
     needs=frozenset({"peers", "timers", "routing"}),
     # each semantics of the fixed variant must hold it; the faithful variant claims the
     # same guarantees and breaks them (docs/protocols.md, tests/test_replica_ring_*)

@@ -44,7 +44,16 @@ from typing import Any
 
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
-from protocols.contract.actions import Emit, InstanceAction, Persist, Report, Send, SetTimer
+from protocols.contract.actions import (
+    REPLAYING,
+    DeclarePhase,
+    Emit,
+    InstanceAction,
+    Persist,
+    Report,
+    Send,
+    SetTimer,
+)
 from protocols.contract.events import BatchIn, ControlIn, MarkerIn, SourceReady, Started, TimerFired
 from protocols.contract.logic import EOS, InstanceLogic
 from protocols.contract.messages import Ended, Msg
@@ -298,6 +307,8 @@ class LoggedInstance(InstanceLogic[P]):
         else:
             self.resume.pop(ch, None)
         if self.resend_chunk is not None:
+            if ch not in self.resending:  # a resend in chunks spans steps: replaying
+                self.out.append(DeclarePhase(REPLAYING, True, ch))
             self.resending[ch] = start
             self.resend_more(ch)
             return
@@ -320,6 +331,7 @@ class LoggedInstance(InstanceLogic[P]):
             self.out.append(SetTimer(f"{RESEND_TIMER}{ch}", 0.0))
             return
         del self.resending[ch]
+        self.out.append(DeclarePhase(REPLAYING, False, ch))
         if self.done:
             self.out.append(Send(ch, Marker(EOS, meta=self.core.out_seq[ch])))
 

@@ -126,6 +126,9 @@ CATCH: dict[str, tuple[str, int]] = {
     "falkirk/report-without-persist": ("diamond", 1),
     "falkirk/stateful-not-aligned": ("diamond", 1),
     "falkirk/stale-checkpoints-kept": ("diamond", 19),
+    # the phase contract, judged by the phase-triggered cases (on wordcount)
+    "checkpoint/snapshot-left-open": ("wordcount", 1),
+    "progressive/recovering-left-open": ("wordcount", 1),
 }
 
 # What a pinned catch's schedules draw (at the timings the kit tries): crashes, unless
@@ -262,16 +265,19 @@ def test_cli_reports_json_and_exit_codes(tmp_path: Path) -> None:
                               "--topologies", str(topo)])
     report = json.loads(res.output)
     assert [(c["case"], c["passed"]) for c in report["cases"]] == [
-        ("diamond-lineage", True), ("diamond-lineage+all-faults", True)]
-    # Diamond alone at one seed misses three lineage mutants (per-key sink counts need a
-    # join): the kit exits 1 and names them.
+        ("diamond-lineage", True), ("diamond-lineage+all-faults", True),
+        *((f"diamond-lineage~during-{p}", True) for p in ("recovering", "replaying", "purging"))]
+    # Diamond alone at one seed misses two lineage mutants (per-key sink counts need a
+    # join): the kit exits 1 and names them. A crash during the recovery (the first
+    # phase-triggered case) catches purge-failed-only there; the crash schedules do not.
     assert res.exit_code == 1
-    assert report["mutants_survived"] == ["lineage/purge-failed-only", "lineage/log-keeps-tail",
+    assert report["mutants_survived"] == ["lineage/log-keeps-tail",
                                           "lineage/sink-dedup-per-key"]
-    caught = [m for m in report["mutants"] if m["caught"]]
-    assert len(caught) == 3
-    assert all(m["reproduce"] == f"ftctl sim {topo / 'diamond.yaml'} -p {m['mutant']} --seed 1"
-               for m in caught)
+    caught = {m["mutant"]: m for m in report["mutants"] if m["caught"]}
+    assert len(caught) == 4 and caught["lineage/purge-failed-only"]["during"] == "recovering"
+    assert all(m["reproduce"] == f"ftctl sim {topo / 'diamond.yaml'} -p {m['mutant']}"
+               + (f" --during {m['during']}" if m["during"] else "") + " --seed 1"
+               for m in caught.values())
     res = runner.invoke(app, ["conformance", "-p", "nope"])
     assert res.exit_code == 2 and "unknown protocol 'nope'" in res.output
 

@@ -14,6 +14,7 @@ from ftctl.conformance.cases import (
     GuaranteeCase,
     all_faults_cases,
     guarantee_cases,
+    phase_cases,
 )
 from ftctl.conformance.kit import Kit
 from ftctl.sim.faults import CRASH_ONLY, FAULT_KINDS
@@ -65,7 +66,10 @@ def test_the_kit_runs_as_many_schedules_with_every_kind() -> None:
     report = kit.run(["lineage"], 2, mutants=False)
     names = [c.case.name for c in report.cases]
     crash = [c.name for c in guarantee_cases("lineage")]
-    # lineage has no timers and plans on no capacity: no correlated cases
-    assert names == crash + [n + ALL_FAULTS_SUFFIX for n in crash]
-    assert [c.schedules for c in report.cases] == [2] * len(crash) * 2
-    assert kit.planned_runs(["lineage"], 2, mutants=False) == 4 * len(crash)
+    # lineage has no timers and plans on no capacity: no correlated cases; then one case
+    # per phase
+    phases = [c.name for c in phase_cases("lineage")]
+    assert len(phases) == 3
+    assert names == crash + [n + ALL_FAULTS_SUFFIX for n in crash] + phases
+    assert [c.schedules for c in report.cases] == [2] * (len(crash) * 2 + len(phases))
+    assert kit.planned_runs(["lineage"], 2, mutants=False) == 4 * len(crash) + 2 * 3
