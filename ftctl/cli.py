@@ -74,6 +74,9 @@ def build_app(only: str | None = None) -> typer.Typer:
                                                                    COMMANDS.values()))
     for name in modules:
         importlib.import_module(f"ftctl.commands.{name}").register(app)
+    from ftctl.helptext import reflow_app
+
+    reflow_app(app)
     return app
 
 
