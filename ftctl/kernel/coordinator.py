@@ -144,6 +144,9 @@ class CoordinatorKernel:
         if self.inc[instance] != incarnation:
             return []  # from an incarnation that has been stopped since
         self._now = now
+        # The report acknowledges the unit's persists before it: they are durable now
+        # (a ``lose-unsynced`` crash of the unit no longer takes them).
+        self.store.sync(instance)
         about = slot or instance
         ev = ReportIn(InstanceId(about), self.inc[about], msg, now)
         return self._apply(self.logic.handle(ev, self))

@@ -91,7 +91,8 @@ class UnitPorts(Striking):
         self.outputs.stage(slot, epoch, records)
 
     def persist(self, slot: str, ref: int, blob: Any) -> None:
-        self.store.put(ref, slot, blob)
+        # durable once the writing unit's next report reaches the coordinator (sync)
+        self.store.put(ref, slot, blob, self.routing.unit_of(slot))
         self.stats.persists += 1
         if self.on_snapshot and isinstance(ref, int) and ref not in self.snapshots_seen:
             self.snapshots_seen.add(ref)
