@@ -97,7 +97,6 @@ class SnapshotStore(Protocol):
     def delete(self, snapshot: int, instance: str) -> None: ...
     def snapshots_of(self, instance: str) -> list[int]: ...
     def bytes_written(self) -> int: ...
-    def sync(self, writer: str) -> None: ...
 
 
 class MemoryStore:
@@ -105,8 +104,10 @@ class MemoryStore:
     unless a store fault (``ftctl/sim/store_faults.py``) damages, deletes or withholds it.
 
     Objects are kept framed (``seal``), so a read checks them as DirectoryStore's does.
-    A write is durable once its writer's persist is acknowledged (``sync``: the kernel
-    accepts a later report of the writer); until then ``lose_unsynced`` can take it.
+    A write is durable once its writer's persist is acknowledged (``sync``): by the
+    contract, a ``Report`` or ``Emit`` after a ``Persist`` takes effect only once the write
+    is durable, so the host syncs the writer's writes when it carries out either. Until
+    then ``lose_unsynced`` (the writer crashed with them in its page cache) can take them.
     """
 
     def __init__(self) -> None:
@@ -315,10 +316,6 @@ class DirectoryStore:
 
     def bytes_written(self) -> int:
         return self._bytes
-
-    def sync(self, writer: str) -> None:
-        """Nothing to do: a file is ``adopt``ed (moved in place) only once its writer's
-        report is current, so what is here is as durable as the filesystem makes it."""
 
 
 class SinkStore:

@@ -27,11 +27,14 @@ NET_DELAY = 0.0004  # nominal one-way latency of a message
 # like the detection delay of a crash (2-6 ms here, 150-300 ms on Spark).
 HANG_TIMEOUT = 0.01
 
-FaultKind = Literal["crash", "pause", "partition", "delay", "slow", "node", "drop"]
-# Every kind; the mixed set the conformance kit draws is FAULT_KINDS (without ``drop``, so
-# its pinned schedules keep their draws).
+FaultKind = Literal["crash", "pause", "partition", "delay", "slow", "node", "drop",
+                    "corrupt", "truncate", "delete", "store-unavailable", "lose-unsynced"]
+# Every kind; the mixed set the conformance kit draws is FAULT_KINDS (without ``drop`` and
+# the store kinds, so its pinned schedules keep their draws).
 KNOWN_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
-FAULT_KINDS: tuple[FaultKind, ...] = KNOWN_KINDS[:-1]
+FAULT_KINDS: tuple[FaultKind, ...] = KNOWN_KINDS[:6]
+# Faults of the snapshot store (``ftctl/sim/store_faults.py``); simulation host only.
+STORE_KINDS: tuple[FaultKind, ...] = KNOWN_KINDS[7:]
 CRASH_ONLY: tuple[FaultKind, ...] = ("crash",)
 # The scenario files' names (chaos/*.yaml) for the kinds named otherwise here: ``--faults``
 # takes either, and reports use the scenario names.
@@ -115,7 +118,35 @@ class NodeLoss:
     node: str | None = None
 
 
-SimFault = Strike | Pause | Partition | Delay | Drop | Slow | NodeLoss
+@dataclass(frozen=True)
+class StoreDamage:
+    """One stored object is corrupted (a byte flipped), truncated or deleted: ``snapshot``
+    of ``instance``, else the newest object of an instance drawn at strike time."""
+
+    at_event: int
+    kind: Literal["corrupt", "truncate", "delete"]
+    instance: str | None = None
+    snapshot: int | None = None
+
+
+@dataclass(frozen=True)
+class StoreOutage:
+    """Every read and write of the store fails for ``duration``."""
+
+    at_event: int
+    duration: float
+
+
+@dataclass(frozen=True)
+class LoseUnsynced:
+    """A unit crashes and its writes not yet made durable (acknowledged) vanish."""
+
+    at_event: int
+    target: str | None = None
+
+
+SimFault = (Strike | Pause | Partition | Delay | Drop | Slow | NodeLoss | StoreDamage
+            | StoreOutage | LoseUnsynced)
 
 
 @dataclass
@@ -159,6 +190,12 @@ def _draw(kind: FaultKind, at: int, rng: random.Random) -> SimFault:
         return NodeLoss(at, span)
     if kind == "drop":
         return Drop(at, rng.uniform(0.2, 1.0), span / 2)
+    if kind in ("corrupt", "truncate", "delete"):
+        return StoreDamage(at, cast(Literal["corrupt", "truncate", "delete"], kind))
+    if kind == "store-unavailable":
+        return StoreOutage(at, span / 2)
+    if kind == "lose-unsynced":
+        return LoseUnsynced(at)
     raise ValueError(f"unknown fault kind {kind!r}")
 
 

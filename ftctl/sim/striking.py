@@ -24,7 +24,19 @@ from ftctl.kernel.routing import Routing
 from ftctl.kernel.unit import Unit
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.cluster import SimCluster
-from ftctl.sim.faults import Delay, Drop, NodeLoss, Partition, Pause, SimFault, Slow, Strike
+from ftctl.sim.faults import (
+    Delay,
+    Drop,
+    LoseUnsynced,
+    NodeLoss,
+    Partition,
+    Pause,
+    SimFault,
+    Slow,
+    StoreDamage,
+    StoreOutage,
+    Strike,
+)
 from ftctl.sim.stats import SimStats
 from protocols.contract.events import FailureCause
 
@@ -57,6 +69,9 @@ class Striking:
         def _slow(self, f: Slow) -> None: ...
         def _link_fault(self, f: Partition | Delay | Drop) -> None: ...
         def _node_loss(self, f: NodeLoss) -> None: ...
+        def _store_damage(self, f: StoreDamage) -> None: ...
+        def _store_outage(self, f: StoreOutage) -> None: ...
+        def _lose_unsynced(self, f: LoseUnsynced) -> None: ...
 
     def _strike(self, strike: Any) -> None:
         alive = sorted(self.live)
@@ -73,11 +88,19 @@ class Striking:
             victims = self._spare(victims)
         if not victims:
             return
-        self.stats.injected += 1
+        self._crash(victims, "crash")
+
+    def _crash(self, victims: list[str], kind: str | None, **data: Any) -> None:
+        """``victims`` die now and are detected after the crash detection delay. ``kind``:
+        the fault injected (None: a persist failed, ``store-write-failed``)."""
         self.stats.failures += 1
         self.stats.failed_instances.extend(victims)
-        crash = self._log("fault-injected", type="crash", instances=sorted(victims),
-                          at_event=self.stats.events)
+        if kind is None:
+            crash = self._log("store-write-failed", instances=sorted(victims), **data)
+        else:
+            self.stats.injected += 1
+            crash = self._log("fault-injected", type=kind, instances=sorted(victims),
+                              at_event=self.stats.events, **data)
         for v in victims:
             self.kernel.lost(v)
             self._kill(v)
@@ -96,6 +119,12 @@ class Striking:
             self._link_fault(fault)
         elif isinstance(fault, NodeLoss):
             self._node_loss(fault)
+        elif isinstance(fault, StoreDamage):
+            self._store_damage(fault)
+        elif isinstance(fault, StoreOutage):
+            self._store_outage(fault)
+        elif isinstance(fault, LoseUnsynced):
+            self._lose_unsynced(fault)
         else:
             raise TypeError(f"not a fault: {fault!r}")
 

@@ -1,0 +1,105 @@
+"""Store faults on the simulation host (ftctl/sim/store_faults.py): a damaged or deleted
+object stops a recovery that needs it (the run stops safely, naming it, under the default
+rule), an outage kills the writers it catches, lose-unsynced takes writes not yet durable;
+and a stopped run whose output is not a start of golden's is a violation."""
+
+from __future__ import annotations
+
+import pytest
+
+from chaos.plan import check_delivery
+from ftctl.config.errors import ConfigError
+from ftctl.kernel.history import HistoryEvent
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.sim import faults as sf
+from ftctl.sim.golden import golden_output
+from ftctl.sim.host import SimHost, SimResult
+from ftctl.sim.runner import sim_params
+from ftctl.verify.checker import verify
+from protocols.contract.spec import Guarantee
+from protocols.registry import PROTOCOLS
+from tests.conftest import load
+
+pytestmark = pytest.mark.sim
+
+TOPOLOGY = "windowed"
+
+
+def _run(protocol: str, faults: list[tuple[float, sf.SimFault]]) -> SimResult:
+    graph = ExecutionGraph(load(TOPOLOGY))
+    host = SimHost(graph, PROTOCOLS[protocol], sim_params(graph, PROTOCOLS[protocol], {}), 3)
+    for t, f in faults:
+        host.at(t, lambda f=f: host.inject(f))  # type: ignore[misc]
+    return host.run()
+
+
+def _verdict(result: SimResult) -> object:
+    graph = ExecutionGraph(load(TOPOLOGY))
+    return verify(load(TOPOLOGY).sink_modes(), golden_output(graph), result.outputs,
+                  Guarantee.EXACTLY_ONCE, complete=result.complete, stopped=result.stopped)
+
+
+def _kinds(result: SimResult, kind: str) -> list[HistoryEvent]:
+    return [e for e in result.events if e.kind == kind]
+
+
+def test_the_store_kinds_parse_and_leave_the_mixed_set_as_it_was() -> None:
+    assert sf.parse_kinds("corrupt,truncate,delete,store-unavailable,lose-unsynced") \
+        == sf.STORE_KINDS
+    assert not set(sf.STORE_KINDS) & set(sf.FAULT_KINDS)  # pinned kit schedules keep draws
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "truncate", "delete"])
+def test_a_bad_object_a_restart_needs_stops_the_run_safely_naming_it(damage: str) -> None:
+    # progressive has no rule of its own for a bad object: the default stops the run
+    result = _run("progressive", [(0.012, sf.StoreDamage(0, damage, "win[0]")),  # type: ignore[arg-type]
+                                  (0.0121, sf.Strike(0, 1, ("win[0]",)))])
+    (hit,) = _kinds(result, "fault-injected")[:1]
+    snapshot = hit.data["snapshot"]
+    problem = "missing" if damage == "delete" else "corrupt"
+    (failed,) = _kinds(result, "store-read-failed")
+    assert (failed.instance, failed.data["snapshot"], failed.data["problem"]) == (
+        "win[0]", snapshot, problem)
+    assert result.stopped == f"{problem} snapshot {snapshot} of win[0]"
+    assert _kinds(result, "run-stopped")[0].data["reason"] == result.stopped
+    verdict = _verdict(result)
+    assert verdict.stopped_safely and not verdict.passed  # type: ignore[attr-defined]
+    assert verdict.outcome == f"stopped safely: {result.stopped}"  # type: ignore[attr-defined]
+
+
+def test_a_stopped_run_with_wrong_output_is_a_violation() -> None:
+    graph = ExecutionGraph(load(TOPOLOGY))
+    golden = golden_output(graph)
+    (sink,) = golden
+    modes = load(TOPOLOGY).sink_modes()
+    prefix = {sink: golden[sink][:5]}
+    assert verify(modes, golden, prefix, Guarantee.EXACTLY_ONCE, complete=False,
+                  stopped="corrupt snapshot 3 of win[0]").stopped_safely
+    key = golden[sink][3][0]
+    skipped = {sink: [r for r in golden[sink] if r[0] == key][1:2]}  # its first is missing
+    bad = verify(modes, golden, skipped, Guarantee.EXACTLY_ONCE, complete=False,
+                 stopped="corrupt snapshot 3 of win[0]")
+    assert not bad.stopped_safely and bad.outcome == "violated"
+    assert bad.totals() == {"not-a-prefix": 1}
+
+
+def test_an_outage_kills_the_writers_it_catches_and_output_stays_exactly_once() -> None:
+    result = _run("checkpoint", [(0.010, sf.StoreOutage(0, 0.004))])
+    failed = _kinds(result, "store-write-failed")
+    assert failed and all(e.t < 0.0141 for e in failed)
+    assert result.complete and _verdict(result).passed  # type: ignore[attr-defined]
+
+
+def test_lose_unsynced_takes_only_writes_not_yet_reported() -> None:
+    # checkpoint reports each snapshot right after persisting it: nothing is left unsynced
+    # by the time its report is out, so a lose-unsynced crash loses nothing
+    result = _run("checkpoint", [(0.012, sf.LoseUnsynced(0, "win[0]"))])
+    (crash,) = _kinds(result, "fault-injected")
+    assert crash.data["type"] == "lose-unsynced" and crash.data["lost"] == []
+    assert _verdict(result).passed  # type: ignore[attr-defined]
+
+
+def test_spark_refuses_store_faults_in_one_line() -> None:
+    with pytest.raises(ConfigError, match="simulation host only"):
+        check_delivery("s.yaml", "corrupt", "random", None, None)
+    check_delivery("s.yaml", "corrupt", "random", None, None, sim=True)
