@@ -103,3 +103,35 @@ def test_spark_refuses_store_faults_in_one_line() -> None:
     with pytest.raises(ConfigError, match="simulation host only"):
         check_delivery("s.yaml", "corrupt", "random", None, None)
     check_delivery("s.yaml", "corrupt", "random", None, None, sim=True)
+
+
+def _checkpoint(alignment: str, target: str) -> SimResult:
+    graph = ExecutionGraph(load(TOPOLOGY))
+    spec = PROTOCOLS["checkpoint"]
+    host = SimHost(graph, spec, sim_params(graph, spec, {"alignment": alignment}), 3)
+    host.at(0.012, lambda: host.inject(sf.StoreDamage(0, "corrupt", target)))
+    host.at(0.0121, lambda: host.inject(sf.Strike(0, 1, ("win[0]",))))
+    return host.run()
+
+
+def test_checkpoint_falls_back_to_an_older_snapshot_and_stays_exactly_once() -> None:
+    result = _checkpoint("aligned", "win[0]")
+    (bad,) = _kinds(result, "store-read-failed")
+    (note,) = [e for e in result.events if e.note == "fallback"]
+    k = bad.data["snapshot"]
+    assert note.data["data"]["replay_to"] == k and note.data["data"]["snapshot"] < k
+    # the replay cut k where it was cut: its commit makes nothing visible a second time
+    recommit = [e for e in _kinds(result, "output-committed")
+                if e.data["upto"] == k and e.t > bad.t]
+    assert [e.data["records"] for e in recommit] == [0]
+    assert result.stopped is None and _verdict(result).passed  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("alignment", "target"), [("unaligned", "win[0]"),
+                                                   ("aligned", "tags[0]")])
+def test_checkpoint_stops_where_no_replay_can_cut_again(alignment: str, target: str) -> None:
+    # unaligned: a sink's cut depends on its inputs' interleaving; a source's own part
+    # bad: where it cut is unknown
+    result = _checkpoint(alignment, target)
+    assert result.stopped is not None and result.stopped.endswith(f"of {target}")
+    assert _verdict(result).stopped_safely  # type: ignore[attr-defined]
