@@ -112,6 +112,9 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self.blobs: dict[tuple[int, str], bytes] = {}
+        # What was written and not discarded: the store's listing. An object a fault
+        # deleted stays listed, so a read of it is a MissingObject, not "never stored".
+        self.listed: set[tuple[int, str]] = set()
         self.writes = 0
         self.unavailable = 0  # outages under way: every get and put fails meanwhile
         self.unsynced: dict[str, set[tuple[int, str]]] = {}  # writer -> its open writes
@@ -123,6 +126,7 @@ class MemoryStore:
     def put(self, snapshot: int, instance: str, blob: Any, writer: str | None = None) -> None:
         self._reachable(snapshot, instance)
         self.blobs[(snapshot, instance)] = seal(blob)
+        self.listed.add((snapshot, instance))
         self.writes += 1
         if writer is not None:
             self.unsynced.setdefault(writer, set()).add((snapshot, instance))
@@ -131,7 +135,9 @@ class MemoryStore:
         self._reachable(snapshot, instance)
         data = self.blobs.get((snapshot, instance))
         if data is None:
-            raise MissingObject(snapshot, instance, "no such object")
+            why = ("listed, its data gone" if (snapshot, instance) in self.listed
+                   else "no such object")
+            raise MissingObject(snapshot, instance, why)
         return unseal(data, snapshot, instance)
 
     def sync(self, writer: str) -> None:
@@ -140,20 +146,23 @@ class MemoryStore:
 
     def lose_unsynced(self, writer: str) -> list[tuple[int, str]]:
         """``writer`` crashed with writes not yet durable: they vanish. Returns them."""
-        lost = sorted(k for k in self.unsynced.pop(writer, ()) if k in self.blobs)
-        for key in lost:
-            del self.blobs[key]
+        lost = sorted(k for k in self.unsynced.pop(writer, ()) if k in self.listed)
+        for key in lost:  # never durable: neither its data nor its listing survives
+            self.blobs.pop(key, None)
+            self.listed.discard(key)
         return lost
 
     def discard_after(self, snapshot: int) -> None:
-        for key in [k for k in self.blobs if k[0] > snapshot]:
-            del self.blobs[key]
+        for key in [k for k in self.listed if k[0] > snapshot]:
+            self.listed.discard(key)
+            self.blobs.pop(key, None)
 
     def delete(self, snapshot: int, instance: str) -> None:
         self.blobs.pop((snapshot, instance), None)
+        self.listed.discard((snapshot, instance))
 
     def snapshots_of(self, instance: str) -> list[int]:
-        return sorted(s for s, i in self.blobs if i == instance)
+        return sorted(s for s, i in self.listed if i == instance)
 
     def bytes_written(self) -> int:
         return 0

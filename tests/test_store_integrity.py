@@ -103,3 +103,15 @@ def test_writes_not_yet_acknowledged_vanish_with_their_writer() -> None:
     assert store.lose_unsynced("map[0]") == [(2, "map[0]")]
     assert store.snapshots_of("map[0]") == [1]
     assert store.snapshots_of("map[1]") == [2]
+
+
+def test_an_object_whose_data_is_gone_stays_listed_and_reads_as_missing() -> None:
+    # a recovery asking for what the listing shows must hear it is gone, not get None
+    store = MemoryStore()
+    store.put(4, "ones[1]", BLOB)
+    del store.blobs[(4, "ones[1]")]  # what a delete fault does
+    assert store.snapshots_of("ones[1]") == [4]
+    with pytest.raises(MissingObject, match="listed, its data gone"):
+        store.get(4, "ones[1]")
+    store.delete(4, "ones[1]")  # the coordinator's own delete drops the listing too
+    assert store.snapshots_of("ones[1]") == []

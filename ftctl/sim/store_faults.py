@@ -56,7 +56,7 @@ class StoreFaults(Striking):
             self.skip_fault(f.kind, f.instance, what)
             return
         snapshot, instance = key
-        if f.kind == "delete":
+        if f.kind == "delete":  # its data: the store still lists it (MissingObject on read)
             del blobs[key]
         else:
             blobs[key] = damaged(blobs[key], f.kind, self.rng.random())

@@ -137,13 +137,19 @@ def compare(sink: str, mode: str, golden: Out, output: Out, max_divergences: int
     return v
 
 
-def not_prefix(mode: str, golden_by_key: dict[Any, list[Any]], output: Out) -> int:
-    """Keys whose output is not a start of golden's (for a multiset sink: not a part of
-    it): what a run that stopped early must not have made visible."""
+def not_prefix(mode: str, golden_by_key: dict[Any, list[Any]], output: Out,
+               guarantee: Guarantee = Guarantee.EXACTLY_ONCE) -> int:
+    """Keys whose output a run that stopped early must not have made visible: exactly-once,
+    not a start of golden's (for a multiset sink: not a part of it); at-most-once, not a
+    part of it; at-least-once, a record golden lacks; no delivery promise, none."""
+    if guarantee is Guarantee.NONE:
+        return 0
     bad = 0
     for k, got in index_by_key(output).items():
         want = golden_by_key.get(k, [])
-        if mode == "multiset":
+        if guarantee is Guarantee.AT_LEAST_ONCE:
+            bad += not set(got) <= set(want)
+        elif mode == "multiset" or guarantee is not Guarantee.EXACTLY_ONCE:
             bad += not Counter(got) <= Counter(want)
         else:
             bad += got != want[:len(got)]
@@ -213,5 +219,5 @@ def verify(modes: dict[str, str], golden: dict[str, Out], output: dict[str, Out]
     wrong = 0
     if stopped is not None:
         wrong = sum(not_prefix(modes[name], index.get(name) or index_by_key(golden.get(
-            name, [])), output.get(name, [])) for name in sorted(modes))
+            name, [])), output.get(name, []), guarantee) for name in sorted(modes))
     return Verdict(guarantee, sinks, complete, stopped, wrong)
