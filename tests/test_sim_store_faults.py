@@ -5,6 +5,8 @@ and a stopped run whose output is not a start of golden's is a violation."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from chaos.plan import check_delivery
@@ -49,6 +51,19 @@ def test_the_store_kinds_parse_and_leave_the_mixed_set_as_it_was() -> None:
     assert not set(sf.STORE_KINDS) & set(sf.FAULT_KINDS)  # pinned kit schedules keep draws
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_store_strikes_come_on_top_of_the_draws_without_them(seed: int) -> None:
+    def draw(kinds: tuple[sf.FaultKind, ...]) -> tuple[list[sf.SimFault], int]:
+        rng = random.Random(seed)
+        strikes = sf.FailureSchedule.random(rng, 500, 3, 3, kinds).strikes
+        return strikes, rng.getrandbits(64)  # what a run then seeds its host with
+
+    base, host = draw(sf.FAULT_KINDS)
+    every, host_too = draw(sf.ALL_KINDS)
+    store = [f for f in every if type(f) in (sf.StoreDamage, sf.StoreOutage, sf.LoseUnsynced)]
+    assert [f for f in every if f not in store] == base and host_too == host and store
+
+
 @pytest.mark.parametrize("damage", ["corrupt", "truncate", "delete"])
 def test_a_bad_object_a_restart_needs_stops_the_run_safely_naming_it(damage: str) -> None:
     # progressive has no rule of its own for a bad object: the default stops the run
@@ -81,6 +96,11 @@ def test_a_stopped_run_with_wrong_output_is_a_violation() -> None:
                  stopped="corrupt snapshot 3 of win[0]")
     assert not bad.stopped_safely and bad.outcome == "violated"
     assert bad.totals() == {"not-a-prefix": 1}
+    # what a run stopped early may show depends on the guarantee: none promises nothing
+    assert verify(modes, golden, skipped, Guarantee.NONE, complete=False,
+                  stopped="corrupt snapshot 3 of win[0]").stopped_safely
+    assert verify(modes, golden, skipped, Guarantee.AT_MOST_ONCE, complete=False,
+                  stopped="corrupt snapshot 3 of win[0]").stopped_safely
 
 
 def test_an_outage_kills_the_writers_it_catches_and_output_stays_exactly_once() -> None:

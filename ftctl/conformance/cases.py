@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ftctl.config.errors import ConfigError
-from ftctl.sim.faults import CRASH_ONLY, FAULT_KINDS, FaultKind
+from ftctl.sim.faults import ALL_KINDS, CRASH_ONLY, FaultKind
 from protocols.contract.spec import Guarantee, Variant
 from protocols.registry import PROTOCOLS, get_protocol
 
@@ -163,8 +163,9 @@ def guarantee_cases(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> list
 
 def all_faults_cases(protocol: str,
                      directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
-    """``guarantee_cases`` again, their schedules drawing every fault kind."""
-    return [replace(c, kinds=FAULT_KINDS) for c in guarantee_cases(protocol, directory)]
+    """``guarantee_cases`` again, their schedules drawing every fault kind (the store's
+    too: a run the protocol stops safely on a bad object holds)."""
+    return [replace(c, kinds=ALL_KINDS) for c in guarantee_cases(protocol, directory)]
 
 
 def gate_of(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> dict[str, int]:

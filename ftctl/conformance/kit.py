@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ftctl.config.load import load_topology
 from ftctl.conformance.cases import (
@@ -99,6 +99,8 @@ class MutantResult:
         if self.topology is None:
             return None
         extra = "".join(f" --param {k}={v}" for k, v in self.timings.items())
+        if self.mutant.kinds:
+            extra += f" --faults {','.join(self.mutant.kinds)}"
         return f"ftctl sim {_shown(self.topology)} -p {self.qualified}{extra} --seed {self.seed}"
 
     def to_json(self) -> dict[str, Any]:
@@ -147,7 +149,7 @@ class Kit:
         self.progress = progress
         self._sims: dict[tuple[str, str, Path, tuple[FaultKind, ...]], Simulator] = {}
         self._broken: dict[Path, str] = {}  # topologies whose simulator cannot be built
-        self._holds: dict[tuple[str, str, Path, int], bool] = {}
+        self._holds: dict[tuple[Any, ...], bool] = {}
 
     def topologies(self) -> list[Path]:
         return topologies(self.topology_dir)
@@ -190,7 +192,8 @@ class Kit:
             result.schedules += 1
             stats = outcome.result.stats
             result.failures_injected += stats.failures if crash_only else stats.injected
-            held = outcome.verdict.passed
+            # a run stopped safely on a bad stored object is no violation (nor a pass)
+            held = outcome.verdict.passed or outcome.verdict.stopped_safely
             if crash_only:  # what mutants are judged against
                 self._holds[(case.protocol, key, case.topology, seed)] = held
             if not held:
@@ -202,10 +205,14 @@ class Kit:
         return result
 
     def _protocol_holds(self, protocol: str, params: dict[str, Any], topology: Path,
-                        seed: int) -> bool:
-        key = (protocol, repr(sorted(params.items())), topology, seed)
+                        seed: int, kinds: tuple[FaultKind, ...] = CRASH_ONLY) -> bool:
+        # crash-only verdicts are the crash cases' (run_case records them); others apart
+        key: tuple[Any, ...] = (protocol, repr(sorted(params.items())), topology, seed)
+        if kinds != CRASH_ONLY:
+            key = (*key, kinds)
         if key not in self._holds:
-            self._holds[key] = self._sim(protocol, params, topology).run_one(seed).verdict.passed
+            verdict = self._sim(protocol, params, topology, kinds).run_one(seed).verdict
+            self._holds[key] = verdict.passed or verdict.stopped_safely
         return self._holds[key]
 
     def run_mutant(self, protocol: str, mutant: Mutant, n: int,
@@ -217,6 +224,8 @@ class Kit:
         started = time.perf_counter()
         qualified = f"{protocol}/{mutant.name}"
         variant = dict(mutant.params)
+        # a mutant of the store faults' handling draws them; the others crashes only
+        kinds = cast(tuple[FaultKind, ...], tuple(mutant.kinds)) or CRASH_ONLY
         result = MutantResult(protocol, mutant)
         runs = [(topology, timing) for topology in only or self.topologies()
                 for timing in timing_overlays(protocol, variant)]
@@ -226,7 +235,7 @@ class Kit:
                 if topology in self._broken or not accepts(protocol, params, topology):
                     continue  # reported with the guarantee cases, or out of scope
                 try:
-                    sim = self._sim(qualified, params, topology)
+                    sim = self._sim(qualified, params, topology, kinds)
                 except Exception as exc:  # the topology cannot run: no verdict either way
                     self._broken[topology] = f"{type(exc).__name__}: {exc}"
                     continue
@@ -234,7 +243,7 @@ class Kit:
                 self._tick(qualified)
                 try:
                     verdict = sim.run_one(seed).verdict
-                    if verdict.passed:
+                    if verdict.passed or verdict.stopped_safely:
                         continue
                     violations = dict(verdict.totals())
                 except Exception as exc:
@@ -242,7 +251,7 @@ class Kit:
                     # runs this schedule without crashing.
                     violations = {f"crashed ({type(exc).__name__})": 1}
                 try:
-                    if not self._protocol_holds(protocol, params, topology, seed):
+                    if not self._protocol_holds(protocol, params, topology, seed, kinds):
                         continue  # the protocol breaks here too: no evidence against the mutant
                 except Exception:
                     continue

@@ -35,6 +35,8 @@ KNOWN_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
 FAULT_KINDS: tuple[FaultKind, ...] = KNOWN_KINDS[:6]
 # Faults of the snapshot store (``ftctl/sim/store_faults.py``); simulation host only.
 STORE_KINDS: tuple[FaultKind, ...] = KNOWN_KINDS[7:]
+# What the conformance kit's all-faults cases draw: the mixed set and the store kinds.
+ALL_KINDS: tuple[FaultKind, ...] = FAULT_KINDS + STORE_KINDS
 CRASH_ONLY: tuple[FaultKind, ...] = ("crash",)
 # The scenario files' names (chaos/*.yaml) for the kinds named otherwise here: ``--faults``
 # takes either, and reports use the scenario names.
@@ -159,9 +161,21 @@ class FailureSchedule:
         """Up to ``max_failures`` faults of the given kinds at event indices in [1, horizon].
 
         Crash only (the default) draws exactly as before the other kinds existed, so every
-        seed pinned against crash schedules keeps its schedule.
+        seed pinned against crash schedules keeps its schedule. Store kinds are drawn on
+        top, from a generator of their own seeded by the other strikes: the others keep
+        the draws they had without them.
         """
         kinds = tuple(kinds)
+        store = tuple(k for k in kinds if k in STORE_KINDS)
+        if store:
+            rest = tuple(k for k in kinds if k not in STORE_KINDS)
+            schedule = (cls.random(rng, horizon, max_failures, max_burst, rest) if rest
+                        else cls())
+            extra = random.Random(repr((schedule.strikes, horizon, store)))
+            schedule.strikes += [_draw(extra.choice(store), extra.randint(1, max(1, horizon)),
+                                       extra) for _ in range(extra.randint(1, max_failures))]
+            schedule.strikes.sort(key=lambda s: s.at_event)
+            return schedule
         mixed = kinds != CRASH_ONLY
         n = rng.randint(1, max_failures)
         strikes: list[SimFault] = []

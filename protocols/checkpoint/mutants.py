@@ -12,7 +12,7 @@ from protocols.contract.actions import (
     Restart,
     Stop,
 )
-from protocols.contract.events import FailureDetected, ReportIn, Started
+from protocols.contract.events import FailureDetected, ReportIn, Started, StoreFault
 from protocols.contract.messages import Persisted
 from protocols.contract.spec import Mutant
 from protocols.contract.view import ClusterView
@@ -68,6 +68,16 @@ class AlignedNoBlock(CheckpointInstance):
             self.receive(ch, m)
 
 
+class TrustUnchecked(CheckpointCoordinator):
+    """Restore trusts an unchecked object: a part that fails its check is restored empty."""
+
+    def on_store_fault(self, ev: StoreFault, view: ClusterView) -> list[CoordinatorAction]:
+        k = self.complete
+        return [Stop(self.graph.order),
+                *(Restart(i, restore=None if i == ev.instance else k or None)
+                  for i in self.graph.order)]
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("no-channel-state", NoChannelState.__doc__ or "", instance=NoChannelState,
            budget=10),
@@ -77,4 +87,6 @@ MUTANTS: tuple[Mutant, ...] = (
            coordinator=RollbackFailedOnly, budget=10),
     Mutant("aligned-no-block", AlignedNoBlock.__doc__ or "", instance=AlignedNoBlock,
            params={"alignment": "aligned"}, budget=10),
+    Mutant("trust-unchecked", TrustUnchecked.__doc__ or "", coordinator=TrustUnchecked,
+           budget=30, kinds=("crash", "corrupt")),
 )

@@ -51,6 +51,7 @@ CATCH: dict[str, tuple[str, int]] = {
     "checkpoint/commit-early": ("diamond", 1),
     "checkpoint/rollback-failed-only": ("diamond", 1),
     "checkpoint/aligned-no-block": ("replica-chain", 1),
+    "checkpoint/trust-unchecked": ("diamond", 2),  # crash and corrupt schedules
     "lineage/no-sink-dedup": ("diamond", 1),
     "lineage/sink-forgets-visible": ("diamond", 1),
     "lineage/purge-failed-only": ("replica-chain", 1),
