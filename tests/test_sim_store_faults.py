@@ -5,11 +5,15 @@ and a stopped run whose output is not a start of golden's is a violation."""
 
 from __future__ import annotations
 
+import json
 import random
+import re
 
 import pytest
+from typer.testing import CliRunner
 
 from chaos.plan import check_delivery
+from ftctl.cli import app
 from ftctl.config.errors import ConfigError
 from ftctl.kernel.history import HistoryEvent
 from ftctl.runtime.graph import ExecutionGraph
@@ -20,7 +24,7 @@ from ftctl.sim.runner import sim_params
 from ftctl.verify.checker import verify
 from protocols.contract.spec import Guarantee
 from protocols.registry import PROTOCOLS
-from tests.conftest import load
+from tests.conftest import TOPOLOGIES, load
 
 pytestmark = pytest.mark.sim
 
@@ -155,3 +159,14 @@ def test_checkpoint_stops_where_no_replay_can_cut_again(alignment: str, target: 
     result = _checkpoint(alignment, target)
     assert result.stopped is not None and result.stopped.endswith(f"of {target}")
     assert _verdict(result).stopped_safely  # type: ignore[attr-defined]
+
+
+def test_sim_counts_stops_apart_and_names_their_objects() -> None:
+    res = CliRunner().invoke(app, ["sim", str(TOPOLOGIES / "windowed.yaml"), "-p",
+                                   "progressive", "-n", "12", "--faults", "kill-task,corrupt",
+                                   "--json"])
+    out = json.loads(res.output)
+    assert res.exit_code == 0 and out["violating_schedules"] == 0
+    assert out["stopped_safely"] == len(out["stops"]) > 0
+    assert all(re.fullmatch(r"(corrupt|missing) snapshot \d+ of \w+\[\d+\]", s["reason"])
+               for s in out["stops"])
