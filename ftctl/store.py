@@ -55,6 +55,11 @@ class MissingObject(StoreError):
     """No object under this (snapshot, instance)."""
 
 
+class NeverStored(MissingObject):
+    """Nothing durable was ever stored under it, or the coordinator deleted it: a protocol
+    that asks for it is wrong, not the store (never a ``StoreFault``)."""
+
+
 class StoreUnavailable(StoreError):
     """The store answers no read or write for now (a transient outage)."""
 
@@ -135,9 +140,9 @@ class MemoryStore:
         self._reachable(snapshot, instance)
         data = self.blobs.get((snapshot, instance))
         if data is None:
-            why = ("listed, its data gone" if (snapshot, instance) in self.listed
-                   else "no such object")
-            raise MissingObject(snapshot, instance, why)
+            if (snapshot, instance) not in self.listed:
+                raise NeverStored(snapshot, instance, "no such object")
+            raise MissingObject(snapshot, instance, "listed, its data gone")
         return unseal(data, snapshot, instance)
 
     def sync(self, writer: str) -> None:

@@ -21,9 +21,11 @@ from ftctl.sim import faults as sf
 from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost, SimResult
 from ftctl.sim.runner import sim_params
+from ftctl.store import NeverStored
 from ftctl.verify.checker import verify
 from protocols.contract.spec import Guarantee
-from protocols.registry import PROTOCOLS
+from protocols.mutants import mutants_of
+from protocols.registry import PROTOCOLS, get_protocol
 from tests.conftest import TOPOLOGIES, load
 
 pytestmark = pytest.mark.sim
@@ -170,3 +172,16 @@ def test_sim_counts_stops_apart_and_names_their_objects() -> None:
     assert out["stopped_safely"] == len(out["stops"]) > 0
     assert all(re.fullmatch(r"(corrupt|missing) snapshot \d+ of \w+\[\d+\]", s["reason"])
                for s in out["stops"])
+
+
+def test_asking_for_an_object_never_stored_is_the_protocols_bug_not_a_store_fault() -> None:
+    # falkirk/report-without-persist reports a checkpoint it never persisted: its restart
+    # must break the run (the kit's catch), not stop it safely
+    spec = get_protocol("falkirk/report-without-persist")
+    assert any(m.name == "report-without-persist" for m in mutants_of("falkirk"))
+    graph = ExecutionGraph(load("diamond"))
+    host = SimHost(graph, spec, sim_params(graph, spec, {}), 3)
+    victim = graph.order[-2]
+    host.at(0.02, lambda: host.inject(sf.Strike(0, 1, (victim,))))
+    with pytest.raises(NeverStored):
+        host.run()

@@ -29,7 +29,13 @@ from ftctl.kernel.outputs import Outputs
 from ftctl.kernel.placement import Placement, Slots
 from ftctl.kernel.routing import Routing
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.store import MissingObject, SnapshotStore, StoreError, StoreUnavailable
+from ftctl.store import (
+    MissingObject,
+    NeverStored,
+    SnapshotStore,
+    StoreError,
+    StoreUnavailable,
+)
 from protocols.contract.actions import (
     CancelTimer,
     CommitOutput,
@@ -215,12 +221,15 @@ class CoordinatorKernel:
 
     def unreadable(self, starts: tuple[tuple[str, int], ...]) -> StoreError | None:
         """The first object a start of ``starts`` needs and cannot read, checked before
-        any of them starts: a group starts whole or not at all."""
+        any of them starts: a group starts whole or not at all. An object never stored
+        (``NeverStored``) raises: asking for it is the protocol's bug, not a store fault."""
         for instance, incarnation in starts:
             restart = self.pending.get(instance)
             if restart is not None and self.inc[instance] == incarnation:
                 try:
                     self._read(instance, restart)
+                except NeverStored:
+                    raise  # the protocol asked for what it never stored: its bug
                 except StoreError as exc:
                     return exc
         return None
@@ -357,6 +366,8 @@ class CoordinatorKernel:
             return [Log("instance-rolled-back", {**record, "skipped": why})]
         try:
             restored = self.store.get(a.restore, i) if a.restore is not None else None
+        except NeverStored:
+            raise  # the protocol asked for what it never stored: its bug
         except StoreError as exc:  # not rolled back on a bad object: stopped, as a start
             self._fence(i)
             return [Fence((i,)), stopped((i,)), *self._store_fault(exc, (i,))]
