@@ -28,3 +28,15 @@ def test_losing_a_sinks_unsynced_writes_makes_no_duplicate(protocol: str) -> Non
         v = verify(sim.modes, sim.golden, result.outputs, sim.guarantee,
                    complete=result.complete)
         assert v.passed, (k, v.totals())
+
+
+def test_a_lineage_sink_whose_first_write_was_lost_restarts_empty() -> None:
+    # seed 97 loses out[0]'s first state write (nothing emitted yet) before it fails:
+    # the restart must not ask for what was never durable
+    sim = Simulator(load_topology(TOPOLOGIES / "windowed.yaml"), PROTOCOLS["lineage"], {},
+                    kinds=("crash", "lose-unsynced", "corrupt", "store-unavailable"))
+    outcome = sim.run_one(97)
+    lost = [e.data["lost"] for e in outcome.result.events
+            if e.kind == "fault-injected" and e.data["type"] == "lose-unsynced"]
+    assert lost == [[[1, "out[0]"]]]
+    assert outcome.verdict.passed

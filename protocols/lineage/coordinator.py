@@ -35,6 +35,9 @@ class LineageCoordinator(CoordinatorLogic[NoParams]):
             Stop(tuple(order)),
             Note("purge", {"failed": sorted(failed), "purged": order}),
         ]
-        acts += [Restart(iid, restore=SLOT if self.graph.is_sink(iid) else None)
+        # A sink whose state is not stored yet (its first write was lost unsynced: it had
+        # emitted nothing, else the write would be durable) starts empty.
+        acts += [Restart(iid, restore=SLOT if self.graph.is_sink(iid)
+                         and SLOT in view.stored(InstanceId(iid)) else None)
                  for iid in order]
         return acts
