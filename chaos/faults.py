@@ -502,7 +502,36 @@ class RestoreCapacity(ChaosFault):
 
 
 # The process-level fault types; chaos.registry adds the container ones (chaos.containers).
+class _SimulationOnly(ChaosFault):
+    """A store fault: only the simulation host realizes it (``ftctl/sim/store_faults.py``);
+    ``chaos.plan.check_delivery`` refuses it before a Spark run starts."""
+
+    def inject(self, ctx: FaultContext) -> InjectRecord:
+        raise FaultError(f"{self.name} is a store fault: simulation host only")
+
+
+class Corrupt(_SimulationOnly):
+    name = "corrupt"
+
+
+class Truncate(_SimulationOnly):
+    name = "truncate"
+
+
+class Delete(_SimulationOnly):
+    name = "delete"
+
+
+class StoreUnavailable(_SimulationOnly):
+    name = "store-unavailable"
+
+
+class LoseUnsynced(_SimulationOnly):
+    name = "lose-unsynced"
+
+
 FAULT_CLASSES: tuple[type[ChaosFault], ...] = (
     KillTask, KillExecutor, KillWorker, KillGroup, Pause,
     Partition, Delay, Drop, Slow, RestoreCapacity,
+    Corrupt, Truncate, Delete, StoreUnavailable, LoseUnsynced,
 )  # fmt: skip

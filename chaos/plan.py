@@ -18,6 +18,7 @@ from ftctl.config.scenario import (
     CONTAINER_FAULTS,
     FAULT_TYPES,
     RECOVERING,
+    STORE_FAULTS,
     WORKER_KEY,
     parse_target,
 )
@@ -76,10 +77,12 @@ def from_scenario(path: Path, instances: Sequence[str], duration: float,
 
 
 def check_cluster(schedule: Schedule, master: str | None,
-                  worker_labels: Sequence[Mapping[str, str]], backend: str = "local") -> None:
-    """Refuse, before anything starts, faults the cluster cannot take."""
+                  worker_labels: Sequence[Mapping[str, str]], backend: str = "local",
+                  sim: bool = False) -> None:
+    """Refuse, before anything starts, faults the cluster cannot take (``sim``: the
+    simulation host's, which takes the store faults too)."""
     for p in schedule.faults:
-        check_delivery(schedule.source, p.type, p.target, p.duration, master, backend)
+        check_delivery(schedule.source, p.type, p.target, p.duration, master, backend, sim)
         parsed = parse_target(p.target)
         if parsed.kind == "selector":
             _check_selector(schedule, p.type, dict(parsed.labels), p.target, worker_labels)
@@ -89,12 +92,15 @@ def check_cluster(schedule: Schedule, master: str | None,
 
 
 def check_delivery(source: str, fault: str, target: str, duration: float | None,
-                   master: str | None, backend: str = "local") -> None:
+                   master: str | None, backend: str = "local", sim: bool = False) -> None:
     """Refuse, in one line, a fault the chosen cluster cannot have delivered: on one
     ftctl did not start (``master``) only what the tasks' agent carries out, and the
     container faults only on the docker backend."""
     if fault not in FAULT_TYPES:
         raise ConfigError(source, "type", f"unknown fault type {fault!r}")
+    if fault in STORE_FAULTS and not sim:
+        raise ConfigError(source, "type", f"{fault} is a store fault: simulation host only "
+                          "(ftctl sim --scenario)")
     # On --master a task's agent kills its own executor or worker: no worker access
     # needed, but a selector (worker labels) does.
     needs_cluster = (fault in CLUSTER_FAULTS and fault not in AGENT_FAULTS) \

@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import struct
+import zlib
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +26,74 @@ from ftctl.spill import ChunkFile
 # Visible sink records held in memory per instance before a spilling store writes them out.
 SPILL_KEEP = 100_000
 
+# Every stored object is framed: MAGIC, the payload's length and its CRC-32, then the
+# payload (``codec``). A read checks both, so a truncated or corrupted object is an error,
+# never a blob. MAGIC's last byte is the format version; objects written before framing
+# (version 0) start with a ``codec`` tag (b"M" or 0x80), never with MAGIC's b"F".
+MAGIC = b"FTS\x01"
+_HEADER = struct.Struct(">4sQI")
+
+
+class StoreError(Exception):
+    """A stored object cannot be read (or the store cannot be reached)."""
+
+    def __init__(self, snapshot: int, instance: str, why: str) -> None:
+        super().__init__(snapshot, instance, why)
+        self.snapshot = snapshot
+        self.instance = instance
+        self.why = why
+
+    def __str__(self) -> str:
+        return f"snapshot {self.snapshot} of {self.instance}: {self.why}"
+
+
+class CorruptObject(StoreError):
+    """The object is there but its bytes are not what was written (corrupt, truncated)."""
+
+
+class MissingObject(StoreError):
+    """No object under this (snapshot, instance)."""
+
+
+class NeverStored(MissingObject):
+    """Nothing durable was ever stored under it, or the coordinator deleted it: a protocol
+    that asks for it is wrong, not the store (never a ``StoreFault``)."""
+
+
+class StoreUnavailable(StoreError):
+    """The store answers no read or write for now (a transient outage)."""
+
+
+def seal(blob: Any) -> bytes:
+    """``blob`` as a framed object: header (magic, length, checksum), then its bytes."""
+    data = codec.encode(blob)
+    return _HEADER.pack(MAGIC, len(data), zlib.crc32(data)) + data
+
+
+def unseal(data: bytes, snapshot: int, instance: str) -> Any:
+    """The blob in a framed object; ``CorruptObject`` saying why when it does not check.
+    An unframed object (format version 0) is decoded as it was written, unchecked."""
+    if not data:
+        raise CorruptObject(snapshot, instance, "empty object")
+    if data[:1] != MAGIC[:1]:
+        if data[:1] != codec.MARSHAL_TAG and data[0] != 0x80:
+            raise CorruptObject(snapshot, instance, f"unknown format {bytes(data[:1])!r}")
+        try:
+            return codec.decode(data)
+        except Exception as exc:  # marshal and pickle raise many kinds on bad bytes
+            raise CorruptObject(snapshot, instance, f"undecodable: {exc}") from None
+    if len(data) < _HEADER.size:
+        raise CorruptObject(snapshot, instance, f"truncated header ({len(data)} bytes)")
+    magic, length, crc = _HEADER.unpack_from(data)
+    if magic != MAGIC:
+        raise CorruptObject(snapshot, instance, f"unknown format {magic!r}")
+    body = memoryview(data)[_HEADER.size:]
+    if len(body) != length:
+        raise CorruptObject(snapshot, instance, f"length {len(body)}, written {length}")
+    if zlib.crc32(body) != crc:
+        raise CorruptObject(snapshot, instance, "checksum mismatch")
+    return codec.decode(body)
+
 
 class SnapshotStore(Protocol):
     def put(self, snapshot: int, instance: str, blob: Any) -> None: ...
@@ -35,28 +105,69 @@ class SnapshotStore(Protocol):
 
 
 class MemoryStore:
-    """Stable storage for the simulation host: survives instance failures by construction."""
+    """Stable storage for the simulation host: survives instance failures by construction,
+    unless a store fault (``ftctl/sim/store_faults.py``) damages, deletes or withholds it.
+
+    Objects are kept framed (``seal``), so a read checks them as DirectoryStore's does.
+    A write is durable once its writer's persist is acknowledged (``sync``): by the
+    contract, a ``Report`` or ``Emit`` after a ``Persist`` takes effect only once the write
+    is durable, so the host syncs the writer's writes when it carries out either. Until
+    then ``lose_unsynced`` (the writer crashed with them in its page cache) can take them.
+    """
 
     def __init__(self) -> None:
-        self.blobs: dict[tuple[int, str], Any] = {}
+        self.blobs: dict[tuple[int, str], bytes] = {}
+        # What was written and not discarded: the store's listing. An object a fault
+        # deleted stays listed, so a read of it is a MissingObject, not "never stored".
+        self.listed: set[tuple[int, str]] = set()
         self.writes = 0
+        self.unavailable = 0  # outages under way: every get and put fails meanwhile
+        self.unsynced: dict[str, set[tuple[int, str]]] = {}  # writer -> its open writes
 
-    def put(self, snapshot: int, instance: str, blob: Any) -> None:
-        self.blobs[(snapshot, instance)] = blob
+    def _reachable(self, snapshot: int, instance: str) -> None:
+        if self.unavailable:
+            raise StoreUnavailable(snapshot, instance, "store unavailable")
+
+    def put(self, snapshot: int, instance: str, blob: Any, writer: str | None = None) -> None:
+        self._reachable(snapshot, instance)
+        self.blobs[(snapshot, instance)] = seal(blob)
+        self.listed.add((snapshot, instance))
         self.writes += 1
+        if writer is not None:
+            self.unsynced.setdefault(writer, set()).add((snapshot, instance))
 
     def get(self, snapshot: int, instance: str) -> Any:
-        return self.blobs[(snapshot, instance)]
+        self._reachable(snapshot, instance)
+        data = self.blobs.get((snapshot, instance))
+        if data is None:
+            if (snapshot, instance) not in self.listed:
+                raise NeverStored(snapshot, instance, "no such object")
+            raise MissingObject(snapshot, instance, "listed, its data gone")
+        return unseal(data, snapshot, instance)
+
+    def sync(self, writer: str) -> None:
+        """``writer``'s writes so far are durable: its persist was acknowledged."""
+        self.unsynced.pop(writer, None)
+
+    def lose_unsynced(self, writer: str) -> list[tuple[int, str]]:
+        """``writer`` crashed with writes not yet durable: they vanish. Returns them."""
+        lost = sorted(k for k in self.unsynced.pop(writer, ()) if k in self.listed)
+        for key in lost:  # never durable: neither its data nor its listing survives
+            self.blobs.pop(key, None)
+            self.listed.discard(key)
+        return lost
 
     def discard_after(self, snapshot: int) -> None:
-        for key in [k for k in self.blobs if k[0] > snapshot]:
-            del self.blobs[key]
+        for key in [k for k in self.listed if k[0] > snapshot]:
+            self.listed.discard(key)
+            self.blobs.pop(key, None)
 
     def delete(self, snapshot: int, instance: str) -> None:
         self.blobs.pop((snapshot, instance), None)
+        self.listed.discard((snapshot, instance))
 
     def snapshots_of(self, instance: str) -> list[int]:
-        return sorted(s for s, i in self.blobs if i == instance)
+        return sorted(s for s, i in self.listed if i == instance)
 
     def bytes_written(self) -> int:
         return 0
@@ -95,7 +206,8 @@ def join_location(location: str, *parts: str) -> str:
 
 
 class DirectoryStore:
-    """Snapshots as files ``<root>/<snapshot>/<instance>.pkl``, written atomically.
+    """Snapshots as files ``<root>/<snapshot>/<instance>.pkl``, written atomically, each
+    framed with its length and checksum (``seal``; files of format 0 still read).
 
     ``root`` is a local path or a URI: every access goes through ``pyarrow.fs``, so a store
     on a filesystem the executors share with the driver (NFS, HDFS, S3, a volume mounted
@@ -149,8 +261,8 @@ class DirectoryStore:
         self.fs.create_dir(directory, recursive=True)
         name = f"{prefix}{secrets.token_hex(8)}"
         # ``codec``: marshal for plain values. A sink's held output, a second of it per
-        # snapshot, took a sink half its time to pickle.
-        data = codec.encode(blob)
+        # snapshot, took a sink half its time to pickle. Framed with its checksum (``seal``).
+        data = seal(blob)
         with self.fs.open_output_stream(f"{directory}/{name}") as f:
             f.write(data)
         return name, len(data)
@@ -180,8 +292,19 @@ class DirectoryStore:
         return int(info.size) if info.type == pafs.FileType.File else None
 
     def get(self, snapshot: int, instance: str) -> Any:
-        with self.fs.open_input_stream(self._file(snapshot, instance)) as f:
-            return codec.decode(f.read())
+        """The blob; ``MissingObject`` or ``CorruptObject`` when it cannot be trusted."""
+        path = self._file(snapshot, instance)
+        try:
+            with self.fs.open_input_stream(path) as f:
+                data = f.read()
+        except FileNotFoundError:
+            raise MissingObject(snapshot, instance, f"no file {path}") from None
+        except OSError as exc:
+            # pyarrow says "not found" with a plain OSError on some filesystems
+            if self.fs.get_file_info(path).type == pafs.FileType.NotFound:
+                raise MissingObject(snapshot, instance, f"no file {path}") from None
+            raise StoreUnavailable(snapshot, instance, str(exc)) from None
+        return unseal(data, snapshot, instance)
 
     def _snapshot_dirs(self) -> list[pafs.FileInfo]:
         infos = self.fs.get_file_info(pafs.FileSelector(self._path, allow_not_found=True))

@@ -289,7 +289,8 @@ def test_sim_cli_draws_the_kinds_given_and_refuses_unknown_ones() -> None:
     assert bad.exit_code == 2
     assert bad.output == ("error: --faults: unknown fault kind 'kill' (known: kill-task, "
                           "pause, partition, delay, slow, kill-worker, drop, pair, after-restart, "
-                          "staged; aliases "
+                          "staged, corrupt, truncate, delete, store-unavailable, lose-unsynced; "
+                          "aliases "
                           "crash = kill-task, node = kill-worker)\n")
 
 

@@ -20,6 +20,7 @@ from protocols.contract.events import BatchIn, MarkerIn, Started
 from protocols.contract.names import InstanceId
 
 ROOT = Path(__file__).resolve().parent.parent
+HEADER_BYTES = 16
 
 
 def test_a_store_made_from_a_relative_path_is_found_from_another_directory(
@@ -60,8 +61,10 @@ def test_plain_blobs_are_marshalled_and_others_pickled(tmp_path: Path) -> None:
     plain = {"output": [("a", 1)] * 3, "finished": {1, 2}, "wm": (-1, -1)}
     store.put(1, "out[0]", plain)
     store.put(2, "out[0]", {"state": Opaque(7)})
-    assert (tmp_path / "00000001" / "out[0].pkl").read_bytes()[:1] == MARSHAL_TAG
-    assert (tmp_path / "00000002" / "out[0].pkl").read_bytes()[:1] != MARSHAL_TAG
+    # past the frame's header (magic, length, checksum): the codec's own tag
+    body = HEADER_BYTES
+    assert (tmp_path / "00000001" / "out[0].pkl").read_bytes()[body:body + 1] == MARSHAL_TAG
+    assert (tmp_path / "00000002" / "out[0].pkl").read_bytes()[body:body + 1] != MARSHAL_TAG
     assert store.get(1, "out[0]") == plain
     assert store.get(2, "out[0]") == {"state": Opaque(7)}
 

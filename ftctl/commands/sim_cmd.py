@@ -227,7 +227,8 @@ def _replay(simulator: Simulator, seed: int, trace: Path | None) -> NoReturn:
     """Replay one schedule with its trace; exits with its verdict."""
     outcome = simulator.run_reported(seed, trace=True)
     _show_replay(outcome, trace)
-    raise typer.Exit(EXIT_OK if outcome.verdict.passed else EXIT_FAILED)
+    ok = outcome.verdict.passed or outcome.verdict.stopped_safely
+    raise typer.Exit(EXIT_OK if ok else EXIT_FAILED)
 
 
 def _simulate(simulator: Simulator, job: SimJob, run: _Run) -> NoReturn:
@@ -348,6 +349,8 @@ def _summary_json(
         "failures_injected": s.failures,
         "violating_schedules": len(s.failing_seeds),
         "violations": dict(s.violations),
+        "stopped_safely": len(s.stops),
+        "stops": [{"seed": seed, "reason": why} for seed, why in s.stops[:50]],
         "failing_seeds": s.failing_seeds[:50],
         "fallbacks": s.fallbacks,
         "piggyback": s.piggyback_totals(),
@@ -377,6 +380,7 @@ def _show_summary(s: SimSummary, run: _Run, sim: Simulator, elapsed: float) -> N
               if sim.scenario is None
               else f"scenario {sim.scenario.name} (x{sim.scenario.scale:.3g} s per scenario s)")
     console.print(f"{elapsed:.1f} s, {rate:,.0f} schedules/min; {faults}", highlight=False)
+    _show_stops(s)
     _show_recovery(s)
     _show_stages(s, run)
     pb = s.piggyback_totals()
@@ -397,6 +401,19 @@ def _show_summary(s: SimSummary, run: _Run, sim: Simulator, elapsed: float) -> N
         )
     else:
         console.print("[green]no violations[/green]")
+
+
+def _show_stops(s: SimSummary) -> None:
+    """Schedules the protocol stopped safely (not violations, not passes), by reason."""
+    if not s.stops:
+        return
+    console.print(f"stopped safely: {len(s.stops)} of {s.schedules} schedules "
+                  "(output so far correct; the run stopped on an object it could not trust)",
+                  highlight=False)
+    for seed, why in s.stops[:5]:
+        console.print(f"  schedule {seed}: {why}", highlight=False)
+    if len(s.stops) > 5:
+        console.print(f"  ... {len(s.stops) - 5} more", highlight=False)
 
 
 def _show_recovery(s: SimSummary) -> None:
@@ -445,7 +462,9 @@ def _show_replay(outcome: ScheduleOutcome, trace_file: Path | None) -> None:
     for ev in res.events:
         console.print(f"  {ev.to_json()}", highlight=False, markup=False)
     v = outcome.verdict
-    status = "[green]passed[/green]" if v.passed else "[red]violated[/red]"
+    status = ("[green]passed[/green]" if v.passed
+              else f"[yellow]{escape(v.outcome)}[/yellow]" if v.stopped_safely
+              else "[red]violated[/red]")
     console.print(
         f"schedule {outcome.seed}: {status} ({v.guarantee.value}); "
         f"anomalies {v.totals() or 'none'}; complete={res.complete}"

@@ -41,6 +41,11 @@ FaultType = Literal[
     "container-stop",
     "container-pause",
     "container-restart",
+    "corrupt",
+    "truncate",
+    "delete",
+    "store-unavailable",
+    "lose-unsynced",
 ]
 Trigger = Literal["during-checkpoint", "during-recovery"]
 
@@ -115,6 +120,12 @@ class StopParams(_Strict):
     )
 
 
+class StoredObjectParams(_Strict):
+    snapshot: int | None = Field(
+        default=None, ge=0,
+        description="The snapshot id of the target's object; omitted = its newest.")
+
+
 @dataclass(frozen=True)
 class FaultKind:
     """What a fault type does and which optional fields it accepts."""
@@ -186,9 +197,23 @@ FAULT_TYPES: dict[str, FaultKind] = {
         "docker: restart the worker's container (stop within `timeout`, start at once)",
         StopParams,
     ),
+    # Store faults: simulation host only (``ftctl sim --scenario``); refused on Spark.
+    "corrupt": FaultKind("flip a byte of one stored object of the target (`snapshot`, "
+                         "else its newest)", StoredObjectParams),
+    "truncate": FaultKind("cut the tail off one stored object of the target (`snapshot`, "
+                          "else its newest)", StoredObjectParams),
+    "delete": FaultKind("delete one stored object of the target (`snapshot`, else its "
+                        "newest)", StoredObjectParams),
+    "store-unavailable": FaultKind("every read and write of the snapshot store fails for "
+                                   "`duration`", NoParams, takes_duration=True),
+    "lose-unsynced": FaultKind("crash the target; its writes not yet acknowledged vanish",
+                               NoParams),
 }
 # Fault types that act on a worker's container: only the docker backend has them.
 CONTAINER_FAULTS: tuple[str, ...] = tuple(t for t in FAULT_TYPES if t.startswith("container-"))
+# Fault types of the snapshot store: only the simulation host realizes them.
+STORE_FAULTS: tuple[str, ...] = ("corrupt", "truncate", "delete", "store-unavailable",
+                                 "lose-unsynced")
 # A selector key every worker carries: its ftctl name (`worker=w1` targets worker w1).
 WORKER_KEY = "worker"
 assert set(FAULT_TYPES) == set(get_args(FaultType)), "FAULT_TYPES and FaultType disagree"

@@ -7,13 +7,13 @@ declaring no gate is gated on every bundled topology with ``DEFAULT_GATE_SCHEDUL
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ftctl.config.errors import ConfigError
-from ftctl.sim.faults import CRASH_ONLY, FAULT_KINDS, NEIGHBOUR_KINDS, STAGED_KINDS, FaultKind
+from ftctl.sim.faults import ALL_KINDS, CRASH_ONLY, NEIGHBOUR_KINDS, STAGED_KINDS, FaultKind
 from protocols.contract.spec import Guarantee, Variant
 from protocols.registry import PROTOCOLS, get_protocol
 
@@ -24,7 +24,8 @@ DEFAULT_GATE_SCHEDULES = 50
 MAX_SIM_RECORDS = 20_000
 # Besides its crash schedules, each guarantee case runs this share of them again (at least
 # one) drawing every fault kind: pauses past the hang timeout, partitions, delays, slow
-# units, node losses. A separate case set, so the crash cases' seeds and pins stay valid.
+# units, node losses, and the store's faults (``ALL_KINDS``). A separate case set, so
+# the crash cases' seeds and pins stay valid.
 # As many as the crash schedules: a third missed bugs that only other kinds reach.
 ALL_FAULTS_SHARE = 1
 ALL_FAULTS_SUFFIX = "+all-faults"
@@ -35,7 +36,7 @@ ALL_FAULTS_SUFFIX = "+all-faults"
 NEIGHBOURS_SUFFIX = "+neighbours"
 STAGED_SUFFIX = "+staged-capacity"
 KIND_SUFFIXES: dict[tuple[FaultKind, ...], str] = {
-    FAULT_KINDS: ALL_FAULTS_SUFFIX, NEIGHBOUR_KINDS: NEIGHBOURS_SUFFIX,
+    ALL_KINDS: ALL_FAULTS_SUFFIX, NEIGHBOUR_KINDS: NEIGHBOURS_SUFFIX,
     STAGED_KINDS: STAGED_SUFFIX}
 # A protocol with timers (``ProtocolSpec.timings``) runs every case again with them scaled
 # down, a case named with this suffix.
@@ -180,8 +181,9 @@ def guarantee_cases(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> list
 
 def all_faults_cases(protocol: str,
                      directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
-    """``guarantee_cases`` again, their schedules drawing every fault kind."""
-    return [replace(c, kinds=FAULT_KINDS) for c in guarantee_cases(protocol, directory)]
+    """``guarantee_cases`` again, their schedules drawing every fault kind (the store's
+    too: a run the protocol stops safely on a bad object holds)."""
+    return [replace(c, kinds=ALL_KINDS) for c in guarantee_cases(protocol, directory)]
 
 
 def correlated_kinds(protocol: str, timings: Mapping[str, Any]) -> list[tuple[FaultKind, ...]]:
@@ -201,11 +203,15 @@ def correlated_cases(protocol: str,
             for k in correlated_kinds(protocol, dict(c.timings))]
 
 
-def mutant_kinds(protocol: str, timings: Mapping[str, Any]) -> list[tuple[FaultKind, ...]]:
+def mutant_kinds(protocol: str, timings: Mapping[str, Any],
+                 declared: Sequence[str] = ()) -> list[tuple[FaultKind, ...]]:
     """What a mutant's schedules draw at ``timings``, in the order tried for each seed:
-    crashes (the pinned catches), then the correlated kinds. (Every kind at once caught no
-    shipped mutant the others miss, and would double the search.)"""
-    return [CRASH_ONLY, *correlated_kinds(protocol, timings)]
+    crashes (the pinned catches), or the kinds the mutant declares (``Mutant.kinds``: a
+    bug in handling a bad stored object needs store faults), then the correlated kinds.
+    (Every kind at once caught no shipped mutant the others miss, and would double the
+    search.)"""
+    first = cast(tuple[FaultKind, ...], tuple(declared)) or CRASH_ONLY
+    return [first, *correlated_kinds(protocol, timings)]
 
 
 def phase_cases(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:

@@ -216,7 +216,8 @@ class Kit:
             result.schedules += 1
             stats = outcome.result.stats
             result.failures_injected += stats.failures if crash_only else stats.injected
-            held = outcome.verdict.passed
+            # a run stopped safely on a bad stored object is no violation (nor a pass)
+            held = outcome.verdict.passed or outcome.verdict.stopped_safely
             # what mutants are judged against
             self._holds[(case.protocol, key, case.topology, case.kinds, seed, case.during)] = held
             if not held:
@@ -233,15 +234,17 @@ class Kit:
         key = (protocol, repr(sorted(params.items())), topology, kinds, seed, during)
         if key not in self._holds:
             sim = self._sim(protocol, params, topology, kinds, during)
-            self._holds[key] = sim.run_one(seed).verdict.passed
+            verdict = sim.run_one(seed).verdict
+            self._holds[key] = verdict.passed or verdict.stopped_safely
         return self._holds[key]
 
     def run_mutant(self, protocol: str, mutant: Mutant, n: int,
                    only: list[Path] | None = None,
                    kinds: list[tuple[FaultKind, ...]] | None = None) -> MutantResult:
         """Seeds in order, each on every topology (or ``only`` these) at each of the
-        protocol's timings, drawing crashes, then every kind, then the correlated kinds
-        (``mutant_kinds``; or only ``kinds``), then on each phase-triggered case, until one
+        protocol's timings, drawing crashes (or the kinds the mutant declares,
+        ``Mutant.kinds``), then the correlated kinds (``mutant_kinds``; or only ``kinds``),
+        then, for a mutant declaring no kinds, on each phase-triggered case, until one
         catches it."""
         import time
 
@@ -252,12 +255,14 @@ class Kit:
         runs: list[tuple[Path, dict[str, Any], tuple[FaultKind, ...], str | None]] = [
             (topology, timing, k, None) for topology in only or self.topologies()
             for timing in timing_overlays(protocol, variant)
-            for k in mutant_kinds(protocol, timing) if kinds is None or k in kinds]
+            # a mutant of the store faults' handling draws them (``Mutant.kinds``)
+            for k in mutant_kinds(protocol, timing, mutant.kinds)
+            if kinds is None or k in kinds]
         # crashes first within a seed: the catches pinned before the other kinds ran
         runs.sort(key=lambda r: r[2] != CRASH_ONLY)
         # A bug in what a protocol does while in a phase (or in its phase declarations)
         # shows where a crash strikes in the phase: the phase-triggered schedules too.
-        if kinds is None or CRASH_ONLY in kinds:
+        if not mutant.kinds and (kinds is None or CRASH_ONLY in kinds):
             runs += [(c.topology, {}, CRASH_ONLY, c.during)
                      for c in phase_cases(protocol, self.topology_dir)
                      if only is None or c.topology in only]
@@ -275,7 +280,7 @@ class Kit:
                 self._tick(qualified)
                 try:
                     verdict = sim.run_one(seed).verdict
-                    if verdict.passed:
+                    if verdict.passed or verdict.stopped_safely:
                         continue
                     violations = dict(verdict.totals())
                 except Exception as exc:
@@ -329,7 +334,7 @@ class Kit:
             total += phases * n
             if mutants:
                 for m in mutants_of(p):
-                    total += n * (tops * sum(len(mutant_kinds(p, t))
+                    total += n * (tops * sum(len(mutant_kinds(p, t, m.kinds))
                                              for t in timing_overlays(p, dict(m.params)))
-                                  + phases)
+                                  + (0 if m.kinds else phases))
         return total

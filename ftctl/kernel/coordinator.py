@@ -11,7 +11,7 @@ and carries out the ``commands`` it gets back.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from ftctl.kernel.commands import (
     CancelCoordinatorTimer,
@@ -30,7 +30,13 @@ from ftctl.kernel.phases import Phases
 from ftctl.kernel.placement import Placement, Slots
 from ftctl.kernel.routing import Routing
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.store import SnapshotStore
+from ftctl.store import (
+    MissingObject,
+    NeverStored,
+    SnapshotStore,
+    StoreError,
+    StoreUnavailable,
+)
 from protocols.contract.actions import (
     CancelTimer,
     CommitOutput,
@@ -45,6 +51,7 @@ from protocols.contract.actions import (
     Route,
     SetTimer,
     Stop,
+    StopRun,
 )
 from protocols.contract.events import (
     CapacityChanged,
@@ -55,6 +62,7 @@ from protocols.contract.events import (
     RollBackTo,
     RunStarted,
     Started,
+    StoreFault,
     TimerFired,
 )
 from protocols.contract.logic import CoordinatorLogic
@@ -90,6 +98,8 @@ class CoordinatorKernel:
         self.open_phases = Phases()
         # When a recovery starts and ends: the lifecycle records of both hosts.
         self.lifecycle = Lifecycle(phases=self.open_phases)
+        # Why the protocol stopped the run (``StopRun``); None while it goes on.
+        self.halted: str | None = None
 
     # ------------------------------------------------------------ ClusterView
 
@@ -200,8 +210,16 @@ class CoordinatorKernel:
         restart = self.pending.get(instance)
         if restart is None or self.inc[instance] != incarnation:
             return None
+        restored, extra = self._read(instance, restart)  # before any change: it may raise
         del self.pending[instance]
         self._status[instance] = "running"
+        started = Started(InstanceId(instance), incarnation,
+                          "initial" if incarnation == 0 else "restart", restored, extra,
+                          restart.init)
+        return started, self.held.pop(instance, []), restart
+
+    def _read(self, instance: str, restart: Restart) -> tuple[Any, Mapping[int, Any]]:
+        """The blobs ``restart`` restores; raises ``StoreError`` for an unreadable one."""
         extra: Mapping[int, Any] = {}
         if restart.extra:
             present = set(self.store.snapshots_of(instance))
@@ -209,10 +227,44 @@ class CoordinatorKernel:
                      for r in restart.extra}
         restored = (self.store.get(restart.restore, instance)
                     if restart.restore is not None else None)
-        started = Started(InstanceId(instance), incarnation,
-                          "initial" if incarnation == 0 else "restart", restored, extra,
-                          restart.init)
-        return started, self.held.pop(instance, []), restart
+        return restored, extra
+
+    def unreadable(self, starts: tuple[tuple[str, int], ...]) -> StoreError | None:
+        """The first object a start of ``starts`` needs and cannot read, checked before
+        any of them starts: a group starts whole or not at all. An object never stored
+        (``NeverStored``) raises: asking for it is the protocol's bug, not a store fault."""
+        for instance, incarnation in starts:
+            restart = self.pending.get(instance)
+            if restart is not None and self.inc[instance] == incarnation:
+                try:
+                    self._read(instance, restart)
+                except NeverStored:
+                    raise  # the protocol asked for what it never stored: its bug
+                except StoreError as exc:
+                    return exc
+        return None
+
+    def store_fault(self, err: StoreError, starts: tuple[tuple[str, int], ...],
+                    now: float) -> list[HostCommand]:
+        """``starts`` cannot start, ``err`` says why: they are stopped, not started, and
+        the protocol hears ``StoreFault`` (it re-plans their recovery or stops the run)."""
+        self._now = now
+        fenced = tuple(i for i, inc in starts if i in self.pending and self.inc[i] == inc)
+        for i in fenced:
+            self._fence(i)
+        cmds: list[HostCommand] = [Fence(fenced), stopped(fenced)] if fenced else []
+        return cmds + self._store_fault(err, fenced)
+
+    def _store_fault(self, err: StoreError, fenced: tuple[str, ...]) -> list[HostCommand]:
+        kind: Literal["corrupt", "missing", "unavailable"] = (
+            "missing" if isinstance(err, MissingObject)
+            else "unavailable" if isinstance(err, StoreUnavailable) else "corrupt")
+        ev = StoreFault(InstanceId(err.instance), err.snapshot, kind, err.why, self._now,
+                        frozenset(InstanceId(i) for i in fenced))
+        cmds: list[HostCommand] = [Log("store-read-failed", {
+            "instance": err.instance, "snapshot": err.snapshot, "problem": kind,
+            "why": err.why, "fenced": list(fenced)})]
+        return cmds + self._apply(self.logic.handle(ev, self))
 
     def control_arrived(self, instance: str, incarnation: int, msg: Msg) -> bool:
         """A control reached ``instance``: True to deliver it now; False when it is stale
@@ -238,6 +290,8 @@ class CoordinatorKernel:
         cmds: list[HostCommand] = []
         groups: dict[str, list[tuple[str, int]]] = {}
         for a in actions:
+            if self.halted is not None:
+                break  # the run was stopped: nothing more starts, commits or restores
             if isinstance(a, Stop):
                 left = [c for i in a.instances for c in self._fence(i)]
                 cmds += [Fence(tuple(a.instances)), stopped(a.instances), *left]
@@ -272,6 +326,8 @@ class CoordinatorKernel:
                 cmds += self._rollback(a)
             elif isinstance(a, DeclarePhase):
                 cmds += self.declare(None, a)
+            elif isinstance(a, StopRun):
+                cmds += self._stop_run(a)
             else:
                 raise TypeError(f"not a coordinator action: {a!r}")
         # A plan's restarts start together: a job resumes once its replacements are up.
@@ -321,10 +377,28 @@ class CoordinatorKernel:
         if self._status[i] != "running":
             why = f"{i} is {self._status[i]}"
             return [Log("instance-rolled-back", {**record, "skipped": why})]
+        try:
+            restored = self.store.get(a.restore, i) if a.restore is not None else None
+        except NeverStored:
+            raise  # the protocol asked for what it never stored: its bug
+        except StoreError as exc:  # not rolled back on a bad object: stopped, as a start
+            self._fence(i)
+            return [Fence((i,)), stopped((i,)), *self._store_fault(exc, (i,))]
         self.rollbacks[i] += 1
-        restored = self.store.get(a.restore, i) if a.restore is not None else None
         return [RollBackUnit(i, self.inc[i], self.epoch(i), RollBackTo(i, a.to, restored)),
                 Log("instance-rolled-back", {**record, "incarnation": self.inc[i]})]
+
+    def _stop_run(self, a: StopRun) -> list[HostCommand]:
+        """``StopRun``: every instance is stopped and the run ends; the history names why
+        (and the object, when one is the cause)."""
+        running = tuple(i for i in self.graph.order if self._status[i] != "stopped")
+        for i in running:
+            self._fence(i)
+        self.halted = a.reason
+        cmds: list[HostCommand] = [Fence(running), stopped(running)] if running else []
+        cmds.append(Log("run-stopped", {"reason": a.reason, "instance": a.instance,
+                                        "snapshot": a.snapshot}))
+        return cmds
 
     def _discard(self, a: DiscardSnapshots) -> None:
         if a.instance is None:

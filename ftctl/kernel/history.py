@@ -67,6 +67,9 @@ KINDS: dict[str, KindSpec] = {
     "run-finished": KindSpec("the topology stopped; its output is final and checks follow",
                              ("complete", "seconds")),
     "interrupted": KindSpec("the run was interrupted (Ctrl-C, an error)"),
+    "run-stopped": KindSpec("the protocol stopped the run (StopRun): (reason); (instance) "
+                            "and (snapshot) name the object it could not trust",
+                            ("reason",), ("snapshot",)),
     "killed": KindSpec("a reader found the process running the run gone", ("pid",)),
     "chaos-schedule": KindSpec("the fault schedule a chaos run follows",
                                ("name", "seed", "faults", "expected_s")),
@@ -102,6 +105,12 @@ KINDS: dict[str, KindSpec] = {
     "restart-deferred": KindSpec("a restart waits for a free slot", ("priority",),
                                  instance=True),
     "recovered": KindSpec("every restart a detection caused is running", ("seconds",)),
+    "store-read-failed": KindSpec(
+        "a start or rollback of (fenced) needs (snapshot) of (instance), which is (problem)"
+        " (corrupt, missing, unavailable): it is stopped instead, the protocol told",
+        ("snapshot", "problem", "why", "fenced"), instance=True),
+    "store-write-failed": KindSpec("a persist failed: its unit died there",
+                                   ("instances", "reason")),
     "frame-lost": KindSpec("a frame to (instance) was lost to a channel fault", ("sender",),
                            instance=True),
     # ---------------------------------------------------------------- phases, capacity

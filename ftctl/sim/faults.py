@@ -30,11 +30,17 @@ NET_DELAY = 0.0004  # nominal one-way latency of a message
 HANG_TIMEOUT = 0.01
 
 FaultKind = Literal["crash", "pause", "partition", "delay", "slow", "node", "drop",
-                    "pair", "after-restart", "staged"]
-# Every kind; the mixed set the conformance kit draws is FAULT_KINDS (without ``drop`` and
-# the correlated kinds, so its pinned schedules keep their draws).
+                    "pair", "after-restart", "staged",
+                    "corrupt", "truncate", "delete", "store-unavailable", "lose-unsynced"]
+# Every kind; the mixed set the conformance kit draws is FAULT_KINDS (without ``drop``, the
+# correlated kinds and the store kinds, so its pinned schedules keep their draws).
 KNOWN_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
 FAULT_KINDS: tuple[FaultKind, ...] = KNOWN_KINDS[:6]
+# Faults of the snapshot store (``ftctl/sim/store_faults.py``); simulation host only.
+STORE_KINDS: tuple[FaultKind, ...] = ("corrupt", "truncate", "delete", "store-unavailable",
+                                      "lose-unsynced")
+# What the conformance kit's all-faults cases draw: the mixed set and the store kinds.
+ALL_KINDS: tuple[FaultKind, ...] = FAULT_KINDS + STORE_KINDS
 CRASH_ONLY: tuple[FaultKind, ...] = ("crash",)
 # Correlated failures (``ftctl/sim/correlated.py``): two instances of one operator, the
 # second its neighbour by index, at once (``pair``) or just after the first one's
@@ -156,8 +162,35 @@ class StagedLoss:
     gaps: tuple[float, ...]
 
 
+@dataclass(frozen=True)
+class StoreDamage:
+    """One stored object is corrupted (a byte flipped), truncated or deleted: ``snapshot``
+    of ``instance``, else the newest object of an instance drawn at strike time."""
+
+    at_event: int
+    kind: Literal["corrupt", "truncate", "delete"]
+    instance: str | None = None
+    snapshot: int | None = None
+
+
+@dataclass(frozen=True)
+class StoreOutage:
+    """Every read and write of the store fails for ``duration``."""
+
+    at_event: int
+    duration: float
+
+
+@dataclass(frozen=True)
+class LoseUnsynced:
+    """A unit crashes and its writes not yet made durable (acknowledged) vanish."""
+
+    at_event: int
+    target: str | None = None
+
+
 SimFault = (Strike | Pause | Partition | Delay | Drop | Slow | NodeLoss | Pair | AfterRestart
-            | StagedLoss)
+            | StagedLoss | StoreDamage | StoreOutage | LoseUnsynced)
 
 
 @dataclass
@@ -170,9 +203,21 @@ class FailureSchedule:
         """Up to ``max_failures`` faults of the given kinds at event indices in [1, horizon].
 
         Crash only (the default) draws exactly as before the other kinds existed, so every
-        seed pinned against crash schedules keeps its schedule.
+        seed pinned against crash schedules keeps its schedule. Store kinds are drawn on
+        top, from a generator of their own seeded by the other strikes: the others keep
+        the draws they had without them.
         """
         kinds = tuple(kinds)
+        store = tuple(k for k in kinds if k in STORE_KINDS)
+        if store:
+            rest = tuple(k for k in kinds if k not in STORE_KINDS)
+            schedule = (cls.random(rng, horizon, max_failures, max_burst, rest) if rest
+                        else cls())
+            extra = random.Random(repr((schedule.strikes, horizon, store)))
+            schedule.strikes += [_draw(extra.choice(store), extra.randint(1, max(1, horizon)),
+                                       extra) for _ in range(extra.randint(1, max_failures))]
+            schedule.strikes.sort(key=lambda s: s.at_event)
+            return schedule
         mixed = kinds != CRASH_ONLY
         # One correlated failure per schedule: a ring protocol's fault model is one failure
         # at a time (a pair is already two), and three such in one ring of three overlap
@@ -210,6 +255,12 @@ def _draw(kind: FaultKind, at: int, rng: random.Random) -> SimFault:
         return AfterRestart(at, rng.uniform(0, AFTER_RESTART_WITHIN))
     if kind == "staged":
         return StagedLoss(at, 2, (span, rng.uniform(0.002, 0.02)))
+    if kind in ("corrupt", "truncate", "delete"):
+        return StoreDamage(at, cast(Literal["corrupt", "truncate", "delete"], kind))
+    if kind == "store-unavailable":
+        return StoreOutage(at, span / 2)
+    if kind == "lose-unsynced":
+        return LoseUnsynced(at)
     raise ValueError(f"unknown fault kind {kind!r}")
 
 

@@ -46,6 +46,7 @@ from ftctl.sim.faults import HANG_TIMEOUT, NET_DELAY, FailureSchedule
 from ftctl.sim.link_faults import Link, LinkFaults
 from ftctl.sim.ports import UnitPorts
 from ftctl.sim.stats import SimStats
+from ftctl.sim.store_faults import STORE_RETRY, StoreFaults
 from ftctl.sim.unit_faults import FencedPorts, Gate, UnitFaults, delivered
 from ftctl.store import MemoryStore, SinkStore
 from protocols.contract.events import (
@@ -92,9 +93,11 @@ class SimResult:
     end_time: float
     # When sinks emitted (not staged) output, in order, once per instant.
     output_times: list[float] = field(default_factory=list)
+    # Why the protocol stopped the run (``StopRun``: a stored object it could not trust).
+    stopped: str | None = None
 
 
-class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults):
+class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults, StoreFaults):
     """Transport, time and storage of the simulation; the kernel drives the protocol."""
 
     def __init__(self, graph: ExecutionGraph, protocol: ProtocolSpec[Any],
@@ -207,11 +210,13 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults):
                 self._settle_capacity()
             if self.max_events is not None and self.stats.events > self.max_events:
                 break
+            if self.kernel.halted is not None:
+                break  # the protocol stopped the run (StopRun)
         complete = self.kernel.finished()
         self._log("run-finished", complete=complete, seconds=round(self.now, 4))
         return SimResult(self.sinks.by_operator(), complete, self.stats,
                          self.hasher.hexdigest() if self.hasher else "", self.trace,
-                         self.events, self.now, self.output_times)
+                         self.events, self.now, self.output_times, self.kernel.halted)
 
     # ------------------------------------------------------------------ events
 
@@ -309,6 +314,16 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults):
 
     def _on_start(self, starts: tuple[tuple[str, int], ...]) -> None:
         # A plan's instances start together: a job resumes once its replacements are deployed.
+        if self.store.unavailable:  # their restores cannot be read yet: try again later
+            self._note(f"start waits for the store {[i for i, _ in starts]}")
+            self._push(self.now + STORE_RETRY, "start", starts)
+            return
+        bad = self.kernel.unreadable(starts)
+        if bad is not None:  # the group starts whole or not at all; the protocol re-plans
+            self.starting -= 1
+            self._apply(self.kernel.store_fault(bad, starts, self.now))
+            self._apply(self.lifecycle.settled(self.now, not self.starting))
+            return
         self.starting -= 1
         begun = [self._start(iid, inc) for iid, inc in starts]
         members = [unit.id for unit, _ in begun if unit is not None]

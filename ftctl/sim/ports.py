@@ -81,6 +81,8 @@ class UnitPorts(Striking):
 
     def emit(self, slot: str, records: Sequence[tuple[Any, Any]],
              uids: Sequence[Any] | None = None) -> None:
+        if self.store.unsynced:  # output after a persist: the write is durable first
+            self.store.sync(self.routing.unit_of(slot))
         self.sinks.append(slot, list(records), uids)
         if records and (not self.output_times or self.output_times[-1] != self.now):
             self.output_times.append(self.now)
@@ -89,12 +91,15 @@ class UnitPorts(Striking):
         self.outputs.stage(slot, epoch, records)
 
     def persist(self, slot: str, ref: int, blob: Any) -> None:
-        self.store.put(ref, slot, blob)
+        # durable once the writing unit reports or emits after it (sync)
+        self.store.put(ref, slot, blob, self.routing.unit_of(slot))
         self.stats.persists += 1
 
     def report(self, slot: str, msg: Msg, unit: Unit | None = None) -> None:
         # The control connection is one TCP stream: reports arrive in order.
         key = slot if unit is None else unit.id
+        if self.store.unsynced:  # a report after a persist: the write is durable first
+            self.store.sync(key)
         t = max(self.last_report.get(key, 0.0),
                 self.now + 0.0002 + 0.0008 * self.rng.random())
         self.last_report[key] = t

@@ -94,6 +94,9 @@ class ScheduleRecord:
     recovery: tuple[FaultTimes, ...] = ()
     # With nodes: which queries came back with which returning capacity (``restores``).
     stages: tuple[Stage, ...] = ()
+    # Why the protocol stopped the run safely (a stored object it could not trust); such
+    # a schedule is neither a pass nor a violation (``passed`` is True: nothing wrong).
+    stopped: str | None = None
 
 
 @dataclass
@@ -115,6 +118,8 @@ class SimSummary:
     piggyback: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PIGGYBACK_FIELDS, 0))
     recovery: list[FaultTimes] = field(default_factory=list)  # every schedule's faults
     stages: tuple[Stage, ...] = ()  # the first schedule's (``ftctl.sim.restores``)
+    # Schedules the protocol stopped safely, and why: counted apart from violations.
+    stops: list[tuple[int, str]] = field(default_factory=list)
 
     def add(self, record: ScheduleRecord) -> None:
         """Fold in one schedule; callers add them in seed order, so the summary (its
@@ -131,6 +136,8 @@ class SimSummary:
         counts = dict(zip(PIGGYBACK_FIELDS, record.piggyback, strict=True))
         merged = merge_piggyback([self.piggyback, counts])
         self.piggyback = {k: merged[k] for k in PIGGYBACK_FIELDS}
+        if record.stopped is not None:
+            self.stops.append((record.seed, record.stopped))
         if not record.passed:
             self.failing_seeds.append(record.seed)
             self.violations.update(dict(record.violations))
@@ -233,7 +240,8 @@ class Simulator:
             strike_during(host, self.during, rng)
         result = host.run()
         verdict = verify(self.modes, self.golden, result.outputs, self.guarantee,
-                         complete=result.complete, golden_index=self.golden_index)
+                         complete=result.complete, golden_index=self.golden_index,
+                         stopped=result.stopped)
         if self.during is not None:
             verdict.phases = phase_problems(result.events, self.protocol.phases,
                                             result.complete)
@@ -266,7 +274,8 @@ class Simulator:
             resent=max(0, stats.records_sent - self.fault_free_records),
             fallbacks=sum(1 for e in result.events if (e.note or "").endswith("fallback")),
             violations=tuple(sorted(outcome.verdict.totals().items())),
-            passed=outcome.verdict.passed,
+            passed=outcome.verdict.passed or outcome.verdict.stopped_safely,
+            stopped=outcome.result.stopped if outcome.verdict.stopped_safely else None,
             piggyback=_counts(stats.piggyback.to_dict()),
             recovery=tuple(fault_times(result.events, result.output_times)),
             stages=tuple(restore_stages(result.events, self.queries, self.op_of,
@@ -278,7 +287,8 @@ class Simulator:
         for i in range(n):
             outcome = self.run_reported(seed + i)
             summary.add(self.record(outcome))
-            if not outcome.verdict.passed and summary.first_failure is None:
+            violated = not (outcome.verdict.passed or outcome.verdict.stopped_safely)
+            if violated and summary.first_failure is None:
                 summary.first_failure = outcome
             if progress:
                 progress(i + 1)

@@ -63,6 +63,7 @@ from chaos.schedule import PlannedFault, occurrence
 from ftctl.config.scenario import (
     PHASE_HOLDER,
     RECOVERING,
+    STORE_FAULTS,
     WORKER_KEY,
     RestoreParams,
     parse_target,
@@ -71,7 +72,17 @@ from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.pace import Pace
 from ftctl.sim.cluster import SimCluster, SimNode
-from ftctl.sim.faults import Delay, Drop, Partition, Pause, Slow, Strike
+from ftctl.sim.faults import (
+    Delay,
+    Drop,
+    LoseUnsynced,
+    Partition,
+    Pause,
+    Slow,
+    StoreDamage,
+    StoreOutage,
+    Strike,
+)
 from ftctl.sim.host import SimHost
 
 SPARK_RUN_SECONDS = 25.0  # ftctl chaos's run length without a rate (run.chaos.TARGET_SECONDS)
@@ -137,7 +148,7 @@ def load_sim_scenario(path: Path, topology: Topology, nominal: float,
     graph = ExecutionGraph(topology)
     seconds = spark_seconds(topology)
     schedule = from_scenario(path, graph.order, seconds, seed)
-    check_cluster(schedule, None, labels, backend="docker")  # containers are nodes here
+    check_cluster(schedule, None, labels, backend="docker", sim=True)  # containers: nodes
     if protocol is not None:
         check_triggers(schedule, [protocol])
     return SimScenario(schedule.name, str(path), schedule.faults, schedule.seed,
@@ -307,8 +318,24 @@ class _Replay:
                     host.inject(Pause(0, duration, unit, hang_after=hang))
         elif kind in ("partition", "delay", "drop"):
             self._link(p, rng, duration)
+        elif kind in STORE_FAULTS:
+            self._store(p, rng, duration)
         else:  # the scenario schema knows no other kind
             host.skip_fault(kind, p.target, "no meaning on the simulation host")
+
+    def _store(self, p: PlannedFault, rng: random.Random, duration: float) -> None:
+        """A store fault (``ftctl/sim/store_faults.py``): an object of the target, an
+        outage, or the target's crash with its unsynced writes."""
+        if p.type == "store-unavailable":
+            self.host.inject(StoreOutage(0, duration))
+            return
+        unit = self._instance(p, rng) if parse_target(p.target).kind != "random" else None
+        if unit is None and parse_target(p.target).kind != "random":
+            return  # skipped, logged by _instance
+        if p.type == "lose-unsynced":
+            self.host.inject(LoseUnsynced(0, unit))
+        else:
+            self.host.inject(StoreDamage(0, p.type, unit, p.params.get("snapshot")))  # type: ignore[arg-type]
 
     def _link(self, p: PlannedFault, rng: random.Random, duration: float) -> None:
         unit = self._instance(p, rng)

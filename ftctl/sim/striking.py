@@ -28,6 +28,7 @@ from ftctl.sim.faults import (
     AfterRestart,
     Delay,
     Drop,
+    LoseUnsynced,
     NodeLoss,
     Pair,
     Partition,
@@ -35,6 +36,8 @@ from ftctl.sim.faults import (
     SimFault,
     Slow,
     StagedLoss,
+    StoreDamage,
+    StoreOutage,
     Strike,
 )
 from ftctl.sim.stats import SimStats
@@ -72,6 +75,9 @@ class Striking:
         def _pair(self, f: Pair) -> None: ...
         def _after_restart(self, f: AfterRestart) -> None: ...
         def _staged_loss(self, f: StagedLoss) -> None: ...
+        def _store_damage(self, f: StoreDamage) -> None: ...
+        def _store_outage(self, f: StoreOutage) -> None: ...
+        def _lose_unsynced(self, f: LoseUnsynced) -> None: ...
 
     def _strike(self, strike: Any) -> None:
         alive = sorted(self.live)
@@ -88,11 +94,19 @@ class Striking:
             victims = self._spare(victims)
         if not victims:
             return
-        self.stats.injected += 1
+        self._crash(victims, "crash")
+
+    def _crash(self, victims: list[str], kind: str | None, **data: Any) -> None:
+        """``victims`` die now and are detected after the crash detection delay. ``kind``:
+        the fault injected (None: a persist failed, ``store-write-failed``)."""
         self.stats.failures += 1
         self.stats.failed_instances.extend(victims)
-        crash = self._log("fault-injected", type="crash", instances=sorted(victims),
-                          at_event=self.stats.events)
+        if kind is None:
+            crash = self._log("store-write-failed", instances=sorted(victims), **data)
+        else:
+            self.stats.injected += 1
+            crash = self._log("fault-injected", type=kind, instances=sorted(victims),
+                              at_event=self.stats.events, **data)
         for v in victims:
             self._apply(self.kernel.lost(v))
             self._kill(v)
@@ -117,6 +131,12 @@ class Striking:
             self._after_restart(fault)
         elif isinstance(fault, StagedLoss):
             self._staged_loss(fault)
+        elif isinstance(fault, StoreDamage):
+            self._store_damage(fault)
+        elif isinstance(fault, StoreOutage):
+            self._store_outage(fault)
+        elif isinstance(fault, LoseUnsynced):
+            self._lose_unsynced(fault)
         else:
             raise TypeError(f"not a fault: {fault!r}")
 

@@ -137,24 +137,69 @@ def compare(sink: str, mode: str, golden: Out, output: Out, max_divergences: int
     return v
 
 
+def not_prefix(mode: str, golden_by_key: dict[Any, list[Any]], output: Out,
+               guarantee: Guarantee = Guarantee.EXACTLY_ONCE) -> int:
+    """Keys whose output a run that stopped early must not have made visible: exactly-once,
+    not a start of golden's (for a multiset sink: not a part of it); at-most-once, not a
+    part of it; at-least-once, a record golden lacks; no delivery promise, none."""
+    if guarantee is Guarantee.NONE:
+        return 0
+    bad = 0
+    for k, got in index_by_key(output).items():
+        want = golden_by_key.get(k, [])
+        if guarantee is Guarantee.AT_LEAST_ONCE:
+            bad += not set(got) <= set(want)
+        elif mode == "multiset" or guarantee is not Guarantee.EXACTLY_ONCE:
+            bad += not Counter(got) <= Counter(want)
+        else:
+            bad += got != want[:len(got)]
+    return bad
+
+
 @dataclass
 class Verdict:
-    """All sinks of one run, judged against one guarantee."""
+    """All sinks of one run, judged against one guarantee.
+
+    A run the protocol stopped (``stopped``: why, e.g. "corrupt snapshot 3 of map[0]")
+    neither passed nor, by itself, violated anything: it stopped safely when every sink's
+    output so far is a start of golden's (``wrong`` counts the keys where it is not).
+    Silently wrong output is a violation, stopped or not.
+    """
 
     guarantee: Guarantee
     sinks: list[SinkVerdict]
     complete: bool = True
+    stopped: str | None = None
+    wrong: int = 0
     # Breaches of the phase contract, where the run was judged on it (the kit's
     # phase-triggered cases, ftctl/sim/phase_faults.py): kind -> count.
     phases: dict[str, int] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
-        return (self.complete and not self.phases
+        return (self.stopped is None and self.complete and not self.phases
                 and all(s.holds(self.guarantee) for s in self.sinks))
+
+    @property
+    def stopped_safely(self) -> bool:
+        """A breach of the phase contract is a violation, stopped or not."""
+        return self.stopped is not None and self.wrong == 0 and not self.phases
+
+    @property
+    def outcome(self) -> str:
+        """``exactly-once`` (or the guarantee that held), ``stopped safely: WHY`` or
+        ``violated``."""
+        if self.passed:
+            return self.guarantee.value
+        return f"stopped safely: {self.stopped}" if self.stopped_safely else "violated"
 
     def totals(self) -> dict[str, int]:
         t: Counter[str] = Counter()
+        if self.stopped is not None:  # what it had not made visible yet is not lost
+            if self.wrong:
+                t["not-a-prefix"] = self.wrong
+            t.update(self.phases)
+            return dict(t)
         for s in self.sinks:
             t.update(s.anomalies())
         if not self.complete:
@@ -164,13 +209,21 @@ class Verdict:
 
     def to_json(self) -> dict[str, Any]:
         return {"guarantee": self.guarantee.value, "passed": self.passed,
-                "complete": self.complete, "sinks": [s.to_json() for s in self.sinks]}
+                "complete": self.complete, "outcome": self.outcome,
+                "sinks": [s.to_json() for s in self.sinks]}
 
 
 def verify(modes: dict[str, str], golden: dict[str, Out], output: dict[str, Out],
            guarantee: Guarantee, complete: bool = True,
-           golden_index: dict[str, dict[Any, list[Any]]] | None = None) -> Verdict:
+           golden_index: dict[str, dict[Any, list[Any]]] | None = None,
+           stopped: str | None = None) -> Verdict:
+    """``stopped``: why the protocol stopped the run, if it did (``Verdict``)."""
+    index = golden_index or {}
     sinks = [compare(name, modes[name], golden.get(name, []), output.get(name, []),
-                     golden_by_key=(golden_index or {}).get(name))
+                     golden_by_key=index.get(name))
              for name in sorted(modes)]
-    return Verdict(guarantee, sinks, complete)
+    wrong = 0
+    if stopped is not None:
+        wrong = sum(not_prefix(modes[name], index.get(name) or index_by_key(golden.get(
+            name, [])), output.get(name, []), guarantee) for name in sorted(modes))
+    return Verdict(guarantee, sinks, complete, stopped=stopped, wrong=wrong)

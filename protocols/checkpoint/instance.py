@@ -61,6 +61,8 @@ class CheckpointInstance(InstanceLogic[CheckpointParams]):
         self.aligning_id = 0
         self.next_token = 1
         self.next_token_at: float | None = None
+        # A source replaying after a fallback: (token, offset) it cuts next, none before.
+        self.cut: tuple[int, int] | None = None
         self.out: list[InstanceAction] = []  # this event's actions, in the order taken
         # Snapshot ids this instance has begun and not persisted: ``snapshotting`` open.
         self.snapshotting: set[int] = set()
@@ -78,10 +80,18 @@ class CheckpointInstance(InstanceLogic[CheckpointParams]):
             for ch, batches in sorted(blob["channels"].items()):
                 for records, seq, watermark in batches:
                     core.deliver(ch, Batch(records, seq, watermark))
+        for sid, part in ev.extra.items():  # a fallback: cut ``sid`` where it was cut
+            if part is not None:
+                self.cut = (sid, part["core"]["offset"])
         return self._take()
 
     def on_source(self, ev: SourceReady, now: float) -> list[InstanceAction]:
-        if self.next_token_at is None:
+        if self.cut is not None:  # replaying committed epochs: no token but the cut's
+            if self.core.offset >= self.cut[1]:
+                self.next_token, self.cut = self.cut[0], None
+                self.next_token_at = now + self.interval
+                self._source_token()
+        elif self.next_token_at is None:
             self.next_token_at = now + self.interval
         elif now >= self.next_token_at:
             self.next_token_at = now + self.interval

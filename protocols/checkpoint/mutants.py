@@ -1,5 +1,6 @@
-"""Planted bugs of ``checkpoint``: each breaks exactly-once on some seeded schedule, or
-(``snapshot-left-open``) the phase contract the kit's phase-triggered cases judge."""
+"""Planted bugs of ``checkpoint``: each breaks exactly-once on some seeded schedule (for
+``trust-unchecked``, one with store faults), or (``snapshot-left-open``) the phase contract
+the kit's phase-triggered cases judge."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from protocols.contract.actions import (
     Restart,
     Stop,
 )
-from protocols.contract.events import FailureDetected, ReportIn, Started
+from protocols.contract.events import FailureDetected, ReportIn, Started, StoreFault
 from protocols.contract.messages import Persisted
 from protocols.contract.spec import Mutant
 from protocols.contract.view import ClusterView
@@ -81,6 +82,16 @@ class SnapshotLeftOpen(CheckpointInstance):
                                and not a.on)))
 
 
+class TrustUnchecked(CheckpointCoordinator):
+    """Restore trusts an unchecked object: a part that fails its check is restored empty."""
+
+    def on_store_fault(self, ev: StoreFault, view: ClusterView) -> list[CoordinatorAction]:
+        k = self.complete
+        return [Stop(self.graph.order),
+                *(Restart(i, restore=None if i == ev.instance else k or None)
+                  for i in self.graph.order)]
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("no-channel-state", NoChannelState.__doc__ or "", instance=NoChannelState,
            budget=10),
@@ -92,4 +103,6 @@ MUTANTS: tuple[Mutant, ...] = (
            params={"alignment": "aligned"}, budget=10),
     Mutant("snapshot-left-open", " ".join((SnapshotLeftOpen.__doc__ or "").split()),
            instance=SnapshotLeftOpen, budget=10),
+    Mutant("trust-unchecked", TrustUnchecked.__doc__ or "", coordinator=TrustUnchecked,
+           budget=30, kinds=("crash", "corrupt")),
 )

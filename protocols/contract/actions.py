@@ -224,5 +224,17 @@ class DiscardStaged:
     after: LogicalTime
 
 
+@dataclass(frozen=True, slots=True)
+class StopRun:
+    """End the run now: the protocol cannot go on without risking wrong output (a stored
+    object it needs is unreadable). Every instance is stopped; what is visible stays.
+    ``instance`` and ``snapshot`` name the object, when one is the cause."""
+
+    reason: str
+    instance: InstanceId | None = None
+    snapshot: SnapshotRef | None = None
+
+
 CoordinatorAction = (Control | Stop | Restart | RollBack | CommitOutput | DiscardSnapshots
-                     | DiscardStaged | Route | SetTimer | CancelTimer | Note | DeclarePhase)
+                     | DiscardStaged | Route | SetTimer | CancelTimer | Note | DeclarePhase
+                     | StopRun)

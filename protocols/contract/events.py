@@ -170,5 +170,21 @@ class CapacityChanged:
     now: float
 
 
+@dataclass(frozen=True, slots=True)
+class StoreFault:
+    """A start (or in-place rollback) needs a stored object that cannot be trusted:
+    ``kind`` "corrupt" (its bytes are not as written: damaged, truncated) or "missing".
+    Nothing was restored from it: the instances whose start needed it (``fenced``) are
+    stopped, not started. The coordinator re-plans their recovery, or stops the run
+    (``StopRun``; the default)."""
+
+    instance: InstanceId
+    snapshot: SnapshotRef
+    kind: Literal["corrupt", "missing", "unavailable"]
+    why: str
+    now: float
+    fenced: frozenset[InstanceId] = frozenset()
+
+
 CoordinatorEvent = (RunStarted | InstanceRunning | ReportIn | FailureDetected | Suspected
-                    | CapacityChanged | TimerFired)
+                    | CapacityChanged | TimerFired | StoreFault)

@@ -21,6 +21,7 @@ from protocols.contract.actions import (
     Restart,
     Send,
     Stop,
+    StopRun,
 )
 from protocols.contract.events import (
     BatchIn,
@@ -37,6 +38,7 @@ from protocols.contract.events import (
     RunStarted,
     SourceReady,
     Started,
+    StoreFault,
     Suspected,
     TimerFired,
 )
@@ -148,7 +150,7 @@ class CoordinatorLogic(Generic[P]):
             RunStarted: self.on_run_started, InstanceRunning: self.on_running,
             ReportIn: self.on_report, FailureDetected: self.on_failure,
             Suspected: self.on_suspect, CapacityChanged: self.on_capacity,
-            TimerFired: self.on_timer,
+            TimerFired: self.on_timer, StoreFault: self.on_store_fault,
         }
 
     def initial(self, view: ClusterView) -> list[CoordinatorAction]:
@@ -196,6 +198,13 @@ class CoordinatorLogic(Generic[P]):
 
     def on_timer(self, ev: TimerFired, view: ClusterView) -> list[CoordinatorAction]:
         return []
+
+    def on_store_fault(self, ev: StoreFault, view: ClusterView) -> list[CoordinatorAction]:
+        """A stored object the recovery needs is bad. Default (docs/chaos.md, "What each
+        protocol does with a bad object"): stop the run, naming it; restoring anything
+        else could make wrong output."""
+        return [StopRun(f"{ev.kind} snapshot {ev.snapshot} of {ev.instance}",
+                        ev.instance, ev.snapshot)]
 
     # ------------------------------------------------------------ helpers
 

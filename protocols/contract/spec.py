@@ -51,6 +51,9 @@ class Mutant:
     coordinator: type | None = None  # replaces the spec's coordinator logic
     params: Mapping[str, Any] = field(default_factory=dict)  # the variant it lives in
     budget: int = 200
+    # The fault kinds the kit's schedules for it draw (``ftctl sim --faults`` names);
+    # empty: crashes only. A bug in handling a bad stored object needs store faults.
+    kinds: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,9 @@ class LineageCoordinator(CoordinatorLogic[NoParams]):
             self.purges += 1
             acts.append(DeclarePhase(PURGING, True, self.purges))
         self.unready |= set(order)
-        acts += [Restart(iid, restore=SLOT if self.graph.is_sink(iid) else None)
+        # A sink whose state is not stored yet (its first write was lost unsynced: it had
+        # emitted nothing, else the write would be durable) starts empty.
+        acts += [Restart(iid, restore=SLOT if self.graph.is_sink(iid)
+                         and SLOT in view.stored(InstanceId(iid)) else None)
                  for iid in order]
         return acts

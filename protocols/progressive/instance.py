@@ -405,7 +405,8 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         self.core.pending_output = []
         if not out:
             return []
-        return [Emit(self.me.id, out), Persist(self.me.id, SINK_COUNTS, dict(self.emitted))]
+        # the counts first: the Emit waits until they are durable (lose-unsynced)
+        return [Persist(self.me.id, SINK_COUNTS, dict(self.emitted)), Emit(self.me.id, out)]
 
     # ------------------------------------------------------------ punctuations (R2)
 

@@ -268,15 +268,17 @@ class LoggedInstance(InstanceLogic[P]):
         self.core.pending_output = []
         self.counted(counted)
         if out:
-            # Output and its de-duplication state reach the outside world in one step.
-            self.out.append(Emit(self.me.id, out))
+            # Output and its de-duplication state reach the outside world in one step:
+            # the state first, so the Emit waits until it is durable (a crash that loses
+            # unsynced writes must not leave output visible whose state is gone).
             self.persist_sink(out)
+            self.out.append(Emit(self.me.id, out))
 
     def counted(self, idents: list[Hashable]) -> None:
         """The identities whose ``seen`` count this batch raised, suppressed or shown."""
 
     def persist_sink(self, out: list[tuple[Any, Any]]) -> None:
-        """Persist the de-duplication state after ``out`` was made visible."""
+        """Persist the de-duplication state that counts ``out`` as made visible."""
         self.persist(SLOT, self.sink_blob())
 
     # ------------------------------------------------------------ output

@@ -57,6 +57,7 @@ CATCH: dict[str, tuple[str, int]] = {
     "checkpoint/commit-early": ("diamond", 1),
     "checkpoint/rollback-failed-only": ("diamond", 1),
     "checkpoint/aligned-no-block": ("replica-chain", 1),
+    "checkpoint/trust-unchecked": ("diamond", 2),  # crash and corrupt schedules
     "lineage/no-sink-dedup": ("diamond", 1),
     "lineage/sink-forgets-visible": ("diamond", 1),
     "lineage/purge-failed-only": ("replica-chain", 1),
@@ -137,6 +138,7 @@ CATCH_KINDS: dict[str, tuple[FaultKind, ...]] = {
     "replica-ring/stale-suspicion": NEIGHBOUR_KINDS,
     "replica-ring/confirm-released": NEIGHBOUR_KINDS,
     "progressive/no-resend-from-starting": STAGED_KINDS,
+    "checkpoint/trust-unchecked": ("crash", "corrupt"),  # its Mutant.kinds
 }
 
 CASES = [c for p in PROTOCOLS for c in guarantee_cases(p)

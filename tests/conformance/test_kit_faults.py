@@ -1,6 +1,7 @@
 """The conformance kit's all-faults cases: each guarantee case again, its schedules drawing
-every fault kind (pause, partition, delay, slow, node loss besides crashes). A separate case
-set, so the crash cases and the mutant pins of test_kit.py keep their seeds."""
+every fault kind (pause, partition, delay, slow, node loss, the store's, besides crashes).
+A separate case set, so the crash cases and the mutant pins of test_kit.py keep their
+seeds."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from ftctl.conformance.cases import (
     phase_cases,
 )
 from ftctl.conformance.kit import Kit
-from ftctl.sim.faults import CRASH_ONLY, FAULT_KINDS
+from ftctl.sim.faults import ALL_KINDS, CRASH_ONLY
 from protocols.registry import PROTOCOLS
 
 pytestmark = pytest.mark.sim
@@ -43,7 +44,7 @@ def test_the_all_faults_cases_mirror_the_crash_cases() -> None:
         crash, every = guarantee_cases(p), all_faults_cases(p)
         assert [c.name + ALL_FAULTS_SUFFIX for c in crash] == [c.name for c in every]
         assert all(c.kinds == CRASH_ONLY for c in crash)
-        assert all(c.kinds == FAULT_KINDS for c in every)
+        assert all(c.kinds == ALL_KINDS for c in every)
         # as many schedules as the crash cases: at a third, seeds 1-10 of -n 30 missed a
         # replica-ring origin answering "not found" while it regenerated a tuple
         assert [c.schedules_for(30) for c in every] == [30] * len(every)
@@ -57,8 +58,8 @@ def test_a_broken_all_faults_case_replays_with_its_kinds() -> None:
     assert not result.passed
     assert result.reproduce() == (
         f"ftctl sim topologies/replica-chain.yaml -p none/source-from-start "
-        f"--faults {','.join(FAULT_KINDS)} --seed {result.failing_seeds[0]}")
-    assert result.to_json()["faults"] == list(FAULT_KINDS)
+        f"--faults {','.join(ALL_KINDS)} --seed {result.failing_seeds[0]}")
+    assert result.to_json()["faults"] == list(ALL_KINDS)
 
 
 def test_the_kit_runs_as_many_schedules_with_every_kind() -> None:
