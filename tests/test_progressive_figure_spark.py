@@ -26,6 +26,9 @@ def _events(runs: list[tuple[float, list[str]]]) -> list[HistoryEvent]:
                                           "joined": ["w3"], "left": []}),
         (KILL + 8.0, "capacity-changed", {"total": 12, "free": 8, "alive": ["w2", "w3", "w4"],
                                           "joined": ["w4"], "left": []}),
+        # Each worker offered to the protocol once a slot waits on it.
+        (KILL + 5.5, "capacity-warm", {"workers": ["w3"], "seconds": 1.5}),
+        (KILL + 9.5, "capacity-warm", {"workers": ["w4"], "seconds": 1.5}),
         *((t, "instance-running", {"instances": who}) for t, who in runs)]
     return [HistoryEvent(k, t, "spark", kind, data)
             for k, (t, kind, data) in enumerate(sorted(recs, key=lambda r: r[0]))]
@@ -79,10 +82,12 @@ def test_queries_come_back_in_steps_under_prg_and_at_once_under_blocking(
     assert seen[1].params.model_dump()["schedule"] == "blocking"
     assert (tmp_path / "fig5-spark-scenario.yaml").read_text() == QUICK.scenario()
     rows = {r[0]: r for r in result.rows}
-    assert rows["PRG"][1:6] == ("4.0 8.0", "out1=6.0 out2=10.0 out3=10.0", "6.0", "10.0",
-                                "7.0")
-    assert rows["OPC (blocking)"][1:6] == ("4.0 8.0", "out1=10.0 out2=10.0 out3=10.0",
-                                           "10.0", "10.0", "11.0")
+    assert rows["PRG"][1:7] == ("4.0 8.0", "5.5 9.5", "out1=6.0 out2=10.0 out3=10.0", "6.0",
+                                "10.0", "7.0")
+    assert rows["OPC (blocking)"][1:7] == ("4.0 8.0", "5.5 9.5",
+                                           "out1=10.0 out2=10.0 out3=10.0", "10.0", "10.0",
+                                           "11.0")
+    assert result.summary["PRG"]["offered"] == [5.5, 9.5]
     prg = result.summary["PRG"]
     opc = result.summary["OPC (blocking)"]
     at = {t: n for t, n in zip(prg["t"], prg["available"], strict=True)}
@@ -99,7 +104,7 @@ def test_threshold_decides_what_counts_as_available(tmp_path: Path) -> None:
     result = spark_level(FigureOptions(tmp_path, host="spark", quick=True,
                                        options={"threshold": "6"}), fake_runner([]))
     # With Θ = 6 the backlog second already counts: out1 is available from 6 s.
-    assert {r[0]: r[5] for r in result.rows} == {"PRG": "6.0", "OPC (blocking)": "10.0"}
+    assert {r[0]: r[6] for r in result.rows} == {"PRG": "6.0", "OPC (blocking)": "10.0"}
 
 
 def test_a_global_rollback_takes_every_query_down_until_its_group_runs() -> None:
