@@ -6,6 +6,7 @@ exactly-once either way."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from protocols.contract.events import TimerFired
 from protocols.contract.spec import Guarantee
 from protocols.registry import PROTOCOLS
 from protocols.replica_ring.messages import Ping
+from protocols.replica_ring.mutants import CLOCK_MUTANTS
 from protocols.replica_ring.unit import PING
 from tests.conftest import load
 from tests.replica_ring_topologies import replica_chain
@@ -36,14 +38,17 @@ RTT_MAX = 2 * NET_DELAY * 2.2  # the longest ping round trip the simulated netwo
 TIMEOUT = 0.15  # replica-ring's simulated ping_timeout (a multiple of ping_every)
 
 
-def _host(protocol: str, topology: Any, given: dict[str, Any], seed: int = 1) -> SimHost:
+def _host(protocol: str, topology: Any, given: dict[str, Any], seed: int = 1,
+          instance: type | None = None) -> SimHost:
     graph = ExecutionGraph(topology)
     spec = PROTOCOLS[protocol]
+    if instance is not None:  # a mutant's instance logic
+        spec = replace(spec, instance=instance)
     return SimHost(graph, spec, sim_params(graph, spec, given), seed)
 
 
-def _ring(seed: int = 1) -> SimHost:
-    return _host("replica-ring", replica_chain(600), RING, seed)
+def _ring(seed: int = 1, instance: type | None = None, records: int = 600) -> SimHost:
+    return _host("replica-ring", replica_chain(records), RING, seed, instance)
 
 
 def _clock_at(host: SimHost, t: float, unit: str, fault: ClockFault) -> None:
@@ -220,3 +225,19 @@ def test_a_faster_source_clock_takes_more_checkpoints_and_stays_exactly_once() -
     assert snapshots(Stall(0.05)) < base
     snapshots(Jump(-10.0), crash=True)
 
+
+# ------------------------------------------------------------ clock mutants
+
+
+@pytest.mark.parametrize("mutant", CLOCK_MUTANTS, ids=lambda m: m.name)
+def test_a_skew_the_protocol_tolerates_catches_each_clock_mutant(mutant: Any) -> None:
+    assert mutant.kinds == ("clock-skew",) and mutant.params == RING
+    for instance in (None, mutant.instance):
+        host = _ring(2, instance, records=3000)  # long enough for several pings
+        _clock_at(host, 0.011, PINGED, Skew(-1.0))  # behind by far more than the timeout
+        result = host.run()
+        suspected = {(e.instance, e.data["by"]) for e in _kinds(result, "failure-suspected")}
+        if instance is None:
+            assert not suspected and _exactly_once(host, result)
+        else:
+            assert (PINGED, PINGER) in suspected  # a live replica, taken over
