@@ -94,3 +94,20 @@ def test_a_clock_op_without_a_clock_or_with_bad_data_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown clock fault"):
         agent.carry_out({"kind": agent.AGENT_KIND, "op": "clock", "fault": {"clock": "x"}},
                         lambda f: None)
+
+
+def test_the_driver_sends_a_clock_fault_to_a_running_task_only(tmp_path: Path) -> None:
+    from ftctl.spark.clock_faults import apply_clock_fault
+    from ftctl.spark.host import EV_CHAOS, SparkHost
+    from protocols.registry import get_protocol
+
+    none = get_protocol("none")
+    graph = ExecutionGraph(load_topology(ROOT / "topologies" / "wordcount.yaml"))
+    host = SparkHost(None, graph, none, none.resolve({}), "r", tmp_path / "store")
+    assert not apply_clock_fault(host, IID, Drift(2.0))  # not running: nothing sent
+    assert host.events_q.empty()
+    host.live[IID] = object()  # type: ignore[assignment]
+    assert apply_clock_fault(host, IID, Drift(2.0))
+    kind, op, (iid, payload) = host.events_q.get_nowait()
+    assert (kind, op, iid) == (EV_CHAOS, "agent", IID)
+    assert payload == agent.clock_payload(Drift(2.0)) and agent.is_agent_payload(payload)
