@@ -241,3 +241,22 @@ def test_a_skew_the_protocol_tolerates_catches_each_clock_mutant(mutant: Any) ->
             assert not suspected and _exactly_once(host, result)
         else:
             assert (PINGED, PINGER) in suspected  # a live replica, taken over
+
+
+EXACTLY_ONCE = ("checkpoint", "causal", "lineage", "falkirk", "progressive")
+MIXED = (Drift(3.0), Jump(-5.0), Stall(0.05), Skew(2.0), Jump(1.0), Drift(0.3))
+
+
+@pytest.mark.parametrize("protocol", EXACTLY_ONCE)
+def test_clock_faults_on_every_unit_change_no_exactly_once_output(protocol: str) -> None:
+    host = _host(protocol, load("windowed"), {})
+    units = sorted(host.graph.instances)
+    for k, unit in enumerate(units):  # each unit its own fault, before the crash
+        _clock_at(host, 0.006, unit, MIXED[k % len(MIXED)])
+    host.at(0.02, lambda: host.inject(sf.Strike(0, 0, ("win[0]",))))
+    result = host.run()
+    injected = [e for e in _kinds(result, "fault-injected") if e.data["type"].startswith("clock")]
+    assert len(injected) == len(units)  # every unit was running and struck
+    assert [e for e in _kinds(result, "instance-started") if e.instance == "win[0]"]
+    assert not _kinds(result, "failure-suspected")
+    assert _exactly_once(host, result)
