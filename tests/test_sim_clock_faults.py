@@ -260,3 +260,19 @@ def test_clock_faults_on_every_unit_change_no_exactly_once_output(protocol: str)
     assert [e for e in _kinds(result, "instance-started") if e.instance == "win[0]"]
     assert not _kinds(result, "failure-suspected")
     assert _exactly_once(host, result)
+
+
+@pytest.mark.parametrize("fault", [Drift(0.01), Stall(1.0), Jump(-5.0), Drift(50.0)], ids=repr)
+def test_the_hosts_hang_detection_keeps_the_hosts_time_under_a_clock_fault(
+        fault: ClockFault) -> None:
+    def detected(pause: float) -> list[HistoryEvent]:
+        host = _host("checkpoint", load("windowed"), {})
+        _clock_at(host, 0.006, "win[0]", fault)
+        host.at(0.01, lambda: host.inject(sf.Pause(0, pause, "win[0]")))
+        result = host.run()
+        assert _exactly_once(host, result)
+        return [e for e in _kinds(result, "failure-detected")
+                if "win[0]" in e.data["instances"]]
+    assert not detected(0.5 * sf.HANG_TIMEOUT)  # a short pause is waited out
+    (hung,) = detected(3 * sf.HANG_TIMEOUT)
+    assert hung.t == pytest.approx(0.01 + sf.HANG_TIMEOUT, abs=0.006)  # after the host's timeout
