@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -276,3 +277,18 @@ def test_the_hosts_hang_detection_keeps_the_hosts_time_under_a_clock_fault(
     assert not detected(0.5 * sf.HANG_TIMEOUT)  # a short pause is waited out
     (hung,) = detected(3 * sf.HANG_TIMEOUT)
     assert hung.t == pytest.approx(0.01 + sf.HANG_TIMEOUT, abs=0.006)  # after the host's timeout
+
+
+def test_a_drifting_units_timers_keep_their_period_on_its_own_clock() -> None:
+    host = _ring()
+    seen: list[tuple[float, float, Any]] = []
+    host.at(0.005, _spy(host, PINGER, seen))
+    _clock_at(host, 0.011, PINGER, Drift(4.0))
+    host.run()
+    ticks = [(t, now) for t, now, ev in seen
+             if isinstance(ev, TimerFired) and ev.key == PING and t > 0.011]
+    assert len(ticks) >= 3
+    every = 0.05  # replica-ring's simulated ping_every
+    for (t1, n1), (t2, n2) in pairwise(ticks[1:]):  # the first was armed before
+        assert n2 - n1 == pytest.approx(every)  # its clock's period
+        assert t2 - t1 == pytest.approx(every / 4)  # a quarter of it on the host's
