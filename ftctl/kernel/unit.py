@@ -8,8 +8,10 @@ A unit hosts one slot (more after a takeover). ``Unit.handle`` runs the protocol
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
+from ftctl.kernel.clocks import UnitClock
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
 from protocols.contract.actions import (
@@ -29,7 +31,7 @@ from protocols.contract.actions import (
     StageOutput,
     Suspect,
 )
-from protocols.contract.events import InstanceEvent
+from protocols.contract.events import InstanceEvent, SourceReady, TimerFired
 from protocols.contract.logic import InstanceLogic
 from protocols.contract.messages import Msg
 from protocols.contract.names import InstanceId
@@ -62,7 +64,7 @@ class UnitPorts(Protocol):
 class Unit:
     """One running incarnation: its cores (one per hosted slot) and its logic."""
 
-    __slots__ = ("cores", "graph", "id", "inc", "logic")
+    __slots__ = ("clock", "cores", "graph", "id", "inc", "logic")
 
     def __init__(self, logic_cls: type[InstanceLogic[Any]], graph: ExecutionGraph, slot: str,
                  params: ProtocolParams, incarnation: int):
@@ -71,13 +73,30 @@ class Unit:
         self.graph = graph
         self.cores: dict[InstanceId, InstanceCore] = {InstanceId(slot): InstanceCore(graph, slot)}
         self.logic = logic_cls(InstanceView.of(graph, slot), self.cores, params)
+        # The unit's clock under clock faults (the host sets it); None: the host's time.
+        self.clock: UnitClock | None = None
 
     @property
     def core(self) -> InstanceCore:
         return self.cores[InstanceId(self.id)]
 
     def handle(self, ev: InstanceEvent, now: float) -> list[InstanceAction]:
+        """Run the logic on ``ev`` at the host's time ``now``: the protocol sees it, and
+        the times events carry, on the unit's clock."""
+        if self.clock is not None:
+            now = self.clock.read(now)
+            if type(ev) is SourceReady or type(ev) is TimerFired:
+                ev = replace(ev, now=now)
         return self.logic.handle(ev, now)
+
+    def local_due(self, now: float, after: float) -> tuple[float, float]:
+        """A timer set at host time ``now`` for ``after`` seconds of the unit's clock: the
+        unit's reading it is due at, and the host time that reading comes (``inf``:
+        never)."""
+        if self.clock is None:
+            return now + after, now + after
+        due = self.clock.read(now) + after
+        return due, self.clock.when(due, now)
 
     def adopt(self, slot: str) -> None:
         """Host ``slot`` too (``AdoptSlot``): a fresh core the logic sees at once."""

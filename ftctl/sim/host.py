@@ -131,6 +131,7 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults, StoreFaults):
         self.last_report: dict[str, float] = {}
         self.timers: dict[tuple[str, str], int] = {}  # (unit, key) -> token
         self.timer_seq = 0
+        self.timer_due: dict[tuple[str, str], tuple[int, float]] = {}  # -> (inc, unit clock)
         self.store = MemoryStore()
         self.sinks = SinkStore()
         self.instance_logic, coordinator_logic = protocol.instance, protocol.coordinator

@@ -9,6 +9,7 @@ reports and suspicions to the coordinator, timers, phases and routes.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,7 @@ class UnitPorts(Striking):
     last_peer: dict[tuple[str, str], float]
     timers: dict[tuple[str, str], int]
     timer_seq: int
+    timer_due: dict[tuple[str, str], tuple[int, float]]
     store: MemoryStore
     sinks: SinkStore
     outputs: Outputs
@@ -135,9 +137,14 @@ class UnitPorts(Striking):
 
     def set_timer(self, unit: Unit, key: str, after: float) -> None:
         # Timers die with their incarnation; a newer token replaces a pending timer.
+        # ``after`` is on the unit's clock (ftctl/kernel/clocks.py): due when it reads
+        # the due reading; a clock fault later re-arms it (ftctl/sim/clock_faults.py).
         self.timer_seq += 1
         self.timers[(unit.id, key)] = self.timer_seq
-        self._push(self.now + after, "timer", (unit.id, unit.inc, key, self.timer_seq))
+        local, due = unit.local_due(self.now, after)
+        self.timer_due[(unit.id, key)] = (unit.inc, local)
+        if due != math.inf:
+            self._push(due, "timer", (unit.id, unit.inc, key, self.timer_seq))
 
     def cancel_timer(self, unit: Unit, key: str) -> None:
         self.timers.pop((unit.id, key), None)

@@ -19,6 +19,10 @@ thread may be blocked on a full downstream):
   child of the task, exiting with it) sends SIGCONT when the time is up.
 - ``slow``: the same helper runs the duty cycle of ``slow`` (stopped for
   ``1 - 1/factor`` of each period) for ``seconds``.
+- ``clock``: a clock fault (skew, drift, jump, stall: ``ftctl/kernel/clocks.py``) on the
+  task's own runtime clock, the one its unit's events and timers go by. The system clock
+  and the task's heartbeats are untouched. The driver sends ``clock_payload(fault)``
+  through ``SparkHost.agent_fault``.
 
 Channel faults (delay, drop, partition) already act inside the sending task
 (``ftctl.spark.links``). Run as ``python -m ftctl.spark.agent PID SECONDS FACTOR PERIOD``
@@ -32,10 +36,14 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ftctl.kernel.clocks import ClockFault
 
 AGENT_KIND = "ftctl-agent"  # Control payloads {"kind": AGENT_KIND, "op": ..., ...}
-OPS = ("kill", "kill-executor", "kill-worker", "pause", "slow")
+OPS = ("kill", "kill-executor", "kill-worker", "pause", "slow", "clock")
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 SLOW_PERIOD = 0.1  # as chaos.faults.SLOW_PERIOD
@@ -47,14 +55,30 @@ def payload(op: str, seconds: float | None = None, factor: float = 1.0) -> dict[
     return {"kind": AGENT_KIND, "op": op, "seconds": seconds, "factor": factor}
 
 
+def clock_payload(fault: ClockFault) -> dict[str, Any]:
+    """The agent payload that sets ``fault`` on a task's runtime clock."""
+    from ftctl.kernel.clocks import fault_to_dict
+
+    return {"kind": AGENT_KIND, "op": "clock", "fault": fault_to_dict(fault)}
+
+
 def is_agent_payload(msg: Any) -> bool:
     return isinstance(msg, dict) and msg.get("kind") == AGENT_KIND
 
 
-def carry_out(msg: dict[str, Any]) -> None:
-    """Do what the driver asked, to this process (or its executor)."""
+def carry_out(msg: dict[str, Any],
+              on_clock: Callable[[ClockFault], None] | None = None) -> None:
+    """Do what the driver asked, to this process (or its executor); a clock fault goes to
+    ``on_clock`` (the task's runtime clock)."""
     op = msg["op"]
-    if op == "kill":
+    if op == "clock":
+        # imported here: run as the pause helper, this module needs the standard library only
+        from ftctl.kernel.clocks import fault_from_dict
+
+        if on_clock is None:
+            raise ValueError("a clock fault needs the task's clock")
+        on_clock(fault_from_dict(msg["fault"]))
+    elif op == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
     elif op in ("kill-executor", "kill-worker"):
         classes = (WORKER_CLASS, EXECUTOR_CLASS) if op == "kill-worker" else (EXECUTOR_CLASS,)

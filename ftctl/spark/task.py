@@ -23,6 +23,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ftctl.config.topology import Topology
+from ftctl.kernel.clocks import ClockFault, UnitClock
 from ftctl.kernel.piggyback import Piggyback
 from ftctl.kernel.unit import Unit, perform
 from ftctl.runtime.graph import ExecutionGraph
@@ -182,7 +183,8 @@ class InstanceTask:
         self.sent = 0  # channel messages (batches, markers) sent, for the run's traffic
         self.piggyback = Piggyback()  # batches' protocol piggyback, for the run's traffic
         self.frames: list[tuple[Any, ...]] = []
-        self.timers: dict[str, float] = {}  # key -> due (monotonic); one per key
+        # key -> due, on the unit's clock (monotonic unless a clock fault set it); one per key
+        self.timers: dict[str, float] = {}
         # Chaos and measurement: channel faults on outgoing links, sink output latency.
         self.links = LinkFaults(self.stopping)
         self.pace = Pace.of(topology.input) if p.rate else None
@@ -291,7 +293,7 @@ class InstanceTask:
                 elif msg[0] == wire.CONTROL and agent.is_agent_payload(msg[1]):
                     # A fault the driver may not deliver by signal: carried out here and
                     # now, even while the main thread is blocked on a full downstream.
-                    agent.carry_out(msg[1])
+                    agent.carry_out(msg[1], self._clock_fault)
                 else:
                     self.ctl.append(msg)
                 self._wake()
@@ -413,9 +415,11 @@ class InstanceTask:
         if not self.timers:
             return
         now = time.monotonic()
-        for key in sorted((k for k, due in self.timers.items() if due <= now),
+        clock = self.unit.clock
+        local = now if clock is None else clock.read(now)
+        for key in sorted((k for k, due in self.timers.items() if due <= local),
                           key=self.timers.__getitem__):
-            if key in self.timers and self.timers[key] <= now:  # not replaced meanwhile
+            if key in self.timers and self.timers[key] <= local:  # not replaced meanwhile
                 del self.timers[key]
                 self._do(self.unit.handle(TimerFired(key, now), now))
 
@@ -423,7 +427,14 @@ class InstanceTask:
         """How long the main thread may block: ``most``, or less if a timer is due."""
         if not self.timers:
             return most
-        return max(0.0, min(most, min(self.timers.values()) - time.monotonic()))
+        now, due = time.monotonic(), min(self.timers.values())
+        clock = self.unit.clock
+        return max(0.0, min(most, (due if clock is None else clock.when(due, now)) - now))
+
+    def _clock_fault(self, fault: ClockFault) -> None:
+        """The agent's ``clock`` op: from now on this unit's events and timers go by a
+        clock with ``fault`` (set from the control reader; the main thread is woken)."""
+        self.unit.clock = (self.unit.clock or UnitClock()).apply(fault, time.monotonic())
 
     # ------------------------------------------------------------------ loops
 
@@ -564,7 +575,7 @@ class InstanceTask:
         self.frames.append((wire.PEER, sender, to, msg, unit))
 
     def set_timer(self, unit: Unit, key: str, after: float) -> None:
-        self.timers[key] = time.monotonic() + after
+        self.timers[key] = unit.local_due(time.monotonic(), after)[0]
 
     def cancel_timer(self, unit: Unit, key: str) -> None:
         self.timers.pop(key, None)

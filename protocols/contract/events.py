@@ -1,9 +1,11 @@
 """Events a protocol receives: instance side (in a unit) and coordinator side (the driver).
 
 The kernel delivers them in order and drops events of stale incarnations before a
-protocol sees them: a protocol never compares incarnations itself. ``now`` is the run
-clock (simulated seconds in the sim, seconds since the run started on Spark); it is the
-only time a protocol ever sees.
+protocol sees them: a protocol never compares incarnations itself. ``now`` is the clock of
+the unit the event is for (simulated seconds in the sim, the task's monotonic clock on
+Spark, unless a clock fault changed it: ``ftctl/kernel/clocks.py``); on the coordinator
+side it is the driver's. It is the only time a protocol ever sees, and ``SetTimer``'s
+``after`` counts on the same clock.
 """
 
 from __future__ import annotations

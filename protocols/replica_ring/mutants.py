@@ -13,10 +13,14 @@ are caught by the exact checks only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
+from protocols.contract.actions import InstanceAction, SendPeer
+from protocols.contract.events import PeerIn
 from protocols.contract.spec import Mutant
 from protocols.replica_ring.logic import ReplicaRingCoordinator, ReplicaRingInstance
+from protocols.replica_ring.messages import Pong
 
 
 @dataclass(frozen=True)
@@ -105,3 +109,38 @@ def _kit_mutants() -> tuple[Mutant, ...]:
 
 
 MUTANTS: tuple[Mutant, ...] = _kit_mutants()
+
+
+# ------------------------------------------------------------ clock mutants
+# Timing bugs: no crash schedule shows them, a clock fault does (docs/chaos.md, Clock
+# faults). tests/test_sim_clock_faults.py catches each with the simulation host's clock
+# faults; the kit runs them once its schedules draw the clock fault kinds.
+
+
+@dataclass(frozen=True, slots=True)
+class StampedPong(Pong):
+    """A pong carrying the answering replica's clock reading when it answered."""
+
+    at: float = 0.0
+
+
+class PongPeerClock(ReplicaRingInstance):
+    """Judges a pong's age by the answering replica's clock, not its own: a pong stamped
+    more than ``ping_timeout`` before the pinger's reading counts as lost. A clock
+    behind the pinger's by more than the timeout (a skew the protocol tolerates) then
+    has every pong dropped, and a live replica is suspected and taken over."""
+
+    def handle(self, ev: Any, now: float) -> list[InstanceAction]:
+        if (isinstance(ev, PeerIn) and isinstance(ev.msg, StampedPong)
+                and now - ev.msg.at > self.params.ping_timeout):
+            return []
+        return [replace(a, msg=StampedPong(a.msg.slot, a.msg.host, now))
+                if isinstance(a, SendPeer) and type(a.msg) is Pong else a
+                for a in super().handle(ev, now)]
+
+
+CLOCK_MUTANTS: tuple[Mutant, ...] = (
+    Mutant("pong-peer-clock", "a pong's age is read on the answering replica's clock",
+           instance=PongPeerClock, params={"semantics": "exactly-once", "variant": "fixed"},
+           kinds=("clock-skew",)),
+)
