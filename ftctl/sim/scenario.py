@@ -17,21 +17,9 @@ for a free slot, and capacity that comes back is what the protocol plans on. Ins
 start round-robin. Nodes that leave or return at one instant (a ``restore-capacity`` all at
 once) are all applied before the coordinator hears ``CapacityChanged``, once.
 
-Kinds:
+Kinds: what each occurrence does on the simulated cluster is ``ftctl/sim/actuator.py``'s
+(the simulation host's fault actuator), by the registry's ``sim`` realization of its kind.
 
-- kill-task: a crash of the instance (a selector: of a live instance on a matching node).
-- kill-executor, kill-worker, container-kill: the node running the target (or a matching
-  live node) goes down; the lost node is remembered for ``restore-capacity``.
-- kill-group: every matching live node goes down at seeded offsets within ``window``.
-- restore-capacity: lost nodes (matching the selector; ``random``: all) come back, at once
-  or at ``chaos/arrivals.py``'s offsets.
-- pause, slow: the instance (a selector: every unit on one matching node).
-- container-pause: every unit on the node; container-stop: the node goes down, and comes
-  back after ``duration`` (none: stays lost); container-restart: down and back at once.
-  A container-pause is declared hung after ``SPARK_HANG_TIMEOUT x scale`` (4.5 s on Spark,
-  where frozen processes do not look stopped), a pause after the heartbeat timeout.
-- partition, delay (``ms`` + ``jitter_ms``), drop (``probability``): between the target and
-  ``peer`` (omitted: every peer), both ways, as on Spark.
 - ``during: P`` (``trigger: during-checkpoint`` is ``snapshotting``): at each opening of P
   in the kernel's phase set, after the actions that opened it and only if it is still
   open then; refused for a protocol that never declares P. ``recovering`` (``trigger:
@@ -56,38 +44,18 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from chaos.arrivals import arrival_offsets
-from chaos.context import matches
 from chaos.plan import check_cluster, check_triggers, from_scenario
 from chaos.schedule import PlannedFault, occurrence
-from ftctl.config.scenario import (
-    PHASE_HOLDER,
-    RECOVERING,
-    STORE_FAULTS,
-    WORKER_KEY,
-    RestoreParams,
-    parse_target,
-)
+from ftctl.config.scenario import PHASE_HOLDER, RECOVERING, WORKER_KEY
 from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.pace import Pace
+from ftctl.sim.actuator import SPARK_HANG_TIMEOUT, SimActuator  # noqa: F401 (re-exported)
 from ftctl.sim.cluster import SimCluster, SimNode
-from ftctl.sim.faults import (
-    Delay,
-    Drop,
-    LoseUnsynced,
-    Partition,
-    Pause,
-    Slow,
-    StoreDamage,
-    StoreOutage,
-    Strike,
-)
 from ftctl.sim.host import SimHost
 
 SPARK_RUN_SECONDS = 25.0  # ftctl chaos's run length without a rate (run.chaos.TARGET_SECONDS)
 SPARK_HEARTBEAT_TIMEOUT = 1.5  # ftctl/spark/host.py HEARTBEAT_TIMEOUT: a stopped task
-SPARK_HANG_TIMEOUT = 4.5  # ftctl/spark/host.py HANG_TIMEOUT: a silent one not seen stopped
 SLOTS_PER_INSTANCE = 2  # each node holds every instance twice over, as ftctl chaos sizes them
 
 
@@ -194,10 +162,13 @@ class _Replay:
 
     sc: SimScenario
     host: SimHost
-    lost: list[str] = field(default_factory=list)  # nodes down, for restore-capacity
     # after: {fault: ...}: fault index -> the templates that follow it, with their counts
     followers: dict[int, list[_Follower]] = field(default_factory=dict)
     started: set[tuple[int, int]] = field(default_factory=set)  # occurrences injected
+    actuator: SimActuator = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.actuator = SimActuator(self.host, self.sc.scale, self.sc.instances, self._injected)
 
     def install(self) -> None:
         for p in self.sc.faults:
@@ -279,210 +250,9 @@ class _Replay:
 
     def strike(self, p: PlannedFault) -> None:
         before = self.host.stats.injected
-        self._dispatch(p)
+        self.actuator.strike(p)
         if self.host.stats.injected > before:
             self._injected(p)
-
-    def _dispatch(self, p: PlannedFault) -> None:
-        scale, host = self.sc.scale, self.host
-        rng = random.Random(p.seed)
-        duration = (p.duration or 0.0) * scale
-        kind = p.type
-        if kind == "kill-task":
-            unit = self._instance(p, rng)
-            if unit is not None:
-                host.inject(Strike(0, 1, (unit,)))
-        elif kind in ("kill-executor", "kill-worker", "container-kill"):
-            node = self._node(p, rng)
-            if node is not None:
-                self._down(p, node, None)
-        elif kind == "container-stop":
-            node = self._node(p, rng)
-            if node is not None:
-                self._down(p, node, duration if p.duration else None)
-        elif kind == "container-restart":
-            node = self._node(p, rng)
-            if node is not None:
-                self._down(p, node, 0.0)
-        elif kind == "kill-group":
-            self._group(p, rng)
-        elif kind == "restore-capacity":
-            self._restore(p, rng)
-        elif kind in ("pause", "slow", "container-pause"):
-            # A frozen container's processes do not look stopped: Spark waits HANG_TIMEOUT.
-            hang = SPARK_HANG_TIMEOUT * scale if kind == "container-pause" else None
-            for unit in self._units(p, rng):
-                if kind == "slow":
-                    host.inject(Slow(0, float(p.params.get("factor", 2.0)), duration, unit))
-                else:
-                    host.inject(Pause(0, duration, unit, hang_after=hang))
-        elif kind in ("partition", "delay", "drop"):
-            self._link(p, rng, duration)
-        elif kind in STORE_FAULTS:
-            self._store(p, rng, duration)
-        else:  # the scenario schema knows no other kind
-            host.skip_fault(kind, p.target, "no meaning on the simulation host")
-
-    def _store(self, p: PlannedFault, rng: random.Random, duration: float) -> None:
-        """A store fault (``ftctl/sim/store_faults.py``): an object of the target, an
-        outage, or the target's crash with its unsynced writes."""
-        if p.type == "store-unavailable":
-            self.host.inject(StoreOutage(0, duration))
-            return
-        unit = self._instance(p, rng) if parse_target(p.target).kind != "random" else None
-        if unit is None and parse_target(p.target).kind != "random":
-            return  # skipped, logged by _instance
-        if p.type == "lose-unsynced":
-            self.host.inject(LoseUnsynced(0, unit))
-        else:
-            self.host.inject(StoreDamage(0, p.type, unit, p.params.get("snapshot")))  # type: ignore[arg-type]
-
-    def _link(self, p: PlannedFault, rng: random.Random, duration: float) -> None:
-        unit = self._instance(p, rng)
-        if unit is None:
-            return
-        peers = self._peers(p.params.get("peer"), unit, rng)
-        if peers == ():
-            self.host.skip_fault(p.type, unit, f"no peer {p.params.get('peer')} of {unit}")
-            return
-        given = peers or ()
-        if p.type == "partition":
-            self.host.inject(Partition(0, duration, unit, given, draw_peer=False))
-        elif p.type == "delay":
-            ms = float(p.params.get("ms", 0.0)) / 1000 * self.sc.scale
-            jitter = float(p.params.get("jitter_ms", 0.0)) / 1000 * self.sc.scale
-            self.host.inject(Delay(0, ms, duration, unit, given, both_ways=True, jitter=jitter))
-        else:
-            self.host.inject(Drop(0, float(p.params.get("probability", 1.0)), duration, unit,
-                                  given))
-
-    def _peers(self, peer: str | None, src: str, rng: random.Random) -> tuple[str, ...] | None:
-        """The other ends of a link fault: None = every peer; () = none found."""
-        if peer is None:
-            return None
-        t = parse_target(peer)
-        others = [i for i in self.sc.instances if i != src]
-        if t.kind == "instance":
-            return (peer,)
-        if t.kind == "operator":
-            return tuple(i for i in others if i.partition("[")[0] == t.operator)
-        if t.kind == "random":
-            return (rng.choice(others),) if others else ()
-        nodes = set(self._matching(dict(t.labels)))
-        cluster = self._cluster()
-        return tuple(i for i in others if cluster.where.get(i) in nodes)
-
-    # ------------------------------------------------------------ targets
-
-    def _cluster(self) -> SimCluster:
-        assert self.host.cluster is not None, "a scenario run has nodes"
-        return self.host.cluster
-
-    def _matching(self, selector: Mapping[str, str]) -> list[str]:
-        """Live nodes whose labels (and name, as ``worker``) match ``selector``."""
-        return [n.id for n in self._cluster().nodes.values()
-                if n.alive and matches({**n.labels, WORKER_KEY: n.id}, selector)]
-
-    def _instance(self, p: PlannedFault, rng: random.Random) -> str | None:
-        """The instance an instance fault hits; a selector: one on a matching live node."""
-        t = parse_target(p.target)
-        if t.kind != "selector":
-            return p.target  # resolved by the plan; the host logs it skipped if not up
-        nodes = set(self._matching(dict(t.labels)))
-        on = sorted(i for i, n in self._cluster().where.items()
-                    if n in nodes and i in self.host.live)
-        if not on:
-            self.host.skip_fault(p.type, p.target, f"no running instance on a node matching "
-                                                   f"{p.target}")
-            return None
-        return rng.choice(on)
-
-    def _node(self, p: PlannedFault, rng: random.Random) -> str | None:
-        """The node a node fault hits: a matching live one, a random live one, or the one
-        running the target instance."""
-        t = parse_target(p.target)
-        if t.kind in ("selector", "random"):
-            live = self._matching(dict(t.labels))
-            if not live:
-                self.host.skip_fault(p.type, p.target, f"no live node matches {p.target}")
-                return None
-            return rng.choice(live)
-        node = self._cluster().where.get(p.target)
-        if node is None or p.target not in self.host.live:
-            self.host.skip_fault(p.type, p.target, f"{p.target} is not running")
-            return None
-        return node
-
-    def _units(self, p: PlannedFault, rng: random.Random) -> list[str | None]:
-        """What a pause or slow hits: the instance, or every unit on one node."""
-        t = parse_target(p.target)
-        if p.type != "container-pause" and t.kind != "selector":
-            return [p.target]
-        node = self._node(p, rng)
-        if node is None:
-            return []
-        on = self._cluster().on(node)
-        if not on:
-            self.host.skip_fault(p.type, node, f"no unit runs on {node}")
-        return list(on)
-
-    # ------------------------------------------------------------ nodes
-
-    def _down(self, p: PlannedFault, node: str, back_after: float | None) -> None:
-        host = self.host
-        fid = host.fault_injected(p.type, node, back_after)
-        host.node_down(node)
-        if back_after is None:
-            self.lost.append(node)
-            return
-
-        def up() -> None:
-            host.node_up(node)
-            host.fault_healed(fid, p.type, node)
-
-        host.at(host.now + back_after, up)
-
-    def _group(self, p: PlannedFault, rng: random.Random) -> None:
-        t = parse_target(p.target)
-        selector = dict(t.labels)
-        if t.kind == "random":
-            pairs = sorted({(k, v) for n in self._cluster().nodes.values() if n.alive
-                            for k, v in n.labels.items()})
-            if not pairs:
-                self.host.skip_fault(p.type, p.target, "no live node has labels")
-                return
-            selector = dict([rng.choice(pairs)])
-        members = self._matching(selector)
-        if not members:
-            self.host.skip_fault(p.type, p.target, f"no live node matches {p.target}")
-            return
-        window = (p.window or 0.0) * self.sc.scale
-        offsets = sorted(rng.uniform(0.0, window) for _ in members)
-        rng.shuffle(members)
-        for node, offset in zip(members, offsets, strict=True):
-            self.host.at(self.host.now + offset, partial(self._group_down, p, node))
-
-    def _group_down(self, p: PlannedFault, node: str) -> None:
-        self._down(p, node, None)
-        self._injected(p)  # the group's first node down starts what follows it
-
-    def _restore(self, p: PlannedFault, rng: random.Random) -> None:
-        t = parse_target(p.target)
-        cluster = self._cluster()
-        wanted = dict(t.labels) if t.kind == "selector" else {}
-        back = [n for n in self.lost
-                if matches({**cluster.nodes[n].labels, WORKER_KEY: n}, wanted)]
-        self.lost = [n for n in self.lost if n not in back]
-        params = RestoreParams.model_validate(p.params)
-        offsets = arrival_offsets(params, len(back), rng)
-        fid = self.host.fault_injected(p.type, p.target, None, nodes=back,
-                                       offsets=[round(o * self.sc.scale, 6) for o in offsets])
-        for node, offset in zip(back, offsets, strict=True):
-            self.host.at(self.host.now + offset * self.sc.scale,
-                         partial(self.host.node_up, node))
-        # healed once the last lost node is back (at once when none was lost)
-        self.host.at(self.host.now + max(offsets, default=0.0) * self.sc.scale,
-                     partial(self.host.fault_healed, fid, p.type, p.target))
 
 
 def describe(sc: SimScenario) -> dict[str, Any]:
