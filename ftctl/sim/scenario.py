@@ -37,15 +37,15 @@ as ``fault``/``node-down``), or ``fault-skipped`` with the reason when its targe
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from chaos.engine import FaultEngine
 from chaos.plan import check_cluster, check_triggers, from_scenario
-from chaos.schedule import PlannedFault, occurrence
+from chaos.schedule import PlannedFault
 from ftctl.config.scenario import PHASE_HOLDER, RECOVERING, WORKER_KEY
 from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
@@ -149,102 +149,57 @@ def node_slots(given: Sequence[str], labels: Sequence[Mapping[str, str]],
 
 
 @dataclass
-class _Follower:
-    """An ``after`` template and how many occurrences of it were planned."""
-
-    template: PlannedFault
-    fired: int = 0
-
-
-@dataclass
 class _Replay:
-    """One run's replay of a scenario on a host."""
+    """One run's replay of a scenario on a host: timed occurrences on the host's clock,
+    the rest through the engine (``chaos.engine``), whose port this is."""
 
     sc: SimScenario
     host: SimHost
-    # after: {fault: ...}: fault index -> the templates that follow it, with their counts
-    followers: dict[int, list[_Follower]] = field(default_factory=dict)
-    started: set[tuple[int, int]] = field(default_factory=set)  # occurrences injected
     actuator: SimActuator = field(init=False)
+    engine: FaultEngine = field(init=False)
 
     def __post_init__(self) -> None:
-        self.actuator = SimActuator(self.host, self.sc.scale, self.sc.instances, self._injected)
+        self.actuator = SimActuator(self.host, self.sc.scale, self.sc.instances,
+                                    self._injected)
+        self.engine = FaultEngine(self.sc.faults, self.sc.seed, lambda: self.sc.instances, self)
 
     def install(self) -> None:
         for p in self.sc.faults:
-            if p.after_fault is not None:
-                self.followers.setdefault(p.after_fault, []).append(_Follower(p))
-            elif p.after_phase is not None:
-                self._after_phase(p)
-            elif p.during is None:
-                self.host.at((p.at or 0.0) * self.sc.scale, partial(self.strike, p))
-            else:
-                self._trigger(p)
+            if p.at is not None:
+                self.host.at(p.at * self.sc.scale, partial(self.strike, p))
+        # Openings reach the engine after the actions that opened the phase (on_phase);
+        # ``recovering`` opens at each failure detection. Hooked only when something waits
+        # for them: each on_phase opening costs the host an event.
+        phases = self.host.kernel.open_phases
+        waited = self.engine.phases()
+        if RECOVERING in waited:
+            self.host.on_detected.append(
+                lambda: self.engine.phase_opened(RECOVERING, self._now()))
+        if any(phase != RECOVERING for phase in waited):
+            self.host.on_phase.append(lambda entered: None if entered == RECOVERING else
+                                      self.engine.phase_opened(
+                                          entered, self._now(), lambda: phases.active(entered)))
 
-    def _after_phase(self, template: PlannedFault) -> None:
-        follower = _Follower(template)
-        phase = template.after_phase
-        if phase == RECOVERING:
-            self.host.on_detected.append(lambda: self._follow(follower))
-        else:
-            self.host.on_phase.append(
-                lambda entered: self._follow(follower) if entered == phase else None)
-
-    def _follow(self, follower: _Follower) -> None:
-        """Plan the follower's next occurrence ``delay`` after now, if it has one left."""
-        template = follower.template
-        if template.count is not None and follower.fired >= template.count:
-            return
-        at = self.host.now + template.delay * self.sc.scale
-        planned = occurrence(template, follower.fired, self.sc.instances, self.sc.seed,
-                             at / self.sc.scale)
-        follower.fired += 1
-        self.host.at(at, partial(self.strike, planned))
+    def _now(self) -> float:
+        return self.host.now / self.sc.scale
 
     def _injected(self, p: PlannedFault) -> None:
-        """Occurrence ``p`` injected something (its first node, for a group): what
-        follows it starts its delay now, once per occurrence."""
-        key = (p.index, p.occurrence)
-        if key in self.started:
-            return
-        self.started.add(key)
-        for follower in self.followers.get(p.index, ()):
-            self._follow(follower)
+        self.engine.injected(p, self._now())
 
-    def _trigger(self, template: PlannedFault) -> None:
-        """``during: P`` (and its ``trigger`` aliases): once per opening of P, after the
-        actions that opened it, if it is still open then; ``recovering`` at detections."""
-        fired = [0]
-        phase = template.during
-        phases = self.host.kernel.open_phases
+    # ------------------------------------------------------------ the engine's port
 
-        def fire() -> None:
-            if template.count is not None and fired[0] >= template.count:
-                return
-            if phase != RECOVERING and not phases.active(str(phase)):
-                return  # opened and closed by one step: nothing was open to strike in
-            at = self.host.now / self.sc.scale
-            planned = occurrence(template, fired[0], self.sc.instances, self.sc.seed, at)
-            if planned.target == PHASE_HOLDER:
-                holder = self._holder(planned, str(phase))
-                if holder is None:
-                    return
-                planned = replace(planned, target=holder)
-            fired[0] += 1
-            self.strike(planned)
+    def deliver(self, planned: PlannedFault, now: float) -> None:
+        self.strike(planned)
 
-        if phase == RECOVERING:
-            self.host.on_detected.append(fire)
-        else:
-            self.host.on_phase.append(lambda entered: fire() if entered == phase else None)
+    def deliver_after(self, planned: PlannedFault, delay: float) -> None:
+        self.host.at(self.host.now + delay * self.sc.scale, partial(self.strike, planned))
 
-    def _holder(self, p: PlannedFault, phase: str) -> str | None:
-        """A running instance holding ``phase``, drawn with the occurrence's seed."""
-        held = [i for i in self.host.kernel.open_phases.holders(phase) if i in self.host.live]
-        if not held:
-            self.host.skip_fault(p.type, PHASE_HOLDER, f"no running instance holds {phase}")
-            return None
-        return random.Random(p.seed).choice(held)
+    def phase_holders(self, phase: str) -> list[str]:
+        """The running instances holding ``phase``."""
+        return [i for i in self.host.kernel.open_phases.holders(phase) if i in self.host.live]
+
+    def no_holder(self, planned: PlannedFault, phase: str, now: float) -> None:
+        self.host.skip_fault(planned.type, PHASE_HOLDER, f"no running instance holds {phase}")
 
     # ------------------------------------------------------------ one occurrence
 
