@@ -81,3 +81,12 @@ def test_a_kind_carries_numeric_params_a_duration_and_a_draw(monkeypatch: pytest
     params = FAULT_TYPES["clock-jump"].params.model_validate({"offset": -2.5, "rate": 1.01})
     assert params.model_dump() == {"offset": -2.5, "rate": 1.01}
     assert isinstance(sf.draw("clock-jump", random.Random(1), 10), sf.Pause)
+
+
+def test_a_kind_only_spark_realizes_is_refused_on_the_simulation_host(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(FAULT_TYPES, "kill-jvm", FaultKind(
+        "SIGKILL a JVM", spark="chaos.faults:KillExecutor"))
+    with pytest.raises(ConfigError, match="kill-jvm has no meaning on the simulation host"):
+        check_delivery("s.yaml", "kill-jvm", "count[0]", None, None, sim=True)
+    check_delivery("s.yaml", "kill-jvm", "count[0]", None, None)
