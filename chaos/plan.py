@@ -99,8 +99,8 @@ def check_delivery(source: str, fault: str, target: str, duration: float | None,
     if fault not in FAULT_TYPES:
         raise ConfigError(source, "type", f"unknown fault type {fault!r}")
     if not sim and not FAULT_TYPES[fault].spark:
-        raise ConfigError(source, "type", f"{fault} is a store fault: simulation host only "
-                          "(ftctl sim --scenario)")
+        raise ConfigError(source, "type", f"{fault} has no Spark realization: simulation "
+                          "host only (ftctl sim --scenario)")
     if sim and not FAULT_TYPES[fault].sim:
         raise ConfigError(source, "type", f"{fault} has no meaning on the simulation host")
     # On --master a task's agent kills its own executor or worker: no worker access
