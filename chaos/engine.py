@@ -2,8 +2,8 @@
 for the faults that wait for something in the run. Both hosts use it; each implements the
 port (``FaultPort``) that carries out an occurrence and knows its own clock and phases.
 
-A planned schedule (``chaos.schedule.plan``) has timed occurrences (``at``, the host runs
-them on its clock) and templates that wait:
+A planned schedule (``chaos.schedule.plan``) has timed occurrences (``at``: handed to the
+port at ``start``, each to strike that long after it) and templates that wait:
 
 - ``during: P`` (and its ``trigger`` aliases): an occurrence at each opening of P the host
   reports (``phase_opened``), if P is still open when the template's turn comes; with
@@ -77,6 +77,7 @@ class FaultEngine:
         self.seed = seed
         self.instances = instances
         self.port = port
+        self._timed = sorted((p for p in schedule if p.at is not None), key=_time_order)
         waiting = sorted((p for p in schedule if p.at is None), key=_index_order)
         # during and after-phase templates, in schedule order
         self._on_phase = [_Waiting(p) for p in waiting
@@ -88,6 +89,12 @@ class FaultEngine:
                 self._followers.setdefault(p.after_fault, []).append(_Waiting(p))
         self._started: set[tuple[int, int]] = set()
         self._lock = threading.RLock()
+
+    def start(self, now: float = 0.0) -> None:
+        """The run started at offset ``now``: every timed occurrence is handed to the port,
+        ``at - now`` from now, in time order."""
+        for p in self._timed:
+            self.port.deliver_after(p, max(0.0, (p.at or 0.0) - now))
 
     def phases(self) -> list[str]:
         """The phases some template still waits for, in schedule order (what a host that
@@ -152,6 +159,10 @@ class FaultEngine:
 
     def _all(self) -> list[_Waiting]:
         return [*self._on_phase, *(w for ws in self._followers.values() for w in ws)]
+
+
+def _time_order(p: PlannedFault) -> tuple[float, int, int]:
+    return (p.at or 0.0, p.index, p.occurrence)
 
 
 def _index_order(p: PlannedFault) -> tuple[int, int]:

@@ -110,7 +110,8 @@ class Nemesis:
         self.poll = poll
         self.ledger = Ledger()
         self._schedule = sorted(schedule, key=_plan_order)
-        self._timed = sorted((p for p in schedule if p.at is not None), key=_timed_order)
+        # timed occurrences, the engine's and the followers it planned: busy() until struck
+        self._timed: list[PlannedFault] = []
         # triggers and followers (chaos.engine); their planned occurrences wait in _due
         # (under _lock) until the nemesis thread takes them
         self._engine = FaultEngine(schedule, seed, ctx.instances, self)
@@ -183,6 +184,7 @@ class Nemesis:
             raise RuntimeError("this nemesis was already started")
         self._t0 = self.ctx.now()
         self._started_at = self._t0
+        self._engine.start()  # the timed occurrences, into _due before the thread runs
         self._thread = threading.Thread(target=self._run, name="ftctl-nemesis", daemon=True)
         self._thread.start()
 
@@ -246,7 +248,7 @@ class Nemesis:
     # ------------------------------------------------------------------ the thread
 
     def _run(self) -> None:
-        pending = list(self._timed)
+        pending: list[PlannedFault] = []
         while not self._stop.is_set():
             now = self.ctx.now() - self._t0
             while pending and (pending[0].at or 0.0) <= now:
@@ -279,6 +281,7 @@ class Nemesis:
         self._fire(planned, now)
 
     def deliver_after(self, planned: PlannedFault, delay: float) -> None:
+        # ``planned.at`` is already the offset ``delay`` from now: the thread's clock
         with self._lock:
             self._due.append(planned)  # its ``at`` is the offset to strike at
             self._timed.append(planned)  # busy() until it has struck

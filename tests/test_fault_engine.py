@@ -78,3 +78,14 @@ def test_followers_start_once_per_injected_occurrence_after_their_delay() -> Non
     assert [(p.type, p.at, d) for p, d in port.later] == [("pause", 1.5, 0.5),
                                                          ("slow", 1.75, 0.25)]
     assert eng.waiting()  # the pause follows one more occurrence of k
+
+
+def test_start_hands_every_timed_occurrence_to_the_port_in_time_order() -> None:
+    eng, port = engine(
+        {"type": "pause", "every": 4.0, "target": "count[1]", "duration": 1.0},
+        {"type": "kill-task", "at": 3.0, "target": "count[0]"},
+        {"type": "kill-task", "during": "snapshotting", "target": "random"})
+    eng.start(1.0)
+    assert [(p.type, p.at, d) for p, d in port.later] == [
+        ("kill-task", 3.0, 2.0), ("pause", 4.0, 3.0), ("pause", 8.0, 7.0)]
+    assert port.now == [] and eng.waiting()  # the trigger waits for an opening

@@ -164,9 +164,7 @@ class _Replay:
         self.engine = FaultEngine(self.sc.faults, self.sc.seed, lambda: self.sc.instances, self)
 
     def install(self) -> None:
-        for p in self.sc.faults:
-            if p.at is not None:
-                self.host.at(p.at * self.sc.scale, partial(self.strike, p))
+        self.engine.start(self._now())
         # Openings reach the engine after the actions that opened the phase (on_phase);
         # ``recovering`` opens at each failure detection. Hooked only when something waits
         # for them: each on_phase opening costs the host an event.
