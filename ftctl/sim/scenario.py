@@ -150,8 +150,8 @@ def node_slots(given: Sequence[str], labels: Sequence[Mapping[str, str]],
 
 @dataclass
 class _Replay:
-    """One run's replay of a scenario on a host: timed occurrences on the host's clock,
-    the rest through the engine (``chaos.engine``), whose port this is."""
+    """One run's replay of a scenario on a host: the engine (``chaos.engine``) decides
+    every occurrence; this is its port (timed ones go on the host's clock)."""
 
     sc: SimScenario
     host: SimHost
@@ -168,15 +168,19 @@ class _Replay:
         # Openings reach the engine after the actions that opened the phase (on_phase);
         # ``recovering`` opens at each failure detection. Hooked only when something waits
         # for them: each on_phase opening costs the host an event.
-        phases = self.host.kernel.open_phases
         waited = self.engine.phases()
         if RECOVERING in waited:
             self.host.on_detected.append(
                 lambda: self.engine.phase_opened(RECOVERING, self._now()))
         if any(phase != RECOVERING for phase in waited):
-            self.host.on_phase.append(lambda entered: None if entered == RECOVERING else
-                                      self.engine.phase_opened(
-                                          entered, self._now(), lambda: phases.active(entered)))
+            self.host.on_phase.append(self._opened)
+
+    def _opened(self, phase: str) -> None:
+        """A declared phase opened (``recovering`` is the detections'): its ``during``
+        occurrences strike only if it is still open when their turn comes."""
+        if phase != RECOVERING:
+            phases = self.host.kernel.open_phases
+            self.engine.phase_opened(phase, self._now(), lambda: phases.active(phase))
 
     def _now(self) -> float:
         return self.host.now / self.sc.scale
