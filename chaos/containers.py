@@ -21,7 +21,6 @@ from ftctl.config.scenario import StopParams
 
 
 class ContainerFault(ChaosFault):
-    scope = "worker"
     action: ClassVar[ContainerAction]
 
     def inject(self, ctx: FaultContext) -> InjectRecord:
@@ -104,8 +103,3 @@ class ContainerPause(_Undoable):
 class ContainerRestart(ContainerFault):
     name = "container-restart"
     action = "restart"
-
-
-CONTAINER_FAULT_CLASSES: tuple[type[ChaosFault], ...] = (
-    ContainerKill, ContainerStop, ContainerPause, ContainerRestart,
-)  # fmt: skip

@@ -1,7 +1,8 @@
 """The fault types: one class each, with `Params`, `inject(ctx)` and `heal(ctx)`.
 
-``Params`` and ``description`` come from ``ftctl.config.scenario`` (the scenario model
-validates the same params when a file is loaded); this module adds the behaviour.
+``Params``, ``description`` and ``scope`` come from the registry
+(``ftctl.config.fault_kinds``, whose ``spark`` field names these classes; the scenario
+model validates the same params when a file is loaded); this module adds the behaviour.
 
 Targets (see ``parse_target``) resolve at inject time against the context:
 an instance (``count[1]``) is that instance; an operator (``count``) or ``random`` is one
@@ -20,7 +21,7 @@ import random
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, ClassVar, cast
 
 import psutil
 from pydantic import BaseModel
@@ -37,6 +38,7 @@ from chaos.context import (
     WorkerRef,
     selects,
 )
+from ftctl.config.fault_kinds import Scope
 from ftctl.config.scenario import (
     FAULT_TYPES,
     PARAMS,
@@ -48,9 +50,6 @@ from ftctl.config.scenario import (
 )
 
 StepCallback = Callable[[str, dict[str, Any]], None]
-# What the scheduler resolves `random`/operator targets to before the run (see nemesis).
-# "worker": container faults, whose `random` is a live worker drawn when they strike.
-Scope = Literal["instance", "group", "capacity", "worker"]
 
 SLOW_PERIOD = 0.1  # seconds per stop/continue cycle of `slow`; short enough to look smooth
 
@@ -100,12 +99,13 @@ class ChaosFault(ABC):
         self.cancelled = threading.Event()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        # Params and description are the scenario model's, so they cannot drift apart.
+        # Params, description and scope are the registry's, so they cannot drift apart.
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__:
             kind = FAULT_TYPES[cls.name]
             cls.description = kind.description
             cls.Params = PARAMS[cls.name]
+            cls.scope = kind.scope
 
     @abstractmethod
     def inject(self, ctx: FaultContext) -> InjectRecord:
@@ -268,7 +268,6 @@ class KillGroup(ChaosFault):
     """Correlated failure: the matching workers die at seeded offsets within `window`."""
 
     name = "kill-group"
-    scope = "group"
 
     def members(self, ctx: FaultContext) -> list[WorkerRef]:
         live = sorted(ctx.workers(), key=lambda w: w.id)
@@ -477,7 +476,6 @@ class RestoreCapacity(ChaosFault):
     ``random`` = all lost), at once or one by one at seeded arrival offsets."""
 
     name = "restore-capacity"
-    scope = "capacity"
 
     def inject(self, ctx: FaultContext) -> InjectRecord:
         selector = dict(self.parsed.labels) if self.parsed.kind == "selector" else None
@@ -499,39 +497,3 @@ class RestoreCapacity(ChaosFault):
             record.details["started"].append(step)
             self.on_step("worker-started", step)
         return record
-
-
-# The process-level fault types; chaos.registry adds the container ones (chaos.containers).
-class _SimulationOnly(ChaosFault):
-    """A store fault: only the simulation host realizes it (``ftctl/sim/store_faults.py``);
-    ``chaos.plan.check_delivery`` refuses it before a Spark run starts."""
-
-    def inject(self, ctx: FaultContext) -> InjectRecord:
-        raise FaultError(f"{self.name} is a store fault: simulation host only")
-
-
-class Corrupt(_SimulationOnly):
-    name = "corrupt"
-
-
-class Truncate(_SimulationOnly):
-    name = "truncate"
-
-
-class Delete(_SimulationOnly):
-    name = "delete"
-
-
-class StoreUnavailable(_SimulationOnly):
-    name = "store-unavailable"
-
-
-class LoseUnsynced(_SimulationOnly):
-    name = "lose-unsynced"
-
-
-FAULT_CLASSES: tuple[type[ChaosFault], ...] = (
-    KillTask, KillExecutor, KillWorker, KillGroup, Pause,
-    Partition, Delay, Drop, Slow, RestoreCapacity,
-    Corrupt, Truncate, Delete, StoreUnavailable, LoseUnsynced,
-)  # fmt: skip

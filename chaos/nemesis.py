@@ -20,14 +20,14 @@ group killed / restored), ``fault-deferred``, ``fault-retargeted`` and ``fault-e
 (the target was not there), each with ``fault`` = ``"index.occurrence"`` and the fault's
 ``type``. ``at`` in them is the context's run clock.
 
-Relative faults (``after``): one following fault ``i`` is planned when an occurrence of
-``i`` is injected, ``delay`` after the injection's time (a strike that fails starts
-nothing); one following a phase, ``delay`` after the poll that sees the phase open where
-it was not (``snapshotting``: as the ``during-checkpoint`` trigger sees it; ``recovering``:
-the coordinator's recovery; any other: ``ctx.phase_active``). ``count`` occurrences each.
-
-``during: P`` (``trigger`` is its alias) strikes at each such rising edge; with ``target:
-phase-holder`` an instance ``ctx.phase_holders(P)`` names at that poll.
+Triggers and relative faults are the engine's (``chaos.engine``, which the simulation
+host uses too); this module is the Spark host's side of its port: it polls the phases the
+engine waits for, and a poll that sees a phase open where it was not is an opening
+(``snapshotting``: as the ``during-checkpoint`` trigger sees it; ``recovering``: the
+coordinator's recovery; any other: ``ctx.phase_active``); ``ctx.phase_holders(P)`` names
+the holders a ``target: phase-holder`` draws from; an injection starts what follows it
+(a strike that fails starts nothing). A phase-holder occurrence that finds no holder is
+a ``fault-error`` and uses no occurrence of its ``count``.
 """
 
 from __future__ import annotations
@@ -40,10 +40,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from chaos.context import FaultContext, InjectRecord, Ledger
+from chaos.engine import FaultEngine
 from chaos.faults import ChaosFault, FaultError, NotRunning
 from chaos.registry import FAULTS
-from chaos.schedule import PlannedFault, occurrence, plan, random_kills
-from ftctl.config.scenario import FAULT_TYPES, PHASE_HOLDER, RECOVERING, Scenario
+from chaos.schedule import PlannedFault, plan, random_kills
+from ftctl.config.scenario import FAULT_TYPES, RECOVERING, Scenario
 from ftctl.kernel.history import HistoryEvent, read_history
 
 POLL = 0.01  # seconds between looks at the triggers' phases (snapshot/recovery)
@@ -89,22 +90,6 @@ class _Strike:
         return data
 
 
-@dataclass
-class _Trigger:
-    template: PlannedFault
-    fired: int = 0
-    was_on: bool = False
-
-    @property
-    def exhausted(self) -> bool:
-        return self.template.count is not None and self.fired >= self.template.count
-
-    @property
-    def phase(self) -> str | None:
-        """The phase whose rising edge it waits for (a ``during``'s or an ``after``'s)."""
-        return self.template.after_phase or self.template.during
-
-
 class Nemesis:
     def __init__(
         self,
@@ -125,15 +110,12 @@ class Nemesis:
         self.poll = poll
         self.ledger = Ledger()
         self._schedule = sorted(schedule, key=_plan_order)
-        self._timed = sorted((p for p in schedule if p.at is not None), key=_timed_order)
-        self._triggers = [_Trigger(p) for p in schedule
-                          if p.at is None and (p.during is not None or p.after_phase)]
-        # after: {fault: i}: fault index -> its followers; planned occurrences wait in
-        # _due (under _lock) until the nemesis thread takes them
-        self._followers: dict[int, list[_Trigger]] = {}
-        for p in schedule:
-            if p.at is None and p.after_fault is not None:
-                self._followers.setdefault(p.after_fault, []).append(_Trigger(p))
+        # timed occurrences, the engine's and the followers it planned: busy() until struck
+        self._timed: list[PlannedFault] = []
+        # triggers and followers (chaos.engine); their planned occurrences wait in _due
+        # (under _lock) until the nemesis thread takes them
+        self._engine = FaultEngine(schedule, seed, ctx.instances, self)
+        self._was_on: dict[str, bool] = {}
         self._due: list[PlannedFault] = []
         self._strikes: list[_Strike] = []
         self._lock = threading.Lock()
@@ -202,6 +184,7 @@ class Nemesis:
             raise RuntimeError("this nemesis was already started")
         self._t0 = self.ctx.now()
         self._started_at = self._t0
+        self._engine.start()  # the timed occurrences, into _due before the thread runs
         self._thread = threading.Thread(target=self._run, name="ftctl-nemesis", daemon=True)
         self._thread.start()
 
@@ -265,20 +248,18 @@ class Nemesis:
     # ------------------------------------------------------------------ the thread
 
     def _run(self) -> None:
-        pending = list(self._timed)
-        waiting = [*self._triggers, *(f for fs in self._followers.values() for f in fs)]
+        pending: list[PlannedFault] = []
         while not self._stop.is_set():
             now = self.ctx.now() - self._t0
             while pending and (pending[0].at or 0.0) <= now:
                 self._fire(pending.pop(0), now)
-            for trig in self._triggers:
-                self._check_trigger(trig, now)
-            # Followers planned since (by strikes or triggers) join the timed faults; taken
-            # with the exhausted check under one lock so none is planned in between.
+            self._poll_phases(now)
+            # Asked before taking the followers planned since (by strikes or triggers): once
+            # nothing waits, every occurrence planned is already in _due.
+            live_triggers = self._engine.waiting()
             with self._lock:
                 pending = sorted([*pending, *self._due], key=_timed_order)
                 self._due.clear()
-                live_triggers = any(not t.exhausted for t in waiting)
             if not pending and not live_triggers:
                 return
             wait = self.poll if live_triggers else float("inf")
@@ -286,54 +267,34 @@ class Nemesis:
                 wait = min(wait, max(0.0, (pending[0].at or 0.0) - now))
             self._stop.wait(wait)
 
-    def _check_trigger(self, trig: _Trigger, now: float) -> None:
-        if trig.exhausted:
-            return
-        on = self._phase(trig.phase)
-        # A rising edge: each occurrence strikes a different snapshot (or recovery).
-        if on and not trig.was_on:
-            if trig.template.after_phase is not None:
-                self._follow(trig, now)  # after: {phase: ...}: delay from the edge
-            else:
-                planned: PlannedFault | None = occurrence(
-                    trig.template, trig.fired, self.ctx.instances(), self.seed, now)
-                trig.fired += 1
-                if planned is not None and planned.target == PHASE_HOLDER:
-                    planned = self._holder(planned, str(trig.phase), now)
-                if planned is not None:
-                    self._fire(planned, now)
-        trig.was_on = on
+    def _poll_phases(self, now: float) -> None:
+        """A phase seen open where it was not at the last poll is an opening."""
+        for phase in self._engine.phases():
+            on = self._phase(phase)
+            if on and not self._was_on.get(phase, False):
+                self._engine.phase_opened(phase, now)
+            self._was_on[phase] = on
 
-    def _holder(self, planned: PlannedFault, phase: str, now: float) -> PlannedFault | None:
-        """``target: phase-holder``: an instance holding ``phase`` now (the kernel's phase
-        set, through the context), drawn with the occurrence's seed; None (and a
-        ``fault-error``) when only the coordinator holds it."""
-        try:
-            held = sorted(self.ctx.phase_holders(phase))
-        except Exception:
-            held = []  # a context that cannot tell has no holder
-        if not held:
-            self._event("fault-error", planned, error=f"no instance holds {phase}", at=now,
-                        offset=round(now, 6), planned=planned.to_json())
-            return None
-        return replace(planned, target=random.Random(planned.seed).choice(held))
+    # ------------------------------------------------------------------ the engine's port
 
-    def _follow(self, follower: _Trigger, now: float) -> None:
-        """Plan the follower's next occurrence ``delay`` after ``now`` (an offset)."""
+    def deliver(self, planned: PlannedFault, now: float) -> None:
+        self._fire(planned, now)
+
+    def deliver_after(self, planned: PlannedFault, delay: float) -> None:
+        # ``planned.at`` is already the offset ``delay`` from now: the thread's clock
         with self._lock:
-            if follower.exhausted:
-                return
-            template = follower.template
-            planned = occurrence(template, follower.fired, self.ctx.instances(), self.seed,
-                                 round(now + template.delay, 6))
-            follower.fired += 1
-            self._due.append(planned)
+            self._due.append(planned)  # its ``at`` is the offset to strike at
             self._timed.append(planned)  # busy() until it has struck
 
-    def _injected(self, planned: PlannedFault, offset: float) -> None:
-        """An occurrence of ``planned`` was injected at ``offset``: start its followers."""
-        for follower in self._followers.get(planned.index, ()):
-            self._follow(follower, offset)
+    def phase_holders(self, phase: str) -> list[str]:
+        try:
+            return sorted(self.ctx.phase_holders(phase))
+        except Exception:
+            return []  # a context that cannot tell has no holder
+
+    def no_holder(self, planned: PlannedFault, phase: str, now: float) -> None:
+        self._event("fault-error", planned, error=f"no instance holds {phase}", at=now,
+                    offset=round(now, 6), planned=planned.to_json())
 
     def _phase(self, phase: str | None) -> bool:
         try:
@@ -395,7 +356,7 @@ class Nemesis:
                 return
         with strike.lock:
             strike.record = record
-        self._injected(planned, record.t - self._t0)
+        self._engine.injected(planned, record.t - self._t0)
         self._event("fault-injected", planned, at=record.t, offset=round(strike.fired_at, 6),
                     pids=record.pids, resolved=record.target, details=record.details,
                     planned=planned.to_json())

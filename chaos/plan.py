@@ -13,12 +13,12 @@ from typing import Any
 from chaos.nemesis import Nemesis
 from chaos.schedule import PlannedFault, ScheduleError, fault_seed, plan, random_kills
 from ftctl.config.errors import ConfigError
+from ftctl.config.fault_kinds import kinds_where
 from ftctl.config.load import load_scenario
 from ftctl.config.scenario import (
     CONTAINER_FAULTS,
     FAULT_TYPES,
     RECOVERING,
-    STORE_FAULTS,
     WORKER_KEY,
     parse_target,
 )
@@ -27,12 +27,12 @@ TARGET_FAULTS = {"task": "kill-task", "executor": "kill-executor", "worker": "ki
                  "container": "container-kill"}
 # --kill N --target worker|container: the lost worker comes back this much later.
 RESTORE_AFTER = 3.0
-# Faults that need process access to the workers (a cluster ftctl started).
-CLUSTER_FAULTS = ("kill-executor", "kill-worker", "kill-group", "restore-capacity",
-                  *CONTAINER_FAULTS)
-# Carried out by the agent inside the target's task on a cluster ftctl did not start.
-AGENT_FAULTS = ("kill-task", "kill-executor", "kill-worker", "pause", "slow")
-TIMED_BY_AGENT = ("pause", "slow")  # the agent ends them itself, after their duration
+# Delivery needs, from the registry (``ftctl.config.fault_kinds``): faults that need
+# process access to the workers (a cluster ftctl started); those the agent inside the
+# target's task carries out on a cluster ftctl did not start; those it also ends itself.
+CLUSTER_FAULTS = kinds_where(cluster=True)
+AGENT_FAULTS = kinds_where(agent=True)
+TIMED_BY_AGENT = kinds_where(timed_by_agent=True)
 _WORKER_NAME = re.compile(r"^w[0-9]+$")
 
 
@@ -98,9 +98,11 @@ def check_delivery(source: str, fault: str, target: str, duration: float | None,
     container faults only on the docker backend."""
     if fault not in FAULT_TYPES:
         raise ConfigError(source, "type", f"unknown fault type {fault!r}")
-    if fault in STORE_FAULTS and not sim:
-        raise ConfigError(source, "type", f"{fault} is a store fault: simulation host only "
-                          "(ftctl sim --scenario)")
+    if not sim and not FAULT_TYPES[fault].spark:
+        raise ConfigError(source, "type", f"{fault} has no Spark realization: simulation "
+                          "host only (ftctl sim --scenario)")
+    if sim and not FAULT_TYPES[fault].sim:
+        raise ConfigError(source, "type", f"{fault} has no meaning on the simulation host")
     # On --master a task's agent kills its own executor or worker: no worker access
     # needed, but a selector (worker labels) does.
     needs_cluster = (fault in CLUSTER_FAULTS and fault not in AGENT_FAULTS) \

@@ -1,13 +1,13 @@
-"""Every fault type by name: the process-level ones (``chaos.faults``) and the container
-ones (``chaos.containers``, which build on ``chaos.faults``, hence a module of its own)."""
+"""The Spark host's fault classes by kind: what the registry (``ftctl.config.fault_kinds``)
+names as each kind's ``spark`` realization. Kinds with none (the store's) are refused
+before a Spark run starts (``chaos.plan.check_delivery``)."""
 
 from __future__ import annotations
 
-from chaos.containers import CONTAINER_FAULT_CLASSES
-from chaos.faults import FAULT_CLASSES, ChaosFault
-from ftctl.config.scenario import FAULT_TYPES
+from chaos.faults import ChaosFault
+from ftctl.config.fault_kinds import FAULT_TYPES, realization
 
 FAULTS: dict[str, type[ChaosFault]] = {
-    cls.name: cls for cls in (*FAULT_CLASSES, *CONTAINER_FAULT_CLASSES)
+    name: realization(kind.spark) for name, kind in FAULT_TYPES.items() if kind.spark
 }
-assert set(FAULTS) == set(FAULT_TYPES), "every fault type needs a class"
+assert all(cls.name == name for name, cls in FAULTS.items()), "a class realizes another kind"

@@ -23,8 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from chaos.registry import FAULTS
-from ftctl.config.scenario import PHASE_HOLDER, Scenario, parse_target, relation_error
+from ftctl.config.scenario import FAULT_TYPES, PHASE_HOLDER, Scenario, parse_target, relation_error
 
 # Where `--kill N` puts its kills: the middle 60% of the run, away from start-up and the
 # drain at the end, where a kill says little about steady-state recovery.
@@ -94,7 +93,7 @@ def resolve_target(
     if target == PHASE_HOLDER:
         return target  # whoever holds the phase when it strikes
     parsed = parse_target(target)
-    if FAULTS[fault_type].scope == "group":
+    if FAULT_TYPES[fault_type].scope == "group":
         if parsed.kind in ("instance", "operator"):
             raise ScheduleError(
                 f"fault {index} ({fault_type}): target {target!r} must be a label "
@@ -105,7 +104,7 @@ def resolve_target(
         if target not in instances:
             raise ScheduleError(f"fault {index} ({fault_type}): no instance {target!r}")
         return target
-    scope = FAULTS[fault_type].scope
+    scope = FAULT_TYPES[fault_type].scope
     if parsed.kind == "selector" or scope == "capacity":
         return target
     if scope == "worker" and parsed.kind == "random":

@@ -161,16 +161,30 @@ def test_the_nemesis_strikes_the_phase_holder_its_context_names(ctx: FakeContext
 
 
 def test_the_nemesis_reports_a_phase_no_instance_holds(ctx: FakeContext) -> None:
+    """An opening held by the kernel alone strikes nothing and uses no occurrence: the
+    next opening with a holder is struck (as on the simulation host, one engine)."""
     ctx.add_task("count[0]")
+    holder_pid = ctx.add_task("count[1]")
     events: list[tuple[str, dict[str, object]]] = []
     nemesis = _holder_nemesis(ctx, "recovering", events)
     try:
         ctx.recovering = True  # held by the kernel alone: nobody to strike
+        assert not nemesis.wait(timeout=0.1)  # its one occurrence is still to come
+        assert [k for k, _ in events] == ["fault-error"]
+        assert events[0][1]["error"] == "no instance holds recovering"
+        ctx.recovering = False
+        time.sleep(0.05)
+        ctx.holders["recovering"] = ["count[1]"]
+        ctx.recovering = True
         assert nemesis.wait(timeout=5.0)
     finally:
         nemesis.stop()
-    assert [k for k, _ in events] == ["fault-error"]
-    assert events[0][1]["error"] == "no instance holds recovering"
+    (injected,) = [d for k, d in events if k == "fault-injected"]
+    assert injected["target"] == "count[1]" and injected["occurrence"] == 0
+    deadline = time.monotonic() + 5.0  # SIGKILL lands asynchronously
+    while ctx.alive(holder_pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not ctx.alive(holder_pid)
 
 
 @pytest.mark.sim

@@ -288,7 +288,7 @@ def test_sim_cli_draws_the_kinds_given_and_refuses_unknown_ones() -> None:
     bad = runner.invoke(app, ["sim", topo, "--faults", "crash,kill"])
     assert bad.exit_code == 2
     assert bad.output == ("error: --faults: unknown fault kind 'kill' (known: kill-task, "
-                          "pause, partition, delay, slow, kill-worker, drop, pair, after-restart, "
+                          "kill-worker, pause, partition, delay, drop, slow, pair, after-restart, "
                           "staged, corrupt, truncate, delete, store-unavailable, lose-unsynced; "
                           "aliases "
                           "crash = kill-task, node = kill-worker)\n")

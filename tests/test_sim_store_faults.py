@@ -18,6 +18,7 @@ from ftctl.config.errors import ConfigError
 from ftctl.kernel.history import HistoryEvent
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim import faults as sf
+from ftctl.sim import store_faults as stf
 from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost, SimResult
 from ftctl.sim.runner import sim_params
@@ -66,14 +67,14 @@ def test_store_strikes_come_on_top_of_the_draws_without_them(seed: int) -> None:
 
     base, host = draw(sf.FAULT_KINDS)
     every, host_too = draw(sf.ALL_KINDS)
-    store = [f for f in every if type(f) in (sf.StoreDamage, sf.StoreOutage, sf.LoseUnsynced)]
+    store = [f for f in every if type(f) in (stf.StoreDamage, stf.StoreOutage, stf.LoseUnsynced)]
     assert [f for f in every if f not in store] == base and host_too == host and store
 
 
 @pytest.mark.parametrize("damage", ["corrupt", "truncate", "delete"])
 def test_a_bad_object_a_restart_needs_stops_the_run_safely_naming_it(damage: str) -> None:
     # progressive has no rule of its own for a bad object: the default stops the run
-    result = _run("progressive", [(0.012, sf.StoreDamage(0, damage, "win[0]")),  # type: ignore[arg-type]
+    result = _run("progressive", [(0.012, stf.StoreDamage(0, damage, "win[0]")),  # type: ignore[arg-type]
                                   (0.0121, sf.Strike(0, 1, ("win[0]",)))])
     (hit,) = _kinds(result, "fault-injected")[:1]
     snapshot = hit.data["snapshot"]
@@ -110,7 +111,7 @@ def test_a_stopped_run_with_wrong_output_is_a_violation() -> None:
 
 
 def test_an_outage_kills_the_writers_it_catches_and_output_stays_exactly_once() -> None:
-    result = _run("checkpoint", [(0.010, sf.StoreOutage(0, 0.004))])
+    result = _run("checkpoint", [(0.010, stf.StoreOutage(0, 0.004))])
     failed = _kinds(result, "store-write-failed")
     assert failed and all(e.t < 0.0141 for e in failed)
     assert result.complete and _verdict(result).passed  # type: ignore[attr-defined]
@@ -119,7 +120,7 @@ def test_an_outage_kills_the_writers_it_catches_and_output_stays_exactly_once() 
 def test_lose_unsynced_takes_only_writes_not_yet_reported() -> None:
     # checkpoint reports each snapshot right after persisting it: nothing is left unsynced
     # by the time its report is out, so a lose-unsynced crash loses nothing
-    result = _run("checkpoint", [(0.012, sf.LoseUnsynced(0, "win[0]"))])
+    result = _run("checkpoint", [(0.012, stf.LoseUnsynced(0, "win[0]"))])
     (crash,) = _kinds(result, "fault-injected")
     assert crash.data["type"] == "lose-unsynced" and crash.data["lost"] == []
     assert _verdict(result).passed  # type: ignore[attr-defined]
@@ -135,7 +136,7 @@ def _checkpoint(alignment: str, target: str) -> SimResult:
     graph = ExecutionGraph(load(TOPOLOGY))
     spec = PROTOCOLS["checkpoint"]
     host = SimHost(graph, spec, sim_params(graph, spec, {"alignment": alignment}), 3)
-    host.at(0.012, lambda: host.inject(sf.StoreDamage(0, "corrupt", target)))
+    host.at(0.012, lambda: host.inject(stf.StoreDamage(0, "corrupt", target)))
     host.at(0.0121, lambda: host.inject(sf.Strike(0, 1, ("win[0]",))))
     return host.run()
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from ftctl.config.load import load_topology
-from ftctl.sim.faults import LoseUnsynced
 from ftctl.sim.host import SimHost
 from ftctl.sim.runner import Simulator
+from ftctl.sim.store_faults import LoseUnsynced
 from ftctl.verify.checker import verify
 from protocols.registry import PROTOCOLS
 from tests.conftest import TOPOLOGIES

@@ -333,6 +333,8 @@ def _fault_rows() -> list[dict[str, Any]]:
                 "type": name,
                 "fields": fields,
                 "params": list(kind.params.model_fields),
+                # which hosts realize it in scenario files, and whether --faults draws it
+                "hosts": [*kind.hosts, *(["sim --faults"] if kind.draw else [])],
                 "description": kind.description,
             }
         )

@@ -15,210 +15,48 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    field_validator,
-    model_validator,
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
+
+# The params models and the kinds' table live with the registry; re-exported here, where
+# the scenario model's users have always found them.
+from ftctl.config.fault_kinds import (  # noqa: F401
+    _NAME,
+    FAULT_TYPES,
+    PARAMS,
+    SCENARIO_KINDS,
+    TARGET_PATTERN,
+    DelayParams,
+    DropParams,
+    FaultKind,
+    NoParams,
+    PeerParams,
+    RestoreParams,
+    SlowParams,
+    StopParams,
+    StoredObjectParams,
+    _Strict,
+    kinds_where,
 )
 
-FaultType = Literal[
-    "kill-task",
-    "kill-executor",
-    "kill-worker",
-    "kill-group",
-    "pause",
-    "partition",
-    "delay",
-    "drop",
-    "slow",
-    "restore-capacity",
-    "container-kill",
-    "container-stop",
-    "container-pause",
-    "container-restart",
-    "corrupt",
-    "truncate",
-    "delete",
-    "store-unavailable",
-    "lose-unsynced",
-]
+# The kinds a scenario names (the registry's, ``ftctl.config.fault_kinds``); a Literal so
+# an unknown one is refused with the known ones listed.
+if TYPE_CHECKING:
+    FaultType = str
+else:
+    FaultType = Literal[SCENARIO_KINDS]
 Trigger = Literal["during-checkpoint", "during-recovery"]
 
-_NAME = r"[A-Za-z][A-Za-z0-9_-]*"
-_LABEL = r"[A-Za-z0-9_.-]+=[A-Za-z0-9_.-]+"
-TARGET_PATTERN = rf"^(random|{_NAME}(\[[0-9]+\])?|{_LABEL}(,{_LABEL})*)$"
 _INSTANCE_RE = re.compile(rf"^({_NAME})\[([0-9]+)\]$")
 
 
-class _Strict(BaseModel):
-    # No infinity or NaN anywhere: a fault at .inf never strikes and one every .nan
-    # cannot be planned; both are typos, refused with their line.
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-
-# ---------------------------------------------------------------- params per fault type
-
-
-class NoParams(_Strict):
-    """This fault type takes no params."""
-
-
-class PeerParams(_Strict):
-    peer: str | None = Field(
-        default=None,
-        pattern=TARGET_PATTERN,
-        description="The other side of the link; omitted = every peer of the target.",
-    )
-
-
-class DelayParams(PeerParams):
-    ms: float = Field(gt=0, description="Added one-way delay in milliseconds.")
-    jitter_ms: float = Field(default=0.0, ge=0, description="Uniform jitter added on top of `ms`.")
-
-
-class DropParams(PeerParams):
-    probability: float = Field(gt=0, le=1, description="Chance that a message is dropped.")
-
-
-class SlowParams(_Strict):
-    factor: float = Field(default=2.0, gt=1, description="How many times slower the target runs.")
-
-
-class RestoreParams(_Strict):
-    mode: Literal["all", "progressive"] = Field(
-        default="all", description="Bring lost workers back at once, or one by one."
-    )
-    distribution: Literal["fixed", "uniform", "paper"] = Field(
-        default="fixed",
-        description="Progressive: gap between returns; fixed = `scale` s, uniform = "
-        "[min, max] s, paper = the progressive-recovery paper's distribution times `scale`.",
-    )
-    min: float = Field(default=0.0, ge=0, description="Uniform: shortest gap in seconds.")
-    max: float = Field(default=5.0, ge=0, description="Uniform: longest gap in seconds.")
-    scale: float = Field(
-        default=1.0, gt=0, description="Fixed gap, or the paper distribution's scale."
-    )
-
-    @model_validator(mode="after")
-    def _min_le_max(self) -> RestoreParams:
-        if self.min > self.max:
-            raise ValueError(f"min ({self.min:g}) is greater than max ({self.max:g})")
-        return self
-
-
-class StopParams(_Strict):
-    timeout: int = Field(
-        default=2,
-        ge=0,
-        description="Whole seconds between SIGTERM and SIGKILL of the container "
-        "(docker stop -t).",
-    )
-
-
-class StoredObjectParams(_Strict):
-    snapshot: int | None = Field(
-        default=None, ge=0,
-        description="The snapshot id of the target's object; omitted = its newest.")
-
-
-@dataclass(frozen=True)
-class FaultKind:
-    """What a fault type does and which optional fields it accepts."""
-
-    description: str
-    params: type[BaseModel]
-    takes_duration: bool = False
-    takes_window: bool = False
-
-
-FAULT_TYPES: dict[str, FaultKind] = {
-    "kill-task": FaultKind("SIGKILL an operator task's Python worker", NoParams),
-    "kill-executor": FaultKind("SIGKILL the executor running the target", NoParams),
-    "kill-worker": FaultKind(
-        "kill a worker (node loss): its executors and tasks die (docker: its container)",
-        NoParams,
-    ),
-    "kill-group": FaultKind(
-        "correlated failure: kill every matching worker within `window` seconds",
-        NoParams,
-        takes_window=True,
-    ),
-    "pause": FaultKind(
-        "SIGSTOP the target's process tree, SIGCONT after `duration`",
-        NoParams,
-        takes_duration=True,
-    ),
-    "partition": FaultKind(
-        "cut the network between the target and `peer` for `duration`",
-        PeerParams,
-        takes_duration=True,
-    ),
-    "delay": FaultKind(
-        "add `ms` (+ `jitter_ms`) latency to the target's links for `duration`",
-        DelayParams,
-        takes_duration=True,
-    ),
-    "drop": FaultKind(
-        "drop messages on the target's links with `probability` for `duration`",
-        DropParams,
-        takes_duration=True,
-    ),
-    "slow": FaultKind(
-        "slow node: the target runs `factor` times slower for `duration`",
-        SlowParams,
-        takes_duration=True,
-    ),
-    "restore-capacity": FaultKind(
-        "bring lost workers back, all at once or progressively (`mode`, `distribution`)",
-        RestoreParams,
-    ),
-    # Docker backend only (a worker is a container there); refused before the run otherwise.
-    "container-kill": FaultKind(
-        "docker: SIGKILL the worker's container (node crash); `restore-capacity` replaces it",
-        NoParams,
-    ),
-    "container-stop": FaultKind(
-        "docker: stop the worker's container (SIGTERM, SIGKILL after `timeout`), start it "
-        "again after `duration` (none: it stays down, restore-capacity replaces it)",
-        StopParams,
-        takes_duration=True,
-    ),
-    "container-pause": FaultKind(
-        "docker: freeze the worker's container (cgroup freezer), unpause after `duration`",
-        NoParams,
-        takes_duration=True,
-    ),
-    "container-restart": FaultKind(
-        "docker: restart the worker's container (stop within `timeout`, start at once)",
-        StopParams,
-    ),
-    # Store faults: simulation host only (``ftctl sim --scenario``); refused on Spark.
-    "corrupt": FaultKind("flip a byte of one stored object of the target (`snapshot`, "
-                         "else its newest)", StoredObjectParams),
-    "truncate": FaultKind("cut the tail off one stored object of the target (`snapshot`, "
-                          "else its newest)", StoredObjectParams),
-    "delete": FaultKind("delete one stored object of the target (`snapshot`, else its "
-                        "newest)", StoredObjectParams),
-    "store-unavailable": FaultKind("every read and write of the snapshot store fails for "
-                                   "`duration`", NoParams, takes_duration=True),
-    "lose-unsynced": FaultKind("crash the target; its writes not yet acknowledged vanish",
-                               NoParams),
-}
 # Fault types that act on a worker's container: only the docker backend has them.
-CONTAINER_FAULTS: tuple[str, ...] = tuple(t for t in FAULT_TYPES if t.startswith("container-"))
-# Fault types of the snapshot store: only the simulation host realizes them.
-STORE_FAULTS: tuple[str, ...] = ("corrupt", "truncate", "delete", "store-unavailable",
-                                 "lose-unsynced")
+CONTAINER_FAULTS: tuple[str, ...] = kinds_where(docker=True)
+# Fault types no Spark host realizes (the snapshot store's): simulation host only.
+STORE_FAULTS: tuple[str, ...] = tuple(n for n in SCENARIO_KINDS if not FAULT_TYPES[n].spark)
 # A selector key every worker carries: its ftctl name (`worker=w1` targets worker w1).
 WORKER_KEY = "worker"
-assert set(FAULT_TYPES) == set(get_args(FaultType)), "FAULT_TYPES and FaultType disagree"
-
-PARAMS: dict[str, type[BaseModel]] = {name: kind.params for name, kind in FAULT_TYPES.items()}
 # The most occurrences one fault may ask for (`count`): more is a typo, not a test.
 MAX_COUNT = 10_000
 WHEN = ("at", "every", "trigger", "during", "after")

@@ -6,8 +6,10 @@ a pause, a partition, a delay, message drops, a slow unit or a node loss
 (``SimHost.inject``), or a correlated failure (``ftctl/sim/correlated.py``): two
 neighbouring instances of one operator, or capacity lost and returned in stages. Strike
 points spread over the whole run, so some land during a snapshot, some while a recovery
-is under way. ``--faults`` takes the scenario files'
-names too: ``kill-task`` is ``crash``, ``kill-worker`` is ``node``.
+is under way. ``--faults`` takes the registry's names (``ftctl.config.fault_kinds``, the
+scenario files' vocabulary); ``crash`` (kill-task) and ``node`` (kill-worker) are aliases,
+and the names these schedules and their records use. Each kind is drawn by the registry's
+``draw`` for it (``draw_*`` here, the store's in ``ftctl/sim/store_faults.py``).
 
 Durations and sizes are simulated seconds, drawn against the host's time constants: a
 pause lasts 0.3-2.5 x ``HANG_TIMEOUT`` (so a share of them is declared hung), a delay
@@ -18,9 +20,11 @@ strikes, among the live units (``target`` None), unless the fault names them.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, cast, get_args
+from typing import Any, ClassVar, cast
+
+from ftctl.config.fault_kinds import FAULT_TYPES, realization
 
 # Simulated-time constants shared with the host (seconds).
 NET_DELAY = 0.0004  # nominal one-way latency of a message
@@ -29,13 +33,15 @@ NET_DELAY = 0.0004  # nominal one-way latency of a message
 # like the detection delay of a crash (2-6 ms here, 150-300 ms on Spark).
 HANG_TIMEOUT = 0.01
 
-FaultKind = Literal["crash", "pause", "partition", "delay", "slow", "node", "drop",
-                    "pair", "after-restart", "staged",
-                    "corrupt", "truncate", "delete", "store-unavailable", "lose-unsynced"]
-# Every kind; the mixed set the conformance kit draws is FAULT_KINDS (without ``drop``, the
-# correlated kinds and the store kinds, so its pinned schedules keep their draws).
-KNOWN_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
-FAULT_KINDS: tuple[FaultKind, ...] = KNOWN_KINDS[:6]
+# A kind as ``ftctl sim``'s schedules name it: the registry's name, or its ``sim_name``
+# (``crash`` for kill-task, ``node`` for kill-worker; ``ftctl.config.fault_kinds``).
+FaultKind = str
+# Every kind ``--faults`` draws, by its schedules' name, in the registry's order.
+KNOWN_KINDS: tuple[FaultKind, ...] = tuple(k.sim_name or n for n, k in FAULT_TYPES.items()
+                                           if k.draw)
+# The mixed set the conformance kit draws (without ``drop``, the correlated kinds and the
+# store kinds, so its pinned schedules keep their draws); order is part of the draw.
+FAULT_KINDS: tuple[FaultKind, ...] = ("crash", "pause", "partition", "delay", "slow", "node")
 # Faults of the snapshot store (``ftctl/sim/store_faults.py``); simulation host only.
 STORE_KINDS: tuple[FaultKind, ...] = ("corrupt", "truncate", "delete", "store-unavailable",
                                       "lose-unsynced")
@@ -51,37 +57,53 @@ NEIGHBOUR_KINDS: tuple[FaultKind, ...] = ("pair", "after-restart")
 STAGED_KINDS: tuple[FaultKind, ...] = ("staged",)
 AFTER_RESTART_WITHIN = 0.003  # the second strike 0-3 ms after the replacement starts:
 # while the tuples it was sent as its stand-in handed it back are still in flight
-# The scenario files' names (chaos/*.yaml) for the kinds named otherwise here: ``--faults``
-# takes either, and reports use the scenario names.
-ALIASES: dict[str, FaultKind] = {"kill-task": "crash", "kill-worker": "node"}
+# ``--faults`` takes the registry's names and the schedules' own (``crash``, ``node``);
+# reports use the registry's.
+ALIASES: dict[str, FaultKind] = {n: k.sim_name for n, k in FAULT_TYPES.items() if k.sim_name}
 SCENARIO_NAMES: dict[str, str] = {kind: name for name, kind in ALIASES.items()}
+# The registry's entry of each kind by its schedules' name.
+_BY_SIM_NAME: dict[FaultKind, str] = {k.sim_name or n: n for n, k in FAULT_TYPES.items()}
 
 
 @dataclass(frozen=True)
-class Strike:
+class SimFault:
+    """A fault the simulation host strikes with (``SimHost.inject``), at ``at_event`` in a
+    schedule. ``strike`` carries it out: by default the host method ``actuator`` names; a
+    kind whose model lives in a module of its own overrides ``strike`` there instead, so
+    the host needs no new method."""
+
     at_event: int
+    actuator: ClassVar[str] = ""
+
+    def strike(self, host: Any) -> None:
+        getattr(host, self.actuator)(self)
+
+
+@dataclass(frozen=True)
+class Strike(SimFault):
+    actuator = "_strike"
     count: int  # how many live instances crash together
     # Optional fixed targets (replaying a recorded schedule); otherwise drawn at strike time.
     targets: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
-class Pause:
+class Pause(SimFault):
     """The unit handles nothing for ``duration`` (SIGSTOP/SIGCONT); what reaches it waits."""
 
-    at_event: int
+    actuator = "_pause"
     duration: float
     target: str | None = None
     hang_after: float | None = None  # declared hung after this long; None: the host's timeout
 
 
 @dataclass(frozen=True)
-class Partition:
+class Partition(SimFault):
     """Messages between ``target`` and ``peer`` (both ways, channels and peer messages) are
     dropped for ``duration``; ``peers`` empty: one neighbour of ``target`` drawn at strike
     time (``draw_peer``), or every peer."""
 
-    at_event: int
+    actuator = "_link_fault"
     duration: float
     target: str | None = None
     peers: tuple[str, ...] = ()
@@ -89,11 +111,11 @@ class Partition:
 
 
 @dataclass(frozen=True)
-class Delay:
+class Delay(SimFault):
     """Every message ``target`` sends (channels and peer messages) takes ``extra`` seconds
     longer for ``duration``; FIFO order per channel is kept."""
 
-    at_event: int
+    actuator = "_link_fault"
     extra: float
     duration: float
     target: str | None = None
@@ -103,11 +125,11 @@ class Delay:
 
 
 @dataclass(frozen=True)
-class Drop:
+class Drop(SimFault):
     """Each message between ``target`` and ``peers`` (both ways) is lost with
     ``probability`` for ``duration`` (scenario files' ``drop``)."""
 
-    at_event: int
+    actuator = "_link_fault"
     probability: float
     duration: float
     target: str | None = None
@@ -115,82 +137,51 @@ class Drop:
 
 
 @dataclass(frozen=True)
-class Slow:
+class Slow(SimFault):
     """The unit handles each event ``factor`` times slower for ``duration``."""
 
-    at_event: int
+    actuator = "_slow"
     factor: float
     duration: float
     target: str | None = None
 
 
 @dataclass(frozen=True)
-class NodeLoss:
+class NodeLoss(SimFault):
     """A node (a random live one, or ``node``) goes down; it is back after ``down_for``."""
 
-    at_event: int
+    actuator = "_node_loss"
     down_for: float
     node: str | None = None
 
 
 @dataclass(frozen=True)
-class Pair:
+class Pair(SimFault):
     """A live instance (drawn, or ``target``) of an operator with several instances and
     the next instance of that operator (by index, round the ring) crash together."""
 
-    at_event: int
+    actuator = "_pair"
     target: str | None = None
 
 
 @dataclass(frozen=True)
-class AfterRestart:
+class AfterRestart(SimFault):
     """A live instance (drawn, or ``target``) crashes; ``within`` seconds after its
     replacement starts, the instance before it (by index, round the ring) crashes too."""
 
-    at_event: int
+    actuator = "_after_restart"
     within: float
     target: str | None = None
 
 
 @dataclass(frozen=True)
-class StagedLoss:
+class StagedLoss(SimFault):
     """``nodes`` live nodes go down at once (one stays up) and return one at a time, each
     ``gaps[i]`` after the one before (the first after ``gaps[0]``)."""
 
-    at_event: int
+    actuator = "_staged_loss"
     nodes: int
     gaps: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class StoreDamage:
-    """One stored object is corrupted (a byte flipped), truncated or deleted: ``snapshot``
-    of ``instance``, else the newest object of an instance drawn at strike time."""
-
-    at_event: int
-    kind: Literal["corrupt", "truncate", "delete"]
-    instance: str | None = None
-    snapshot: int | None = None
-
-
-@dataclass(frozen=True)
-class StoreOutage:
-    """Every read and write of the store fails for ``duration``."""
-
-    at_event: int
-    duration: float
-
-
-@dataclass(frozen=True)
-class LoseUnsynced:
-    """A unit crashes and its writes not yet made durable (acknowledged) vanish."""
-
-    at_event: int
-    target: str | None = None
-
-
-SimFault = (Strike | Pause | Partition | Delay | Drop | Slow | NodeLoss | Pair | AfterRestart
-            | StagedLoss | StoreDamage | StoreOutage | LoseUnsynced)
 
 
 @dataclass
@@ -214,8 +205,8 @@ class FailureSchedule:
             schedule = (cls.random(rng, horizon, max_failures, max_burst, rest) if rest
                         else cls())
             extra = random.Random(repr((schedule.strikes, horizon, store)))
-            schedule.strikes += [_draw(extra.choice(store), extra.randint(1, max(1, horizon)),
-                                       extra) for _ in range(extra.randint(1, max_failures))]
+            schedule.strikes += [draw(extra.choice(store), extra, horizon)
+                                 for _ in range(extra.randint(1, max_failures))]
             schedule.strikes.sort(key=lambda s: s.at_event)
             return schedule
         mixed = kinds != CRASH_ONLY
@@ -223,45 +214,87 @@ class FailureSchedule:
         # at a time (a pair is already two), and three such in one ring of three overlap
         # every takeover with another
         n = 1 if set(kinds) <= set(NEIGHBOUR_KINDS) else rng.randint(1, max_failures)
-        strikes: list[SimFault] = []
-        for _ in range(n):
-            kind = rng.choice(kinds) if mixed else "crash"
-            if kind == "crash":
-                burst = 1 if rng.random() < 0.7 else rng.randint(2, max(2, max_burst))
-                strikes.append(Strike(rng.randint(1, max(1, horizon)), burst))
-            else:
-                strikes.append(_draw(kind, rng.randint(1, max(1, horizon)), rng))
+        strikes = [draw(rng.choice(kinds) if mixed else "crash", rng, horizon, max_burst)
+                   for _ in range(n)]
         strikes.sort(key=lambda s: s.at_event)
         return cls(strikes)
 
 
-def _draw(kind: FaultKind, at: int, rng: random.Random) -> SimFault:
-    span = rng.uniform(0.002, 0.02)  # how long a partition, delay, slow or node loss lasts
-    if kind == "pause":
-        return Pause(at, HANG_TIMEOUT * rng.uniform(0.3, 2.5))
-    if kind == "partition":
-        return Partition(at, span / 2)
-    if kind == "delay":
-        return Delay(at, NET_DELAY * rng.uniform(2, 30), span)
-    if kind == "slow":
-        return Slow(at, rng.uniform(2, 10), span)
-    if kind == "node":
-        return NodeLoss(at, span)
-    if kind == "drop":
-        return Drop(at, rng.uniform(0.2, 1.0), span / 2)
-    if kind == "pair":
-        return Pair(at)
-    if kind == "after-restart":
-        return AfterRestart(at, rng.uniform(0, AFTER_RESTART_WITHIN))
-    if kind == "staged":
-        return StagedLoss(at, 2, (span, rng.uniform(0.002, 0.02)))
-    if kind in ("corrupt", "truncate", "delete"):
-        return StoreDamage(at, cast(Literal["corrupt", "truncate", "delete"], kind))
-    if kind == "store-unavailable":
-        return StoreOutage(at, span / 2)
-    if kind == "lose-unsynced":
-        return LoseUnsynced(at)
-    raise ValueError(f"unknown fault kind {kind!r}")
+# (kind, rng, horizon, max_burst) -> the fault; the registry names one per kind.
+Draw = Callable[[str, random.Random, int, int], SimFault]
+
+
+def draw(kind: FaultKind, rng: random.Random, horizon: int, max_burst: int = 1) -> SimFault:
+    """One random ``kind`` fault at an event index in [1, horizon], by the registry's
+    ``draw`` of that kind."""
+    spec_name = _BY_SIM_NAME.get(kind, kind)
+    spec = FAULT_TYPES.get(spec_name)
+    if spec is None or spec.draw is None:
+        raise ValueError(f"unknown fault kind {kind!r}")
+    made: Draw = realization(spec.draw)
+    return made(spec_name, rng, horizon, max_burst)
+
+
+# The draws. Each takes its event index first, then (all but crash) the span a partition,
+# delay, slow or node loss lasts, used or not: the order of draws is what keeps every
+# pinned seed's schedule.
+
+def event_index(rng: random.Random, horizon: int) -> int:
+    return rng.randint(1, max(1, horizon))
+
+
+def span(rng: random.Random) -> float:
+    return rng.uniform(0.002, 0.02)
+
+
+def draw_crash(kind: str, rng: random.Random, horizon: int, max_burst: int) -> SimFault:
+    burst = 1 if rng.random() < 0.7 else rng.randint(2, max(2, max_burst))
+    return Strike(event_index(rng, horizon), burst)
+
+
+def draw_pause(kind: str, rng: random.Random, horizon: int, max_burst: int) -> SimFault:
+    at, _ = event_index(rng, horizon), span(rng)
+    return Pause(at, HANG_TIMEOUT * rng.uniform(0.3, 2.5))
+
+
+def draw_partition(kind: str, rng: random.Random, horizon: int, max_burst: int) -> SimFault:
+    at, s = event_index(rng, horizon), span(rng)
+    return Partition(at, s / 2)
+
+
+def draw_delay(kind: str, rng: random.Random, horizon: int, max_burst: int) -> SimFault:
+    at, s = event_index(rng, horizon), span(rng)
+    return Delay(at, NET_DELAY * rng.uniform(2, 30), s)
+
+
+def draw_slow(kind: str, rng: random.Random, horizon: int, max_burst: int) -> SimFault:
+    at, s = event_index(rng, horizon), span(rng)
+    return Slow(at, rng.uniform(2, 10), s)
+
+
+def draw_node(kind: str, rng: random.Random, horizon: int, max_burst: int) -> SimFault:
+    at, s = event_index(rng, horizon), span(rng)
+    return NodeLoss(at, s)
+
+
+def draw_drop(kind: str, rng: random.Random, horizon: int, max_burst: int) -> SimFault:
+    at, s = event_index(rng, horizon), span(rng)
+    return Drop(at, rng.uniform(0.2, 1.0), s / 2)
+
+
+def draw_pair(kind: str, rng: random.Random, horizon: int, max_burst: int) -> SimFault:
+    at, _ = event_index(rng, horizon), span(rng)
+    return Pair(at)
+
+
+def draw_after_restart(kind: str, rng: random.Random, horizon: int, max_burst: int) -> SimFault:
+    at, _ = event_index(rng, horizon), span(rng)
+    return AfterRestart(at, rng.uniform(0, AFTER_RESTART_WITHIN))
+
+
+def draw_staged(kind: str, rng: random.Random, horizon: int, max_burst: int) -> SimFault:
+    at, s = event_index(rng, horizon), span(rng)
+    return StagedLoss(at, 2, (s, rng.uniform(0.002, 0.02)))
 
 
 def kind_names() -> str:

@@ -17,21 +17,9 @@ for a free slot, and capacity that comes back is what the protocol plans on. Ins
 start round-robin. Nodes that leave or return at one instant (a ``restore-capacity`` all at
 once) are all applied before the coordinator hears ``CapacityChanged``, once.
 
-Kinds:
+Kinds: what each occurrence does on the simulated cluster is ``ftctl/sim/actuator.py``'s
+(the simulation host's fault actuator), by the registry's ``sim`` realization of its kind.
 
-- kill-task: a crash of the instance (a selector: of a live instance on a matching node).
-- kill-executor, kill-worker, container-kill: the node running the target (or a matching
-  live node) goes down; the lost node is remembered for ``restore-capacity``.
-- kill-group: every matching live node goes down at seeded offsets within ``window``.
-- restore-capacity: lost nodes (matching the selector; ``random``: all) come back, at once
-  or at ``chaos/arrivals.py``'s offsets.
-- pause, slow: the instance (a selector: every unit on one matching node).
-- container-pause: every unit on the node; container-stop: the node goes down, and comes
-  back after ``duration`` (none: stays lost); container-restart: down and back at once.
-  A container-pause is declared hung after ``SPARK_HANG_TIMEOUT x scale`` (4.5 s on Spark,
-  where frozen processes do not look stopped), a pause after the heartbeat timeout.
-- partition, delay (``ms`` + ``jitter_ms``), drop (``probability``): between the target and
-  ``peer`` (omitted: every peer), both ways, as on Spark.
 - ``during: P`` (``trigger: during-checkpoint`` is ``snapshotting``): at each opening of P
   in the kernel's phase set, after the actions that opened it and only if it is still
   open then; refused for a protocol that never declares P. ``recovering`` (``trigger:
@@ -49,45 +37,25 @@ as ``fault``/``node-down``), or ``fault-skipped`` with the reason when its targe
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from chaos.arrivals import arrival_offsets
-from chaos.context import matches
+from chaos.engine import FaultEngine
 from chaos.plan import check_cluster, check_triggers, from_scenario
-from chaos.schedule import PlannedFault, occurrence
-from ftctl.config.scenario import (
-    PHASE_HOLDER,
-    RECOVERING,
-    STORE_FAULTS,
-    WORKER_KEY,
-    RestoreParams,
-    parse_target,
-)
+from chaos.schedule import PlannedFault
+from ftctl.config.scenario import PHASE_HOLDER, RECOVERING, WORKER_KEY
 from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.pace import Pace
+from ftctl.sim.actuator import SPARK_HANG_TIMEOUT, SimActuator  # noqa: F401 (re-exported)
 from ftctl.sim.cluster import SimCluster, SimNode
-from ftctl.sim.faults import (
-    Delay,
-    Drop,
-    LoseUnsynced,
-    Partition,
-    Pause,
-    Slow,
-    StoreDamage,
-    StoreOutage,
-    Strike,
-)
 from ftctl.sim.host import SimHost
 
 SPARK_RUN_SECONDS = 25.0  # ftctl chaos's run length without a rate (run.chaos.TARGET_SECONDS)
 SPARK_HEARTBEAT_TIMEOUT = 1.5  # ftctl/spark/host.py HEARTBEAT_TIMEOUT: a stopped task
-SPARK_HANG_TIMEOUT = 4.5  # ftctl/spark/host.py HANG_TIMEOUT: a silent one not seen stopped
 SLOTS_PER_INSTANCE = 2  # each node holds every instance twice over, as ftctl chaos sizes them
 
 
@@ -181,308 +149,67 @@ def node_slots(given: Sequence[str], labels: Sequence[Mapping[str, str]],
 
 
 @dataclass
-class _Follower:
-    """An ``after`` template and how many occurrences of it were planned."""
-
-    template: PlannedFault
-    fired: int = 0
-
-
-@dataclass
 class _Replay:
-    """One run's replay of a scenario on a host."""
+    """One run's replay of a scenario on a host: the engine (``chaos.engine``) decides
+    every occurrence; this is its port (timed ones go on the host's clock)."""
 
     sc: SimScenario
     host: SimHost
-    lost: list[str] = field(default_factory=list)  # nodes down, for restore-capacity
-    # after: {fault: ...}: fault index -> the templates that follow it, with their counts
-    followers: dict[int, list[_Follower]] = field(default_factory=dict)
-    started: set[tuple[int, int]] = field(default_factory=set)  # occurrences injected
+    actuator: SimActuator = field(init=False)
+    engine: FaultEngine = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.actuator = SimActuator(self.host, self.sc.scale, self.sc.instances,
+                                    self._injected)
+        self.engine = FaultEngine(self.sc.faults, self.sc.seed, lambda: self.sc.instances, self)
 
     def install(self) -> None:
-        for p in self.sc.faults:
-            if p.after_fault is not None:
-                self.followers.setdefault(p.after_fault, []).append(_Follower(p))
-            elif p.after_phase is not None:
-                self._after_phase(p)
-            elif p.during is None:
-                self.host.at((p.at or 0.0) * self.sc.scale, partial(self.strike, p))
-            else:
-                self._trigger(p)
+        self.engine.start(self._now())
+        # Openings reach the engine after the actions that opened the phase (on_phase);
+        # ``recovering`` opens at each failure detection. Hooked only when something waits
+        # for them: each on_phase opening costs the host an event.
+        waited = self.engine.phases()
+        if RECOVERING in waited:
+            self.host.on_detected.append(
+                lambda: self.engine.phase_opened(RECOVERING, self._now()))
+        if any(phase != RECOVERING for phase in waited):
+            self.host.on_phase.append(self._opened)
 
-    def _after_phase(self, template: PlannedFault) -> None:
-        follower = _Follower(template)
-        phase = template.after_phase
-        if phase == RECOVERING:
-            self.host.on_detected.append(lambda: self._follow(follower))
-        else:
-            self.host.on_phase.append(
-                lambda entered: self._follow(follower) if entered == phase else None)
+    def _opened(self, phase: str) -> None:
+        """A declared phase opened (``recovering`` is the detections'): its ``during``
+        occurrences strike only if it is still open when their turn comes."""
+        if phase != RECOVERING:
+            phases = self.host.kernel.open_phases
+            self.engine.phase_opened(phase, self._now(), lambda: phases.active(phase))
 
-    def _follow(self, follower: _Follower) -> None:
-        """Plan the follower's next occurrence ``delay`` after now, if it has one left."""
-        template = follower.template
-        if template.count is not None and follower.fired >= template.count:
-            return
-        at = self.host.now + template.delay * self.sc.scale
-        planned = occurrence(template, follower.fired, self.sc.instances, self.sc.seed,
-                             at / self.sc.scale)
-        follower.fired += 1
-        self.host.at(at, partial(self.strike, planned))
+    def _now(self) -> float:
+        return self.host.now / self.sc.scale
 
     def _injected(self, p: PlannedFault) -> None:
-        """Occurrence ``p`` injected something (its first node, for a group): what
-        follows it starts its delay now, once per occurrence."""
-        key = (p.index, p.occurrence)
-        if key in self.started:
-            return
-        self.started.add(key)
-        for follower in self.followers.get(p.index, ()):
-            self._follow(follower)
+        self.engine.injected(p, self._now())
 
-    def _trigger(self, template: PlannedFault) -> None:
-        """``during: P`` (and its ``trigger`` aliases): once per opening of P, after the
-        actions that opened it, if it is still open then; ``recovering`` at detections."""
-        fired = [0]
-        phase = template.during
-        phases = self.host.kernel.open_phases
+    # ------------------------------------------------------------ the engine's port
 
-        def fire() -> None:
-            if template.count is not None and fired[0] >= template.count:
-                return
-            if phase != RECOVERING and not phases.active(str(phase)):
-                return  # opened and closed by one step: nothing was open to strike in
-            at = self.host.now / self.sc.scale
-            planned = occurrence(template, fired[0], self.sc.instances, self.sc.seed, at)
-            if planned.target == PHASE_HOLDER:
-                holder = self._holder(planned, str(phase))
-                if holder is None:
-                    return
-                planned = replace(planned, target=holder)
-            fired[0] += 1
-            self.strike(planned)
+    def deliver(self, planned: PlannedFault, now: float) -> None:
+        self.strike(planned)
 
-        if phase == RECOVERING:
-            self.host.on_detected.append(fire)
-        else:
-            self.host.on_phase.append(lambda entered: fire() if entered == phase else None)
+    def deliver_after(self, planned: PlannedFault, delay: float) -> None:
+        self.host.at(self.host.now + delay * self.sc.scale, partial(self.strike, planned))
 
-    def _holder(self, p: PlannedFault, phase: str) -> str | None:
-        """A running instance holding ``phase``, drawn with the occurrence's seed."""
-        held = [i for i in self.host.kernel.open_phases.holders(phase) if i in self.host.live]
-        if not held:
-            self.host.skip_fault(p.type, PHASE_HOLDER, f"no running instance holds {phase}")
-            return None
-        return random.Random(p.seed).choice(held)
+    def phase_holders(self, phase: str) -> list[str]:
+        """The running instances holding ``phase``."""
+        return [i for i in self.host.kernel.open_phases.holders(phase) if i in self.host.live]
+
+    def no_holder(self, planned: PlannedFault, phase: str, now: float) -> None:
+        self.host.skip_fault(planned.type, PHASE_HOLDER, f"no running instance holds {phase}")
 
     # ------------------------------------------------------------ one occurrence
 
     def strike(self, p: PlannedFault) -> None:
         before = self.host.stats.injected
-        self._dispatch(p)
+        self.actuator.strike(p)
         if self.host.stats.injected > before:
             self._injected(p)
-
-    def _dispatch(self, p: PlannedFault) -> None:
-        scale, host = self.sc.scale, self.host
-        rng = random.Random(p.seed)
-        duration = (p.duration or 0.0) * scale
-        kind = p.type
-        if kind == "kill-task":
-            unit = self._instance(p, rng)
-            if unit is not None:
-                host.inject(Strike(0, 1, (unit,)))
-        elif kind in ("kill-executor", "kill-worker", "container-kill"):
-            node = self._node(p, rng)
-            if node is not None:
-                self._down(p, node, None)
-        elif kind == "container-stop":
-            node = self._node(p, rng)
-            if node is not None:
-                self._down(p, node, duration if p.duration else None)
-        elif kind == "container-restart":
-            node = self._node(p, rng)
-            if node is not None:
-                self._down(p, node, 0.0)
-        elif kind == "kill-group":
-            self._group(p, rng)
-        elif kind == "restore-capacity":
-            self._restore(p, rng)
-        elif kind in ("pause", "slow", "container-pause"):
-            # A frozen container's processes do not look stopped: Spark waits HANG_TIMEOUT.
-            hang = SPARK_HANG_TIMEOUT * scale if kind == "container-pause" else None
-            for unit in self._units(p, rng):
-                if kind == "slow":
-                    host.inject(Slow(0, float(p.params.get("factor", 2.0)), duration, unit))
-                else:
-                    host.inject(Pause(0, duration, unit, hang_after=hang))
-        elif kind in ("partition", "delay", "drop"):
-            self._link(p, rng, duration)
-        elif kind in STORE_FAULTS:
-            self._store(p, rng, duration)
-        else:  # the scenario schema knows no other kind
-            host.skip_fault(kind, p.target, "no meaning on the simulation host")
-
-    def _store(self, p: PlannedFault, rng: random.Random, duration: float) -> None:
-        """A store fault (``ftctl/sim/store_faults.py``): an object of the target, an
-        outage, or the target's crash with its unsynced writes."""
-        if p.type == "store-unavailable":
-            self.host.inject(StoreOutage(0, duration))
-            return
-        unit = self._instance(p, rng) if parse_target(p.target).kind != "random" else None
-        if unit is None and parse_target(p.target).kind != "random":
-            return  # skipped, logged by _instance
-        if p.type == "lose-unsynced":
-            self.host.inject(LoseUnsynced(0, unit))
-        else:
-            self.host.inject(StoreDamage(0, p.type, unit, p.params.get("snapshot")))  # type: ignore[arg-type]
-
-    def _link(self, p: PlannedFault, rng: random.Random, duration: float) -> None:
-        unit = self._instance(p, rng)
-        if unit is None:
-            return
-        peers = self._peers(p.params.get("peer"), unit, rng)
-        if peers == ():
-            self.host.skip_fault(p.type, unit, f"no peer {p.params.get('peer')} of {unit}")
-            return
-        given = peers or ()
-        if p.type == "partition":
-            self.host.inject(Partition(0, duration, unit, given, draw_peer=False))
-        elif p.type == "delay":
-            ms = float(p.params.get("ms", 0.0)) / 1000 * self.sc.scale
-            jitter = float(p.params.get("jitter_ms", 0.0)) / 1000 * self.sc.scale
-            self.host.inject(Delay(0, ms, duration, unit, given, both_ways=True, jitter=jitter))
-        else:
-            self.host.inject(Drop(0, float(p.params.get("probability", 1.0)), duration, unit,
-                                  given))
-
-    def _peers(self, peer: str | None, src: str, rng: random.Random) -> tuple[str, ...] | None:
-        """The other ends of a link fault: None = every peer; () = none found."""
-        if peer is None:
-            return None
-        t = parse_target(peer)
-        others = [i for i in self.sc.instances if i != src]
-        if t.kind == "instance":
-            return (peer,)
-        if t.kind == "operator":
-            return tuple(i for i in others if i.partition("[")[0] == t.operator)
-        if t.kind == "random":
-            return (rng.choice(others),) if others else ()
-        nodes = set(self._matching(dict(t.labels)))
-        cluster = self._cluster()
-        return tuple(i for i in others if cluster.where.get(i) in nodes)
-
-    # ------------------------------------------------------------ targets
-
-    def _cluster(self) -> SimCluster:
-        assert self.host.cluster is not None, "a scenario run has nodes"
-        return self.host.cluster
-
-    def _matching(self, selector: Mapping[str, str]) -> list[str]:
-        """Live nodes whose labels (and name, as ``worker``) match ``selector``."""
-        return [n.id for n in self._cluster().nodes.values()
-                if n.alive and matches({**n.labels, WORKER_KEY: n.id}, selector)]
-
-    def _instance(self, p: PlannedFault, rng: random.Random) -> str | None:
-        """The instance an instance fault hits; a selector: one on a matching live node."""
-        t = parse_target(p.target)
-        if t.kind != "selector":
-            return p.target  # resolved by the plan; the host logs it skipped if not up
-        nodes = set(self._matching(dict(t.labels)))
-        on = sorted(i for i, n in self._cluster().where.items()
-                    if n in nodes and i in self.host.live)
-        if not on:
-            self.host.skip_fault(p.type, p.target, f"no running instance on a node matching "
-                                                   f"{p.target}")
-            return None
-        return rng.choice(on)
-
-    def _node(self, p: PlannedFault, rng: random.Random) -> str | None:
-        """The node a node fault hits: a matching live one, a random live one, or the one
-        running the target instance."""
-        t = parse_target(p.target)
-        if t.kind in ("selector", "random"):
-            live = self._matching(dict(t.labels))
-            if not live:
-                self.host.skip_fault(p.type, p.target, f"no live node matches {p.target}")
-                return None
-            return rng.choice(live)
-        node = self._cluster().where.get(p.target)
-        if node is None or p.target not in self.host.live:
-            self.host.skip_fault(p.type, p.target, f"{p.target} is not running")
-            return None
-        return node
-
-    def _units(self, p: PlannedFault, rng: random.Random) -> list[str | None]:
-        """What a pause or slow hits: the instance, or every unit on one node."""
-        t = parse_target(p.target)
-        if p.type != "container-pause" and t.kind != "selector":
-            return [p.target]
-        node = self._node(p, rng)
-        if node is None:
-            return []
-        on = self._cluster().on(node)
-        if not on:
-            self.host.skip_fault(p.type, node, f"no unit runs on {node}")
-        return list(on)
-
-    # ------------------------------------------------------------ nodes
-
-    def _down(self, p: PlannedFault, node: str, back_after: float | None) -> None:
-        host = self.host
-        fid = host.fault_injected(p.type, node, back_after)
-        host.node_down(node)
-        if back_after is None:
-            self.lost.append(node)
-            return
-
-        def up() -> None:
-            host.node_up(node)
-            host.fault_healed(fid, p.type, node)
-
-        host.at(host.now + back_after, up)
-
-    def _group(self, p: PlannedFault, rng: random.Random) -> None:
-        t = parse_target(p.target)
-        selector = dict(t.labels)
-        if t.kind == "random":
-            pairs = sorted({(k, v) for n in self._cluster().nodes.values() if n.alive
-                            for k, v in n.labels.items()})
-            if not pairs:
-                self.host.skip_fault(p.type, p.target, "no live node has labels")
-                return
-            selector = dict([rng.choice(pairs)])
-        members = self._matching(selector)
-        if not members:
-            self.host.skip_fault(p.type, p.target, f"no live node matches {p.target}")
-            return
-        window = (p.window or 0.0) * self.sc.scale
-        offsets = sorted(rng.uniform(0.0, window) for _ in members)
-        rng.shuffle(members)
-        for node, offset in zip(members, offsets, strict=True):
-            self.host.at(self.host.now + offset, partial(self._group_down, p, node))
-
-    def _group_down(self, p: PlannedFault, node: str) -> None:
-        self._down(p, node, None)
-        self._injected(p)  # the group's first node down starts what follows it
-
-    def _restore(self, p: PlannedFault, rng: random.Random) -> None:
-        t = parse_target(p.target)
-        cluster = self._cluster()
-        wanted = dict(t.labels) if t.kind == "selector" else {}
-        back = [n for n in self.lost
-                if matches({**cluster.nodes[n].labels, WORKER_KEY: n}, wanted)]
-        self.lost = [n for n in self.lost if n not in back]
-        params = RestoreParams.model_validate(p.params)
-        offsets = arrival_offsets(params, len(back), rng)
-        fid = self.host.fault_injected(p.type, p.target, None, nodes=back,
-                                       offsets=[round(o * self.sc.scale, 6) for o in offsets])
-        for node, offset in zip(back, offsets, strict=True):
-            self.host.at(self.host.now + offset * self.sc.scale,
-                         partial(self.host.node_up, node))
-        # healed once the last lost node is back (at once when none was lost)
-        self.host.at(self.host.now + max(offsets, default=0.0) * self.sc.scale,
-                     partial(self.host.fault_healed, fid, p.type, p.target))
 
 
 def describe(sc: SimScenario) -> dict[str, Any]:

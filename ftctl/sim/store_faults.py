@@ -15,17 +15,103 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+import random
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, cast
 
+from chaos.schedule import PlannedFault
+from ftctl.config.scenario import parse_target
 from ftctl.kernel.unit import Unit
-from ftctl.sim.faults import LoseUnsynced, StoreDamage, StoreOutage
+from ftctl.sim.faults import SimFault, event_index, span
 from ftctl.sim.striking import Striking
 
 if TYPE_CHECKING:
+    from ftctl.sim.actuator import SimActuator
     from ftctl.store import MemoryStore
 
 # Simulated seconds a start that needs the unavailable store waits before trying again.
 STORE_RETRY = 0.001
+
+
+DamageKind = Literal["corrupt", "truncate", "delete"]
+
+
+@dataclass(frozen=True)
+class StoreDamage(SimFault):
+    """One stored object is corrupted (a byte flipped), truncated or deleted: ``snapshot``
+    of ``instance``, else the newest object of an instance drawn at strike time."""
+
+    actuator = "_store_damage"
+    kind: DamageKind
+    instance: str | None = None
+    snapshot: int | None = None
+
+
+@dataclass(frozen=True)
+class StoreOutage(SimFault):
+    """Every read and write of the store fails for ``duration``."""
+
+    actuator = "_store_outage"
+    duration: float
+
+
+@dataclass(frozen=True)
+class LoseUnsynced(SimFault):
+    """A unit crashes and its writes not yet made durable (acknowledged) vanish."""
+
+    actuator = "_lose_unsynced"
+    target: str | None = None
+
+
+# ---------------------------------------------------------------- ftctl sim --faults draws
+
+
+def draw_damage(kind: str, rng: random.Random, horizon: int, max_burst: int) -> SimFault:
+    at, _ = event_index(rng, horizon), span(rng)
+    return StoreDamage(at, cast(DamageKind, kind))
+
+
+def draw_outage(kind: str, rng: random.Random, horizon: int, max_burst: int) -> SimFault:
+    at, s = event_index(rng, horizon), span(rng)
+    return StoreOutage(at, s / 2)
+
+
+def draw_lose_unsynced(kind: str, rng: random.Random, horizon: int, max_burst: int
+                       ) -> SimFault:
+    at, _ = event_index(rng, horizon), span(rng)
+    return LoseUnsynced(at)
+
+
+# ---------------------------------------------------------------- scenario occurrences
+
+
+def damage(act: SimActuator, p: PlannedFault, rng: random.Random, duration: float) -> None:
+    """corrupt / truncate / delete: an object of the target (a selector: of an instance
+    on a matching node)."""
+    unit = _unit(act, p, rng)
+    if unit is not None or parse_target(p.target).kind == "random":
+        act.host.inject(StoreDamage(0, cast(DamageKind, p.type), unit,
+                                    p.params.get("snapshot")))
+
+
+def outage(act: SimActuator, p: PlannedFault, rng: random.Random, duration: float) -> None:
+    act.host.inject(StoreOutage(0, duration))
+
+
+def lose_unsynced(act: SimActuator, p: PlannedFault, rng: random.Random,
+                  duration: float) -> None:
+    unit = _unit(act, p, rng)
+    if unit is not None or parse_target(p.target).kind == "random":
+        act.host.inject(LoseUnsynced(0, unit))
+
+
+def _unit(act: SimActuator, p: PlannedFault, rng: random.Random) -> str | None:
+    """The instance a store fault names; None for ``random`` (drawn at strike time) or
+    when no instance matches (skipped, logged)."""
+    return None if parse_target(p.target).kind == "random" else act.instance(p, rng)
+
+
+# ---------------------------------------------------------------- the host's actuator
 
 
 def damaged(data: bytes, kind: Literal["corrupt", "truncate"], at: float) -> bytes:

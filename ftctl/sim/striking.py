@@ -3,9 +3,12 @@ kinds share: the target drawn among live units, the ``fault-injected`` / ``fault
 ``fault-skipped`` records, and the protocol's fault model (``ProtocolSpec.spared``).
 
 Crashes (``Strike``) are carried out here; the other kinds, with the Spark host's meaning,
-in ``unit_faults.py`` (pause, slow), ``link_faults.py`` (partition, delay, drop) and
-``node_faults.py`` (node loss, capacity). Each fault is logged, and a fault whose target is
-not running is logged ``fault-skipped`` with the reason.
+in ``unit_faults.py`` (pause, slow), ``link_faults.py`` (partition, delay, drop),
+``node_faults.py`` (node loss, capacity), ``correlated.py`` and ``store_faults.py``. Each
+fault carries itself out (``SimFault.strike``: by default the method ``actuator`` names
+here or in those modules), so a new kind adds a fault record, not a branch here. Each
+fault is logged, and a fault whose target is not running is logged ``fault-skipped`` with
+the reason.
 
 ``Striking`` is a base of ``SimHost``: it names what it uses of the host for the type
 checker, and holds no state of its own.
@@ -24,22 +27,7 @@ from ftctl.kernel.routing import Routing
 from ftctl.kernel.unit import Unit
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.cluster import SimCluster
-from ftctl.sim.faults import (
-    AfterRestart,
-    Delay,
-    Drop,
-    LoseUnsynced,
-    NodeLoss,
-    Pair,
-    Partition,
-    Pause,
-    SimFault,
-    Slow,
-    StagedLoss,
-    StoreDamage,
-    StoreOutage,
-    Strike,
-)
+from ftctl.sim.faults import SimFault
 from ftctl.sim.stats import SimStats
 from protocols.contract.events import FailureCause
 
@@ -68,16 +56,6 @@ class Striking:
         def _apply(self, cmds: Sequence[HostCommand]) -> None: ...
         def _detected(self, failed: frozenset[str], cause: FailureCause,
                       reasons: dict[str, str], caused_by: int | None = None) -> None: ...
-        def _pause(self, f: Pause) -> None: ...
-        def _slow(self, f: Slow) -> None: ...
-        def _link_fault(self, f: Partition | Delay | Drop) -> None: ...
-        def _node_loss(self, f: NodeLoss) -> None: ...
-        def _pair(self, f: Pair) -> None: ...
-        def _after_restart(self, f: AfterRestart) -> None: ...
-        def _staged_loss(self, f: StagedLoss) -> None: ...
-        def _store_damage(self, f: StoreDamage) -> None: ...
-        def _store_outage(self, f: StoreOutage) -> None: ...
-        def _lose_unsynced(self, f: LoseUnsynced) -> None: ...
 
     def _strike(self, strike: Any) -> None:
         alive = sorted(self.live)
@@ -114,31 +92,9 @@ class Striking:
         self._push(detect, "detect", (frozenset(victims), crash.seq))
 
     def inject(self, fault: SimFault) -> None:
-        """Strike with ``fault`` now (a schedule's, a scenario's or a test's)."""
-        if isinstance(fault, Strike):
-            self._strike(fault)
-        elif isinstance(fault, Pause):
-            self._pause(fault)
-        elif isinstance(fault, Slow):
-            self._slow(fault)
-        elif isinstance(fault, Partition | Delay | Drop):
-            self._link_fault(fault)
-        elif isinstance(fault, NodeLoss):
-            self._node_loss(fault)
-        elif isinstance(fault, Pair):
-            self._pair(fault)
-        elif isinstance(fault, AfterRestart):
-            self._after_restart(fault)
-        elif isinstance(fault, StagedLoss):
-            self._staged_loss(fault)
-        elif isinstance(fault, StoreDamage):
-            self._store_damage(fault)
-        elif isinstance(fault, StoreOutage):
-            self._store_outage(fault)
-        elif isinstance(fault, LoseUnsynced):
-            self._lose_unsynced(fault)
-        else:
-            raise TypeError(f"not a fault: {fault!r}")
+        """Strike with ``fault`` now (a schedule's, a scenario's or a test's): the fault
+        carries itself out (``SimFault.strike``), so a new kind adds no branch here."""
+        fault.strike(self)
 
     def skip_fault(self, kind: str, target: str | None, reason: str) -> None:
         self.stats.skipped += 1
