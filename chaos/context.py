@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ftctl.config.scenario import WORKER_KEY
+from ftctl.kernel.clocks import ClockFault
 
 ChannelKind = Literal["partition", "delay", "drop"]
 # What a container fault asks of a worker's container (docker backend only).
@@ -164,6 +165,16 @@ class AgentDelivery(Protocol):
                     factor: float = 1.0) -> bool:
         """Have ``instance``'s task carry out ``op`` (``ftctl.spark.agent.OPS``) on
         itself; False if it is not running now."""
+        ...
+
+
+@runtime_checkable
+class ClockDelivery(Protocol):
+    """A context that can set a clock fault on an instance's runtime clock (the clock
+    its protocol's events and timers go by, never the system clock)."""
+
+    def clock_fault(self, instance: str, fault: ClockFault) -> bool:
+        """Set ``fault`` on ``instance``'s clock now; False if it is not running."""
         ...
 
 

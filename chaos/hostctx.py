@@ -19,6 +19,7 @@ from chaos import procs
 from chaos.context import ChannelFault, ContainerAction, WorkerRef
 from chaos.faults import FaultError
 from ftctl.cluster.errors import ClusterError
+from ftctl.kernel.clocks import ClockFault
 
 NO_CLUSTER = (
     "this fault needs process access to the workers, which ftctl has only on a cluster it "
@@ -109,6 +110,14 @@ class HostFaultContext:
     # Why an instance's reported pid is not its task on this machine (host and PID
     # namespace, start time, command line), None if it is: checked before any signal.
     pid_mismatch: Callable[[str, int], str | None] | None = None
+    # Sets a clock fault on an instance's runtime clock, through its task's agent on any
+    # cluster (no process of ours holds that clock): the Spark host's.
+    clock_agent: Callable[[str, ClockFault], bool] | None = None
+
+    def clock_fault(self, instance: str, fault: ClockFault) -> bool:
+        if self.clock_agent is None:
+            raise FaultError("clock faults need a host whose tasks keep a runtime clock")
+        return self.clock_agent(instance, fault)
 
     def through_agent(self) -> bool:
         return self.agent is not None

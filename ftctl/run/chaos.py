@@ -20,6 +20,7 @@ from ftctl.config.errors import ConfigError
 from ftctl.config.scenario import parse_target
 from ftctl.config.topology import Topology
 from ftctl.console import console
+from ftctl.kernel.clocks import ClockFault
 from ftctl.kernel.history import HistoryEvent
 from ftctl.metrics.runreport import analyze, build_series
 from ftctl.metrics.struck import last_placement, struck_nothing
@@ -99,7 +100,8 @@ class ChaosExtension(RunExtension):
             clear_channel=host.clear_channel,
             pid_mismatch=host.pid_mismatch,
             # A cluster ftctl did not start: its pids are not ours to signal.
-            agent=partial(_agent_fault, host) if ctx.request.master is not None else None)
+            agent=partial(_agent_fault, host) if ctx.request.master is not None else None,
+            clock_agent=partial(_clock_fault, host))
         counters = ctx.counters
 
         def log(kind: str, **data: Any) -> None:
@@ -261,6 +263,12 @@ class _NoContext:
 
 
 _NO_CONTEXT: Any = _NoContext()
+
+
+def _clock_fault(host: Any, instance: str, fault: ClockFault) -> bool:
+    from ftctl.spark.clock_faults import apply_clock_fault
+
+    return apply_clock_fault(host, instance, fault)
 
 
 def _agent_fault(host: Any, instance: str, op: str, seconds: float | None,
