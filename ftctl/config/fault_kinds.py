@@ -108,6 +108,26 @@ class StoredObjectParams(_Strict):
         description="The snapshot id of the target's object; omitted = its newest.")
 
 
+class SkewParams(_Strict):
+    offset: float = Field(description="Seconds the target's clock reads ahead (+) or "
+                          "behind (-) from now on.")
+
+
+class DriftParams(_Strict):
+    rate: float = Field(gt=0, description="Seconds the target's clock counts per true "
+                        "second from now on (1.05: 5% fast).")
+
+
+class JumpParams(_Strict):
+    by: float = Field(description="One step of the target's clock, in seconds: forward "
+                      "(+) or back (-).")
+
+
+class StallParams(_Strict):
+    catch_up: bool = Field(default=False, description="At the end of the stall, step "
+                           "forward by what it held back (else the clock stays behind).")
+
+
 @dataclass(frozen=True)
 class FaultKind:
     """Everything about one fault kind (see the module doc)."""
@@ -151,6 +171,7 @@ class FaultKind:
 _SIM = "ftctl.sim.actuator"
 _STORE = "ftctl.sim.store_faults"
 _DRAWS = "ftctl.sim.faults"
+_CLOCK = "ftctl.sim.clock_faults"
 
 FAULT_TYPES: dict[str, FaultKind] = {
     "kill-task": FaultKind(
@@ -240,6 +261,24 @@ FAULT_TYPES: dict[str, FaultKind] = {
     "lose-unsynced": FaultKind(
         "crash the target; its writes not yet acknowledged vanish",
         sim=f"{_STORE}:lose_unsynced", draw=f"{_STORE}:draw_lose_unsynced"),
+    # Clock faults: the target's runtime clock (its events' time and its timers), never
+    # the system clock; they last for the incarnation they struck.
+    "clock-skew": FaultKind(
+        "the target's clock reads `offset` seconds ahead or behind",
+        SkewParams, sim=f"{_CLOCK}:realize", spark="chaos.clock_faults:ClockSkew",
+        draw=f"{_CLOCK}:draw"),
+    "clock-drift": FaultKind(
+        "the target's clock runs at `rate` seconds per second",
+        DriftParams, sim=f"{_CLOCK}:realize", spark="chaos.clock_faults:ClockDrift",
+        draw=f"{_CLOCK}:draw"),
+    "clock-jump": FaultKind(
+        "the target's clock steps `by` seconds, forward or back",
+        JumpParams, sim=f"{_CLOCK}:realize", spark="chaos.clock_faults:ClockJump",
+        draw=f"{_CLOCK}:draw"),
+    "clock-stall": FaultKind(
+        "the target's clock stops for `duration`, then runs on (behind, unless `catch_up`)",
+        StallParams, takes_duration=True, sim=f"{_CLOCK}:realize",
+        spark="chaos.clock_faults:ClockStall", draw=f"{_CLOCK}:draw"),
 }
 
 # The kinds scenario files may name (some host realizes them), in table order.

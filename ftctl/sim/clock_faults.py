@@ -9,17 +9,75 @@ starts on the host's clock, as on Spark, where the replacement is a new task.
 
 Nothing else reads a unit's clock: the network, the sources' pacing, the coordinator and
 the host's hang detection keep the host's time.
+
+The kinds ``clock-skew``, ``clock-drift``, ``clock-jump`` and ``clock-stall``
+(``ftctl.config.fault_kinds``) strike through ``ClockStrike``: drawn by ``draw`` for
+``ftctl sim --faults``, realized by ``realize`` for a scenario occurrence (its seconds
+scaled to simulated time like every scenario time).
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+import random
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from ftctl.kernel.clocks import ClockFault, Stall, UnitClock, fault_to_dict
+from chaos.schedule import PlannedFault
+from ftctl.kernel.clocks import ClockFault, Drift, Jump, Skew, Stall, UnitClock, fault_to_dict
+from ftctl.sim.faults import SimFault, event_index, span
 
 if TYPE_CHECKING:
+    from ftctl.sim.actuator import SimActuator
     from ftctl.sim.host import SimHost
+
+
+@dataclass(frozen=True)
+class ClockStrike(SimFault):
+    """``fault`` on ``target``'s clock (None: a live unit drawn at strike time)."""
+
+    fault: ClockFault
+    target: str | None = None
+
+    def strike(self, host: Any) -> None:
+        kind = f"clock-{fault_to_dict(self.fault)['clock']}"
+        unit = host._target(kind, self.target)
+        if unit is not None:
+            apply_clock_fault(host, unit.id, self.fault)
+
+
+def _fault(kind: str, step: float, rate: float, seconds: float, catch_up: bool
+           ) -> ClockFault:
+    """The clock fault of ``kind``: ``step`` is a skew's offset or a jump's size."""
+    if kind == "clock-skew":
+        return Skew(step)
+    if kind == "clock-drift":
+        return Drift(rate)
+    if kind == "clock-jump":
+        return Jump(step)
+    return Stall(seconds, catch_up)
+
+
+def draw(kind: str, rng: random.Random, horizon: int, max_burst: int) -> SimFault:
+    """One random clock fault for ``ftctl sim --faults``: offsets, steps and stalls of the
+    size of the schedules' other faults (2-20 ms of simulated time), drifts within 2x."""
+    at, s = event_index(rng, horizon), span(rng)
+    sign = rng.choice((-1.0, 1.0))
+    rate = rng.uniform(0.5, 2.0) if kind == "clock-drift" else 1.0
+    fault = _fault(kind, sign * s, rate, s, False)
+    return ClockStrike(at, fault)
+
+
+def realize(act: SimActuator, p: PlannedFault, rng: random.Random, duration: float) -> None:
+    """A scenario occurrence: the target instance (a selector: one on a matching node)."""
+    unit = act.instance(p, rng)
+    if unit is None:
+        return
+    params, scale = p.params, act.scale
+    step = params.get("offset", params.get("by", 0.0)) * scale
+    fault = _fault(p.type, step, params.get("rate", 1.0), duration,
+                   bool(params.get("catch_up", False)))
+    act.host.inject(ClockStrike(0, fault, unit))
 
 
 def apply_clock_fault(host: SimHost, unit_id: str, fault: ClockFault) -> bool:
