@@ -42,6 +42,24 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
         yield c
 
 
+CLUSTER_MARKERS = ("spark", "docker")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``-n 2 --dist loadgroup`` (the default options) every test of a module that
+    starts a cluster runs on one worker, in file order, and the other worker takes the
+    rest: one warm Spark cluster for the session, never two clusters (or a cluster and
+    Docker containers) at once on a 2-core machine. A whole module goes, not only its
+    marked tests, because its other tests start and watch processes of their own."""
+    modules = {item.module.__name__ for item in items
+               if isinstance(item, pytest.Function)
+               and any(item.get_closest_marker(m) for m in CLUSTER_MARKERS)}
+    for item in items:
+        if isinstance(item, pytest.Function) and item.module.__name__ in modules:
+            item.add_marker(pytest.mark.xdist_group("cluster"))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A ``docker`` test is skipped, saying why, when no engine answers; asked only when
