@@ -240,16 +240,20 @@ def _await_started(log: _DriverLog, proc: Any, attempt: int) -> None:
 def _strike(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup,
             log: _DriverLog, fault: Fault, out: _Outcome) -> bool:
     """Carry out one fault; True when it killed the driver (its exit is ours)."""
-    ids = {"target": DRIVER, "index": fault.index, "occurrence": 0, "at": fault.at}
+    # ``at``: when it struck, on the run's clock (what the recovery report measures
+    # from); ``offset``: when the schedule wanted it, seconds into the input.
+    ids: dict[str, Any] = {"target": DRIVER, "index": fault.index, "occurrence": 0,
+                           "offset": fault.at}
     if fault.type == "kill-task":
         workers = driver.python_workers()
         if not workers:
             store.event("fault-error", type=fault.type, error="no Python worker running",
-                        **{k: v for k, v in ids.items() if k != "target"})
+                        at=store.clock(), **{k: v for k, v in ids.items() if k != "target"})
             out.undelivered.append(fault.type)
             return False
         victim = workers[0]
-        store.event("fault-injected", type=fault.type, pids=[victim.pid], **ids)
+        store.event("fault-injected", type=fault.type, pids=[victim.pid], at=store.clock(),
+                    **ids)
         with contextlib.suppress(psutil.Error):  # gone between listing and kill
             victim.kill()
         return False
@@ -262,7 +266,7 @@ def _strike(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup,
                 e["kind"] == "held" for e in log.events[seen:]):
             log.poll()
             time.sleep(0.02)
-    store.event("fault-injected", type=fault.type,
+    store.event("fault-injected", type=fault.type, at=store.clock(),
                 pids=[driver.proc.pid] if driver.proc is not None else [],
                 details={"kill_point": req.kill_point}, **ids)
     driver.kill()
