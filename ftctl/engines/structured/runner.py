@@ -67,6 +67,7 @@ class EngineRequest:
     quiet: bool = False
     as_json: bool = False
     config: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)  # filled in by ``execute``
 
     @property
     def label(self) -> str:
@@ -176,19 +177,26 @@ def _drive(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup, 
     killed_by_us = False
     last_note = 0.0
     fruitless = batches_then = 0
+    deferred: set[int] = set()  # faults told to wait (``fault-deferred`` written once)
     while True:
         for ev in log.poll():
             if ev["kind"] == "batch" and ev["records"]:
                 store.history.write("output-committed", sink=ev["sink"], upto=ev["batch"],
                                     records=ev["records"])
         if pending and feed.anchor is not None and time.time() >= feed.anchor + pending[0].at:
-            fault = pending.pop(0)
-            killed_by_us = _strike(req, store, driver, log, fault, out) or killed_by_us
+            fault = pending[0]
+            struck = _strike(req, store, driver, log, fault, out, deferred)
+            if struck is not None:
+                pending.pop(0)
+                killed_by_us = struck or killed_by_us
         code = proc.poll()
         if code is not None:
             log.poll()
             if any(e["kind"] == "finished" and e["attempt"] == attempt for e in log.events):
                 out.complete = True
+                for f in pending:  # the run ended first: the schedule was not carried out
+                    store.event("fault-skipped", type=f.type, reason="the run ended first")
+                    out.undelivered.append(f.type)
                 return out
             why = next((e.get("error") for e in reversed(log.events)
                         if e["kind"] == "query-failed" and e["attempt"] == attempt), None)
@@ -238,8 +246,10 @@ def _await_started(log: _DriverLog, proc: Any, attempt: int) -> None:
 
 
 def _strike(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup,
-            log: _DriverLog, fault: Fault, out: _Outcome) -> bool:
-    """Carry out one fault; True when it killed the driver (its exit is ours)."""
+            log: _DriverLog, fault: Fault, out: _Outcome, deferred: set[int]) -> bool | None:
+    """Carry out one fault; True when it killed the driver (its exit is ours), None when it
+    waits for its target (no task running: none before the first batch, or while the
+    driver restarts)."""
     # ``at``: when it struck, on the run's clock (what the recovery report measures
     # from); ``offset``: when the schedule wanted it, seconds into the input.
     ids: dict[str, Any] = {"target": DRIVER, "index": fault.index, "occurrence": 0,
@@ -247,10 +257,12 @@ def _strike(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup,
     if fault.type == "kill-task":
         workers = driver.python_workers()
         if not workers:
-            store.event("fault-error", type=fault.type, error="no Python worker running",
-                        at=store.clock(), **{k: v for k, v in ids.items() if k != "target"})
-            out.undelivered.append(fault.type)
-            return False
+            if fault.index not in deferred:
+                deferred.add(fault.index)
+                store.event("fault-deferred", type=fault.type, reason="no Python worker "
+                            "running yet", at=store.clock(),
+                            **{k: v for k, v in ids.items() if k != "target"})
+            return None
         victim = workers[0]
         store.event("fault-injected", type=fault.type, pids=[victim.pid], at=store.clock(),
                     **ids)
@@ -309,6 +321,7 @@ def _verdict(req: EngineRequest, store: RunStore, sinks: list[str], sink_root: P
         "processing_s": round(seconds, 3), "timings": {"total_s": round(seconds, 2)},
         "detections": outcome.detections, "restarts": outcome.restarts,
         "anomalies": verdict.totals(), "oracle": None, "faults": faults}
+    req.summary.update(summary)
     if outcome.undelivered:
         summary["failed_because"] = f"{len(outcome.undelivered)} fault(s) not delivered"
     if req.quiet:
