@@ -57,7 +57,8 @@ def chaos(
     kill: Annotated[int | None, typer.Option("--kill", min=1, help="Kill N random operator "
                                              "tasks at random times mid-run.")] = None,
     target: Annotated[str, typer.Option("--target", help="What --kill kills: task, executor, "
-                                        "worker or container (docker).")] = "task",
+                                        "worker or container (docker); with -p "
+                                        "structured-streaming: task or driver.")] = "task",
     scenario: Annotated[Path | None, typer.Option("--scenario", help="Chaos-scenario YAML.")]
     = None,
     replay: Annotated[str | None, typer.Option("--replay", help="Apply the fault schedule "

@@ -65,7 +65,17 @@ def run(
                                           help="Print a machine-readable summary.")] = False,
     verbose: Verbose = False,
 ) -> None:
-    """Run TOPOLOGY on a Spark cluster under a protocol and verify its output."""
+    """Run TOPOLOGY on a Spark cluster under a protocol and verify its output.
+
+    With -p structured-streaming it runs on Spark Structured Streaming instead, in a
+    driver process of its own, as docs/structured-streaming.md describes.
+
+    Examples:
+
+        ftctl run topologies/wordcount.yaml -p checkpoint
+
+        ftctl run topologies/windowed.yaml -p structured-streaming
+    """
     topology = load_topology(topology_file).with_input(records=records, rate=rate, seed=seed)
     engine = engine_of(protocol)
     if engine is not None:  # an engine with its own fault tolerance (ftctl/engines)

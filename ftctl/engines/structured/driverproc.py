@@ -82,6 +82,9 @@ class DriverGroup:
         tmp.write_text(json.dumps(known))
         os.replace(tmp, path)
 
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
     def kill(self) -> None:
         """SIGKILL the running driver's whole group: a crash, nothing flushed."""
         if self.proc is None:

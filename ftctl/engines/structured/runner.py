@@ -36,7 +36,9 @@ from protocols.contract.spec import Guarantee
 
 DRIVER = "driver"  # the instance name the history gives the driver
 START_TIMEOUT = 180.0  # a driver whose queries are not running by then: infrastructure error
-HELD_WAIT = 20.0  # a commit-point kill waits this long for a batch to be held
+# A commit-point kill waits this long for a batch to be held (a cold driver's first batch
+# takes tens of seconds on a busy machine), then strikes anyway.
+HELD_WAIT = 180.0
 MAX_RESTARTS = 20
 # Restarts in a row that committed no batch: the query fails on its own (a bug, not a
 # fault), and restarting it again would only repeat the failure.
@@ -270,17 +272,18 @@ def _strike(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup,
             victim.kill()
         return False
     hold = driver_control(log) / "hold"
+    held = None
     if req.kill_point == "commit":
         hold.write_text("hold\n")
         seen = len(log.events)
         end = time.monotonic() + HELD_WAIT
-        while time.monotonic() < end and not any(
-                e["kind"] == "held" for e in log.events[seen:]):
+        while held is None and time.monotonic() < end and driver.running():
             log.poll()
+            held = next((e["batch"] for e in log.events[seen:] if e["kind"] == "held"), None)
             time.sleep(0.02)
     store.event("fault-injected", type=fault.type, at=store.clock(),
                 pids=[driver.proc.pid] if driver.proc is not None else [],
-                details={"kill_point": req.kill_point}, **ids)
+                details={"kill_point": req.kill_point, "held_batch": held}, **ids)
     driver.kill()
     hold.unlink(missing_ok=True)
     return True
