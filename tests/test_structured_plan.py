@@ -130,3 +130,14 @@ def test_engine_names_params_and_faults() -> None:
         cli.from_planned([PlannedFault(0, 0, "partition", "x", 1.0)], "s.yaml")
     kills = cli.kills(3, "driver", 20.0, seed=1)
     assert len(kills) == 3 and all(4.0 <= k.at <= 16.0 for k in kills)
+
+
+def test_compare_takes_the_engine_beside_the_protocols() -> None:
+    from ftctl.commands.compare_cmd import _engines
+
+    assert _engines("checkpoint, causal,structured-streaming") == (
+        ["structured-streaming"], "checkpoint,causal")
+    assert _engines("structured-streaming") == (["structured-streaming"], None)
+    assert _engines(None) == ([], None)
+    with pytest.raises(ConfigError, match="without mutants"):
+        _engines("checkpoint,structured-streaming/ignore-batch-id")
