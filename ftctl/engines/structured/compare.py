@@ -3,7 +3,8 @@ schedule the protocols faced, as the same figures (``ftctl.compare.figures``).
 
 The faults strike at the same offsets into the input as in the protocols' runs, carried
 out as the engine carries them out (``cli.from_planned``: a rack's worker kills are one
-driver kill). Its input is the topology's own size, paced to last as long as theirs.
+driver kill). Its input is at most ``ENGINE_RECORDS`` records, paced to last as long as
+theirs.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from ftctl.engines.structured import cli
 from ftctl.engines.structured.recovery import series_of
 from ftctl.engines.structured.runner import EngineRequest, execute
 
+ENGINE_RECORDS = 2_000
+
 
 def engine_runs(topology: Topology, planned: Sequence[Any], source: str, repeat: int,
                 results: Path, timeout: float, duration: float, params: dict[str, Any],
@@ -26,8 +29,11 @@ def engine_runs(topology: Topology, planned: Sequence[Any], source: str, repeat:
     """``repeat`` runs; the figures of those that finished and the names of those that
     did not."""
     faults = cli.from_planned(planned, source)
-    records = max(s.hi - s.lo for s in cli.compile_plan(topology).source_instances())
-    paced = topology.with_input(rate=round(records / max(duration, 1.0), 3))
+    # At most ENGINE_RECORDS (every record passes through Python in the driver's tasks),
+    # paced over the protocols' duration, so the faults fall at the same points of the run.
+    sized = topology.with_input(records=min(topology.input.records, ENGINE_RECORDS))
+    records = max(s.hi - s.lo for s in cli.compile_plan(sized).source_instances())
+    paced = sized.with_input(rate=round(records / max(duration, 1.0), 3))
     runs: list[RunFigures] = []
     failed: list[str] = []
     for k in range(repeat):
