@@ -141,3 +141,20 @@ def test_compare_takes_the_engine_beside_the_protocols() -> None:
     assert _engines(None) == ([], None)
     with pytest.raises(ConfigError, match="without mutants"):
         _engines("checkpoint,structured-streaming/ignore-batch-id")
+
+
+def test_a_stored_engine_run_is_reverified_exactly_once(tmp_path: Path) -> None:
+    from ftctl.results import RunStore
+    from ftctl.sim.golden import golden_output
+    from ftctl.verify.reverify import reverify
+
+    topology = load_topology(ROOT / "topologies/windowed.yaml").with_input(records=200)
+    golden = golden_output(ExecutionGraph(topology))
+    for outputs, passed in ((golden, True), ({"out": golden["out"] + golden["out"][:1]}, False)):
+        run = RunStore.create(tmp_path, topology=topology.name, protocol="structured-streaming")
+        run.write_config({"topology": topology.model_dump(by_alias=True),
+                          "protocol": "structured-streaming", "engine": "structured-streaming"})
+        run.write_outputs(outputs)
+        run.mark("complete")
+        again = reverify(run, golden_output)
+        assert again.verdict.passed is passed
