@@ -277,11 +277,18 @@ def _protocol_rows() -> list[dict[str, Any]]:
     from protocols.registry import PROTOCOLS, UnknownProtocol, origin
 
     try:
-        return [{"name": name, "guarantee": _declared(info), "from": origin(name),
+        rows = [{"name": name, "guarantee": _declared(info), "from": origin(name),
                  "description": info.description, "paper": info.paper}
                 for name, info in PROTOCOLS.items()]
     except UnknownProtocol as exc:
         raise ConfigError("ftctl list protocols", None, str(exc)) from None
+    # Not a protocol of the kernel, but -p takes it (docs/structured-streaming.md).
+    rows.append({"name": "structured-streaming", "guarantee": "exactly-once",
+                 "from": "engine", "paper": None,
+                 "description": "Spark Structured Streaming in a driver of its own: checkpoint "
+                                "location, RocksDB state store, foreachBatch sink keyed by "
+                                "batch id (mutant: structured-streaming/ignore-batch-id)"})
+    return rows
 
 
 def _declared(spec: Any) -> str:
