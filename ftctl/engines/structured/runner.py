@@ -281,6 +281,13 @@ def _strike(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup,
             log.poll()
             held = next((e["batch"] for e in log.events[seen:] if e["kind"] == "held"), None)
             time.sleep(0.02)
+    if not driver.running():
+        hold.unlink(missing_ok=True)
+        if not any(e["kind"] == "finished" for e in log.events):
+            return None  # it failed on its own: the kill waits for the restarted driver
+        store.event("fault-skipped", type=fault.type, reason="the driver had drained its input")
+        out.undelivered.append(fault.type)
+        return False
     store.event("fault-injected", type=fault.type, at=store.clock(),
                 pids=[driver.proc.pid] if driver.proc is not None else [],
                 details={"kill_point": req.kill_point, "held_batch": held}, **ids)
