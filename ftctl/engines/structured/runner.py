@@ -81,6 +81,8 @@ class _DriverLog:
 
     def __init__(self, path: Path) -> None:
         self.path, self.pos, self.events = path, 0, []  # type: ignore[var-annotated]
+        # Called on every new event, wherever it is polled from (the main loop, a wait).
+        self.hook: Any = None
 
     def poll(self) -> list[dict[str, Any]]:
         if not self.path.exists():
@@ -92,6 +94,8 @@ class _DriverLog:
         self.pos += len(complete.encode())
         new = [json.loads(line) for line in complete.splitlines() if line.strip()]
         self.events.extend(new)
+        for ev in new if self.hook is not None else ():
+            self.hook(ev)
         return new
 
 
@@ -180,11 +184,14 @@ def _drive(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup, 
     last_note = 0.0
     fruitless = batches_then = 0
     deferred: set[int] = set()  # faults told to wait (``fault-deferred`` written once)
+    def committed(ev: dict[str, Any]) -> None:
+        if ev["kind"] == "batch" and ev["records"]:
+            store.history.write("output-committed", sink=ev["sink"], upto=ev["batch"],
+                                records=ev["records"])
+
+    log.hook = committed
     while True:
-        for ev in log.poll():
-            if ev["kind"] == "batch" and ev["records"]:
-                store.history.write("output-committed", sink=ev["sink"], upto=ev["batch"],
-                                    records=ev["records"])
+        log.poll()
         if pending and feed.anchor is not None and time.time() >= feed.anchor + pending[0].at:
             fault = pending[0]
             struck = _strike(req, store, driver, log, fault, out, deferred)
