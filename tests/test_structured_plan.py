@@ -128,6 +128,13 @@ def test_engine_names_params_and_faults() -> None:
     assert [(f.type, f.at) for f in faults] == [("kill-driver", 5.0), ("kill-task", 12.0)]
     with pytest.raises(ConfigError, match="does not carry out partition"):
         cli.from_planned([PlannedFault(0, 0, "partition", "x", 1.0)], "s.yaml")
+    # on a cluster an executor kill is an executor's, in local mode the driver's
+    executor = [PlannedFault(0, 0, "kill-executor", "count[0]", 3.0)]
+    assert [f.type for f in cli.from_planned(executor, "s.yaml")] == ["kill-driver"]
+    assert [f.type for f in cli.from_planned(executor, "s.yaml", cluster=True)] == [
+        "kill-executor"]
+    assert {f.type for f in cli.kills(2, "executor", 20.0, 1, cluster=True)} == {
+        "kill-executor"}
     kills = cli.kills(3, "driver", 20.0, seed=1)
     assert len(kills) == 3 and all(4.0 <= k.at <= 16.0 for k in kills)
 

@@ -160,12 +160,14 @@ def _engine_chaos(topology: Topology, file: str, mutant: str | None, param: list
     topology = structured.paced(topology, records, rate)
     duration = expected_seconds(ExecutionGraph(topology))
     if kill is not None:
-        faults = structured.kills(kill, target, duration, seed if seed is not None else 1)
+        faults = structured.kills(kill, target, duration, seed if seed is not None else 1,
+                                  cluster=master is not None)
         name, source = f"kill-{kill}-{target}", f"--kill {kill} --target {target}"
     else:
         assert scenario is not None
         schedule = from_scenario(scenario, ExecutionGraph(topology).order, duration, seed)
-        faults = structured.from_planned(schedule.faults, str(scenario))
+        faults = structured.from_planned(schedule.faults, str(scenario),
+                                         cluster=master is not None)
         name, source = schedule.name, str(scenario)
     config = {"chaos": {"schedule": source, "name": name, "seed": seed or 1,
                         "expected_s": round(duration, 3), "replay_of": None}}

@@ -7,10 +7,11 @@ Its mutant: ``structured-streaming/ignore-batch-id``, a sink that does not key i
 by batch id.
 
 Faults: ``kill-task`` kills a Python worker running one of the driver's tasks;
-``kill-driver`` (``--target driver``) kills the whole driver process group. The query runs
-in ``local[N]`` mode inside the driver, so a scenario's ``kill-executor``, ``kill-worker``,
-``kill-group`` and ``container-kill`` take its executors down with the driver: they are
-carried out as ``kill-driver``. ``restore-capacity`` has nothing to restore (a restarted
+``kill-driver`` (``--target driver``) kills the whole driver process group. Without
+``--master`` the query runs in ``local[N]`` mode inside the driver, so a scenario's
+``kill-executor``, ``kill-worker``, ``kill-group`` and ``container-kill`` take its
+executors down with the driver: they are carried out as ``kill-driver``. With ``--master
+spark://...`` a ``kill-executor`` kills an executor of the query's application. ``restore-capacity`` has nothing to restore (a restarted
 driver brings its cores). Other faults are refused in one line.
 """
 
@@ -82,9 +83,12 @@ def paced(topology: Topology, records: int | None, rate: float | None) -> Topolo
     return sized
 
 
-def kills(n: int, target: str, duration: float, seed: int) -> list[Fault]:
-    """``--kill N``: N kills at random times in the middle 60% of the run."""
-    kinds = {"task": "kill-task", "driver": "kill-driver", "executor": "kill-driver"}
+def kills(n: int, target: str, duration: float, seed: int,
+          cluster: bool = False) -> list[Fault]:
+    """``--kill N``: N kills at random times in the middle 60% of the run. On a cluster
+    (``--master spark://``) an executor kill is one, else a driver kill."""
+    kinds = {"task": "kill-task", "driver": "kill-driver",
+             "executor": "kill-executor" if cluster else "kill-driver"}
     if target not in kinds:
         raise ConfigError("--target", None, f"{STRUCTURED} kills a task (a Python worker of "
                           f"the driver) or the driver, got {target!r}")
@@ -93,8 +97,9 @@ def kills(n: int, target: str, duration: float, seed: int) -> list[Fault]:
     return [Fault(t, kinds[target], i) for i, t in enumerate(times)]
 
 
-def from_planned(planned: Sequence[Any], file: str) -> list[Fault]:
-    """A scenario's planned faults as this engine carries them out."""
+def from_planned(planned: Sequence[Any], file: str, cluster: bool = False) -> list[Fault]:
+    """A scenario's planned faults as this engine carries them out (on a cluster, a
+    ``kill-executor`` kills the query's executor, not its driver)."""
     out = []
     for p in planned:
         if p.type in IGNORED:
@@ -102,8 +107,8 @@ def from_planned(planned: Sequence[Any], file: str) -> list[Fault]:
         if p.at is None:
             raise ConfigError(file, "faults", f"{STRUCTURED} strikes at times only; "
                               f"{p.type} waits for a trigger or another fault")
-        if p.type == "kill-task":
-            out.append(Fault(float(p.at), "kill-task", p.index))
+        if p.type == "kill-task" or (cluster and p.type == "kill-executor"):
+            out.append(Fault(float(p.at), p.type, p.index))
         elif p.type in AS_DRIVER_KILL:
             out.append(Fault(float(p.at), "kill-driver", p.index))
         else:

@@ -49,6 +49,9 @@ def conf(master: str, run_id: str) -> dict[str, str]:
         "spark.pyspark.driver.python": sys.executable,
         "spark.log.level": "WARN",
         "spark.app.name": f"ftctl-{run_id}",
+        # On a cluster, the executors' Python workers import ftctl's operators too.
+        "spark.executorEnv.PYTHONPATH": str(_REPO),
+        "spark.cores.max": "2",
     }
 
 
@@ -98,12 +101,16 @@ class DriverGroup:
         with contextlib.suppress(psutil.Error):
             self.proc.wait(10)
 
-    def python_workers(self) -> list[psutil.Process]:
-        """The Python workers running the driver's tasks (what ``kill-task`` kills)."""
+    def python_workers(self, app: str | None = None) -> list[psutil.Process]:
+        """The Python workers running the driver's tasks (what ``kill-task`` kills): in the
+        driver's group in local mode, under the executors of ``app`` on a cluster."""
         if self.proc is None:
             return []
         out = []
-        for p in group_members([self.proc.pid], self.proc.create_time()):
+        candidates = group_members([self.proc.pid], self.proc.create_time())
+        if app is not None:
+            candidates = [c for e in executors(app) for c in _descendants(e)]
+        for p in candidates:
             with contextlib.suppress(psutil.Error):
                 cmd = " ".join(p.cmdline())
                 if "pyspark.daemon" in cmd or "pyspark.worker" in cmd:
@@ -129,5 +136,23 @@ class DriverGroup:
 def _children(p: psutil.Process) -> list[psutil.Process]:
     try:
         return p.children()
+    except psutil.Error:
+        return []
+
+
+def executors(app: str) -> list[psutil.Process]:
+    """The executor JVMs of Spark application ``app`` on this machine (a standalone
+    cluster's workers start them; ``--app-id`` names the application)."""
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = p.info["cmdline"] or []
+        if "org.apache.spark.executor.CoarseGrainedExecutorBackend" in cmd and app in cmd:
+            out.append(p)
+    return out
+
+
+def _descendants(p: psutil.Process) -> list[psutil.Process]:
+    try:
+        return p.children(recursive=True)
     except psutil.Error:
         return []

@@ -48,7 +48,8 @@ def main(spec_path: str, attempt: int) -> int:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    events("session", master=spark.sparkContext.master)
+    events("session", master=spark.sparkContext.master,
+           app=spark.sparkContext.applicationId)
     queries = [_start(spark, plan, sink, spec, events) for sink in plan.sinks]
     events("started", queries=len(queries))
     done = Path(spec["control"]) / "done"

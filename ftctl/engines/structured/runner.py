@@ -45,7 +45,7 @@ MAX_RESTARTS = 20
 MAX_FRUITLESS = 3
 EXIT_INTERRUPTED = 130
 KILL_POINTS = ("any", "commit")
-FAULTS = ("kill-driver", "kill-task")
+FAULTS = ("kill-driver", "kill-task", "kill-executor")
 
 
 @dataclass
@@ -263,8 +263,23 @@ def _strike(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup,
     # from); ``offset``: when the schedule wanted it, seconds into the input.
     ids: dict[str, Any] = {"target": DRIVER, "index": fault.index, "occurrence": 0,
                            "offset": fault.at}
+    app = _app(req, log)
+    if fault.type == "kill-executor":
+        victims = driverproc.executors(app) if app is not None else []
+        if not victims:
+            if fault.index not in deferred:
+                deferred.add(fault.index)
+                store.event("fault-deferred", type=fault.type, reason="no executor running "
+                            "yet", at=store.clock(),
+                            **{k: v for k, v in ids.items() if k != "target"})
+            return None
+        store.event("fault-injected", type=fault.type, pids=[victims[0].pid],
+                    at=store.clock(), **{**ids, "target": f"executor of {app}"})
+        with contextlib.suppress(psutil.Error):
+            victims[0].kill()
+        return False
     if fault.type == "kill-task":
-        workers = driver.python_workers()
+        workers = driver.python_workers(app)
         if not workers:
             if fault.index not in deferred:
                 deferred.add(fault.index)
@@ -301,6 +316,14 @@ def _strike(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup,
     driver.kill()
     hold.unlink(missing_ok=True)
     return True
+
+
+def _app(req: EngineRequest, log: _DriverLog) -> str | None:
+    """The running driver's Spark application id, when its executors are a cluster's."""
+    if not req.master.startswith("spark://"):
+        return None
+    return next((str(e["app"]) for e in reversed(log.events)
+                 if e["kind"] == "session" and e.get("app")), None)
 
 
 def driver_control(log: _DriverLog) -> Path:
