@@ -284,7 +284,7 @@ def _protocol_rows() -> list[dict[str, Any]]:
         raise ConfigError("ftctl list protocols", None, str(exc)) from None
     # Not a protocol of the kernel, but -p takes it (docs/structured-streaming.md).
     rows.append({"name": "structured-streaming", "guarantee": "exactly-once",
-                 "from": "engine", "paper": None,
+                 "from": "engine", "paper": "",
                  "description": "Spark Structured Streaming in a driver of its own: checkpoint "
                                 "location, RocksDB state store, foreachBatch sink keyed by "
                                 "batch id (mutant: structured-streaming/ignore-batch-id)"})

@@ -8,11 +8,12 @@ by batch id.
 
 Faults: ``kill-task`` kills a Python worker running one of the driver's tasks;
 ``kill-driver`` (``--target driver``) kills the whole driver process group. Without
-``--master`` the query runs in ``local[N]`` mode inside the driver, so a scenario's
+``--master`` the query runs in ``local[N]`` inside the driver, so a scenario's
 ``kill-executor``, ``kill-worker``, ``kill-group`` and ``container-kill`` take its
 executors down with the driver: they are carried out as ``kill-driver``. With ``--master
-spark://...`` a ``kill-executor`` kills an executor of the query's application. ``restore-capacity`` has nothing to restore (a restarted
-driver brings its cores). Other faults are refused in one line.
+spark://...`` a ``kill-executor`` kills an executor of the query's application.
+``restore-capacity`` has nothing to restore (a restarted driver brings its cores). Other
+faults are refused in one line.
 """
 
 from __future__ import annotations

@@ -264,34 +264,22 @@ def _strike(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup,
     ids: dict[str, Any] = {"target": DRIVER, "index": fault.index, "occurrence": 0,
                            "offset": fault.at}
     app = _app(req, log)
-    if fault.type == "kill-executor":
-        victims = driverproc.executors(app) if app is not None else []
+    if fault.type in ("kill-executor", "kill-task"):
+        # A process of the query's own: an executor JVM (a cluster's), or a Python worker.
+        victims = (driverproc.executors(app) if app is not None else []) \
+            if fault.type == "kill-executor" else driver.python_workers(app)
         if not victims:
             if fault.index not in deferred:
                 deferred.add(fault.index)
-                store.event("fault-deferred", type=fault.type, reason="no executor running "
-                            "yet", at=store.clock(),
+                store.event("fault-deferred", type=fault.type, reason="none running yet",
+                            at=store.clock(),
                             **{k: v for k, v in ids.items() if k != "target"})
             return None
+        target = f"executor of {app}" if fault.type == "kill-executor" else DRIVER
         store.event("fault-injected", type=fault.type, pids=[victims[0].pid],
-                    at=store.clock(), **{**ids, "target": f"executor of {app}"})
-        with contextlib.suppress(psutil.Error):
-            victims[0].kill()
-        return False
-    if fault.type == "kill-task":
-        workers = driver.python_workers(app)
-        if not workers:
-            if fault.index not in deferred:
-                deferred.add(fault.index)
-                store.event("fault-deferred", type=fault.type, reason="no Python worker "
-                            "running yet", at=store.clock(),
-                            **{k: v for k, v in ids.items() if k != "target"})
-            return None
-        victim = workers[0]
-        store.event("fault-injected", type=fault.type, pids=[victim.pid], at=store.clock(),
-                    **ids)
+                    at=store.clock(), **{**ids, "target": target})
         with contextlib.suppress(psutil.Error):  # gone between listing and kill
-            victim.kill()
+            victims[0].kill()
         return False
     hold = driver_control(log) / "hold"
     held = None
