@@ -165,3 +165,20 @@ def test_a_stored_engine_run_is_reverified_exactly_once(tmp_path: Path) -> None:
         run.mark("complete")
         again = reverify(run, golden_output)
         assert again.verdict.passed is passed
+
+
+def test_an_executor_loss_is_read_from_the_driver_log_as_it_grows(tmp_path: Path) -> None:
+    from ftctl.engines.structured.runner import _LostExecutors
+
+    log = tmp_path / "driver-0.log"
+    log.write_text("26/11/28 10:03:40 WARN Something else\n")
+    lost = _LostExecutors()
+    lost.follow(log)
+    assert lost.poll() == []
+    with open(log, "a") as f:  # a whole line, then half of the next
+        f.write("26/11/28 10:03:48 ERROR TaskSchedulerImpl: Lost executor 0 on 127.0.0.1: "
+                "Command exited with code 137\n26/11/28 10:03:49 ERROR TaskSchedulerImpl: Lost")
+    assert lost.poll() == ["Lost executor 0 on 127.0.0.1: Command exited with code 137"]
+    with open(log, "a") as f:
+        f.write(" executor 1 on 127.0.0.1: gone\n")
+    assert lost.poll() == ["Lost executor 1 on 127.0.0.1: gone"]

@@ -99,6 +99,33 @@ class _DriverLog:
         return new
 
 
+class _LostExecutors:
+    """Spark's own word that an executor is gone (``Lost executor N``, a line the driver's
+    scheduler logs), read from the driver's log as it grows: on a cluster, an executor
+    loss is detected there, not by a driver that ends."""
+
+    MARK = "Lost executor "
+
+    def __init__(self) -> None:
+        self.path: Path | None = None
+        self.pos = 0
+
+    def follow(self, path: Path) -> None:
+        self.path, self.pos = path, 0
+
+    def poll(self) -> list[str]:
+        if self.path is None or not self.path.exists():
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(self.pos)
+            chunk = f.read()
+        complete = chunk[:chunk.rfind(b"\n") + 1]
+        self.pos += len(complete)
+        text = complete.decode(errors="replace")
+        return [line[line.index(self.MARK):].strip() for line in text.splitlines()
+                if self.MARK in line]
+
+
 def execute(req: EngineRequest) -> int:
     """Run, verify, report; the exit code of ``ftctl run``/``chaos``."""
     topology = req.topology
@@ -168,6 +195,8 @@ def _drive(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup, 
     logs = store.path / "logs"
     attempt = 0
     proc = driver.start(spec_path, attempt, logs / "driver-0.log")
+    lost = _LostExecutors()
+    lost.follow(logs / "driver-0.log")
     say(f"driver started (spark-submit --master {req.master}); waiting for its queries")
     _await_started(log, proc, attempt)
     store.event("session-started", master=req.master, seconds=round(store.clock(), 3))
@@ -192,6 +221,10 @@ def _drive(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup, 
     log.hook = committed
     while True:
         log.poll()
+        for line in lost.poll():
+            out.detections += 1
+            store.event("failure-detected", instances=[f"executor {line.split()[2]}"],
+                        cause="executor-lost", reasons=[line])
         if pending and feed.anchor is not None and time.time() >= feed.anchor + pending[0].at:
             fault = pending[0]
             struck = _strike(req, store, driver, log, fault, out, deferred)
@@ -226,6 +259,7 @@ def _drive(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup, 
             out.restarts += 1
             say(f"driver ended ({why or code}); restarting it from its checkpoint location")
             proc = driver.start(spec_path, attempt, logs / f"driver-{attempt}.log")
+            lost.follow(logs / f"driver-{attempt}.log")
             _await_started(log, proc, attempt)
             store.event("instance-started", instance=DRIVER, incarnation=attempt,
                         reason="restart", start="job")
