@@ -27,13 +27,14 @@ class Rule:
 
 HOSTS = ("ftctl.sim", "ftctl.spark")
 ABOVE_HOSTS = ("ftctl.commands", "ftctl.cli", "ftctl.run", "ftctl.compare", "ftctl.gate",
-               "ftctl.figures", "ftctl.conformance")
+               "ftctl.figures", "ftctl.conformance", "ftctl.engines")
 RULES = (
     Rule(("ftctl", "protocols", "chaos"), ("ftctl.commands",),
          allowed=("ftctl.commands", "ftctl.cli"), why="only the CLI loads commands"),
     Rule(("ftctl", "protocols", "chaos"), ("ftctl.run",),
          allowed=("ftctl.run", "ftctl.commands", "ftctl.cli", "ftctl.compare",
-                  "ftctl.figures"),  # a Spark figure is a series of runs, like compare
+                  "ftctl.figures",  # a Spark figure is a series of runs, like compare
+                  "ftctl.engines"),  # an engine's run reports as a protocol's run does
          why="runs are driven from above the hosts"),
     Rule(("ftctl.verify",), HOSTS, why="verification judges outputs; a producer it is "
          "handed computes golden"),

@@ -34,6 +34,7 @@ from ftctl.commands.common import (
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
+from ftctl.engines import engine_of
 from ftctl.results import DEFAULT_ROOT
 from ftctl.run.chaos import (
     DEFAULT_RECORDS,
@@ -56,7 +57,8 @@ def chaos(
     kill: Annotated[int | None, typer.Option("--kill", min=1, help="Kill N random operator "
                                              "tasks at random times mid-run.")] = None,
     target: Annotated[str, typer.Option("--target", help="What --kill kills: task, executor, "
-                                        "worker or container (docker).")] = "task",
+                                        "worker or container (docker); with -p "
+                                        "structured-streaming: task or driver.")] = "task",
     scenario: Annotated[Path | None, typer.Option("--scenario", help="Chaos-scenario YAML.")]
     = None,
     replay: Annotated[str | None, typer.Option("--replay", help="Apply the fault schedule "
@@ -106,6 +108,11 @@ def chaos(
     except LabelSyntaxError as exc:
         raise ConfigError("--label", None, str(exc)) from None
     topology = load_topology(topology_file)
+    engine = engine_of(protocol)
+    if engine is not None:  # an engine with its own fault tolerance (ftctl/engines)
+        raise typer.Exit(_engine_chaos(topology, str(topology_file), engine[1], param, kill,
+                                       target, scenario, replay, seed, records, rate, master,
+                                       results, timeout, as_json))
     info, given = protocol_and_params(protocol, param)
     params = info.resolve(given)
     check_scope(params, topology, str(topology_file))
@@ -133,6 +140,40 @@ def chaos(
                           "seed": schedule.seed, "expected_s": round(duration, 3),
                           "replay_of": replayed.run_id if replayed else None}})
     raise typer.Exit(execute(request, ChaosExtension(schedule, duration)))
+
+
+def _engine_chaos(topology: Topology, file: str, mutant: str | None, param: list[str] | None,
+                  kill: int | None, target: str, scenario: Path | None, replay: str | None,
+                  seed: int | None, records: int | None, rate: float | None,
+                  master: str | None, results: Path, timeout: float, as_json: bool) -> int:
+    """``ftctl chaos -p structured-streaming``: the schedule as the engine carries it out
+    (``ftctl.engines.structured.cli``)."""
+    from ftctl.engines.structured import cli as structured
+
+    if replay is not None:
+        raise ConfigError("--replay", None, "not for structured-streaming yet: give --kill or "
+                          "--scenario")
+    params = structured.engine_params(param)
+    structured.check_mutant(mutant)
+    structured.check_master(master)
+    structured.compile_plan(topology, file)
+    topology = structured.paced(topology, records, rate)
+    duration = expected_seconds(ExecutionGraph(topology))
+    if kill is not None:
+        faults = structured.kills(kill, target, duration, seed if seed is not None else 1,
+                                  cluster=master is not None)
+        name, source = f"kill-{kill}-{target}", f"--kill {kill} --target {target}"
+    else:
+        assert scenario is not None
+        schedule = from_scenario(scenario, ExecutionGraph(topology).order, duration, seed)
+        faults = structured.from_planned(schedule.faults, str(scenario),
+                                         cluster=master is not None)
+        name, source = schedule.name, str(scenario)
+    config = {"chaos": {"schedule": source, "name": name, "seed": seed or 1,
+                        "expected_s": round(duration, 3), "replay_of": None}}
+    return structured.run(topology, mutant, params, master=master, results=results,
+                          timeout=timeout, as_json=as_json, kind="chaos", faults=faults,
+                          config=config)
 
 
 def _inherit_input(topology: Topology, config: dict[str, Any], records: int | None,

@@ -20,12 +20,19 @@ from ftctl.commands.cluster_options import (
     check_store,
 )
 from ftctl.commands.common import Spares, StartMode, check_scope, check_start, user_errors
+from ftctl.compare.figures import summarize
 from ftctl.compare.report import COST, LEGEND, OUTCOME, row, write_report
-from ftctl.compare.runner import CompareRequest, needs_own_cluster, run_comparison
+from ftctl.compare.runner import (
+    CompareRequest,
+    Comparison,
+    needs_own_cluster,
+    run_comparison,
+)
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
 from ftctl.console import EXIT_FAILED, EXIT_OK, console
+from ftctl.engines import STRUCTURED, engine_of
 from ftctl.progress import LiveLine
 from ftctl.report.views import NO_GUARANTEE
 from ftctl.results import DEFAULT_ROOT, RunStore, atomic_write_json
@@ -87,7 +94,16 @@ def protocols_cmd(
     if (scenario is None) == (kill is None):
         raise ConfigError("ftctl compare protocols", None, "give exactly one of --scenario, --kill")
     topology = load_topology(topology_file)
-    infos = _protocols(protocols, topology)
+    # An engine (ftctl/engines) runs beside the protocols on the same schedule.
+    engines, protocols = _engines(protocols)
+    from ftctl.engines.structured import cli as structured_cli  # only now: it loads Spark's side
+
+    engine_params = structured_cli.engine_params(
+        [p.split(".", 1)[1] for p in param or () if p.startswith(f"{STRUCTURED}.")])
+    param = [p for p in param or () if not p.startswith(f"{STRUCTURED}.")]
+    if engines:
+        structured_cli.compile_plan(topology, str(topology_file))
+    infos = _protocols(protocols, topology) if protocols is not None or not engines else []
     params = _params(param, infos)
     for info in infos:
         check_scope(info.resolve(params.get(info.name, {})), topology, str(topology_file))
@@ -109,7 +125,7 @@ def protocols_cmd(
     bind, store_at, start = check_bind(bind), check_store(store_at), check_start(start)
     store = RunStore.create(results, topology=topology.name, protocol="compare", kind="compare")
     store.write_config({"topology": topology.model_dump(by_alias=True),
-                        "protocols": [i.name for i in infos], "params": params,
+                        "protocols": [i.name for i in infos] + engines, "params": params,
                         "repeat": repeat, "schedule": schedule.source,
                         "shared_cluster": not needs_own_cluster(schedule)})
     req = CompareRequest(topology, schedule, infos, params, repeat, workers, label, results,
@@ -118,7 +134,17 @@ def protocols_cmd(
                          bind=bind, store=store_at)
     try:
         with LiveLine(quiet=as_json) as live:
-            comp = run_comparison(req, live.note, live.update)
+            comp = (run_comparison(req, live.note, live.update) if infos
+                    else Comparison(topology.name, schedule.name, repeat))
+            if engines:
+                from ftctl.engines.structured.compare import engine_runs
+
+                runs, failed = engine_runs(topology, schedule.faults, schedule.source, repeat,
+                                           results, timeout, duration, engine_params,
+                                           live.note)
+                comp.runs += runs
+                comp.failed_runs += failed
+                comp.protocols.append(summarize(STRUCTURED, "exactly-once", runs))
     except KeyboardInterrupt:
         store.mark("incomplete", "interrupted")
         raise
@@ -135,6 +161,18 @@ def protocols_cmd(
     else:
         _show(comp, store)
     raise typer.Exit(EXIT_OK if passed else EXIT_FAILED)
+
+
+def _engines(names: str | None) -> tuple[list[str], str | None]:
+    """The engines named in ``--protocols`` and the rest (None: none named)."""
+    if names is None:
+        return [], None
+    given = [n.strip() for n in names.split(",") if n.strip()]
+    engines = [n for n in given if engine_of(n) is not None]
+    if any(engine_of(n) != (n, None) for n in engines):
+        raise ConfigError("--protocols", None, "engines are compared without mutants")
+    rest = [n for n in given if n not in engines]
+    return engines, ",".join(rest) if rest else None
 
 
 def _protocols(names: str | None, topology: Topology) -> list[Protocol]:

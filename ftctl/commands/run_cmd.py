@@ -25,6 +25,7 @@ from ftctl.commands.common import (
 )
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
+from ftctl.engines import engine_of
 from ftctl.results import DEFAULT_ROOT
 from ftctl.run.execute import DEFAULT_SPARES, RunRequest, execute
 
@@ -64,8 +65,27 @@ def run(
                                           help="Print a machine-readable summary.")] = False,
     verbose: Verbose = False,
 ) -> None:
-    """Run TOPOLOGY on a Spark cluster under a protocol and verify its output."""
+    """Run TOPOLOGY on a Spark cluster under a protocol and verify its output.
+
+    With -p structured-streaming it runs on Spark Structured Streaming instead, in a
+    driver process of its own, as docs/structured-streaming.md describes.
+
+    Examples:
+
+        ftctl run topologies/wordcount.yaml -p checkpoint
+
+        ftctl run topologies/windowed.yaml -p structured-streaming
+    """
     topology = load_topology(topology_file).with_input(records=records, rate=rate, seed=seed)
+    engine = engine_of(protocol)
+    if engine is not None:  # an engine with its own fault tolerance (ftctl/engines)
+        from ftctl.engines.structured import cli as structured
+
+        structured.check_master(master)
+        structured.compile_plan(topology, str(topology_file))
+        raise typer.Exit(structured.run(topology, engine[1], structured.engine_params(param),
+                                        master=master, results=results, timeout=timeout,
+                                        as_json=as_json))
     if master is not None and not master.startswith("spark://"):
         raise ConfigError("--master", None, f"expected spark://host:port, got {master!r}")
     if backend not in ("local", "docker"):

@@ -1,0 +1,138 @@
+"""What ``run``, ``chaos``, ``compare`` and ``validate`` do with ``-p structured-streaming``.
+
+Its parameters (``--param``): ``trigger_ms`` (the micro-batch trigger interval, default
+500) and ``kill_point`` (``any``: a driver kill strikes when it is due; ``commit``: it
+waits for a micro-batch whose output is written and not yet committed, and strikes there).
+Its mutant: ``structured-streaming/ignore-batch-id``, a sink that does not key its writes
+by batch id.
+
+Faults: ``kill-task`` kills a Python worker running one of the driver's tasks;
+``kill-driver`` (``--target driver``) kills the whole driver process group. Without
+``--master`` the query runs in ``local[N]`` inside the driver, so a scenario's
+``kill-executor``, ``kill-worker``, ``kill-group`` and ``container-kill`` take its
+executors down with the driver: they are carried out as ``kill-driver``. With ``--master
+spark://...`` a ``kill-executor`` kills an executor of the query's application.
+``restore-capacity`` has nothing to restore (a restarted driver brings its cores). Other
+faults are refused in one line.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ftctl.config.errors import ConfigError
+from ftctl.config.topology import Topology
+from ftctl.engines import STRUCTURED
+from ftctl.engines.structured.plan import compile_plan
+from ftctl.engines.structured.runner import KILL_POINTS, EngineRequest, Fault, execute
+
+MUTANTS = {"ignore-batch-id": "the sink writes every foreachBatch call anew, ignoring its "
+                              "batch id: a batch replayed after a driver crash duplicates"}
+DEFAULT_MASTER = "local[2]"
+CHAOS_SECONDS = 20.0  # an unpaced topology's chaos run is paced to last about this long
+AS_DRIVER_KILL = ("kill-driver", "kill-executor", "kill-worker", "kill-group",
+                  "container-kill", "container-stop")
+IGNORED = ("restore-capacity",)
+
+
+def check_mutant(mutant: str | None) -> None:
+    if mutant is not None and mutant not in MUTANTS:
+        raise ConfigError("--protocol", None, f"unknown mutant {mutant!r} of {STRUCTURED} "
+                          f"(known: {', '.join(MUTANTS)})")
+
+
+def engine_params(given: Sequence[str] | None) -> dict[str, Any]:
+    params: dict[str, Any] = {"trigger_ms": 500, "kill_point": "any"}
+    for item in given or ():
+        key, sep, value = item.partition("=")
+        if not sep or key not in params:
+            raise ConfigError("--param", None, f"{STRUCTURED} takes trigger_ms=MS and "
+                              f"kill_point={'|'.join(KILL_POINTS)}, got {item!r}")
+        if key == "trigger_ms":
+            if not value.isdigit() or not 10 <= int(value) <= 60_000:
+                raise ConfigError("--param", None,
+                                  f"trigger_ms must be 10..60000 ms, got {value!r}")
+            params[key] = int(value)
+        elif value not in KILL_POINTS:
+            raise ConfigError("--param", None, f"kill_point must be one of "
+                              f"{', '.join(KILL_POINTS)}, got {value!r}")
+        else:
+            params[key] = value
+    return params
+
+
+def check_master(master: str | None) -> str:
+    if master is None:
+        return DEFAULT_MASTER
+    if master.startswith(("local[", "spark://")) or master == "local":
+        return master
+    raise ConfigError("--master", None, f"{STRUCTURED} runs on local[N] or spark://host:port, "
+                      f"got {master!r}")
+
+
+def paced(topology: Topology, records: int | None, rate: float | None) -> Topology:
+    """A chaos run's input: the topology's own size (a few thousand records: every one
+    passes through Python in the driver's tasks), paced to last ~CHAOS_SECONDS."""
+    sized = topology.with_input(records=records, rate=rate)
+    if sized.input.rate is None:
+        plan = compile_plan(sized)
+        per_source = max((s.hi - s.lo for s in plan.source_instances()), default=1)
+        sized = sized.with_input(rate=round(per_source / CHAOS_SECONDS, 3))
+    return sized
+
+
+def kills(n: int, target: str, duration: float, seed: int,
+          cluster: bool = False) -> list[Fault]:
+    """``--kill N``: N kills at random times in the middle 60% of the run. On a cluster
+    (``--master spark://``) an executor kill is one, else a driver kill."""
+    kinds = {"task": "kill-task", "driver": "kill-driver",
+             "executor": "kill-executor" if cluster else "kill-driver"}
+    if target not in kinds:
+        raise ConfigError("--target", None, f"{STRUCTURED} kills a task (a Python worker of "
+                          f"the driver) or the driver, got {target!r}")
+    rng = random.Random(seed)
+    times = sorted(round(rng.uniform(0.2, 0.8) * duration, 3) for _ in range(n))
+    return [Fault(t, kinds[target], i) for i, t in enumerate(times)]
+
+
+def from_planned(planned: Sequence[Any], file: str, cluster: bool = False) -> list[Fault]:
+    """A scenario's planned faults as this engine carries them out (on a cluster, a
+    ``kill-executor`` kills the query's executor, not its driver)."""
+    out = []
+    for p in planned:
+        if p.type in IGNORED:
+            continue
+        if p.at is None:
+            raise ConfigError(file, "faults", f"{STRUCTURED} strikes at times only; "
+                              f"{p.type} waits for a trigger or another fault")
+        if p.type == "kill-task" or (cluster and p.type == "kill-executor"):
+            out.append(Fault(float(p.at), p.type, p.index))
+        elif p.type in AS_DRIVER_KILL:
+            out.append(Fault(float(p.at), "kill-driver", p.index))
+        else:
+            raise ConfigError(file, "faults", f"{STRUCTURED} does not carry out {p.type} "
+                              f"(it kills tasks and the driver: {', '.join(AS_DRIVER_KILL)}"
+                              ", kill-task)")
+    # A kill-group strikes each of its workers; one driver kill takes them all.
+    merged: list[Fault] = []
+    for f in sorted(out, key=lambda f: f.at):
+        if merged and f.type == "kill-driver" == merged[-1].type and \
+                f.index == merged[-1].index:
+            continue
+        merged.append(f)
+    return merged
+
+
+def run(topology: Topology, mutant: str | None, params: dict[str, Any], *,
+        master: str | None, results: Path, timeout: float, as_json: bool, kind: str = "run",
+        faults: list[Fault] | None = None, config: dict[str, Any] | None = None,
+        quiet: bool = False) -> int:
+    check_mutant(mutant)
+    compile_plan(topology)
+    return execute(EngineRequest(
+        topology, mutant=mutant, master=check_master(master), results=results,
+        timeout=timeout, trigger_ms=params["trigger_ms"], kill_point=params["kill_point"],
+        faults=faults or [], kind=kind, quiet=quiet, as_json=as_json, config=config or {}))

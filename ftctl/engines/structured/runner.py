@@ -1,0 +1,408 @@
+"""A run of a topology on Structured Streaming: feed, driver, faults, verdict.
+
+ftctl writes the input as the run goes (``feed``), runs the queries in a driver process of
+their own (``driverproc``), carries out the faults of the schedule on that process
+(``kill-driver``: the whole driver group; ``kill-task``: a Python worker running one of
+its tasks), restarts the driver from its checkpoint location whenever it ends before the
+input is drained, and writes the run's history with the kinds every run uses
+(``failure-detected``, ``instance-started``, ``fault-injected``, ``output-committed``), so
+recovery metrics, the report and ``compare`` read it as they read a protocol's run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from ftctl.cluster.watchdog import Watchdog
+from ftctl.config.topology import Topology
+from ftctl.console import EXIT_FAILED, EXIT_INFRA, EXIT_OK, console, err_console
+from ftctl.engines import STRUCTURED
+from ftctl.engines.structured import driverproc, sinkdir
+from ftctl.engines.structured.feed import Feed
+from ftctl.engines.structured.plan import compile_plan
+from ftctl.results import RunStore
+from ftctl.sim.golden import golden_output
+from ftctl.verify.golden import golden_files
+from ftctl.verify.outofcore import verify_outputs
+from protocols.contract.spec import Guarantee
+
+DRIVER = "driver"  # the instance name the history gives the driver
+START_TIMEOUT = 180.0  # a driver whose queries are not running by then: infrastructure error
+# A commit-point kill waits this long for a batch to be held (a cold driver's first batch
+# takes tens of seconds on a busy machine), then strikes anyway.
+HELD_WAIT = 180.0
+MAX_RESTARTS = 20
+# Restarts in a row that committed no batch: the query fails on its own (a bug, not a
+# fault), and restarting it again would only repeat the failure.
+MAX_FRUITLESS = 3
+EXIT_INTERRUPTED = 130
+KILL_POINTS = ("any", "commit")
+FAULTS = ("kill-driver", "kill-task", "kill-executor")
+
+
+@dataclass
+class Fault:
+    at: float  # seconds after the input starts
+    type: str  # kill-driver | kill-task
+    index: int = 0
+
+
+@dataclass
+class EngineRequest:
+    topology: Topology
+    mutant: str | None = None
+    master: str = "local[2]"
+    results: Path = Path("results")
+    timeout: float = 600.0
+    trigger_ms: int = 500
+    kill_point: str = "any"
+    faults: list[Fault] = field(default_factory=list)
+    kind: str = "run"
+    quiet: bool = False
+    as_json: bool = False
+    config: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)  # filled in by ``execute``
+
+    @property
+    def label(self) -> str:
+        return STRUCTURED if self.mutant is None else f"{STRUCTURED}/{self.mutant}"
+
+
+class _DriverLog:
+    """The driver's events file, read as it grows (whole lines only)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.pos, self.events = path, 0, []  # type: ignore[var-annotated]
+        # Called on every new event, wherever it is polled from (the main loop, a wait).
+        self.hook: Any = None
+
+    def poll(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        with open(self.path) as f:
+            f.seek(self.pos)
+            chunk = f.read()
+        complete = chunk[:chunk.rfind("\n") + 1]
+        self.pos += len(complete.encode())
+        new = [json.loads(line) for line in complete.splitlines() if line.strip()]
+        self.events.extend(new)
+        for ev in new if self.hook is not None else ():
+            self.hook(ev)
+        return new
+
+
+class _LostExecutors:
+    """Spark's own word that an executor is gone (``Lost executor N``, a line the driver's
+    scheduler logs), read from the driver's log as it grows: on a cluster, an executor
+    loss is detected there, not by a driver that ends."""
+
+    MARK = "Lost executor "
+
+    def __init__(self) -> None:
+        self.path: Path | None = None
+        self.pos = 0
+
+    def follow(self, path: Path) -> None:
+        self.path, self.pos = path, 0
+
+    def poll(self) -> list[str]:
+        if self.path is None or not self.path.exists():
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(self.pos)
+            chunk = f.read()
+        complete = chunk[:chunk.rfind(b"\n") + 1]
+        self.pos += len(complete)
+        text = complete.decode(errors="replace")
+        return [line[line.index(self.MARK):].strip() for line in text.splitlines()
+                if self.MARK in line]
+
+
+def execute(req: EngineRequest) -> int:
+    """Run, verify, report; the exit code of ``ftctl run``/``chaos``."""
+    topology = req.topology
+    plan = compile_plan(topology)
+    store = RunStore.create(req.results, topology=topology.name, protocol=STRUCTURED,
+                            kind=req.kind)
+    eng = store.path / "engine"
+    dirs = {name: eng / name for name in ("input", "sinks", "control")}
+    dirs["checkpoints"] = store.path / "checkpoints"  # the checkpoint location, in the run
+    for d in dirs.values():
+        d.mkdir(parents=True, exist_ok=True)
+    store.write_config({
+        "topology": topology.model_dump(by_alias=True), "protocol": req.label,
+        "engine": STRUCTURED, "mutant": req.mutant, "master": req.master, "host": "spark",
+        "params": {"trigger_ms": req.trigger_ms, "kill_point": req.kill_point},
+        "store": str(dirs["checkpoints"]), **req.config})
+    say = (lambda _m: None) if (req.quiet or req.as_json) else (
+        lambda m: err_console.print(f"[dim]{m}[/dim]", highlight=False))
+    say(f"run {store.run_id} -> {store.path}")
+    golden_files(topology, golden_output)
+    spec = {"run_id": store.run_id, "topology": topology.model_dump(mode="json", by_alias=True),
+            "conf": driverproc.conf(req.master, store.run_id), "trigger_ms": req.trigger_ms,
+            "mutant": req.mutant, "events": str(eng / "driver-events.jsonl"),
+            **{k: str(v) for k, v in dirs.items()}}
+    spec_path = eng / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    state_dir = (Path(".ftctl") / "runs" / store.run_id).resolve()
+    watchdog = Watchdog(state_dir, driverproc.DriverGroup)
+    driver = driverproc.DriverGroup(state_dir=state_dir)
+    feed = Feed(plan, dirs["input"], dirs["control"])
+    log = _DriverLog(eng / "driver-events.jsonl")
+    t0 = time.monotonic()
+    try:
+        outcome = _drive(req, store, driver, feed, log, spec_path, say)
+        return _verdict(req, store, plan.sinks, dirs["sinks"], outcome, time.monotonic() - t0)
+    except KeyboardInterrupt:
+        store.mark("incomplete", "interrupted")
+        store.event("interrupted")
+        err_console.print("[yellow]interrupted[/yellow]: tearing down; run marked incomplete")
+        return EXIT_INTERRUPTED
+    except _Infra as exc:
+        store.mark("failed", str(exc))
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        return EXIT_INFRA
+    finally:
+        feed.close()
+        driver.down(grace=2.0)
+        watchdog.release()
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+class _Infra(Exception):
+    """The driver could not be started or kept running: exit 3."""
+
+
+@dataclass
+class _Outcome:
+    complete: bool
+    restarts: int = 0
+    detections: int = 0
+    undelivered: list[str] = field(default_factory=list)
+
+
+def _drive(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup, feed: Feed,
+           log: _DriverLog, spec_path: Path, say: Any) -> _Outcome:
+    """Start the driver, feed it, strike the faults, restart it until it drains the input."""
+    logs = store.path / "logs"
+    attempt = 0
+    proc = driver.start(spec_path, attempt, logs / "driver-0.log")
+    lost = _LostExecutors()
+    lost.follow(logs / "driver-0.log")
+    say(f"driver started (spark-submit --master {req.master}); waiting for its queries")
+    _await_started(log, proc, attempt)
+    store.event("session-started", master=req.master, seconds=round(store.clock(), 3))
+    store.event("run-started", instances=[DRIVER])
+    store.event("chaos-schedule", name=req.config.get("chaos", {}).get("name", "none"),
+                seed=req.config.get("chaos", {}).get("seed", 0),
+                faults=[f.__dict__ for f in req.faults],
+                expected_s=req.config.get("chaos", {}).get("expected_s", 0))
+    feed.start()
+    pending = sorted(req.faults, key=lambda f: f.at)
+    out = _Outcome(complete=False)
+    deadline = time.monotonic() + req.timeout
+    killed_by_us = False
+    last_note = 0.0
+    fruitless = batches_then = 0
+    deferred: set[int] = set()  # faults told to wait (``fault-deferred`` written once)
+    def committed(ev: dict[str, Any]) -> None:
+        if ev["kind"] == "batch" and ev["records"]:
+            store.history.write("output-committed", sink=ev["sink"], upto=ev["batch"],
+                                records=ev["records"])
+
+    log.hook = committed
+    while True:
+        log.poll()
+        for line in lost.poll():
+            out.detections += 1
+            store.event("failure-detected", instances=[f"executor {line.split()[2]}"],
+                        cause="executor-lost", reasons=[line])
+        if pending and feed.anchor is not None and time.time() >= feed.anchor + pending[0].at:
+            fault = pending[0]
+            struck = _strike(req, store, driver, log, fault, out, deferred)
+            if struck is not None:
+                pending.pop(0)
+                killed_by_us = struck or killed_by_us
+        code = proc.poll()
+        if code is not None:
+            log.poll()
+            if any(e["kind"] == "finished" and e["attempt"] == attempt for e in log.events):
+                out.complete = True
+                for f in pending:  # the run ended first: the schedule was not carried out
+                    store.event("fault-skipped", type=f.type, reason="the run ended first")
+                    out.undelivered.append(f.type)
+                return out
+            why = next((e.get("error") for e in reversed(log.events)
+                        if e["kind"] == "query-failed" and e["attempt"] == attempt), None)
+            out.detections += 1
+            store.event("failure-detected", instances=[DRIVER],
+                        cause="killed" if killed_by_us else "query-failed",
+                        reasons=[why or f"driver exited with {code}"])
+            killed_by_us = False
+            progress = sum(1 for e in log.events if e["kind"] == "batch")
+            fruitless = fruitless + 1 if progress == batches_then else 0
+            batches_then = progress
+            if out.restarts >= MAX_RESTARTS or fruitless >= MAX_FRUITLESS:
+                store.event("run-stopped", reason=f"the driver failed {fruitless} times in a "
+                            f"row without output: {why or code}")
+                return out
+            (driver_control(log) / "hold").unlink(missing_ok=True)
+            attempt += 1
+            out.restarts += 1
+            say(f"driver ended ({why or code}); restarting it from its checkpoint location")
+            proc = driver.start(spec_path, attempt, logs / f"driver-{attempt}.log")
+            lost.follow(logs / f"driver-{attempt}.log")
+            _await_started(log, proc, attempt)
+            store.event("instance-started", instance=DRIVER, incarnation=attempt,
+                        reason="restart", start="job")
+        if time.monotonic() > deadline:
+            store.event("timeout", seconds=req.timeout)
+            return out
+        if time.monotonic() - last_note > 2.0 and not req.quiet:
+            last_note = time.monotonic()
+            say(f"{STRUCTURED}: {store.clock():.0f} s, {feed.written:,} records written, "
+                f"{sum(1 for e in log.events if e['kind'] == 'batch')} batches, "
+                f"{out.restarts} restarts")
+        time.sleep(0.05)
+
+
+def _await_started(log: _DriverLog, proc: Any, attempt: int) -> None:
+    end = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < end:
+        log.poll()
+        if any(e["kind"] == "started" and e["attempt"] == attempt for e in log.events):
+            return
+        if proc.poll() is not None:
+            raise _Infra(f"the Structured Streaming driver exited with {proc.returncode} "
+                         "before its queries started (see logs/driver-*.log in the run)")
+        time.sleep(0.1)
+    raise _Infra(f"the Structured Streaming driver did not start its queries in "
+                 f"{START_TIMEOUT:.0f} s")
+
+
+def _strike(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup,
+            log: _DriverLog, fault: Fault, out: _Outcome, deferred: set[int]) -> bool | None:
+    """Carry out one fault; True when it killed the driver (its exit is ours), None when it
+    waits for its target (no task running: none before the first batch, or while the
+    driver restarts)."""
+    # ``at``: when it struck, on the run's clock (what the recovery report measures
+    # from); ``offset``: when the schedule wanted it, seconds into the input.
+    ids: dict[str, Any] = {"target": DRIVER, "index": fault.index, "occurrence": 0,
+                           "offset": fault.at}
+    app = _app(req, log)
+    if fault.type in ("kill-executor", "kill-task"):
+        # A process of the query's own: an executor JVM (a cluster's), or a Python worker.
+        victims = (driverproc.executors(app) if app is not None else []) \
+            if fault.type == "kill-executor" else driver.python_workers(app)
+        if not victims:
+            if fault.index not in deferred:
+                deferred.add(fault.index)
+                store.event("fault-deferred", type=fault.type, reason="none running yet",
+                            at=store.clock(),
+                            **{k: v for k, v in ids.items() if k != "target"})
+            return None
+        target = f"executor of {app}" if fault.type == "kill-executor" else DRIVER
+        store.event("fault-injected", type=fault.type, pids=[victims[0].pid],
+                    at=store.clock(), **{**ids, "target": target})
+        with contextlib.suppress(psutil.Error):  # gone between listing and kill
+            victims[0].kill()
+        return False
+    hold = driver_control(log) / "hold"
+    held = None
+    if req.kill_point == "commit":
+        hold.write_text("hold\n")
+        seen = len(log.events)
+        end = time.monotonic() + HELD_WAIT
+        while held is None and time.monotonic() < end and driver.running():
+            log.poll()
+            held = next((e["batch"] for e in log.events[seen:] if e["kind"] == "held"), None)
+            time.sleep(0.02)
+    if not driver.running():
+        hold.unlink(missing_ok=True)
+        if not any(e["kind"] == "finished" for e in log.events):
+            return None  # it failed on its own: the kill waits for the restarted driver
+        store.event("fault-skipped", type=fault.type, reason="the driver had drained its input")
+        out.undelivered.append(fault.type)
+        return False
+    store.event("fault-injected", type=fault.type, at=store.clock(),
+                pids=[driver.proc.pid] if driver.proc is not None else [],
+                details={"kill_point": req.kill_point, "held_batch": held}, **ids)
+    driver.kill()
+    hold.unlink(missing_ok=True)
+    return True
+
+
+def _app(req: EngineRequest, log: _DriverLog) -> str | None:
+    """The running driver's Spark application id, when its executors are a cluster's."""
+    if not req.master.startswith("spark://"):
+        return None
+    return next((str(e["app"]) for e in reversed(log.events)
+                 if e["kind"] == "session" and e.get("app")), None)
+
+
+def driver_control(log: _DriverLog) -> Path:
+    return log.path.parent / "control"
+
+
+def _verdict(req: EngineRequest, store: RunStore, sinks: list[str], sink_root: Path,
+             outcome: _Outcome, seconds: float) -> int:
+    topology = req.topology
+    outputs = sinkdir.read_outputs(sink_root, sinks)
+    store.event("run-finished", complete=outcome.complete, seconds=round(seconds, 3))
+    verdict = verify_outputs(topology.sink_modes(), golden_files(topology, golden_output),
+                             outputs, Guarantee.EXACTLY_ONCE, store.path / "verify",
+                             complete=outcome.complete)
+    shutil.rmtree(store.path / "verify", ignore_errors=True)
+    store.write_outputs(outputs)
+    from ftctl.engines.structured.recovery import series_of, write_recovery
+
+    series = series_of(sink_root, sinks, float(store.meta["created_epoch"]))
+    faults = write_recovery(store, series) if req.faults else []
+    passed = verdict.passed and not outcome.undelivered
+    doc = verdict.to_json()
+    doc["oracle"] = None
+    doc["passed"] = passed
+    store.write_verdict(doc)
+    store.mark("complete" if outcome.complete else "incomplete",
+               None if outcome.complete else "the run did not finish")
+    code = EXIT_OK if passed else EXIT_FAILED
+    n_sources = sum(s.hi - s.lo for s in compile_plan(topology).source_instances())
+    summary: dict[str, Any] = {
+        "run_id": store.run_id, "path": str(store.path), "topology": topology.name,
+        "protocol": req.label, "guarantee": Guarantee.EXACTLY_ONCE.value, "exit_code": code,
+        "passed": passed, "output_passed": verdict.passed, "complete": outcome.complete,
+        "records": n_sources, "records_per_s": round(n_sources / max(seconds, 1e-9), 1),
+        "processing_s": round(seconds, 3), "timings": {"total_s": round(seconds, 2)},
+        "detections": outcome.detections, "restarts": outcome.restarts,
+        "anomalies": verdict.totals(), "oracle": None, "faults": faults}
+    req.summary.update(summary)
+    if outcome.undelivered:
+        summary["failed_because"] = f"{len(outcome.undelivered)} fault(s) not delivered"
+    if req.quiet:
+        pass
+    elif req.as_json:
+        console.print_json(json.dumps(summary, default=repr))
+    else:
+        from ftctl.run.execute import _print_summary
+
+        _print_summary(summary, verdict, None)
+        _print_faults(faults)
+    (store.path / "summary.json").write_text(json.dumps(summary, default=repr, indent=1))
+    return code
+
+
+def _print_faults(faults: list[dict[str, Any]]) -> None:
+    for f in faults:
+        def s(x: Any) -> str:
+            return "-" if x is None else f"{x:.2f} s"
+        console.print(f"  {f['fault']} at {f['t_fault']:.1f} s: detected {s(f['detection_s'])}, "
+                      f"restarted {s(f['restart_s'])}, first output {s(f['first_output_s'])}, "
+                      f"back within 10% {s(f['recovery_s'])}", highlight=False)

@@ -1,0 +1,184 @@
+"""Structured Streaming as an engine target, without Spark: what compiles and what is
+refused, the sink store keyed by batch id, the fed input, the options."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from chaos.schedule import PlannedFault
+from ftctl.config.errors import ConfigError
+from ftctl.config.load import load_topology
+from ftctl.engines import engine_of
+from ftctl.engines.structured import cli, rows, sinkdir
+from ftctl.engines.structured.feed import Feed
+from ftctl.engines.structured.plan import Refused, compile_plan
+from ftctl.runtime.graph import ExecutionGraph
+
+ROOT = Path(__file__).resolve().parent.parent
+BUNDLED = sorted((ROOT / "topologies").rglob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_bundled_topology_compiles_or_is_refused_in_one_line(path: Path) -> None:
+    topology = load_topology(path)
+    try:
+        plan = compile_plan(topology, str(path))
+    except Refused as exc:
+        text = str(exc)
+        assert "\n" not in text and text.startswith(f"{path}: operators[")
+        assert exc.why in ("cannot express", "at-least-once only")
+        # what is refused is a join, an operator not compiled, or a chain of two stateful
+        kinds = {op.type for op in topology.operators}
+        assert kinds & {"join", "window_join", "nexmark.winning_bids"} or "argmax" in text \
+            or "second stateful" in text
+        return
+    assert plan.sinks == [op.name for op in topology.operators if op.type == "sink"]
+    # every source instance covers its range of the input once
+    graph = ExecutionGraph(topology)
+    got = {f"{s.op}[{s.index}]": (s.lo, s.hi) for s in plan.source_instances()}
+    assert got == {iid: graph.source_range(iid) for iid in graph.sources}
+
+
+def test_the_seed_topologies_compile_and_a_join_is_refused() -> None:
+    assert compile_plan(load_topology(ROOT / "topologies/wordcount.yaml")).stages["count"].stateful
+    windowed = compile_plan(load_topology(ROOT / "topologies/windowed.yaml"))
+    assert windowed.windowed("out")
+    with pytest.raises(Refused, match=r"operators\[5\] \(match\)\.type: structured-streaming "
+                                      r"cannot express: join"):
+        compile_plan(load_topology(ROOT / "topologies/nexmark/q3.yaml"), "q3.yaml")
+
+
+def test_validate_refuses_with_exit_2_and_one_line() -> None:
+    env_path = str(ROOT)
+    res = subprocess.run([sys.executable, "-m", "ftctl.cli", "validate", "-p",
+                          "structured-streaming", "topologies/wordcount.yaml",
+                          "topologies/progressive-small.yaml"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin",
+                              "COLUMNS": "200"})
+    assert res.returncode == 2, res.stdout + res.stderr
+    out = res.stdout + res.stderr
+    assert "ok topologies/wordcount.yaml" in out
+    bad = [line for line in out.splitlines() if "progressive-small" in line]
+    assert len(bad) == 1 and "operators[4] (both).type: structured-streaming cannot express" \
+        in bad[0]
+
+
+def test_the_sink_store_is_idempotent_by_batch_id(tmp_path: Path) -> None:
+    assert sinkdir.write_batch(tmp_path, "out", 3, [("a", 1)], [1.0])
+    # the same batch again (replayed after a crash before its commit): not written twice
+    assert not sinkdir.write_batch(tmp_path, "out", 3, [("a", 1)], [1.0])
+    assert sinkdir.write_batch(tmp_path, "out", 4, [("a", 2)], [2.0])
+    assert sinkdir.read_outputs(tmp_path, ["out"]) == {"out": [("a", 1), ("a", 2)]}
+
+
+def test_the_mutant_sink_duplicates_a_replayed_batch(tmp_path: Path) -> None:
+    for _ in range(2):
+        assert sinkdir.write_batch(tmp_path, "out", 3, [("a", 1)], [1.0],
+                                   ignore_batch_id=True)
+    assert sinkdir.read_outputs(tmp_path, ["out"]) == {"out": [("a", 1), ("a", 1)]}
+
+
+def test_the_feed_writes_every_record_once_then_the_end(tmp_path: Path) -> None:
+    topology = load_topology(ROOT / "topologies/diamond.yaml").with_input(records=300, batch=40)
+    plan = compile_plan(topology)
+    feed = Feed(plan, tmp_path / "in", tmp_path / "ctl")
+    feed.start()
+    assert feed.finished.wait(30)
+    feed.close()
+    graph = ExecutionGraph(topology)
+    for s in plan.source_instances():
+        files = sorted((tmp_path / "in" / s.dir_name).glob("*.parquet"))
+        table = pq.read_table(files[:-1], schema=rows.arrow_schema()) if len(files) > 1 \
+            else None
+        assert files[-1].name == "end.parquet"
+        assert pq.read_table(files[-1])["end"].to_pylist() == [True]
+        assert table is not None
+        got = [(rows.loads(k), rows.loads(v), t) for k, v, t in
+               zip(table["k"].to_pylist(), table["v"].to_pylist(), table["ts"].to_pylist(),
+                   strict=True)]
+        gen = graph.make_operator(f"{s.op}[{s.index}]")
+        assert callable(gen) and got == gen(s.lo, s.hi)
+        assert table["seq"].to_pylist() == list(range(s.lo, s.hi))
+    assert (tmp_path / "ctl" / "done").exists()
+
+
+def test_engine_names_params_and_faults() -> None:
+    assert engine_of("structured-streaming") == ("structured-streaming", None)
+    assert engine_of("structured-streaming/ignore-batch-id") == (
+        "structured-streaming", "ignore-batch-id")
+    assert engine_of("checkpoint") is None
+    assert cli.engine_params(["trigger_ms=200", "kill_point=commit"]) == {
+        "trigger_ms": 200, "kill_point": "commit"}
+    for bad in (["trigger_ms=fast"], ["kill_point=later"], ["alignment=aligned"]):
+        with pytest.raises(ConfigError, match="--param"):
+            cli.engine_params(bad)
+    with pytest.raises(ConfigError, match="unknown mutant"):
+        cli.check_mutant("drop-state")
+    planned = [PlannedFault(0, 0, "kill-group", "w0", 5.0), PlannedFault(0, 1, "kill-group",
+                                                                         "w1", 5.5),
+               PlannedFault(1, 0, "restore-capacity", "w0", 10.0),
+               PlannedFault(2, 0, "kill-task", "count[0]", 12.0)]
+    faults = cli.from_planned(planned, "s.yaml")
+    assert [(f.type, f.at) for f in faults] == [("kill-driver", 5.0), ("kill-task", 12.0)]
+    with pytest.raises(ConfigError, match="does not carry out partition"):
+        cli.from_planned([PlannedFault(0, 0, "partition", "x", 1.0)], "s.yaml")
+    # on a cluster an executor kill is an executor's, in local mode the driver's
+    executor = [PlannedFault(0, 0, "kill-executor", "count[0]", 3.0)]
+    assert [f.type for f in cli.from_planned(executor, "s.yaml")] == ["kill-driver"]
+    assert [f.type for f in cli.from_planned(executor, "s.yaml", cluster=True)] == [
+        "kill-executor"]
+    assert {f.type for f in cli.kills(2, "executor", 20.0, 1, cluster=True)} == {
+        "kill-executor"}
+    kills = cli.kills(3, "driver", 20.0, seed=1)
+    assert len(kills) == 3 and all(4.0 <= k.at <= 16.0 for k in kills)
+
+
+def test_compare_takes_the_engine_beside_the_protocols() -> None:
+    from ftctl.commands.compare_cmd import _engines
+
+    assert _engines("checkpoint, causal,structured-streaming") == (
+        ["structured-streaming"], "checkpoint,causal")
+    assert _engines("structured-streaming") == (["structured-streaming"], None)
+    assert _engines(None) == ([], None)
+    with pytest.raises(ConfigError, match="without mutants"):
+        _engines("checkpoint,structured-streaming/ignore-batch-id")
+
+
+def test_a_stored_engine_run_is_reverified_exactly_once(tmp_path: Path) -> None:
+    from ftctl.results import RunStore
+    from ftctl.sim.golden import golden_output
+    from ftctl.verify.reverify import reverify
+
+    topology = load_topology(ROOT / "topologies/windowed.yaml").with_input(records=200)
+    golden = golden_output(ExecutionGraph(topology))
+    for outputs, passed in ((golden, True), ({"out": golden["out"] + golden["out"][:1]}, False)):
+        run = RunStore.create(tmp_path, topology=topology.name, protocol="structured-streaming")
+        run.write_config({"topology": topology.model_dump(by_alias=True),
+                          "protocol": "structured-streaming", "engine": "structured-streaming"})
+        run.write_outputs(outputs)
+        run.mark("complete")
+        again = reverify(run, golden_output)
+        assert again.verdict.passed is passed
+
+
+def test_an_executor_loss_is_read_from_the_driver_log_as_it_grows(tmp_path: Path) -> None:
+    from ftctl.engines.structured.runner import _LostExecutors
+
+    log = tmp_path / "driver-0.log"
+    log.write_text("26/11/28 10:03:40 WARN Something else\n")
+    lost = _LostExecutors()
+    lost.follow(log)
+    assert lost.poll() == []
+    with open(log, "a") as f:  # a whole line, then half of the next
+        f.write("26/11/28 10:03:48 ERROR TaskSchedulerImpl: Lost executor 0 on 127.0.0.1: "
+                "Command exited with code 137\n26/11/28 10:03:49 ERROR TaskSchedulerImpl: Lost")
+    assert lost.poll() == ["Lost executor 0 on 127.0.0.1: Command exited with code 137"]
+    with open(log, "a") as f:
+        f.write(" executor 1 on 127.0.0.1: gone\n")
+    assert lost.poll() == ["Lost executor 1 on 127.0.0.1: gone"]
