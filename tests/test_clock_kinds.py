@@ -16,7 +16,11 @@ from chaos.hostctx import HostFaultContext
 from ftctl.cli import app
 from ftctl.config.fault_kinds import FAULT_TYPES
 from ftctl.kernel.clocks import ClockFault, Drift, Skew, Stall
+from ftctl.kernel.history import HistoryEvent
+from ftctl.metrics.recovery import measured
+from ftctl.metrics.runreport import windows
 from ftctl.runtime.graph import ExecutionGraph
+from ftctl.sim.recovery import fault_times
 from ftctl.sim.runner import Simulator, nominal_duration
 from ftctl.sim.scenario import load_sim_scenario
 from protocols.registry import PROTOCOLS
@@ -109,3 +113,22 @@ def test_spark_clock_fault_on_a_stopped_task_or_a_host_without_clocks() -> None:
         ClockSkew("a[0]", {"offset": 1.0}).inject(bare)
     with pytest.raises(FaultError, match="duration"):
         ClockStall("a[0]").inject(_ctx([]))
+
+
+def test_a_failure_after_a_clock_fault_is_put_down_to_the_crash_not_the_clock() -> None:
+    """A crash, then a clock fault before its detection: the crash gets the detection and
+    its restart, the clock fault (which fails nothing) no recovery at all."""
+    def ev(seq: int, t: float, kind: str, **data: object) -> HistoryEvent:
+        return HistoryEvent(seq, t, "sim", kind, data, fault=str(seq) if "type" in data
+                            else None)
+
+    events = [ev(0, 1.000, "fault-injected", type="crash", target="count[0]"),
+              ev(1, 1.001, "fault-injected", type="clock-skew", target="split[0]"),
+              ev(2, 1.003, "failure-detected", instances=["count[0]"]),
+              ev(3, 1.004, "instance-started", instances=["count[0]"])]
+    times = {kind: (detect, restart) for kind, detect, restart, _, _ in
+             fault_times(events, [1.01])}
+    assert times["kill-task"] == (pytest.approx(0.003), pytest.approx(0.004))
+    assert times["clock-skew"] == (None, None)
+    # The run report measures recoveries after the crash only.
+    assert [w.fault for w in windows(events, 0.0) if measured(w.fault)] == ["crash"]

@@ -155,6 +155,9 @@ class FaultKind:
     agent: bool = False
     timed_by_agent: bool = False
     cluster: bool = False  # acts on workers: needs the processes of a cluster ftctl started
+    # Whether a recovery is measured after it (detection, restart, first output): False
+    # for a kind that fails nothing by itself, so a later failure is not put down to it.
+    recovers: bool = True
 
     @property
     def hosts(self) -> tuple[Host, ...]:
@@ -211,7 +214,7 @@ FAULT_TYPES: dict[str, FaultKind] = {
         draw=f"{_DRAWS}:draw_slow", agent=True, timed_by_agent=True),
     "restore-capacity": FaultKind(
         "bring lost workers back, all at once or progressively (`mode`, `distribution`)",
-        RestoreParams, scope="capacity",
+        RestoreParams, scope="capacity", recovers=False,
         sim=f"{_SIM}:restore_capacity", spark="chaos.faults:RestoreCapacity", cluster=True),
     "container-kill": FaultKind(
         "docker: SIGKILL the worker's container (node crash); `restore-capacity` replaces it",
@@ -265,20 +268,20 @@ FAULT_TYPES: dict[str, FaultKind] = {
     # the system clock; they last for the incarnation they struck.
     "clock-skew": FaultKind(
         "the target's clock reads `offset` seconds ahead or behind",
-        SkewParams, sim=f"{_CLOCK}:realize", spark="chaos.clock_faults:ClockSkew",
+        SkewParams, sim=f"{_CLOCK}:realize", spark="chaos.clock_faults:ClockSkew", recovers=False,
         draw=f"{_CLOCK}:draw"),
     "clock-drift": FaultKind(
         "the target's clock runs at `rate` seconds per second",
-        DriftParams, sim=f"{_CLOCK}:realize", spark="chaos.clock_faults:ClockDrift",
+        DriftParams, sim=f"{_CLOCK}:realize", spark="chaos.clock_faults:ClockDrift", recovers=False,
         draw=f"{_CLOCK}:draw"),
     "clock-jump": FaultKind(
         "the target's clock steps `by` seconds, forward or back",
-        JumpParams, sim=f"{_CLOCK}:realize", spark="chaos.clock_faults:ClockJump",
+        JumpParams, sim=f"{_CLOCK}:realize", spark="chaos.clock_faults:ClockJump", recovers=False,
         draw=f"{_CLOCK}:draw"),
     "clock-stall": FaultKind(
         "the target's clock stops for `duration`, then runs on (behind, unless `catch_up`)",
         StallParams, takes_duration=True, sim=f"{_CLOCK}:realize",
-        spark="chaos.clock_faults:ClockStall", draw=f"{_CLOCK}:draw"),
+        spark="chaos.clock_faults:ClockStall", recovers=False, draw=f"{_CLOCK}:draw"),
 }
 
 # The kinds scenario files may name (some host realizes them), in table order.

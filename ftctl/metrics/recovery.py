@@ -48,6 +48,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ftctl.config.fault_kinds import FAULT_TYPES
 from ftctl.kernel.history import Records, read_history
 
 Series = Sequence[tuple[float, float]]
@@ -55,6 +56,13 @@ Series = Sequence[tuple[float, float]]
 DETECT_EVENTS = ("failure-detected",)
 RESTART_EVENTS = ("instance-started",)
 RECOVERED_EVENTS = ("recovered",)
+
+
+def measured(fault: str) -> bool:
+    """Whether a recovery is measured after this kind of fault (the registry's
+    ``recovers``): not after bringing capacity back or a clock fault."""
+    kind = FAULT_TYPES.get(fault)
+    return kind is None or kind.recovers
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from ftctl.metrics.recovery import (
     RecoveryReport,
     Series,
     fault_windows,
+    measured,
     recovery_report,
 )
 from ftctl.metrics.series import SERIES_JSON, bucket_quantiles, throughput_from_counts
@@ -26,8 +27,6 @@ from ftctl.results import atomic_write_json
 
 BUCKET = 0.1  # seconds per latency point
 # Not failures: capacity coming back is part of the fault before it.
-NOT_FAULTS = ("restore-capacity",)
-
 
 @dataclass
 class RunSeries:
@@ -89,7 +88,7 @@ def analyze(run_dir: Path, events: Records, series: RunSeries,
             shift: float, title: str = "") -> tuple[RecoveryReport, list[FaultWindow]]:
     """The per-fault report; writes recovery.json and the PNG plots into ``run_dir``."""
     every = windows(events, shift)
-    faults = [w for w in every if w.fault not in NOT_FAULTS]
+    faults = [w for w in every if measured(w.fault)]
     report = recovery_report(faults, events, series.latency_p50, series.throughput,
                              latency_by_sink=series.latency_by_sink)
     doc = report.to_json()

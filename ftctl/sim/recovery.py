@@ -25,12 +25,16 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ftctl.kernel.history import HistoryEvent
-from ftctl.metrics.recovery import fault_windows, first_event_after, recovery_breakdown
+from ftctl.metrics.recovery import (
+    fault_windows,
+    first_event_after,
+    measured,
+    recovery_breakdown,
+)
 from ftctl.sim.faults import SCENARIO_NAMES
 
 MEASURES = ("detect", "restart", "recovered", "first_output")
 RESTARTS = ("instance-started", "instance-rolled-back")
-RETURNS = ("restore-capacity",)  # capacity coming back: nothing to recover from
 # One fault's times: (kind, detect, restart, recovered, first_output); None: never came.
 FaultTimes = tuple[str, float | None, float | None, float | None, float | None]
 
@@ -38,15 +42,21 @@ FaultTimes = tuple[str, float | None, float | None, float | None, float | None]
 def fault_times(events: Sequence[HistoryEvent], outputs: Sequence[float]) -> list[FaultTimes]:
     """The recovery times of every fault in one run's history; ``outputs``: when sinks
     emitted, in order (committed output is read from ``output-committed``)."""
-    windows = sorted((w for w in fault_windows(events) if w.fault not in RETURNS),
+    # Capacity coming back and clock faults fail nothing: no recovery is measured after
+    # them, and the returns are not counted as faults.
+    windows = sorted((w for w in fault_windows(events) if w.fault != "restore-capacity"),
                      key=lambda w: w.t)
     shown = sorted([*outputs, *(e.t for e in events if e.kind == "output-committed"
                                 and e.data.get("records"))])
     out: list[FaultTimes] = []
     for k, w in enumerate(windows):
         kind = SCENARIO_NAMES.get(w.fault, w.fault)
+        if not measured(kind):
+            out.append((kind, None, None, None, None))
+            continue
         # Faults of one kind struck before a detection share it (a group's nodes, a burst)
-        following = next((x.t for x in windows[k + 1:] if x.fault != w.fault), math.inf)
+        following = next((x.t for x in windows[k + 1:] if x.fault != w.fault
+                          and measured(SCENARIO_NAMES.get(x.fault, x.fault))), math.inf)
         detected = first_event_after(events, ("failure-detected",), w.t)
         if detected is None or (detected >= following and following > w.t):
             out.append((kind, None, None, None, None))
