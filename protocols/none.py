@@ -33,7 +33,7 @@ class NoneInstance(InstanceLogic[NoParams]):
     def on_started(self, ev: Started, now: float) -> list[InstanceAction]:
         core = self.cores[ev.slot]
         if core.is_source and ev.restored is not None:
-            core.offset = self.resume_at(int(ev.restored), core.lo, core.hi)
+            core.seek(self.resume_at(int(ev.restored), core.lo, core.hi))
         return []
 
     def resume_at(self, stored: int, lo: int, hi: int) -> int:

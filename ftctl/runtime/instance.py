@@ -15,7 +15,8 @@ from ftctl.runtime.actions import Action, Emit, Send
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch, Marker
 from ftctl.runtime.operators import WATERMARK_MAX, FunctionFailed, Operator
-from ftctl.runtime.records import Record, hash_cache, stable_hash
+from ftctl.runtime.partition import hash_split
+from ftctl.runtime.records import Record
 
 SendHook = Callable[[int, Batch], None]
 
@@ -43,9 +44,10 @@ class InstanceCore:
         self.actions: list[Action] = []
         self.out_seq = dict.fromkeys(self.out_channels, 0)
         self.rr = [0] * len(spec.outputs)
-        # Set by a protocol whose instances count their events (``causal``): the
-        # round-robin choice is then that time mod n, so a replacement restored at a
-        # time routes as the original did, with no per-channel counter to carry over.
+        # Set by a protocol whose instances count their events (``causal``, through
+        # ``round_robin_by``): the round-robin choice is then that time mod n, so a
+        # replacement restored at a time routes as the original did, with no
+        # per-channel counter to carry over.
         self.rr_time: Callable[[], int] | None = None
         self.in_wm = dict.fromkeys(self.inputs, -1)
         self.wm = -1  # this instance's event-time watermark
@@ -84,6 +86,11 @@ class InstanceCore:
             self._output(self._advance_watermark(WATERMARK_MAX, []))
         return True
 
+    def advance_watermark(self, wm: int) -> None:
+        """Move the watermark to ``wm`` (no lower), as if every input had reached it, and
+        output what it fires (a protocol that moves watermarks only at epoch ends)."""
+        self._output(self._advance_watermark(wm, []))
+
     def _advance_watermark(self, wm: int, out: list[Record]) -> list[Record]:
         if wm <= self.wm:
             return out
@@ -109,6 +116,10 @@ class InstanceCore:
     @property
     def exhausted(self) -> bool:
         return self.offset >= self.hi
+
+    def seek(self, offset: int) -> None:
+        """Sources: produce from ``offset`` on (a restart resuming, or a rewind)."""
+        self.offset = offset
 
     # ------------------------------------------------------------------ output
 
@@ -142,7 +153,7 @@ class InstanceCore:
             elif len(chans) == 1 or group.partition == "broadcast":
                 parts = dict.fromkeys(chans, records)
             elif group.partition == "hash":
-                parts = self._hash_split(records, chans)
+                parts = hash_split(records, chans)
             else:  # round-robin by whole batches: deterministic given the instance's state
                 turn = self.rr_time() if self.rr_time is not None else self.rr[gi]
                 parts = {chans[turn % len(chans)]: records}
@@ -151,18 +162,6 @@ class InstanceCore:
                 recs = parts.get(ch)
                 if recs or advanced:
                     self.send(ch, Batch(recs or [], watermark=wm))
-
-    def _hash_split(self, records: list[Record], chans: list[int]) -> dict[int, list[Record]]:
-        n = len(chans)
-        cache = hash_cache()
-        buckets: list[list[Record]] = [[] for _ in range(n)]
-        for r in records:
-            k = r[0]
-            h = cache.get(k)
-            if h is None:
-                h = stable_hash(k)
-            buckets[h % n].append(r)
-        return {chans[i]: b for i, b in enumerate(buckets) if b}
 
     def send(self, ch: int, batch: Batch) -> None:
         seq = self.out_seq[ch] + 1
@@ -175,6 +174,36 @@ class InstanceCore:
     def send_marker(self, marker: Marker) -> None:
         for ch in self.out_channels:
             self.actions.append(Send(ch, marker))
+
+    def next_seq(self, ch: int) -> int:
+        """Number something the protocol sends on ``ch`` itself, in the sequence of the
+        core's batches (a marker that is numbered like a batch)."""
+        seq = self.out_seq[ch] + 1
+        self.out_seq[ch] = seq
+        return seq
+
+    def number_from(self, ch: int, seq: int) -> None:
+        """The next batch on ``ch`` is numbered ``seq + 1`` (a replacement that resumes
+        its predecessor's numbering without its state)."""
+        self.out_seq[ch] = seq
+
+    def round_robin_by(self, time: Callable[[], int]) -> None:
+        """Choose round-robin channels by ``time()`` mod n instead of a counter."""
+        self.rr_time = time
+
+    # ------------------------------------------------------------ watermarks kept
+
+    def raise_input_watermark(self, ch: int, wm: int) -> None:
+        """Take ``wm`` as received on ``ch`` (no lower than what it has), without running
+        anything: a replacement learning what its predecessor had received."""
+        if wm > self.in_wm[ch]:
+            self.in_wm[ch] = wm
+
+    def resume_watermark(self) -> int:
+        """The inputs' watermark counts as reached and already sent (a replacement
+        continuing where its predecessor's output stood); returns it."""
+        self.wm = self.wm_sent = max(self.wm, min(self.in_wm.values()))
+        return self.wm
 
     # ------------------------------------------------------------------ state
 

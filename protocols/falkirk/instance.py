@@ -26,6 +26,7 @@ from ftctl.runtime.actions import Send as CoreSend
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
 from ftctl.runtime.operators import WATERMARK_MAX
+from ftctl.runtime.partition import hash_split
 from protocols.contract.actions import (
     SNAPSHOTTING,
     DeclarePhase,
@@ -122,7 +123,7 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
                 self.log[(ref - 4) // 2] = [(ch, list(recs), wm) for ch, recs, wm in seg]
         if self.me.is_source:
             lo = self.core.lo
-            self.core.offset = min(self.core.hi, lo + self.next_batch * self.core.batch_size)
+            self.core.seek(min(self.core.hi, lo + self.next_batch * self.core.batch_size))
         if self.me.is_sink:
             self.completed = max(k, self.setup.committed)
         return []
@@ -279,7 +280,7 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
         acts: list[InstanceAction] = []
         wm = self._epoch_watermark(t)
         if t < self.fin and self.core.needs_wm and not self.me.is_sink:
-            self.core._output(self.core._advance_watermark(wm, []))
+            self.core.advance_watermark(wm)
             acts += self._sends(t)
         if t == self.fin:
             for ch in self.me.inputs:
@@ -364,7 +365,7 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
         hi = min(lo + core.batch_size, core.hi)
         if lo >= hi or core.gen is None:
             return []
-        core.offset = max(core.offset, hi)
+        core.seek(max(core.offset, hi))
         recs = core.gen(lo, hi)
         wm = recs[-1][2] if core.needs_wm and recs else None
         out = []
@@ -373,7 +374,7 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
             if len(chans) == 1 or group.partition == "broadcast":
                 parts = dict.fromkeys(chans, recs)
             elif group.partition == "hash":
-                parts = core._hash_split(recs, chans)
+                parts = hash_split(recs, chans)
             else:
                 parts = {chans[j % len(chans)]: recs}
             out += [(ch, parts[ch], wm) for ch in chans if ch in parts]

@@ -265,10 +265,8 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
     def marker(self, kind: str, ident: int) -> list[InstanceAction]:
         """A marker on every output channel, numbered like a batch."""
         acts: list[InstanceAction] = []
-        seqs = self.core.out_seq
         for ch in self.core.out_channels:
-            seqs[ch] += 1
-            m = Marker(kind, ident, meta=(self.gen, seqs[ch], self.trimmed))
+            m = Marker(kind, ident, meta=(self.gen, self.core.next_seq(ch), self.trimmed))
             self.keep(ch, m)
             acts.append(Send(ch, m))
         return acts
