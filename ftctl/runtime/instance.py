@@ -1,9 +1,11 @@
 """An operator instance's machinery, shared by every protocol.
 
 ``InstanceCore`` runs the operator on delivered batches, partitions its output onto
-channels, numbers batches per channel, tracks watermarks and end-of-stream, and collects
-the resulting actions. Protocols (``protocols/``) decide *when* the core processes what,
-and what is persisted or replayed; hosts drain ``core.actions`` and perform them.
+channels, numbers batches per channel, tracks watermarks and end-of-stream, and keeps what
+its steps produced until the protocol takes it (``take_output``: the sends, and a sink's
+records). Protocols (``protocols/``) decide *when* the core processes what, what is
+persisted or replayed, and whether a sink's records are emitted, staged, held or
+filtered; they change the core only through its public methods.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from ftctl.runtime.actions import Action, Emit, Send
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch, Marker
 from ftctl.runtime.operators import WATERMARK_MAX, FunctionFailed, Operator
+from ftctl.runtime.output import Output
 from ftctl.runtime.partition import hash_split
 from ftctl.runtime.records import Record
 
@@ -41,7 +44,9 @@ class InstanceCore:
         self.gen: Callable[[int, int], list[Record]] | None = made if self.is_source else None  # type: ignore[assignment]
         self.lo, self.hi = graph.source_range(iid) if self.is_source else (0, 0)
         self.offset = self.lo
-        self.actions: list[Action] = []
+        # What the steps produced since the last take, in order: sends, and a sink's
+        # records as one ``Emit`` per step.
+        self._produced: list[Action] = []
         self.out_seq = dict.fromkeys(self.out_channels, 0)
         self.rr = [0] * len(spec.outputs)
         # Set by a protocol whose instances count their events (``causal``, through
@@ -53,9 +58,6 @@ class InstanceCore:
         self.wm = -1  # this instance's event-time watermark
         self.wm_sent = -1
         self.finished: set[int] = set()  # input channels that delivered end-of-stream
-        # Sinks: protocols with transactional output set hold_output and take pending_output.
-        self.hold_output = False
-        self.pending_output: list[tuple[Any, Any]] = []
         self.on_send: SendHook | None = None
         # Sinks: sees each batch of output with event times (hosts measure latency with it).
         self.on_sink_output: Callable[[list[Record]], None] | None = None
@@ -129,11 +131,7 @@ class InstanceCore:
             if out and self.on_sink_output is not None:
                 self.on_sink_output(out)
             if out:
-                visible = [(k, v) for k, v, _ in out]
-                if self.hold_output:
-                    self.pending_output.extend(visible)
-                else:
-                    self.actions.append(Emit(self.id, visible))
+                self._produced.append(Emit(self.id, [(k, v) for k, v, _ in out]))
             return
         self.route(out)
 
@@ -169,11 +167,11 @@ class InstanceCore:
         batch.seq = seq
         if self.on_send is not None:
             self.on_send(ch, batch)
-        self.actions.append(Send(ch, batch))
+        self._produced.append(Send(ch, batch))
 
     def send_marker(self, marker: Marker) -> None:
         for ch in self.out_channels:
-            self.actions.append(Send(ch, marker))
+            self._produced.append(Send(ch, marker))
 
     def next_seq(self, ch: int) -> int:
         """Number something the protocol sends on ``ch`` itself, in the sequence of the
@@ -228,6 +226,22 @@ class InstanceCore:
         self.wm, self.wm_sent = state["wm"]
         self.finished = set(state["finished"])
 
+    def take_output(self) -> Output:
+        """What the steps produced since the last take: the sends, and a sink's records
+        (``(key, value)``, in the order produced), which nothing has made visible."""
+        produced, self._produced = self._produced, []
+        if not self.is_sink:
+            return Output(produced)  # type: ignore[arg-type]  # only sends
+        out = Output()
+        for a in produced:
+            if isinstance(a, Emit):
+                out.records.extend(a.records)
+            else:
+                out.sends.append(a)
+        return out
+
     def take_actions(self) -> list[Action]:
-        acts, self.actions = self.actions, []
+        """The same, as actions: a sink's records as one ``Emit`` per step, visible as
+        they come. For protocols that make a sink's output visible unfiltered."""
+        acts, self._produced = self._produced, []
         return acts
