@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from protocols.contract.actions import InstanceAction, Persist
 from protocols.contract.events import SourceReady, Started
-from protocols.contract.logic import CoordinatorLogic, InstanceLogic, core_actions
+from protocols.contract.logic import CoordinatorLogic, InstanceLogic
 from protocols.contract.messages import SHARED_MESSAGES
 from protocols.contract.names import InstanceId
 from protocols.contract.params import NoParams
@@ -33,7 +33,7 @@ class NoneInstance(InstanceLogic[NoParams]):
     def on_started(self, ev: Started, now: float) -> list[InstanceAction]:
         core = self.cores[ev.slot]
         if core.is_source and ev.restored is not None:
-            core.offset = self.resume_at(int(ev.restored), core.lo, core.hi)
+            core.seek(self.resume_at(int(ev.restored), core.lo, core.hi))
         return []
 
     def resume_at(self, stored: int, lo: int, hi: int) -> int:
@@ -47,7 +47,7 @@ class NoneInstance(InstanceLogic[NoParams]):
         # Commit before process: the offset is durable before the batch it covers leaves.
         acts: list[InstanceAction] = [
             Persist(ev.slot, OFFSET_REF, self.offset_to_store(start, core.offset))]
-        acts += core_actions(core)
+        acts += self.output(ev.slot)
         if not more:
             acts += self.finish(ev.slot)
         return acts

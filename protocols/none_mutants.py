@@ -35,7 +35,7 @@ class RewindOneBatch(NoneInstance):
         acts = super().on_started(ev, now)
         core = self.cores[ev.slot]
         if core.is_source and ev.restored is not None:
-            core.offset = max(core.lo, core.offset - core.batch_size)
+            core.seek(max(core.lo, core.offset - core.batch_size))
         return acts
 
 
@@ -72,7 +72,7 @@ class OffsetReportedAfterBatch(NoneInstance):
     def on_started(self, ev: Started, now: float) -> list[InstanceAction]:
         core = self.cores[ev.slot]
         if core.is_source and isinstance(ev.init, Offset):
-            core.offset = self.resume_at(ev.init.offset, core.lo, core.hi)
+            core.seek(self.resume_at(ev.init.offset, core.lo, core.hi))
         return []
 
     def on_source(self, ev: SourceReady, now: float) -> list[InstanceAction]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -88,7 +89,8 @@ def test_a_checkpoint_blob_with_channel_state_is_plain_and_restores() -> None:
     assert next(a for a in acts if isinstance(a, StageOutput)).records == [("a", 1)]
     again = Unit(CheckpointInstance, graph, sink, params, 1)
     again.handle(Started(sink, 1, "restart", codec.decode(codec.encode(blob))), 0.0)
-    assert again.core.pending_output == [("b", 2)] and again.core.records_in == 1
+    held = cast(CheckpointInstance, again.logic).held
+    assert held == [("b", 2)] and again.core.records_in == 1
 
 
 def test_a_store_behind_a_file_uri_works_like_a_folder(tmp_path: Path) -> None:

@@ -1,9 +1,11 @@
 """An operator instance's machinery, shared by every protocol.
 
 ``InstanceCore`` runs the operator on delivered batches, partitions its output onto
-channels, numbers batches per channel, tracks watermarks and end-of-stream, and collects
-the resulting actions. Protocols (``protocols/``) decide *when* the core processes what,
-and what is persisted or replayed; hosts drain ``core.actions`` and perform them.
+channels, numbers batches per channel, tracks watermarks and end-of-stream, and keeps what
+its steps produced until the protocol takes it (``take_output``: the sends, and a sink's
+records). Protocols (``protocols/``) decide *when* the core processes what, what is
+persisted or replayed, and whether a sink's records are emitted, staged, held or
+filtered; they change the core only through its public methods.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from ftctl.runtime.actions import Action, Emit, Send
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch, Marker
 from ftctl.runtime.operators import WATERMARK_MAX, FunctionFailed, Operator
-from ftctl.runtime.records import Record, hash_cache, stable_hash
+from ftctl.runtime.output import Output
+from ftctl.runtime.partition import hash_split
+from ftctl.runtime.records import Record
 
 SendHook = Callable[[int, Batch], None]
 
@@ -40,20 +44,20 @@ class InstanceCore:
         self.gen: Callable[[int, int], list[Record]] | None = made if self.is_source else None  # type: ignore[assignment]
         self.lo, self.hi = graph.source_range(iid) if self.is_source else (0, 0)
         self.offset = self.lo
-        self.actions: list[Action] = []
+        # What the steps produced since the last take, in order: sends, and a sink's
+        # records as one ``Emit`` per step.
+        self._produced: list[Action] = []
         self.out_seq = dict.fromkeys(self.out_channels, 0)
         self.rr = [0] * len(spec.outputs)
-        # Set by a protocol whose instances count their events (``causal``): the
-        # round-robin choice is then that time mod n, so a replacement restored at a
-        # time routes as the original did, with no per-channel counter to carry over.
+        # Set by a protocol whose instances count their events (``causal``, through
+        # ``round_robin_by``): the round-robin choice is then that time mod n, so a
+        # replacement restored at a time routes as the original did, with no
+        # per-channel counter to carry over.
         self.rr_time: Callable[[], int] | None = None
         self.in_wm = dict.fromkeys(self.inputs, -1)
         self.wm = -1  # this instance's event-time watermark
         self.wm_sent = -1
         self.finished: set[int] = set()  # input channels that delivered end-of-stream
-        # Sinks: protocols with transactional output set hold_output and take pending_output.
-        self.hold_output = False
-        self.pending_output: list[tuple[Any, Any]] = []
         self.on_send: SendHook | None = None
         # Sinks: sees each batch of output with event times (hosts measure latency with it).
         self.on_sink_output: Callable[[list[Record]], None] | None = None
@@ -84,6 +88,11 @@ class InstanceCore:
             self._output(self._advance_watermark(WATERMARK_MAX, []))
         return True
 
+    def advance_watermark(self, wm: int) -> None:
+        """Move the watermark to ``wm`` (no lower), as if every input had reached it, and
+        output what it fires (a protocol that moves watermarks only at epoch ends)."""
+        self._output(self._advance_watermark(wm, []))
+
     def _advance_watermark(self, wm: int, out: list[Record]) -> list[Record]:
         if wm <= self.wm:
             return out
@@ -110,6 +119,10 @@ class InstanceCore:
     def exhausted(self) -> bool:
         return self.offset >= self.hi
 
+    def seek(self, offset: int) -> None:
+        """Sources: produce from ``offset`` on (a restart resuming, or a rewind)."""
+        self.offset = offset
+
     # ------------------------------------------------------------------ output
 
     def _output(self, out: list[Record]) -> None:
@@ -118,11 +131,7 @@ class InstanceCore:
             if out and self.on_sink_output is not None:
                 self.on_sink_output(out)
             if out:
-                visible = [(k, v) for k, v, _ in out]
-                if self.hold_output:
-                    self.pending_output.extend(visible)
-                else:
-                    self.actions.append(Emit(self.id, visible))
+                self._produced.append(Emit(self.id, [(k, v) for k, v, _ in out]))
             return
         self.route(out)
 
@@ -142,7 +151,7 @@ class InstanceCore:
             elif len(chans) == 1 or group.partition == "broadcast":
                 parts = dict.fromkeys(chans, records)
             elif group.partition == "hash":
-                parts = self._hash_split(records, chans)
+                parts = hash_split(records, chans)
             else:  # round-robin by whole batches: deterministic given the instance's state
                 turn = self.rr_time() if self.rr_time is not None else self.rr[gi]
                 parts = {chans[turn % len(chans)]: records}
@@ -152,29 +161,47 @@ class InstanceCore:
                 if recs or advanced:
                     self.send(ch, Batch(recs or [], watermark=wm))
 
-    def _hash_split(self, records: list[Record], chans: list[int]) -> dict[int, list[Record]]:
-        n = len(chans)
-        cache = hash_cache()
-        buckets: list[list[Record]] = [[] for _ in range(n)]
-        for r in records:
-            k = r[0]
-            h = cache.get(k)
-            if h is None:
-                h = stable_hash(k)
-            buckets[h % n].append(r)
-        return {chans[i]: b for i, b in enumerate(buckets) if b}
-
     def send(self, ch: int, batch: Batch) -> None:
         seq = self.out_seq[ch] + 1
         self.out_seq[ch] = seq
         batch.seq = seq
         if self.on_send is not None:
             self.on_send(ch, batch)
-        self.actions.append(Send(ch, batch))
+        self._produced.append(Send(ch, batch))
 
     def send_marker(self, marker: Marker) -> None:
         for ch in self.out_channels:
-            self.actions.append(Send(ch, marker))
+            self._produced.append(Send(ch, marker))
+
+    def next_seq(self, ch: int) -> int:
+        """Number something the protocol sends on ``ch`` itself, in the sequence of the
+        core's batches (a marker that is numbered like a batch)."""
+        seq = self.out_seq[ch] + 1
+        self.out_seq[ch] = seq
+        return seq
+
+    def number_from(self, ch: int, seq: int) -> None:
+        """The next batch on ``ch`` is numbered ``seq + 1`` (a replacement that resumes
+        its predecessor's numbering without its state)."""
+        self.out_seq[ch] = seq
+
+    def round_robin_by(self, time: Callable[[], int]) -> None:
+        """Choose round-robin channels by ``time()`` mod n instead of a counter."""
+        self.rr_time = time
+
+    # ------------------------------------------------------------ watermarks kept
+
+    def raise_input_watermark(self, ch: int, wm: int) -> None:
+        """Take ``wm`` as received on ``ch`` (no lower than what it has), without running
+        anything: a replacement learning what its predecessor had received."""
+        if wm > self.in_wm[ch]:
+            self.in_wm[ch] = wm
+
+    def resume_watermark(self) -> int:
+        """The inputs' watermark counts as reached and already sent (a replacement
+        continuing where its predecessor's output stood); returns it."""
+        self.wm = self.wm_sent = max(self.wm, min(self.in_wm.values()))
+        return self.wm
 
     # ------------------------------------------------------------------ state
 
@@ -199,6 +226,22 @@ class InstanceCore:
         self.wm, self.wm_sent = state["wm"]
         self.finished = set(state["finished"])
 
+    def take_output(self) -> Output:
+        """What the steps produced since the last take: the sends, and a sink's records
+        (``(key, value)``, in the order produced), which nothing has made visible."""
+        produced, self._produced = self._produced, []
+        if not self.is_sink:
+            return Output(produced)  # type: ignore[arg-type]  # only sends
+        out = Output()
+        for a in produced:
+            if isinstance(a, Emit):
+                out.records.extend(a.records)
+            else:
+                out.sends.append(a)
+        return out
+
     def take_actions(self) -> list[Action]:
-        acts, self.actions = self.actions, []
+        """The same, as actions: a sink's records as one ``Emit`` per step, visible as
+        they come. For protocols that make a sink's output visible unfiltered."""
+        acts, self._produced = self._produced, []
         return acts

@@ -109,7 +109,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.chan_of: dict[str, int] = {}
         # Round-robin output goes to channel (own time mod n) (spec change 2): where a
         # replacement resumes is decided by its time alone, not by a hidden counter.
-        core.rr_time = self._now
+        core.round_robin_by(self._now)
         # Spec R3: an operator without state (map, filter, flat_map) persists nothing; a
         # replacement starts from T* (clock) and t_min (time), given with its plan, and
         # from the per-channel watermarks its parents' RESUME markers carry.
@@ -351,14 +351,13 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.unsynced.discard(ch)
         core = self.core
         if ch in self.wm_unknown:
-            if wm is not None and wm > core.in_wm[ch]:
-                core.in_wm[ch] = wm
+            if wm is not None:
+                core.raise_input_watermark(ch, wm)
             self.wm_unknown.discard(ch)
             if not self.wm_unknown:
                 # Every event sent its watermark on every output (N5), so the predecessor
                 # had sent this one on each, and it is the floor a resume below T* reads.
-                core.wm = core.wm_sent = max(core.wm, min(core.in_wm.values()))
-                self.floor_wm = dict.fromkeys(core.out_channels, core.wm)
+                self.floor_wm = dict.fromkeys(core.out_channels, core.resume_watermark())
                 self._pump()
         elif core.needs_wm and not core.is_sink:
             # Like the sender time: the watermark a resend or a replacement starts from
@@ -668,7 +667,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
             self.ptime[ch] = self.got[ch] = _time_of(tstar.to_plain(), parent)
             self.pos[ch] = -1
         for ch in self.core.out_channels:
-            self.core.out_seq[ch] = self.time
+            self.core.number_from(ch, self.time)
         self.hist = deque([(self.time, dict(self.ptime))])
         if self.core.needs_wm:
             self.wm_unknown = set(self.core.inputs)

@@ -30,7 +30,7 @@ from protocols.contract.actions import (
     StageOutput,
 )
 from protocols.contract.events import BatchIn, ControlIn, MarkerIn, SourceReady, Started
-from protocols.contract.logic import EOS, InstanceLogic, core_actions
+from protocols.contract.logic import EOS, InstanceLogic
 from protocols.contract.messages import Ended, InputEnded, Persisted
 from protocols.contract.names import InstanceId
 from protocols.contract.view import InstanceView
@@ -64,6 +64,8 @@ class CheckpointInstance(InstanceLogic[CheckpointParams]):
         # A source replaying after a fallback: (token, offset) it cuts next, none before.
         self.cut: tuple[int, int] | None = None
         self.out: list[InstanceAction] = []  # this event's actions, in the order taken
+        # Sinks: output since the last snapshot began; staged with the next one.
+        self.held: list[tuple[Any, Any]] = []
         # Snapshot ids this instance has begun and not persisted: ``snapshotting`` open.
         self.snapshotting: set[int] = set()
 
@@ -71,7 +73,6 @@ class CheckpointInstance(InstanceLogic[CheckpointParams]):
 
     def on_started(self, ev: Started, now: float) -> list[InstanceAction]:
         core = self.core
-        core.hold_output = self.me.is_sink  # a sink's output waits for its snapshot
         blob = ev.restored
         if blob is not None:
             core.restore_state(blob["core"])
@@ -236,8 +237,15 @@ class CheckpointInstance(InstanceLogic[CheckpointParams]):
             acts.append(DeclarePhase("snapshotting", False, sid))
         self._put(*acts)
 
+    def on_output(self, slot: InstanceId, records: list[tuple[Any, Any]]
+                  ) -> list[InstanceAction]:
+        self.held += records  # a sink's output waits for its snapshot
+        return []
+
     def _take_output(self) -> list[Any]:
-        out, self.core.pending_output = self.core.pending_output, []
+        """A sink's output since the last snapshot began, for the one beginning now."""
+        self.out += self.output(self.me.id)
+        out, self.held = self.held, []
         return out
 
     def _forward(self, marker: Marker) -> list[InstanceAction]:
@@ -245,10 +253,10 @@ class CheckpointInstance(InstanceLogic[CheckpointParams]):
 
     def _put(self, *acts: InstanceAction) -> None:
         """Protocol actions, after what the core produced so far (sends keep their order)."""
-        self.out += core_actions(self.core)
+        self.out += self.output(self.me.id)
         self.out.extend(acts)
 
     def _take(self) -> list[InstanceAction]:
         out, self.out = self.out, []
-        out += core_actions(self.core)
+        out += self.output(self.me.id)
         return out

@@ -37,7 +37,7 @@ class RewindTooFar(CheckpointInstance):
         acts = super().on_started(ev, now)
         core = self.core
         if ev.restored is not None and core.is_source and core.offset > core.lo:
-            core.offset -= 1
+            core.seek(core.offset - 1)
         return acts
 
 

@@ -4,6 +4,12 @@ Both are pure: events in, actions out, time only as ``now``. Subclasses override
 ``on_*`` hooks they care about; ``handle`` dispatches by event type. The defaults give an
 at-most-once protocol: process batches in arrival order, pass end of stream on, restart
 a failed instance empty.
+
+An instance drives its cores (``deliver``, ``source_next``, ``end_of_stream``) and takes
+back what they produced with ``output(slot)``: the sends as they are, and a sink's
+records through the ``on_output`` hook, which returns what becomes of them (emitted by
+default; a protocol with transactional or de-duplicated output keeps them and returns
+what it stages or emits). Protocols never set a core's fields.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from ftctl.runtime.messages import Marker
 from protocols.contract.actions import (
     Control,
     CoordinatorAction,
+    Emit,
     InstanceAction,
     Report,
     Restart,
@@ -51,7 +58,8 @@ EOS = "eos"
 
 
 def core_actions(core: InstanceCore) -> list[InstanceAction]:
-    """What the core produced since the last call (``Send`` and ``Emit`` only)."""
+    """What the core produced since the last call (``Send`` and ``Emit`` only), a sink's
+    records emitted unfiltered; ``InstanceLogic.output`` passes them to ``on_output``."""
     return core.take_actions()  # type: ignore[return-value]
 
 
@@ -77,6 +85,21 @@ class InstanceLogic(Generic[P]):
     def handle(self, ev: InstanceEvent, now: float) -> list[InstanceAction]:
         return self._dispatch[type(ev)](ev, now)
 
+    def output(self, slot: InstanceId) -> list[InstanceAction]:
+        """What the core of ``slot`` produced since the last call: its sends, then what
+        ``on_output`` makes of a sink's records."""
+        out = self.cores[slot].take_output()
+        if not out.records:
+            return out.sends  # type: ignore[return-value]  # contract Sends
+        return [*out.sends, *self.on_output(slot, out.records)]
+
+    def on_output(self, slot: InstanceId, records: list[tuple[Any, Any]]
+                  ) -> list[InstanceAction]:
+        """A sink's ``(key, value)`` records, as its operator produced them; returns what
+        to do with them. Default: visible at once. Override to hold them (keep them and
+        return ``[]``), to stage them (``StageOutput``) or to filter them."""
+        return [Emit(slot, records)]
+
     def more_to_produce(self, slot: InstanceId) -> bool:
         """Sources: whether the host should offer another ``SourceReady`` after this one."""
         return not self.cores[slot].exhausted
@@ -92,7 +115,7 @@ class InstanceLogic(Generic[P]):
     def on_batch(self, ev: BatchIn, now: float) -> list[InstanceAction]:
         core = self.cores[ev.slot]
         core.deliver(ev.channel, ev.batch)
-        return core_actions(core)
+        return self.output(ev.slot)
 
     def on_marker(self, ev: MarkerIn, now: float) -> list[InstanceAction]:
         if ev.marker.kind == EOS:
@@ -102,7 +125,7 @@ class InstanceLogic(Generic[P]):
     def on_source(self, ev: SourceReady, now: float) -> list[InstanceAction]:
         core = self.cores[ev.slot]
         more = core.source_next()
-        acts = [*core_actions(core), Report(Offset(core.offset))]
+        acts = [*self.output(ev.slot), Report(Offset(core.offset))]
         if not more:
             acts += self.finish(ev.slot)
         return acts
@@ -130,7 +153,7 @@ class InstanceLogic(Generic[P]):
             return []
         if not core.end_of_stream(channel):
             return []
-        return [*core_actions(core), *self.finish(slot)]
+        return [*self.output(slot), *self.finish(slot)]
 
     def finish(self, slot: InstanceId) -> list[InstanceAction]:
         """Every input ended (or a source ran dry): pass end of stream on and report it."""

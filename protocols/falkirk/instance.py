@@ -26,6 +26,7 @@ from ftctl.runtime.actions import Send as CoreSend
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
 from ftctl.runtime.operators import WATERMARK_MAX
+from ftctl.runtime.partition import hash_split
 from protocols.contract.actions import (
     SNAPSHOTTING,
     DeclarePhase,
@@ -122,7 +123,7 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
                 self.log[(ref - 4) // 2] = [(ch, list(recs), wm) for ch, recs, wm in seg]
         if self.me.is_source:
             lo = self.core.lo
-            self.core.offset = min(self.core.hi, lo + self.next_batch * self.core.batch_size)
+            self.core.seek(min(self.core.hi, lo + self.next_batch * self.core.batch_size))
         if self.me.is_sink:
             self.completed = max(k, self.setup.committed)
         return []
@@ -133,7 +134,6 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
         if isinstance(ev.init, Setup):
             self.setup = ev.init
             self.round = ev.init.round
-        self.core.hold_output = self.me.is_sink
         self._restore(ev.restored, self.setup.frontier, ev.extra)
         self.held = self.setup.hold
         return [Report(Ready(self.round))] if self.held else []
@@ -238,15 +238,16 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
         # depends on arrival order; only close(t).wm moves watermarks, at completion of t.
         self.core.deliver(ch, Batch(batch.records, batch.seq, None, batch.meta)
                           if batch.watermark is not None else batch)
-        if self.me.is_sink:
-            self.chunks.setdefault(t, []).extend((ch, kv) for kv in self.core.pending_output)
-            self.core.pending_output = []
-        return self._sends(t)
+        out = self.core.take_output()
+        if self.me.is_sink:  # its records: staged with epoch t once it completes
+            self.chunks.setdefault(t, []).extend((ch, kv) for kv in out.records)
+        return self._sends(out.sends, t)
 
-    def _sends(self, t: int) -> list[InstanceAction]:
+    def _sends(self, sends: list[CoreSend], t: int) -> list[InstanceAction]:
+        """The core's batches, renumbered within epoch ``t`` (empty ones dropped)."""
         acts: list[InstanceAction] = []
-        for a in self.core.take_actions():
-            if type(a) is CoreSend and isinstance(a.msg, Batch) and a.msg.records:
+        for a in sends:
+            if isinstance(a.msg, Batch) and a.msg.records:
                 acts.append(self._send(a.channel, a.msg.records, a.msg.watermark, t))
         return acts
 
@@ -279,18 +280,17 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
         acts: list[InstanceAction] = []
         wm = self._epoch_watermark(t)
         if t < self.fin and self.core.needs_wm and not self.me.is_sink:
-            self.core._output(self.core._advance_watermark(wm, []))
-            acts += self._sends(t)
+            self.core.advance_watermark(wm)
+            acts += self._sends(self.core.take_output().sends, t)
         if t == self.fin:
             for ch in self.me.inputs:
                 if ch not in self.core.finished:
                     self.core.end_of_stream(ch)
+            out = self.core.take_output()
             if self.me.is_sink:
-                self.chunks.setdefault(t, []).extend(
-                    (None, kv) for kv in self.core.pending_output)
-                self.core.pending_output = []
+                self.chunks.setdefault(t, []).extend((None, kv) for kv in out.records)
             else:
-                acts += self._sends(t)
+                acts += self._sends(out.sends, t)
         self.completed = t
         if self.me.is_sink:
             if t > self.setup.committed:
@@ -364,7 +364,7 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
         hi = min(lo + core.batch_size, core.hi)
         if lo >= hi or core.gen is None:
             return []
-        core.offset = max(core.offset, hi)
+        core.seek(max(core.offset, hi))
         recs = core.gen(lo, hi)
         wm = recs[-1][2] if core.needs_wm and recs else None
         out = []
@@ -373,7 +373,7 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
             if len(chans) == 1 or group.partition == "broadcast":
                 parts = dict.fromkeys(chans, recs)
             elif group.partition == "hash":
-                parts = core._hash_split(recs, chans)
+                parts = hash_split(recs, chans)
             else:
                 parts = {chans[j % len(chans)]: recs}
             out += [(ch, parts[ch], wm) for ch in chans if ch in parts]

@@ -19,7 +19,7 @@ class NoSinkDedup(LineageInstance):
     """A sink makes every record visible again when the purged graph recomputes it."""
 
     def flush_sink(self) -> None:
-        out, self.core.pending_output = self.core.pending_output, []
+        out = self.take_sink_records()
         if out:
             self.out.append(Emit(self.me.id, out))
 

@@ -46,8 +46,9 @@ from protocols.contract.events import (
     Started,
     TimerFired,
 )
-from protocols.contract.logic import EOS, InstanceLogic, core_actions
+from protocols.contract.logic import EOS, InstanceLogic
 from protocols.contract.messages import InputEnded
+from protocols.contract.names import InstanceId
 from protocols.progressive.buffers import RecoveryBuffer, SourceBuffer
 from protocols.progressive.burst import Mode
 from protocols.progressive.messages import (
@@ -83,7 +84,6 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
     def __init__(self, me: Any, cores: Any, params: ProgressiveParams):
         super().__init__(me, cores, params)
         core = self.core
-        core.hold_output = core.is_sink
         self.gen = 0
         self.mode = Mode.NORMAL
         self.pos = self.positions(core.inputs, None)
@@ -265,10 +265,8 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
     def marker(self, kind: str, ident: int) -> list[InstanceAction]:
         """A marker on every output channel, numbered like a batch."""
         acts: list[InstanceAction] = []
-        seqs = self.core.out_seq
         for ch in self.core.out_channels:
-            seqs[ch] += 1
-            m = Marker(kind, ident, meta=(self.gen, seqs[ch], self.trimmed))
+            m = Marker(kind, ident, meta=(self.gen, self.core.next_seq(ch), self.trimmed))
             self.keep(ch, m)
             acts.append(Send(ch, m))
         return acts
@@ -284,7 +282,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         elif now >= self.next_at and self.mode is not Mode.PROGRESSIVE:
             acts += self.punctuate(now)
         more = self.core.source_next()
-        acts += self.stamp(core_actions(self.core))
+        acts += self.stamp(self.output(self.me.id))
         if self.mode is Mode.PROGRESSIVE and (b := self.cutter.after_batch()) is not None:
             acts += self.marker(MINI_BATCH, b)
             # R1: in progressive mode only right after mb(b), and at mini-batches fixed
@@ -379,10 +377,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
 
     def process(self, ch: int, batch: Batch) -> list[InstanceAction]:
         self.core.deliver(ch, batch)
-        acts = self.stamp(core_actions(self.core))
-        if self.core.is_sink and self.core.pending_output:
-            acts += self.flush_sink()
-        return acts
+        return self.stamp(self.output(self.me.id))
 
     def release(self) -> list[InstanceAction]:
         """Mini-batches complete on every input: processed in the fixed order (R16), then
@@ -398,11 +393,11 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
                 acts += self.end(ch)
         return acts
 
-    def flush_sink(self) -> list[InstanceAction]:
+    def on_output(self, slot: InstanceId, records: list[tuple[Any, Any]]
+                  ) -> list[InstanceAction]:
         """R5: a record is visible only if this execution produced more of its identity
         than were ever made visible; the counts are stored with the output, in one step."""
-        out = [(k, v) for k, v in self.core.pending_output if self.visible(k, v)]
-        self.core.pending_output = []
+        out = [(k, v) for k, v in records if self.visible(k, v)]
         if not out:
             return []
         # the counts first: the Emit waits until they are durable (lose-unsynced)
@@ -469,9 +464,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         if ch in self.core.finished:
             return []
         all_ended = self.core.end_of_stream(ch)
-        acts = self.stamp(core_actions(self.core))
-        if self.core.is_sink and self.core.pending_output:
-            acts += self.flush_sink()
+        acts = self.stamp(self.output(self.me.id))
         if self.aligning is not None:
             self.waiting.discard(ch)
             if not self.waiting:

@@ -26,6 +26,7 @@ from ftctl.runtime.actions import Emit as CoreEmit
 from ftctl.runtime.actions import Send as CoreSend
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
+from ftctl.runtime.partition import hash_split
 from ftctl.runtime.records import stable_hash
 from protocols.contract.actions import (
     REINSTATING,
@@ -279,7 +280,7 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
         records = core.gen(first, min(first + core.batch_size, core.hi))
         group = next(g for g in core.spec.outputs if ch in g.channels)
         if group.partition == "hash" and len(group.channels) > 1:
-            records = core._hash_split(records, group.channels).get(ch, [])
+            records = hash_split(records, group.channels).get(ch, [])
         return ch, tuple(records), 0
 
     # ------------------------------------------------------------ effects -> actions

@@ -32,7 +32,8 @@
 
 ``LoggedInstance`` collects one event's actions in ``out``: what the core produced (moved
 there by ``take`` right after each core call, so every batch is stamped and logged with
-the state it was sent in) and what the protocol adds, in order. ``flush`` returns them
+the state it was sent in; a sink's records are kept in ``sink_records`` until
+``flush_sink`` filters them) and what the protocol adds, in order. ``flush`` returns them
 without the batches a child already has.
 """
 
@@ -135,7 +136,8 @@ class LoggedInstance(InstanceLogic[P]):
         self.emitted: dict[Any, int] = {}
         self.seen: dict[Any, int] = {}
         self.out: list[InstanceAction] = []  # the current event's actions, in order
-        core.hold_output = core.is_sink  # the sink filters its output before it is visible
+        # Sinks: records the core produced, not visible until ``flush_sink`` filters them.
+        self.sink_records: list[tuple[Any, Any]] = []
 
     # ------------------------------------------------------------ hooks for subclasses
 
@@ -177,12 +179,21 @@ class LoggedInstance(InstanceLogic[P]):
         """Move what the core produced into this event's actions, logging each batch sent."""
         out = self.out
         resending = self.resending
-        for a in self.core.take_actions():
+        for a in self.output(self.me.id):
             if type(a) is Send and type(a.msg) is Batch:
                 self.sent(a.channel, a.msg)
                 if a.channel in resending:
                     continue  # logged: the resend under way sends it in its turn
             out.append(a)
+
+    def on_output(self, slot: InstanceId, records: list[tuple[Any, Any]]
+                  ) -> list[InstanceAction]:
+        self.sink_records += records  # held: ``flush_sink`` decides what becomes visible
+        return []
+
+    def take_sink_records(self) -> list[tuple[Any, Any]]:
+        records, self.sink_records = self.sink_records, []
+        return records
 
     def report(self, msg: Msg) -> None:
         self.out.append(Report(msg))
@@ -250,14 +261,14 @@ class LoggedInstance(InstanceLogic[P]):
             self.close_outputs()
 
     def after_deliver(self) -> None:
-        if self.core.is_sink and self.core.pending_output:
+        if self.sink_records:
             self.flush_sink()
 
     def flush_sink(self) -> None:
         out = []
         seen, emitted, identity = self.seen, self.emitted, self.identity
         counted = []
-        for k, v in self.core.pending_output:
+        for k, v in self.take_sink_records():
             i = identity(k, v)
             counted.append(i)
             n = seen.get(i, 0) + 1
@@ -265,7 +276,6 @@ class LoggedInstance(InstanceLogic[P]):
             if n > emitted.get(i, 0):
                 emitted[i] = n
                 out.append((k, v))
-        self.core.pending_output = []
         self.counted(counted)
         if out:
             # Output and its de-duplication state reach the outside world in one step:
