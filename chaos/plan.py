@@ -98,6 +98,9 @@ def check_delivery(source: str, fault: str, target: str, duration: float | None,
     container faults only on the docker backend."""
     if fault not in FAULT_TYPES:
         raise ConfigError(source, "type", f"unknown fault type {fault!r}")
+    if FAULT_TYPES[fault].engine:
+        raise ConfigError(source, "type", f"{fault} strikes an engine's own driver process: "
+                          "-p structured-streaming only")
     if not sim and not FAULT_TYPES[fault].spark:
         raise ConfigError(source, "type", f"{fault} has no Spark realization: simulation "
                           "host only (ftctl sim --scenario)")

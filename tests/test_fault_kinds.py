@@ -40,7 +40,9 @@ def _host_class() -> type:
 
 
 def test_the_scenario_vocabulary_is_the_kinds_some_host_realizes() -> None:
-    assert set(SCENARIO_KINDS) == {n for n, k in FAULT_TYPES.items() if k.sim or k.spark}
+    assert set(SCENARIO_KINDS) == {n for n, k in FAULT_TYPES.items()
+                                   if k.sim or k.spark or k.engine}
+    assert [n for n, k in FAULT_TYPES.items() if k.engine] == ["kill-driver"]
     assert "pair" not in SCENARIO_KINDS and "kill-task" in SCENARIO_KINDS
     with pytest.raises(ValueError, match="pair"):
         Scenario.model_validate({"name": "t", "faults": [

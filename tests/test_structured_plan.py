@@ -182,3 +182,28 @@ def test_an_executor_loss_is_read_from_the_driver_log_as_it_grows(tmp_path: Path
     with open(log, "a") as f:
         f.write(" executor 1 on 127.0.0.1: gone\n")
     assert lost.poll() == ["Lost executor 1 on 127.0.0.1: gone"]
+
+
+def test_a_scenarios_kill_driver_is_the_engines_and_refused_for_a_protocol(
+        tmp_path: Path) -> None:
+    """``kill-driver`` in a scenario file: the engine kills its driver at that time; a
+    protocol's run (Spark or simulation) refuses it in one line, before anything runs."""
+    from typer.testing import CliRunner
+
+    from chaos.plan import from_scenario
+    from ftctl.cli import app
+    from ftctl.engines.structured.cli import from_planned
+    from tests.cli_fuzz import one_line
+
+    path = tmp_path / "driver.yaml"
+    path.write_text("name: driver\nfaults:\n  - {type: kill-driver, at: 2.0, target: random}\n"
+                    "  - {type: kill-task, at: 3.0, target: 'count[0]'}\n")
+    schedule = from_scenario(path, ["lines[0]", "split[0]", "count[0]", "out[0]"], 10.0, 1)
+    assert [(f.at, f.type) for f in from_planned(schedule.faults, str(path))] == [
+        (2.0, "kill-driver"), (3.0, "kill-task")]
+    topo = str(ROOT / "topologies" / "wordcount.yaml")
+    for argv in (["sim", topo, "-p", "checkpoint", "--scenario", str(path)],
+                 ["validate", str(path), "--backend", "local"]):
+        res = CliRunner().invoke(app, argv)
+        assert res.exit_code == 2, (argv, res.output)
+        one_line(res.output, "structured-streaming only")

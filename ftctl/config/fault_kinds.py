@@ -158,6 +158,9 @@ class FaultKind:
     # Whether a recovery is measured after it (detection, restart, first output): False
     # for a kind that fails nothing by itself, so a later failure is not put down to it.
     recovers: bool = True
+    # Realized only by an engine that runs a driver process of its own
+    # (``-p structured-streaming``, ``ftctl/engines``), not by the hosts of the protocols.
+    engine: bool = False
 
     @property
     def hosts(self) -> tuple[Host, ...]:
@@ -167,8 +170,8 @@ class FaultKind:
 
     @property
     def in_scenarios(self) -> bool:
-        """Scenario files may name it: some host realizes it."""
-        return bool(self.hosts)
+        """Scenario files may name it: some host (or an engine) realizes it."""
+        return bool(self.hosts) or self.engine
 
 
 _SIM = "ftctl.sim.actuator"
@@ -264,6 +267,10 @@ FAULT_TYPES: dict[str, FaultKind] = {
     "lose-unsynced": FaultKind(
         "crash the target; its writes not yet acknowledged vanish",
         sim=f"{_STORE}:lose_unsynced", draw=f"{_STORE}:draw_lose_unsynced"),
+    "kill-driver": FaultKind(
+        "SIGKILL the driver process of an engine that has one (-p structured-streaming); "
+        "it restarts from its checkpoint location (`target` is not used: give `random`)",
+        engine=True),
     # Clock faults: the target's runtime clock (its events' time and its timers), never
     # the system clock; they last for the incarnation they struck.
     "clock-skew": FaultKind(

@@ -54,7 +54,8 @@ _INSTANCE_RE = re.compile(rf"^({_NAME})\[([0-9]+)\]$")
 # Fault types that act on a worker's container: only the docker backend has them.
 CONTAINER_FAULTS: tuple[str, ...] = kinds_where(docker=True)
 # Fault types no Spark host realizes (the snapshot store's): simulation host only.
-STORE_FAULTS: tuple[str, ...] = tuple(n for n in SCENARIO_KINDS if not FAULT_TYPES[n].spark)
+STORE_FAULTS: tuple[str, ...] = tuple(n for n in SCENARIO_KINDS
+                                   if FAULT_TYPES[n].hosts == ("sim",))
 # A selector key every worker carries: its ftctl name (`worker=w1` targets worker w1).
 WORKER_KEY = "worker"
 # The most occurrences one fault may ask for (`count`): more is a typo, not a test.
