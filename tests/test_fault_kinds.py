@@ -92,3 +92,21 @@ def test_a_kind_only_spark_realizes_is_refused_on_the_simulation_host(
     with pytest.raises(ConfigError, match="kill-jvm has no meaning on the simulation host"):
         check_delivery("s.yaml", "kill-jvm", "count[0]", None, None, sim=True)
     check_delivery("s.yaml", "kill-jvm", "count[0]", None, None)
+
+
+def test_list_faults_says_where_each_kind_runs() -> None:
+    """``ftctl list faults --json``: the hosts (or the engine) that realize each kind in
+    scenario files, and whether ``ftctl sim --faults`` draws it."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from ftctl.cli import app
+
+    res = CliRunner().invoke(app, ["list", "faults", "--json"])
+    assert res.exit_code == 0, res.output
+    hosts = {row["type"]: row["hosts"] for row in json.loads(res.output)}
+    assert hosts["kill-driver"] == ["engine"]
+    assert hosts["clock-skew"] == ["sim", "spark", "sim --faults"]
+    assert hosts["corrupt"] == ["sim", "sim --faults"]
+    assert hosts["pair"] == ["sim --faults"]

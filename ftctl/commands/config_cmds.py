@@ -366,8 +366,10 @@ def _fault_rows() -> list[dict[str, Any]]:
                 "type": name,
                 "fields": fields,
                 "params": list(kind.params.model_fields),
-                # which hosts realize it in scenario files, and whether --faults draws it
-                "hosts": [*kind.hosts, *(["sim --faults"] if kind.draw else [])],
+                # which hosts (or engines) realize it in scenario files, and whether
+                # --faults draws it
+                "hosts": [*kind.hosts, *(["engine"] if kind.engine else []),
+                          *(["sim --faults"] if kind.draw else [])],
                 "description": kind.description,
             }
         )
