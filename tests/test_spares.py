@@ -335,6 +335,22 @@ def test_a_slot_whose_process_died_or_whose_worker_is_gone_is_not_picked() -> No
     assert jobs._pick("count[1]") is None
 
 
+def test_a_gone_worker_names_the_starts_handed_to_its_slots() -> None:
+    """A start handed to a slot on a worker the master has just seen go never registers:
+    the runner names it, so the host fails it at once instead of after REGISTER_TIMEOUT."""
+    from multiprocessing import Pipe
+
+    jobs = JobRunner(None, "r", queue.Queue(), spares=0)
+    waiting, _end = Pipe()
+    jobs.slots = {0: Slot(0, "busy", key=("tags[1]", 2), worker="h:1"),
+                  1: Slot(1, "busy", key=("out[0]", 2), worker="h:2"),
+                  2: Slot(2, "idle", conn=waiting, worker="h:1"),
+                  3: Slot(3, "launching", worker="h:1")}
+    assert jobs.workers_gone({"h:1"}) == [("tags[1]", 2)]
+    assert jobs.slots[2].state == "lost" and jobs.slots[1].state == "busy"
+    assert jobs.workers_gone(set()) == []
+
+
 def test_with_start_job_every_start_is_a_job_and_no_slot_comes_back(pool: Any) -> None:
     sc, _jobs, server, token, _events = pool
     jobs = JobRunner(sc, "r", queue.Queue(), spares=0, recycle=False)

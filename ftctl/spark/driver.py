@@ -327,17 +327,26 @@ class JobRunner:
         finally:
             conn.close()
 
-    def workers_gone(self, addresses: set[str]) -> None:
+    def workers_gone(self, addresses: set[str]) -> list[tuple[str, int]]:
         """These workers (host:port) are gone: their waiting slots are not handed starts
-        (their processes die with the executor, which the driver hears of seconds later)."""
+        (their processes die with the executor, which the driver hears of seconds later).
+        Returns the starts (instance, incarnation) handed to slots on them: one handed in
+        the moment before the master saw its worker go never registers, and Spark may not
+        retry its task (the retry is only for an executor lost alone)."""
         with self.lock:
             self.gone = set(addresses)
+            handed: list[tuple[str, int]] = []
             for s in self.slots.values():
-                if s.state == "idle" and s.worker in self.gone:
+                if s.worker not in self.gone:
+                    continue
+                if s.state == "idle":
                     s.state = "lost"
                     if s.conn is not None:
                         s.conn.close()
                         s.conn = None
+                elif s.state == "busy" and s.key is not None:
+                    handed.append(s.key)
+            return handed
 
     def _pick(self, iid: str) -> Slot | None:
         waiting = [s for s in self.slots.values() if s.state == "idle" and s.conn is not None]

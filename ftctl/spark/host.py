@@ -179,6 +179,8 @@ class SparkHost:
         self.inc = self.kernel.inc
         self.live: dict[str, _Task] = {}
         self.pending: dict[str, tuple[int, float]] = {}  # started, not registered: inc, when
+        # (instance, inc) handed to a slot on a worker that is gone (JobRunner.workers_gone)
+        self.stranded: set[tuple[str, int]] = set()
         self.groups: list[dict[str, int]] = []  # each plan's starts, released together
         # Controls for a unit that has registered but not been released yet: (inc, frame).
         self.held_controls: dict[str, list[tuple[int, tuple[Any, ...]]]] = {}
@@ -629,9 +631,11 @@ class SparkHost:
             extra = server.extras.get(key)
             if extra:
                 self._check_extra(iid, key, extra)
-        for iid, (_inc, started) in self.pending.items():
+        for iid, (inc, started) in self.pending.items():
             if now - started > REGISTER_TIMEOUT:
                 self._suspect(iid, "never registered")
+            elif (iid, inc) in self.stranded:
+                self._suspect(iid, "its worker was lost before it registered")
 
     def _detect(self) -> None:
         failed = dict(self.suspects)
@@ -657,7 +661,10 @@ class SparkHost:
         worker is cold: its cores are not offered, and workers that come back apart are
         announced apart, each as soon as it is warm (capacity returning in steps)."""
         assert self.capacity is not None and self.jobs is not None
-        self.jobs.workers_gone({w.address for w in workers if not w.alive and w.address})
+        # Starts handed to slots on workers now gone: if one has not registered, it never
+        # will (``_check_timeouts``), rather than stalling the recovery REGISTER_TIMEOUT.
+        self.stranded.update(
+            self.jobs.workers_gone({w.address for w in workers if not w.alive and w.address}))
         change = self.capacity.update(workers)
         if change is None:
             return
