@@ -601,3 +601,26 @@ def test_a_trigger_on_a_phase_the_protocol_never_enters_is_refused() -> None:
     res = CliRunner().invoke(app, ["compare", "protocols", *args, "--protocols",
                                    "checkpoint,lineage"])
     assert res.exit_code == 2 and "lineage never enters 'snapshotting'" in res.output
+
+
+def test_compare_on_a_running_cluster_refuses_what_it_cannot_deliver_there() -> None:
+    """`compare --master` attaches every run to a running cluster: a worker fault there is
+    refused before anything starts, as `chaos --master` refuses it, and so is a URL that
+    is not a master's or the engine, which needs a cluster of its own."""
+    from typer.testing import CliRunner
+
+    from ftctl.cli import app
+    from tests.conftest import ROOT
+
+    topo = str(ROOT / "topologies/wordcount.yaml")
+    res = CliRunner().invoke(app, ["compare", "protocols", topo, "--kill", "1",
+                                   "--master", "http://127.0.0.1:7077"])
+    assert res.exit_code == 2 and "expected spark://host:port" in res.output
+    res = CliRunner().invoke(app, ["compare", "protocols", topo, "--master",
+                                   "spark://127.0.0.1:7077", "--scenario",
+                                   str(ROOT / "chaos/rack-failure.yaml")])
+    assert res.exit_code == 2 and "rack-failure.yaml" in res.output, res.output
+    res = CliRunner().invoke(app, ["compare", "protocols", topo, "--kill", "1", "--master",
+                                   "spark://127.0.0.1:7077", "--protocols",
+                                   "checkpoint,structured-streaming"])
+    assert res.exit_code == 2 and "cluster of its own" in res.output, res.output

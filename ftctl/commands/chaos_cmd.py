@@ -18,9 +18,11 @@ from ftctl.cluster.labels import LabelSyntaxError, expand_labels
 from ftctl.commands.cluster_options import (
     DEFAULT_BIND,
     Bind,
+    Master,
     Store,
     Verbose,
     check_bind,
+    check_master,
     check_store,
 )
 from ftctl.commands.common import (
@@ -80,9 +82,7 @@ def chaos(
                                                 f"(default {DEFAULT_RECORDS:,}).")] = None,
     rate: Annotated[float | None, typer.Option(
         "--rate", min=0.001, help="Records/s per source (default: a ~25 s run).")] = None,
-    master: Annotated[str | None, typer.Option(
-        "--master", help="spark://host:port of a running cluster; process faults go through "
-        "each task's own agent there (kill-task, kill-executor, pause, slow).")] = None,
+    master: Master = None,
     backend: Annotated[str, typer.Option("--backend", help="local or docker.")] = "local",
     results: Annotated[Path, typer.Option("--results", help="Where runs are written.")]
     = DEFAULT_ROOT,
@@ -99,8 +99,7 @@ def chaos(
     """Run TOPOLOGY under scripted faults, verify exactly-once and measure recovery."""
     if sum(x is not None for x in (kill, scenario, replay)) != 1:
         raise ConfigError("ftctl chaos", None, "give exactly one of --kill, --scenario, --replay")
-    if master is not None and not master.startswith("spark://"):
-        raise ConfigError("--master", None, f"expected spark://host:port, got {master!r}")
+    master = check_master(master)
     if backend not in ("local", "docker"):
         raise ConfigError("--backend", None, f"expected local or docker, got {backend!r}")
     try:

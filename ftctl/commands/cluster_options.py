@@ -1,5 +1,5 @@
-"""Options for running against a cluster: ``--bind`` (where the driver's control channel
-listens) and ``--store`` (where snapshots go)."""
+"""Options for running against a cluster: ``--master`` (a running cluster), ``--bind``
+(where the driver's control channel listens) and ``--store`` (where snapshots go)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,17 @@ from ftctl.spark import wire
 from ftctl.store import open_location
 
 DEFAULT_BIND = wire.HOST
+
+Master = Annotated[str | None, typer.Option(
+    "--master", help="spark://host:port of a running cluster (default: start one); process "
+    "faults go through each task's own agent there (kill-task, kill-executor, pause, slow).")]
+
+
+def check_master(value: str | None) -> str | None:
+    """The master URL as given; else the one-line usage error."""
+    if value is not None and not value.startswith("spark://"):
+        raise ConfigError("--master", None, f"expected spark://host:port, got {value!r}")
+    return value
 
 Verbose = Annotated[bool, typer.Option(
     "--verbose", "-v", help="Also stream Spark's JVM logs to stderr (they are always "

@@ -14,9 +14,11 @@ from ftctl.cluster.labels import LabelSyntaxError, expand_labels
 from ftctl.commands.cluster_options import (
     DEFAULT_BIND,
     Bind,
+    Master,
     Store,
     Verbose,
     check_bind,
+    check_master,
     check_store,
 )
 from ftctl.commands.common import Spares, StartMode, check_scope, check_start, user_errors
@@ -66,6 +68,7 @@ def protocols_cmd(
     records: Annotated[int | None, typer.Option(min=1, help="Input records.")] = None,
     rate: Annotated[float | None, typer.Option(min=0.001, help="Records/s per source.")] = None,
     backend: Annotated[str, typer.Option(help="local or docker.")] = "local",
+    master: Master = None,
     results: Annotated[Path, typer.Option(help="Where runs are written.")] = DEFAULT_ROOT,
     timeout: Annotated[float, typer.Option(min=1, help="Per-run limit, seconds.")] = 600.0,
     spares: Spares = DEFAULT_SPARES,
@@ -90,9 +93,12 @@ def protocols_cmd(
 
       ftctl compare protocols topologies/wordcount.yaml --scenario chaos/rack-failure.yaml \\
           --workers 4 --label rack=a --label rack=a --label rack=b --label rack=b
+
+      ftctl compare protocols topologies/wordcount.yaml --kill 1 --master spark://127.0.0.1:7077
     """
     if (scenario is None) == (kill is None):
         raise ConfigError("ftctl compare protocols", None, "give exactly one of --scenario, --kill")
+    master = check_master(master)
     topology = load_topology(topology_file)
     # An engine (ftctl/engines) runs beside the protocols on the same schedule.
     engines, protocols = _engines(protocols)
@@ -119,19 +125,23 @@ def protocols_cmd(
     else:
         assert scenario is not None
         schedule = from_scenario(scenario, graph.order, duration, seed)
-    check_cluster(schedule, None, worker_labels, backend)
+    check_cluster(schedule, master, worker_labels, backend)
     check_triggers(schedule, infos)
+    if master is not None and engines:
+        raise ConfigError("--master", None, "the structured-streaming engine runs on a "
+                          "cluster of its own; compare it without --master")
 
     bind, store_at, start = check_bind(bind), check_store(store_at), check_start(start)
     store = RunStore.create(results, topology=topology.name, protocol="compare", kind="compare")
     store.write_config({"topology": topology.model_dump(by_alias=True),
                         "protocols": [i.name for i in infos] + engines, "params": params,
                         "repeat": repeat, "schedule": schedule.source,
-                        "shared_cluster": not needs_own_cluster(schedule)})
+                        "shared_cluster": master is None and not needs_own_cluster(schedule),
+                        "master": master})
     req = CompareRequest(topology, schedule, infos, params, repeat, workers, label, results,
                          timeout, state_dir=(Path(".ftctl") / "runs" / store.run_id).resolve(),
                          backend=backend, spares=spares, start=start, verbose=verbose,
-                         bind=bind, store=store_at)
+                         bind=bind, store=store_at, master=master)
     try:
         with LiveLine(quiet=as_json) as live:
             comp = (run_comparison(req, live.note, live.update) if infos

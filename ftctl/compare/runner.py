@@ -143,6 +143,7 @@ class CompareRequest:
     verbose: bool = False
     bind: str = wire.HOST  # the control channel's listen address
     store: str | None = None  # snapshot store location (default: in each run's directory)
+    master: str | None = None  # a running cluster every run attaches to (none started)
 
 
 def needs_own_cluster(schedule: Schedule) -> bool:
@@ -160,11 +161,12 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
     comp = Comparison(req.topology.name, req.schedule.name, req.repeat)
     # Every run on the same standby pool, sized for the cluster's failure domains (a
     # shared cluster is given to the runs as a master URL, which would give them one).
-    spares = (req.spares if req.spares is not None
+    # (On --master the run sizes it as `ftctl chaos --master` does: the shape is not ours.)
+    spares = (req.spares if req.spares is not None or req.master is not None
               else standby_pool(len(graph.order), expand_labels(req.labels, req.workers)))
     shared: LocalCluster | None = None
     try:
-        if not needs_own_cluster(req.schedule):
+        if req.master is None and not needs_own_cluster(req.schedule):
             # Its own state dir: a cluster the user keeps warm with `cluster up` is not ours.
             shared = make_cluster(req.backend, workers=req.workers, cores=cores,
                                   labels=req.labels, state_dir=req.state_dir, owned=True)
@@ -184,7 +186,7 @@ def run_comparison(req: CompareRequest, say: Callable[[str], None],
                 capture = CaptureExtension(ChaosExtension(schedule, duration))
                 request = RunRequest(
                     req.topology, info, info.resolve(req.params.get(info.name, {})),
-                    master=shared.master_url if shared else None, workers=req.workers,
+                    master=shared.master_url if shared else req.master, workers=req.workers,
                     results=req.results, timeout=req.timeout, as_json=False,
                     backend=req.backend, labels=req.labels, cores=cores, kind="compare",
                     quiet=True, spares=spares, start=req.start, verbose=req.verbose, bind=req.bind,
