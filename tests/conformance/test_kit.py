@@ -268,7 +268,8 @@ def test_cli_reports_json_and_exit_codes(tmp_path: Path) -> None:
     report = json.loads(res.output)
     assert [(c["case"], c["passed"]) for c in report["cases"]] == [
         ("diamond-lineage", True), ("diamond-lineage+all-faults", True),
-        *((f"diamond-lineage~during-{p}", True) for p in ("recovering", "replaying", "purging"))]
+        *((f"diamond-lineage~during-{p}", True) for p in ("recovering", "replaying", "purging")),
+        ("diamond-lineage+clock", True)]
     # Diamond alone at one seed misses two lineage mutants (per-key sink counts need a
     # join): the kit exits 1 and names them. A crash during the recovery (the first
     # phase-triggered case) catches purge-failed-only there; the crash schedules do not.
