@@ -1,6 +1,6 @@
 """The kit's clock cases (ftctl/conformance/clocks.py): crashes with the clock faults each
 protocol tolerates, judged on exactly-once and on false suspicions
-(ftctl/sim/suspicions.py)."""
+(ftctl/sim/suspicions.py); replica-ring's clock mutant caught by them."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from ftctl.kernel.history import HistoryEvent
 from ftctl.sim.clock_faults import DRIFT_RATES, MAX_STEP, ClockStrike, draw
 from ftctl.sim.runner import Simulator
 from ftctl.sim.suspicions import false_suspicions
+from protocols.mutants import get_mutant
 from protocols.registry import PROTOCOLS, get_protocol
 
 pytestmark = pytest.mark.sim
@@ -82,6 +83,8 @@ def test_a_ping_detector_is_drawn_no_forward_step_and_a_drift_only_within_its_bo
     tight = {**FIXED, "ping_every": 0.001, "ping_timeout": 0.0015}
     assert DRIFT_RATES[1] * RTT_MAX > 0.002  # T: the first tick past the deadline
     assert tolerated_clock_kinds(RING, tight) == ("clock-stall",)
+    assert tolerated_clock_kinds(f"{RING}/pong-peer-clock", FIXED) == ("clock-drift",
+                                                                       "clock-stall")
     for protocol in PROTOCOLS:  # timers that only pace: every clock fault
         if protocol != RING:
             assert tolerated_clock_kinds(protocol, {}) == CLOCK_KINDS, protocol
@@ -132,3 +135,14 @@ def test_a_forward_step_past_the_bound_is_a_false_suspicion_and_replays() -> Non
                                    ",".join(kinds), "--seed", "14"])
     assert res.exit_code == 1 and "live-suspected" in res.output, res.output
 
+
+def test_the_clock_mutant_is_caught_by_a_false_suspicion_at_short_timings() -> None:
+    protocol, mutant = get_mutant(f"{RING}/pong-peer-clock")
+    # it draws what the protocol tolerates at each timing
+    for timing in timing_overlays(RING, mutant.params):
+        tolerated = tolerated_clock_kinds(RING, {**mutant.params, **timing})
+        assert set(mutant.kinds) <= {"crash", *tolerated}
+    result = Kit().run_mutant(protocol, mutant, 2, only=[topology_named("replica-chain")])
+    assert result.caught and result.timings == SHORT
+    assert result.kinds == mutant.kinds and "live-suspected" in result.violations
+    assert "--faults crash,clock-drift,clock-stall" in (result.reproduce() or "")
