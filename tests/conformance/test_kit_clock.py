@@ -4,6 +4,7 @@ protocol tolerates, judged on exactly-once and on false suspicions
 
 from __future__ import annotations
 
+import os
 import random
 from typing import Any
 
@@ -12,7 +13,13 @@ from typer.testing import CliRunner
 
 from ftctl.cli import app
 from ftctl.config.load import load_topology
-from ftctl.conformance.cases import CLOCK_SUFFIX, short_timings, timing_overlays, topology_named
+from ftctl.conformance.cases import (
+    CLOCK_SUFFIX,
+    GuaranteeCase,
+    short_timings,
+    timing_overlays,
+    topology_named,
+)
 from ftctl.conformance.clocks import (
     CLOCK_KINDS,
     RTT_MAX,
@@ -30,6 +37,7 @@ from protocols.registry import PROTOCOLS, get_protocol
 
 pytestmark = pytest.mark.sim
 
+N = max(3, int(os.environ.get("FTCTL_KIT_N", "3")))  # seeds 1-3 strike a clock in each
 RING = "replica-ring"
 FIXED = {"semantics": "exactly-once", "variant": "fixed"}
 SHORT = short_timings(RING, FIXED)
@@ -102,19 +110,18 @@ def test_every_protocol_has_a_clock_case_per_timing_drawing_crashes_too() -> Non
     assert [dict(c.timings) for c in ring] == [{}, short_timings(RING, ring[0].params)]
 
 
-@pytest.mark.parametrize("protocol", [RING, "checkpoint"])
-def test_the_clock_cases_hold_with_no_false_suspicion(protocol: str) -> None:
+@pytest.mark.parametrize("case", [c for p in PROTOCOLS for c in clock_cases(p)],
+                         ids=lambda c: c.name)
+def test_the_clock_cases_hold_with_no_false_suspicion(case: GuaranteeCase) -> None:
     kit = Kit()
-    for case in clock_cases(protocol):
-        result = kit.run_case(case, 3)
-        assert result.failures_injected > 0 and result.passed, (result.violations,
-                                                                result.reproduce())
-        doc = result.to_json()
-        assert doc["faults"] == list(case.kinds)
-        sim = kit._sim(case.protocol, case.params, case.topology, case.kinds)
-        struck = [e for seed in (1, 2, 3) for e in sim.run_one(seed).result.events
-                  if e.kind == "fault-injected" and e.data["type"].startswith("clock-")]
-        assert struck  # the clock faults did strike
+    result = kit.run_case(case, N)
+    assert result.failures_injected > 0 and result.passed, (result.violations,
+                                                            result.reproduce())
+    assert result.to_json()["faults"] == list(case.kinds)
+    sim = kit._sim(case.protocol, case.params, case.topology, case.kinds)
+    struck = [e for seed in range(1, N + 1) for e in sim.run_one(seed).result.events
+              if e.kind == "fault-injected" and e.data["type"].startswith("clock-")]
+    assert struck  # the clock faults did strike
 
 
 def test_a_forward_step_past_the_bound_is_a_false_suspicion_and_replays() -> None:
