@@ -38,6 +38,8 @@ STAGED_SUFFIX = "+staged-capacity"
 KIND_SUFFIXES: dict[tuple[FaultKind, ...], str] = {
     ALL_KINDS: ALL_FAULTS_SUFFIX, NEIGHBOUR_KINDS: NEIGHBOURS_SUFFIX,
     STAGED_KINDS: STAGED_SUFFIX}
+# Crashes with the clock faults a protocol tolerates (ftctl/conformance/clocks.py).
+CLOCK_SUFFIX = "+clock"
 # A protocol with timers (``ProtocolSpec.timings``) runs every case again with them scaled
 # down, a case named with this suffix.
 SHORT_TIMINGS_SUFFIX = "@short-timings"
@@ -122,11 +124,13 @@ class GuaranteeCase:
     def name(self) -> str:
         """``{topology}-{protocol}[-{variant}]``: the gate's case names (crash schedules);
         ``@short-timings`` for the case with the protocol's timers scaled down, then
-        ``+all-faults`` for the case drawing every fault kind."""
+        ``+all-faults`` for the case drawing every fault kind (``+clock``: crashes and
+        clock faults)."""
         suffix = "" if self.variant.name == "default" else f"-{self.variant.name}"
         timing = SHORT_TIMINGS_SUFFIX if self.timings else ""
-        faults = "" if self.kinds == CRASH_ONLY else KIND_SUFFIXES.get(self.kinds,
-                                                                       ALL_FAULTS_SUFFIX)
+        clock = any(k.startswith("clock-") for k in self.kinds)
+        faults = "" if self.kinds == CRASH_ONLY else KIND_SUFFIXES.get(
+            self.kinds, CLOCK_SUFFIX if clock else ALL_FAULTS_SUFFIX)
         during = f"{DURING_SUFFIX}{self.during}" if self.during else ""
         return f"{self.topology.stem}-{self.protocol}{suffix}{timing}{faults}{during}"
 

@@ -28,6 +28,7 @@ from ftctl.conformance.cases import (
     too_large,
     topologies,
 )
+from ftctl.conformance.clocks import clock_cases
 from ftctl.sim.faults import CRASH_ONLY, FaultKind
 from ftctl.sim.runner import Simulator
 from protocols.contract.spec import Guarantee, Mutant
@@ -316,6 +317,8 @@ class Kit:
                 report.cases.append(self.run_case(case, case.schedules_for(n)))
             for case in phase_cases(protocol, self.topology_dir):
                 report.cases.append(self.run_case(case, n))
+            for case in clock_cases(protocol, self.topology_dir):
+                report.cases.append(self.run_case(case, case.schedules_for(n)))
             if mutants:
                 for m in mutants_of(protocol):
                     report.mutants.append(self.run_mutant(protocol, m, n))
@@ -332,6 +335,7 @@ class Kit:
             total += sum(c.schedules_for(n) for c in correlated_cases(p, self.topology_dir))
             phases = len(phase_cases(p, self.topology_dir))
             total += phases * n
+            total += sum(c.schedules_for(n) for c in clock_cases(p, self.topology_dir))
             if mutants:
                 for m in mutants_of(p):
                     total += n * (tops * sum(len(mutant_kinds(p, t, m.kinds))

@@ -58,12 +58,23 @@ def _fault(kind: str, step: float, rate: float, seconds: float, catch_up: bool
     return Stall(seconds, catch_up)
 
 
+# What ``draw`` draws: offsets, steps and stalls of the size of the schedules' other
+# faults (``ftctl.sim.faults.span``), drift rates within 2x. The conformance kit compares
+# these with the bounds a protocol tolerates (ftctl/conformance/clocks.py).
+MAX_STEP = 0.02  # seconds of simulated time: the largest span
+DRIFT_RATES = (0.5, 2.0)
+# The kinds that may step a unit's clock forward: a jump, and a skew set above the
+# offset the clock had (a clock a stall or a slow drift left behind steps forward by
+# more than the skew drawn). A stall (drawn without catch_up) and a drift never do.
+FORWARD_STEPPING = ("clock-skew", "clock-jump")
+
+
 def draw(kind: str, rng: random.Random, horizon: int, max_burst: int) -> SimFault:
-    """One random clock fault for ``ftctl sim --faults``: offsets, steps and stalls of the
-    size of the schedules' other faults (2-20 ms of simulated time), drifts within 2x."""
+    """One random clock fault for ``ftctl sim --faults``: offsets, steps and stalls of
+    2 ms to ``MAX_STEP`` of simulated time, either sign, drifts within ``DRIFT_RATES``."""
     at, s = event_index(rng, horizon), span(rng)
     sign = rng.choice((-1.0, 1.0))
-    rate = rng.uniform(0.5, 2.0) if kind == "clock-drift" else 1.0
+    rate = rng.uniform(*DRIFT_RATES) if kind == "clock-drift" else 1.0
     fault = _fault(kind, sign * s, rate, s, False)
     return ClockStrike(at, fault)
 

@@ -20,6 +20,7 @@ from ftctl.sim.host import MAX_EVENTS, MAX_STEP, SimHost, SimResult, source_step
 from ftctl.sim.phase_faults import phase_problems, strike_during
 from ftctl.sim.recovery import FaultTimes, fault_times, summarize
 from ftctl.sim.restores import Stage, restore_stages
+from ftctl.sim.suspicions import CLOCK_PREFIX, false_suspicions
 from ftctl.verify.checker import Verdict, index_by_key, verify
 from protocols.contract.params import ProtocolParams, RunShape
 from protocols.contract.spec import Guarantee, ProtocolSpec
@@ -245,6 +246,8 @@ class Simulator:
         if self.during is not None:
             verdict.phases = phase_problems(result.events, self.protocol.phases,
                                             result.complete)
+        if any(k.startswith(CLOCK_PREFIX) for k in self.kinds):  # no clock-made suspicion
+            verdict.suspicions = false_suspicions(result.events)
         return ScheduleOutcome(seed, result, verdict)
 
     def run_reported(self, seed: int, trace: bool = False) -> ScheduleOutcome:

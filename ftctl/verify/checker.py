@@ -174,16 +174,21 @@ class Verdict:
     # Breaches of the phase contract, where the run was judged on it (the kit's
     # phase-triggered cases, ftctl/sim/phase_faults.py): kind -> count.
     phases: dict[str, int] = field(default_factory=dict)
+    # Live units suspected, fenced or taken over, where the run was judged on it (runs
+    # drawing clock faults, ftctl/sim/suspicions.py): kind -> count.
+    suspicions: dict[str, int] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
         return (self.stopped is None and self.complete and not self.phases
-                and all(s.holds(self.guarantee) for s in self.sinks))
+                and not self.suspicions and all(s.holds(self.guarantee) for s in self.sinks))
 
     @property
     def stopped_safely(self) -> bool:
-        """A breach of the phase contract is a violation, stopped or not."""
-        return self.stopped is not None and self.wrong == 0 and not self.phases
+        """A breach of the phase contract or a false suspicion is a violation, stopped
+        or not."""
+        return (self.stopped is not None and self.wrong == 0 and not self.phases
+                and not self.suspicions)
 
     @property
     def outcome(self) -> str:
@@ -199,12 +204,14 @@ class Verdict:
             if self.wrong:
                 t["not-a-prefix"] = self.wrong
             t.update(self.phases)
+            t.update(self.suspicions)
             return dict(t)
         for s in self.sinks:
             t.update(s.anomalies())
         if not self.complete:
             t["stalled"] += 1
         t.update(self.phases)
+        t.update(self.suspicions)
         return dict(t)
 
     def to_json(self) -> dict[str, Any]:

@@ -112,9 +112,11 @@ MUTANTS: tuple[Mutant, ...] = _kit_mutants()
 
 
 # ------------------------------------------------------------ clock mutants
-# Timing bugs: no crash schedule shows them, a clock fault does (docs/chaos.md, Clock
-# faults). tests/test_sim_clock_faults.py catches each with the simulation host's clock
-# faults; the kit runs them once its schedules draw the clock fault kinds.
+# Timing bugs: no crash schedule shows them, a clock fault the protocol tolerates does
+# (docs/chaos.md, Clock faults): the kit draws the kinds each declares, crashes with
+# stalls and drifts within the ping detector's bound (ftctl/conformance/clocks.py), and
+# judges the runs on false suspicions too (a live replica taken over is one).
+# tests/test_sim_clock_faults.py also catches each with one chosen skew.
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,5 +144,8 @@ class PongPeerClock(ReplicaRingInstance):
 CLOCK_MUTANTS: tuple[Mutant, ...] = (
     Mutant("pong-peer-clock", "a pong's age is read on the answering replica's clock",
            instance=PongPeerClock, params={"semantics": "exactly-once", "variant": "fixed"},
-           kinds=("clock-skew",)),
+           kinds=("crash", "clock-drift", "clock-stall")),
 )
+
+# the kit runs the clock mutants with the others
+MUTANTS += CLOCK_MUTANTS

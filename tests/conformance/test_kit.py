@@ -102,6 +102,8 @@ CATCH: dict[str, tuple[str, int]] = {
     # at short timings, a replica and its successor lost together or in turn (+neighbours)
     "replica-ring/stale-suspicion": ("ring-merge", 22),
     "replica-ring/confirm-released": ("replica-chain", 5),
+    # at short timings, a stall or a slow drift of a pinged replica's clock (+clock)
+    "replica-ring/pong-peer-clock": ("replica-chain", 1),
     "progressive/no-replan": ("diamond", 5),
     "progressive/fit-strict": ("diamond", 5),
     "progressive/buffers-off-early": ("progressive-small", 5),
@@ -139,6 +141,7 @@ CATCH_KINDS: dict[str, tuple[FaultKind, ...]] = {
     "replica-ring/confirm-released": NEIGHBOUR_KINDS,
     "progressive/no-resend-from-starting": STAGED_KINDS,
     "checkpoint/trust-unchecked": ("crash", "corrupt"),  # its Mutant.kinds
+    "replica-ring/pong-peer-clock": ("crash", "clock-drift", "clock-stall"),  # likewise
 }
 
 CASES = [c for p in PROTOCOLS for c in guarantee_cases(p)
@@ -268,7 +271,8 @@ def test_cli_reports_json_and_exit_codes(tmp_path: Path) -> None:
     report = json.loads(res.output)
     assert [(c["case"], c["passed"]) for c in report["cases"]] == [
         ("diamond-lineage", True), ("diamond-lineage+all-faults", True),
-        *((f"diamond-lineage~during-{p}", True) for p in ("recovering", "replaying", "purging"))]
+        *((f"diamond-lineage~during-{p}", True) for p in ("recovering", "replaying", "purging")),
+        ("diamond-lineage+clock", True)]
     # Diamond alone at one seed misses two lineage mutants (per-key sink counts need a
     # join): the kit exits 1 and names them. A crash during the recovery (the first
     # phase-triggered case) catches purge-failed-only there; the crash schedules do not.

@@ -17,6 +17,7 @@ from ftctl.conformance.cases import (
     guarantee_cases,
     phase_cases,
 )
+from ftctl.conformance.clocks import clock_cases
 from ftctl.conformance.kit import Kit
 from ftctl.sim.faults import ALL_KINDS, CRASH_ONLY
 from protocols.registry import PROTOCOLS
@@ -68,9 +69,10 @@ def test_the_kit_runs_as_many_schedules_with_every_kind() -> None:
     names = [c.case.name for c in report.cases]
     crash = [c.name for c in guarantee_cases("lineage")]
     # lineage has no timers and plans on no capacity: no correlated cases; then one case
-    # per phase
+    # per phase, and its clock case (ftctl/conformance/clocks.py)
     phases = [c.name for c in phase_cases("lineage")]
-    assert len(phases) == 3
-    assert names == crash + [n + ALL_FAULTS_SUFFIX for n in crash] + phases
-    assert [c.schedules for c in report.cases] == [2] * (len(crash) * 2 + len(phases))
-    assert kit.planned_runs(["lineage"], 2, mutants=False) == 4 * len(crash) + 2 * 3
+    clock = [c.name for c in clock_cases("lineage")]
+    assert len(phases) == 3 and clock == ["wordcount-lineage+clock"]
+    assert names == crash + [n + ALL_FAULTS_SUFFIX for n in crash] + phases + clock
+    assert [c.schedules for c in report.cases] == [2] * (len(crash) * 2 + len(phases) + 1)
+    assert kit.planned_runs(["lineage"], 2, mutants=False) == 4 * len(crash) + 2 * 3 + 2
