@@ -3,8 +3,9 @@
 The driver flips a byte of ``count[0]``'s newest snapshot file, then its task is killed:
 the recovery reads the damaged object. Aligned checkpoint falls back to an older snapshot
 and stays exactly-once; default (unaligned) checkpoint stops the run safely, naming it.
-Snapshots every 3 s and the kill 50 ms after the damage: no newer snapshot completes in
-between, so the damaged one is the one the recovery reads.
+Snapshots every 3 s, the damage 4.5 s in (half way between two) and the kill 50 ms after
+it: no newer snapshot completes in between, so the damaged one is the one the recovery
+reads.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.spark
 SCENARIO = """\
 name: corrupt-then-kill
 faults:
-  - {id: damage, type: corrupt, at: 4.0, target: "count[0]"}
+  - {id: damage, type: corrupt, at: 4.5, target: "count[0]"}
   - {type: kill-task, after: {fault: damage, delay: 50ms}, target: "count[0]"}
 """
 
