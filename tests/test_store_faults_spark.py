@@ -60,8 +60,8 @@ def test_aligned_checkpoint_recovers_from_an_older_snapshot(cluster: LocalCluste
     assert code == 0, err[-3000:]
     assert summary["passed"] and summary["outcome"] == "exactly-once"
     snapshot = _damaged(events)
-    (failed,) = [e.data for e in events if e.kind == "store-read-failed"]
-    assert (failed["instance"], failed["snapshot"], failed["problem"]) == (
+    (failed,) = [e for e in events if e.kind == "store-read-failed"]
+    assert (failed.instance, failed.data["snapshot"], failed.data["problem"]) == (
         "count[0]", snapshot, "corrupt")
     # the replacements restore something older than the bad snapshot (or start fresh)
     restores = [e.data.get("restore") for e in events if e.kind == "instance-started"
@@ -78,6 +78,6 @@ def test_default_checkpoint_stops_safely_naming_the_object(cluster: LocalCluster
     assert code == 0, err[-3000:]  # stopped safely: no failure of the protocol
     assert summary["outcome"] == f"stopped safely: {why}"
     assert not summary["passed"] and not summary["complete"]
-    (stop,) = [e.data for e in events if e.kind == "run-stopped"]
-    assert stop["reason"] == why and stop["instance"] == "count[0]"
+    (stop,) = [e for e in events if e.kind == "run-stopped"]
+    assert stop.data["reason"] == why and stop.instance == "count[0]"
     assert [e.data["problem"] for e in events if e.kind == "store-read-failed"] == ["corrupt"]
