@@ -1,10 +1,12 @@
 """Store faults as the Spark host's driver does them, on a DirectoryStore, without Spark:
 which object each damage picks and what a read of it then raises, the outage file every
-process using the store sees, and the verdict of a stopped run judged from files."""
+process using the store sees, what the Spark host does with a restore that does not read
+back, and the verdict of a stopped run judged from files."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,12 +14,19 @@ from chaos.faults import FaultError
 from chaos.hostctx import HostFaultContext
 from chaos.store_faults import Corrupt, Delete, StoreOutage, Truncate
 from ftctl.config.fault_kinds import FAULT_TYPES
+from ftctl.config.load import load_topology
 from ftctl.config.scenario import STORE_FAULTS
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.spark.host import SparkHost
 from ftctl.store import CorruptObject, DirectoryStore, MissingObject, StoreUnavailable
 from ftctl.verify.checker import verify
 from ftctl.verify.outofcore import verify_files
 from ftctl.verify.sinkfile import write_sink
+from protocols.contract.actions import Restart
+from protocols.contract.names import InstanceId
 from protocols.contract.spec import Guarantee
+from protocols.registry import get_protocol
+from tests.conftest import ROOT
 
 INSTANCES = ["lines[0]", "split[0]", "count[0]", "count[1]", "out[0]"]
 
@@ -135,3 +144,61 @@ def test_a_stopped_run_is_judged_from_files_as_in_memory(tmp_path: Path, mode: s
     ok = verify_files({"out": "ordered-per-key"}, {"out": g}, {"out": write_sink(
         tmp_path / "ok.parquet", GOLDEN[:2])}, Guarantee.EXACTLY_ONCE, False, stopped="x")
     assert ok.stopped_safely and ok.outcome == "stopped safely: x"
+
+
+class _Jobs:
+    """The Spark host's job runner, minus Spark: what it was asked to start."""
+
+    def __init__(self) -> None:
+        self.submitted: list[tuple[str, int]] = []
+
+    def submit(self, payload: Any) -> str:
+        self.submitted.append((payload.instance, payload.inc))
+        return "job"
+
+    def released(self, *_: Any) -> None:
+        pass
+
+    def cancel_later(self, *_: Any) -> None:
+        pass
+
+
+def _host(tmp_path: Path) -> tuple[SparkHost, _Jobs]:
+    none = get_protocol("none")
+    graph = ExecutionGraph(load_topology(ROOT / "topologies" / "wordcount.yaml"))
+    host = SparkHost(None, graph, none, none.resolve({}), "r", tmp_path / "store")
+    jobs = _Jobs()
+    host.jobs = jobs  # type: ignore[assignment]
+    host._apply(host.kernel.start(0.0))
+    host.store.put(1, "count[0]", {"counts": {"w": 1}})
+    return host, jobs
+
+
+def _restart_from_1(host: SparkHost) -> None:
+    host._apply(host.kernel._apply([Restart(InstanceId("count[0]"), restore=1)]))
+
+
+def test_the_spark_host_stops_the_run_on_a_restore_that_does_not_check(
+        tmp_path: Path) -> None:
+    host, jobs = _host(tmp_path)
+    Corrupt("count[0]").inject(_ctx(host.store))
+    _restart_from_1(host)
+    # not started: the protocol (none: the default rule) heard StoreFault and stopped
+    assert ("count[0]", 1) not in jobs.submitted
+    assert host.kernel.halted == "corrupt snapshot 1 of count[0]"
+    kinds = [(e.kind, e.instance) for e in host.events]
+    assert ("store-read-failed", "count[0]") in kinds and ("run-stopped", "count[0]") in kinds
+
+
+def test_the_spark_host_starts_a_restore_once_the_store_is_back(tmp_path: Path) -> None:
+    host, jobs = _host(tmp_path)
+    outage = StoreOutage("random", duration=1.0)
+    outage.inject(_ctx(host.store))
+    _restart_from_1(host)
+    host._retry_starts(host.now() + 1.0)  # still down: it waits again
+    assert ("count[0]", 1) not in jobs.submitted and len(host.store_waits) == 1
+    outage.heal(_ctx(host.store))
+    host._retry_starts(host.now() + 1.0)
+    assert ("count[0]", 1) in jobs.submitted and not host.store_waits
+    assert host.kernel.halted is None
+    assert not [e for e in host.events if e.kind == "store-read-failed"]
