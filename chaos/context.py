@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from ftctl.config.scenario import WORKER_KEY
 from ftctl.kernel.clocks import ClockFault
+from ftctl.store import DirectoryStore
 
 ChannelKind = Literal["partition", "delay", "drop"]
 # What a container fault asks of a worker's container (docker backend only).
@@ -175,6 +176,16 @@ class ClockDelivery(Protocol):
 
     def clock_fault(self, instance: str, fault: ClockFault) -> bool:
         """Set ``fault`` on ``instance``'s clock now; False if it is not running."""
+        ...
+
+
+@runtime_checkable
+class StoreAccess(Protocol):
+    """A context whose snapshot store the driver can reach as files (the Spark host's
+    ``DirectoryStore``): store faults act on it from the driver."""
+
+    def snapshot_store(self) -> DirectoryStore | None:
+        """The run's snapshot store; None if this host has none the driver can reach."""
         ...
 
 

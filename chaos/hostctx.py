@@ -20,6 +20,7 @@ from chaos.context import ChannelFault, ContainerAction, WorkerRef
 from chaos.faults import FaultError
 from ftctl.cluster.errors import ClusterError
 from ftctl.kernel.clocks import ClockFault
+from ftctl.store import DirectoryStore
 
 NO_CLUSTER = (
     "this fault needs process access to the workers, which ftctl has only on a cluster it "
@@ -113,6 +114,11 @@ class HostFaultContext:
     # Sets a clock fault on an instance's runtime clock, through its task's agent on any
     # cluster (no process of ours holds that clock): the Spark host's.
     clock_agent: Callable[[str, ClockFault], bool] | None = None
+    # The run's snapshot store, which store faults damage or take down from the driver.
+    store: DirectoryStore | None = None
+
+    def snapshot_store(self) -> DirectoryStore | None:
+        return self.store
 
     def clock_fault(self, instance: str, fault: ClockFault) -> bool:
         if self.clock_agent is None:

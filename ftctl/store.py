@@ -222,6 +222,11 @@ class DirectoryStore:
     """
 
     KEY_FILE = ".store-key"
+    # While this file is in the store, every read and write of an object fails with
+    # ``StoreUnavailable`` (the ``store-unavailable`` fault, ``chaos/store_faults.py``):
+    # the one signal that reaches every process using the store, the driver's and the
+    # tasks', wherever the store is. Costs one metadata lookup per object read or write.
+    OUTAGE_FILE = ".unavailable"
 
     def __init__(self, root: Path | str):
         self.fs, self._path, self.root = open_location(root)
@@ -257,6 +262,21 @@ class DirectoryStore:
         store.fs, store._path, store.root, store._bytes, store._key = fs, path, location, 0, key
         return store
 
+    def object_path(self, snapshot: int, instance: str) -> str:
+        """Where one instance's part of a snapshot is, in ``self.fs``."""
+        return self._file(snapshot, instance)
+
+    def outage_path(self) -> str:
+        return f"{self._path}/{self.OUTAGE_FILE}"
+
+    def _reachable(self, snapshot: int, instance: str) -> None:
+        try:
+            down = self.fs.get_file_info(self.outage_path()).type != pafs.FileType.NotFound
+        except OSError as exc:
+            raise StoreUnavailable(snapshot, instance, str(exc)) from None
+        if down:
+            raise StoreUnavailable(snapshot, instance, "store unavailable")
+
     def _write(self, directory: str, prefix: str, blob: Any) -> tuple[str, int]:
         self.fs.create_dir(directory, recursive=True)
         name = f"{prefix}{secrets.token_hex(8)}"
@@ -268,18 +288,21 @@ class DirectoryStore:
         return name, len(data)
 
     def put(self, snapshot: int, instance: str, blob: Any) -> None:
+        self._reachable(snapshot, instance)
         tmp, n = self._write(self._dir(snapshot), ".tmp-", blob)
         self.fs.move(f"{self._dir(snapshot)}/{tmp}", self._file(snapshot, instance))
         self._bytes += n
 
     def write_pending(self, snapshot: int, instance: str, blob: Any) -> tuple[str, int]:
         """Write a blob under a temporary name; returns (name, bytes) for ``adopt``."""
+        self._reachable(snapshot, instance)
         return self._write(self._dir(snapshot), ".pending-", blob)
 
     def adopt(self, snapshot: int, instance: str, name: str, size: int) -> None:
         """Make a blob written by ``write_pending`` the instance's part of ``snapshot``."""
         if "/" in name or os.sep in name or not name.startswith(".pending-"):
             raise ValueError(f"not a pending snapshot file: {name!r}")
+        self._reachable(snapshot, instance)
         self.fs.move(f"{self._dir(snapshot)}/{name}", self._file(snapshot, instance))
         self._bytes += size
 
@@ -293,6 +316,7 @@ class DirectoryStore:
 
     def get(self, snapshot: int, instance: str) -> Any:
         """The blob; ``MissingObject`` or ``CorruptObject`` when it cannot be trusted."""
+        self._reachable(snapshot, instance)
         path = self._file(snapshot, instance)
         try:
             with self.fs.open_input_stream(path) as f:

@@ -48,16 +48,15 @@ def test_the_scenario_vocabulary_is_the_kinds_some_host_realizes() -> None:
         Scenario.model_validate({"name": "t", "faults": [
             {"type": "pair", "at": 1.0, "target": "random"}]})
     # the delivery needs come from the table
-    assert set(STORE_FAULTS) == {"corrupt", "truncate", "delete", "store-unavailable",
-                                 "lose-unsynced"}
+    assert set(STORE_FAULTS) == {"lose-unsynced"}  # the store kinds Spark does not realize
     assert all(k.startswith("container-") for k in CONTAINER_FAULTS) and len(CONTAINER_FAULTS) == 4
     assert "kill-group" in CLUSTER_FAULTS and "kill-group" not in AGENT_FAULTS
 
 
 def test_a_kind_spark_does_not_realize_is_refused_for_spark_in_one_line() -> None:
     with pytest.raises(ConfigError, match="simulation host only"):
-        check_delivery("s.yaml", "corrupt", "count[0]", None, None)
-    check_delivery("s.yaml", "corrupt", "count[0]", None, None, sim=True)
+        check_delivery("s.yaml", "lose-unsynced", "count[0]", None, None)
+    check_delivery("s.yaml", "lose-unsynced", "count[0]", None, None, sim=True)
 
 
 def test_faults_takes_the_registry_names_and_the_aliases() -> None:
@@ -108,5 +107,6 @@ def test_list_faults_says_where_each_kind_runs() -> None:
     hosts = {row["type"]: row["hosts"] for row in json.loads(res.output)}
     assert hosts["kill-driver"] == ["engine"]
     assert hosts["clock-skew"] == ["sim", "spark", "sim --faults"]
-    assert hosts["corrupt"] == ["sim", "sim --faults"]
+    assert hosts["corrupt"] == ["sim", "spark", "sim --faults"]
+    assert hosts["lose-unsynced"] == ["sim", "sim --faults"]
     assert hosts["pair"] == ["sim --faults"]

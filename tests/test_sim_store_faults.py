@@ -126,10 +126,12 @@ def test_lose_unsynced_takes_only_writes_not_yet_reported() -> None:
     assert _verdict(result).passed  # type: ignore[attr-defined]
 
 
-def test_spark_refuses_store_faults_in_one_line() -> None:
+def test_spark_refuses_lose_unsynced_in_one_line() -> None:
+    # the other store kinds Spark realizes too (chaos/store_faults.py)
     with pytest.raises(ConfigError, match="simulation host only"):
-        check_delivery("s.yaml", "corrupt", "random", None, None)
-    check_delivery("s.yaml", "corrupt", "random", None, None, sim=True)
+        check_delivery("s.yaml", "lose-unsynced", "random", None, None)
+    check_delivery("s.yaml", "lose-unsynced", "random", None, None, sim=True)
+    check_delivery("s.yaml", "corrupt", "random", None, None)
 
 
 def _checkpoint(alignment: str, target: str) -> SimResult:

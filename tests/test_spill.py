@@ -153,7 +153,7 @@ def test_the_verdict_is_judged_out_of_core_in_the_run_folder(
             return SimpleNamespace(
                 outputs={s: recs[1:] for s, recs in golden.items()}, complete=False,
                 seconds=1.0, started_at=0.0, metrics=[], latency=[], detections=[],
-                restarts=[], records_in=0, records_out=0)
+                restarts=[], records_in=0, records_out=0, stopped=None)
 
         def now(self) -> float:
             return 1000.0  # far ahead of the run's own clock: the offset is negative

@@ -251,19 +251,26 @@ FAULT_TYPES: dict[str, FaultKind] = {
     "staged": FaultKind(
         "take nodes down at once and return them one at a time (ftctl sim --faults only)",
         draw=f"{_DRAWS}:draw_staged"),
-    # Store faults: the simulation host's snapshot store only; refused on Spark.
+    # Store faults: on the simulation host's MemoryStore, and on Spark done by the driver
+    # on the run's DirectoryStore (``chaos/store_faults.py``); lose-unsynced: simulation
+    # only (Spark's store files are durable once written: no page cache to lose). Damage
+    # fails nothing by itself: the recovery measured is that of the failure that reads it.
     "corrupt": FaultKind(
         "flip a byte of one stored object of the target (`snapshot`, else its newest)",
-        StoredObjectParams, sim=f"{_STORE}:damage", draw=f"{_STORE}:draw_damage"),
+        StoredObjectParams, sim=f"{_STORE}:damage", spark="chaos.store_faults:Corrupt",
+        recovers=False, draw=f"{_STORE}:draw_damage"),
     "truncate": FaultKind(
         "cut the tail off one stored object of the target (`snapshot`, else its newest)",
-        StoredObjectParams, sim=f"{_STORE}:damage", draw=f"{_STORE}:draw_damage"),
+        StoredObjectParams, sim=f"{_STORE}:damage", spark="chaos.store_faults:Truncate",
+        recovers=False, draw=f"{_STORE}:draw_damage"),
     "delete": FaultKind(
         "delete one stored object of the target (`snapshot`, else its newest)",
-        StoredObjectParams, sim=f"{_STORE}:damage", draw=f"{_STORE}:draw_damage"),
+        StoredObjectParams, sim=f"{_STORE}:damage", spark="chaos.store_faults:Delete",
+        recovers=False, draw=f"{_STORE}:draw_damage"),
     "store-unavailable": FaultKind(
         "every read and write of the snapshot store fails for `duration`",
-        takes_duration=True, sim=f"{_STORE}:outage", draw=f"{_STORE}:draw_outage"),
+        takes_duration=True, sim=f"{_STORE}:outage", spark="chaos.store_faults:StoreOutage",
+        draw=f"{_STORE}:draw_outage"),
     "lose-unsynced": FaultKind(
         "crash the target; its writes not yet acknowledged vanish",
         sim=f"{_STORE}:lose_unsynced", draw=f"{_STORE}:draw_lose_unsynced"),

@@ -220,7 +220,7 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
                                      golden_files(topology, golden_output), result.outputs,
                                      info.guarantee_of(req.params, GraphView(graph)),
                                      run_store.path / SPILL / "verify",
-                                     complete=result.complete)
+                                     complete=result.complete, stopped=result.stopped)
         oracle = oracle_check(spark, topology, result.outputs) if result.complete else None
         run_store.write_outputs(result.outputs)
         run_store.write_metrics(result.metrics)
@@ -234,7 +234,9 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
         doc["passed"] = passed
         run_store.write_verdict(doc)
         timings["total_s"] = round(time.monotonic() - t_start, 2)
-        code = EXIT_OK if passed else EXIT_FAILED
+        # A run the protocol stopped on an object it could not trust, with correct output
+        # so far, is no failure of the protocol (as ``ftctl sim`` counts it).
+        code = EXIT_OK if passed or verdict.stopped_safely else EXIT_FAILED
         summary = _summary(run_store, topology, info, result, verdict, oracle, timings, code)
         ext.summarize(ctx, result, summary)
         from ftctl.metrics.runreport import undelivered  # plotting: only when chaos ran
@@ -246,7 +248,8 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
             summary.update(exit_code=code, passed=False, output_passed=True,
                            failed_because=f"{len(missed)} fault(s) not delivered")
         run_store.mark("complete" if result.complete else "incomplete",
-                       None if result.complete else "the run did not finish")
+                       None if result.complete else f"stopped: {result.stopped}"
+                       if result.stopped else "the run did not finish")
         if not req.quiet:  # compare reports its runs together
             summary["report"] = str(_write_report(run_store))
         if req.quiet:
@@ -379,7 +382,8 @@ def _summary(run_store: RunStore, topology: Topology, info: Protocol, result: Ho
     return {
         "run_id": run_store.run_id, "path": str(run_store.path), "topology": topology.name,
         "protocol": info.name, "guarantee": verdict.guarantee.value, "exit_code": code,
-        "passed": code == EXIT_OK, "complete": result.complete,
+        "passed": code == EXIT_OK and verdict.stopped is None, "complete": result.complete,
+        "outcome": verdict.outcome, "stopped": verdict.stopped,
         "records": total, "records_per_s": round(total / busy, 1),
         "processing_s": round(busy, 3), "timings": timings,
         "detections": result.detections, "restarts": result.restarts,
@@ -423,7 +427,9 @@ def _print_summary(summary: dict[str, Any], verdict: Verdict, oracle: OracleResu
     verdict_text = "[green]PASSED[/green]" if summary["passed"] else "[red]FAILED[/red]"
     if not judged and summary["passed"]:
         verdict_text = f"{summary['protocol']}: {no_guarantee_words(verdict.totals())}"
-    if not summary["complete"]:
+    if verdict.stopped_safely:
+        verdict_text = f"[yellow]STOPPED SAFELY: {verdict.stopped}[/yellow]"
+    elif not summary["complete"]:
         verdict_text = "[red]INCOMPLETE[/red]"
     if summary.get("failed_because"):
         verdict_text += f" ({summary['failed_because']})"

@@ -57,7 +57,7 @@ from ftctl.spark.identity import Identity, is_local, mismatch
 from ftctl.spark.placement import live_executors, placement
 from ftctl.spark.task import TaskPayload
 from ftctl.spill import RowLog
-from ftctl.store import DirectoryStore, SinkStore
+from ftctl.store import DirectoryStore, SinkStore, StoreError, StoreUnavailable
 from protocols.contract.actions import DeclarePhase
 from protocols.contract.events import Suspected
 from protocols.contract.messages import Msg
@@ -90,6 +90,8 @@ EV_SLOT = "slot"  # (EV_SLOT, worker host:port): a slot waits on that worker
 # A returning worker's capacity is announced to the protocol once a slot waits on it, or
 # after this long (its executor never came: announce what there is).
 WARM_TIMEOUT = 30.0
+# Seconds a start whose restore the unavailable store cannot give waits before trying again.
+STORE_RETRY = 0.1
 
 
 @dataclass
@@ -125,6 +127,8 @@ class HostResult:
     stats: dict[str, Any] = field(default_factory=dict)
     # Sink output latency samples (sink instance, host time, seconds); empty without a rate.
     latency: list[tuple[str, float, float]] = field(default_factory=list)
+    # Why the protocol stopped the run (``StopRun``: a stored object it could not trust).
+    stopped: str | None = None
 
 
 Progress = Callable[[dict[str, tuple[int, int]], float], None]
@@ -185,6 +189,8 @@ class SparkHost:
         # Controls for a unit that has registered but not been released yet: (inc, frame).
         self.held_controls: dict[str, list[tuple[int, tuple[Any, ...]]]] = {}
         self.timers: list[tuple[float, int, str]] = []  # coordinator timers: (due, token, key)
+        # Starts waiting for the unavailable store to give their restores: (due, group).
+        self.store_waits: list[tuple[float, tuple[tuple[str, int], ...]]] = []
         # Open DeclarePhase occurrences and their holders: the kernel's (thread-safe).
         self.phases = self.kernel.open_phases
         self.suspects: dict[str, str] = {}
@@ -324,7 +330,7 @@ class SparkHost:
                 self.capacity.start()
             last_sample = last_progress = 0.0
             trimmer = allocator.Trimmer()
-            while not self.kernel.finished():
+            while not self.kernel.finished() and self.kernel.halted is None:
                 try:
                     ev = self.events_q.get(timeout=0.05)
                     self._handle(ev)
@@ -336,6 +342,7 @@ class SparkHost:
                     pass
                 now = self.now()
                 self._fire_timers(now)
+                self._retry_starts(now)
                 self._check_timeouts(now)
                 self._loop_at = time.monotonic()
                 if self.suspects and now - self.first_suspect >= DETECT_WINDOW:
@@ -371,7 +378,7 @@ class SparkHost:
             records_out={i: c[1] for i, c in self.counts.items()},
             started_at=self.started_at, restarts=self.restarts, detections=self.detections,
             snapshot_bytes=self.store.bytes_written(), latency=self._latency(),
-            stats=self._traffic())
+            stats=self._traffic(), stopped=self.kernel.halted)
 
     def _traffic(self) -> dict[str, Any]:
         """Messages of the run: peer messages this driver relayed, by class, channel
@@ -488,11 +495,16 @@ class SparkHost:
         if k == wire.EMIT:
             self.sinks.append(item[1], item[2], item[3])
         elif k == wire.PERSIST:
-            self.store.put(item[2], item[1], item[3])
+            try:
+                self.store.put(item[2], item[1], item[3])
+            except (OSError, StoreError) as exc:
+                # As a task whose own write fails: nothing more of it may count.
+                self._suspect(iid, f"snapshot {item[2]} not written: {exc}")
+                return
         elif k == wire.PERSISTED:  # written by the task; ours once it is current
             try:
                 self.store.adopt(item[2], item[1], item[3], item[4])
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, StoreError) as exc:
                 # Nothing more of this incarnation may count (``_on_msg`` stops here).
                 self._suspect(iid, f"snapshot {item[2]} not adoptable: {exc}")
                 return
@@ -755,6 +767,8 @@ class SparkHost:
                 for iid in c.instances:
                     self._drop(iid)  # the kernel's instance-stopped follows
             elif isinstance(c, StartGroup):
+                if not self._readable(c.starts):
+                    continue
                 starts = {}
                 for iid, inc in c.starts:
                     if self._start(iid, inc):
@@ -774,6 +788,30 @@ class SparkHost:
                 heapq.heappush(self.timers, (self.now() + c.after, c.token, c.key))
             # Trace lines serve the simulation's replay; a cancelled timer's token is
             # stale when it fires (the kernel drops it).
+
+    def _readable(self, group: tuple[tuple[str, int], ...]) -> bool:
+        """Whether every restore of a start group reads back, checked before any of them
+        starts (a group starts whole or not at all), as on the simulation host: while the
+        store is unavailable the group waits; an object that does not check is the
+        protocol's to handle (``store-read-failed``, ``StoreFault``: it re-plans or stops
+        the run)."""
+        bad = self.kernel.unreadable(group)
+        if bad is None:
+            return True
+        if isinstance(bad, StoreUnavailable):
+            if not any(g == group for _, g in self.store_waits):
+                self.store_waits.append((self.now() + STORE_RETRY, group))
+            return False
+        self._apply(self.kernel.store_fault(bad, group, self.now()))
+        for c in self.lifecycle.settled(self.now(), not self.groups and not self.pending):
+            self._write(c)
+        return False
+
+    def _retry_starts(self, now: float) -> None:
+        due = [g for t, g in self.store_waits if t <= now]
+        self.store_waits = [(t, g) for t, g in self.store_waits if t > now]
+        for group in due:
+            self._apply([StartGroup(group)])
 
     def _fire_timers(self, now: float) -> None:
         while self.timers and self.timers[0][0] <= now:

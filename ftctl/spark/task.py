@@ -34,7 +34,7 @@ from ftctl.spark.gcpolicy import ManualGC
 from ftctl.spark.latency import LatencyProbe
 from ftctl.spark.links import LinkFaults, is_link_payload
 from ftctl.spark.placement import where_this_runs
-from ftctl.store import DirectoryStore
+from ftctl.store import DirectoryStore, StoreError
 from protocols.contract.actions import Persist, Report
 from protocols.contract.events import (
     BatchIn,
@@ -559,7 +559,7 @@ class InstanceTask:
             return
         try:
             name, size = self.store.write_pending(ref, slot, blob)
-        except OSError:
+        except (OSError, StoreError):
             # A snapshot that cannot be written must not be reported: fail this task, the
             # protocol recovers it as any other failure.
             self.stopping.set()

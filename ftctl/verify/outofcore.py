@@ -183,17 +183,45 @@ def _divergence(con: duckdb.DuckDBPyConnection, mode: str, k: bytes, i: int | No
     return Divergence(key, i, at("g"), at("o"))
 
 
+def not_prefix_files(con: duckdb.DuckDBPyConnection, mode: str,
+                     guarantee: Guarantee) -> int:
+    """``checker.not_prefix`` over the views ``g`` and ``o`` of one sink (``compare_files``
+    made them): keys whose output a run that stopped early must not have made visible."""
+    if guarantee is Guarantee.NONE:
+        return 0
+    if guarantee is Guarantee.EXACTLY_ONCE and mode != "multiset":
+        # Not a start of golden's: some position of the key's output differs.
+        return int(_one(con, """
+            WITH gr AS (SELECT k, v, row_number() OVER (PARTITION BY k ORDER BY seq) i FROM g),
+                 orr AS (SELECT k, v, row_number() OVER (PARTITION BY k ORDER BY seq) i FROM o)
+            SELECT count(DISTINCT orr.k) FROM orr LEFT JOIN gr ON gr.k = orr.k AND gr.i = orr.i
+            WHERE gr.v IS DISTINCT FROM orr.v"""))
+    # at-least-once: a record golden lacks; otherwise more copies than golden has.
+    over = "gc.n IS NULL" if guarantee is Guarantee.AT_LEAST_ONCE \
+        else "oc.n > coalesce(gc.n, 0)"
+    return int(_one(con, f"""
+        WITH gc AS (SELECT k, v, count(*) n FROM g GROUP BY k, v),
+             oc AS (SELECT k, v, count(*) n FROM o GROUP BY k, v)
+        SELECT count(DISTINCT oc.k) FROM oc LEFT JOIN gc ON gc.k = oc.k AND gc.v = oc.v
+        WHERE {over}"""))
+
+
 def verify_files(modes: dict[str, str], golden: dict[str, Path], output: dict[str, Path],
                  guarantee: Guarantee, complete: bool = True, temp: Path | None = None,
-                 memory_limit: str = MEMORY_LIMIT) -> Verdict:
-    """``checker.verify`` over Parquet files per sink (``ftctl.verify.sinkfile``)."""
+                 memory_limit: str = MEMORY_LIMIT, stopped: str | None = None) -> Verdict:
+    """``checker.verify`` over Parquet files per sink (``ftctl.verify.sinkfile``);
+    ``stopped``: why the protocol stopped the run, if it did (``checker.Verdict``)."""
     con = connect(temp, memory_limit)
+    sinks, wrong = [], 0
     try:
-        sinks = [compare_files(con, name, modes[name], golden.get(name), output.get(name))
-                 for name in sorted(modes)]
+        for name in sorted(modes):
+            sinks.append(compare_files(con, name, modes[name], golden.get(name),
+                                       output.get(name)))
+            if stopped is not None:
+                wrong += not_prefix_files(con, modes[name], guarantee)
     finally:
         con.close()
-    return Verdict(guarantee, sinks, complete)
+    return Verdict(guarantee, sinks, complete, stopped=stopped, wrong=wrong)
 
 
 def write_outputs(outputs: dict[str, list[tuple[Any, Any]]], folder: Path) -> dict[str, Path]:
@@ -204,11 +232,11 @@ def write_outputs(outputs: dict[str, list[tuple[Any, Any]]], folder: Path) -> di
 
 def verify_outputs(modes: dict[str, str], golden: dict[str, Path],
                    outputs: dict[str, list[tuple[Any, Any]]], guarantee: Guarantee,
-                   folder: Path, complete: bool = True) -> Verdict:
+                   folder: Path, complete: bool = True, stopped: str | None = None) -> Verdict:
     """A run's outputs against golden's files: the outputs are written to ``folder``
     (where DuckDB spills too), judged, and the folder removed."""
     try:
         return verify_files(modes, golden, write_outputs(outputs, folder / "output"),
-                            guarantee, complete, temp=folder / "duckdb")
+                            guarantee, complete, temp=folder / "duckdb", stopped=stopped)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

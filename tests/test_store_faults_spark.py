@@ -1,0 +1,83 @@
+"""Store faults on Spark: a kill after a ``corrupt`` of the target's newest snapshot.
+
+The driver flips a byte of ``count[0]``'s newest snapshot file, then its task is killed:
+the recovery reads the damaged object. Aligned checkpoint falls back to an older snapshot
+and stays exactly-once; default (unaligned) checkpoint stops the run safely, naming it.
+Snapshots every 3 s, the damage 4.5 s in (half way between two) and the kill 50 ms after
+it: no newer snapshot completes in between, so the damaged one is the one the recovery
+reads.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ftctl.cluster import LocalCluster
+from ftctl.kernel.history import HistoryEvent
+from tests.test_chaos_spark import _chaos, _events
+
+pytestmark = pytest.mark.spark
+
+SCENARIO = """\
+name: corrupt-then-kill
+faults:
+  - {id: damage, type: corrupt, at: 4.5, target: "count[0]"}
+  - {type: kill-task, after: {fault: damage, delay: 50ms}, target: "count[0]"}
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(spark_cluster: LocalCluster) -> LocalCluster:
+    return spark_cluster  # tests/conftest.py: one warm cluster for the session
+
+
+def _run(cluster: LocalCluster, tmp_path: Path, *params: str
+         ) -> tuple[int, dict[str, object], list[HistoryEvent], str]:
+    scenario = tmp_path / "corrupt.yaml"
+    scenario.write_text(SCENARIO)
+    results = tmp_path / "results"
+    args = ["--scenario", str(scenario), "--protocol", "checkpoint", "--param", "interval=3",
+            *[a for p in params for a in ("--param", p)], "--master", cluster.master_url,
+            "--records", "3000", "--rate", "300", "--json", "--results", str(results)]
+    proc = _chaos(args, tmp_path)
+    assert proc.stdout.strip(), proc.stderr[-3000:]
+    return proc.returncode, json.loads(proc.stdout), _events(results), proc.stderr
+
+
+def _damaged(events: list[HistoryEvent]) -> int:
+    (hit,) = [e.data for e in events
+              if e.kind == "fault-injected" and e.data["type"] == "corrupt"]
+    assert hit["resolved"] == "count[0]"
+    return int(hit["details"]["snapshot"])
+
+
+def test_aligned_checkpoint_recovers_from_an_older_snapshot(cluster: LocalCluster,
+                                                           tmp_path: Path) -> None:
+    code, summary, events, err = _run(cluster, tmp_path, "alignment=aligned")
+    assert code == 0, err[-3000:]
+    assert summary["passed"] and summary["outcome"] == "exactly-once"
+    snapshot = _damaged(events)
+    (failed,) = [e for e in events if e.kind == "store-read-failed"]
+    assert (failed.instance, failed.data["snapshot"], failed.data["problem"]) == (
+        "count[0]", snapshot, "corrupt")
+    # the replacements restore something older than the bad snapshot (or start fresh)
+    restores = [e.data.get("restore") for e in events if e.kind == "instance-started"
+                and e.data.get("reason") == "restart"]
+    assert restores and all(r is None or r < snapshot for r in restores)
+    assert not [e for e in events if e.kind == "run-stopped"]
+
+
+def test_default_checkpoint_stops_safely_naming_the_object(cluster: LocalCluster,
+                                                          tmp_path: Path) -> None:
+    code, summary, events, err = _run(cluster, tmp_path)
+    snapshot = _damaged(events)
+    why = f"corrupt snapshot {snapshot} of count[0]"
+    assert code == 0, err[-3000:]  # stopped safely: no failure of the protocol
+    assert summary["outcome"] == f"stopped safely: {why}"
+    assert not summary["passed"] and not summary["complete"]
+    (stop,) = [e for e in events if e.kind == "run-stopped"]
+    assert stop.data["reason"] == why and stop.instance == "count[0]"
+    assert [e.data["problem"] for e in events if e.kind == "store-read-failed"] == ["corrupt"]
