@@ -12,6 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from ftctl.cluster import LocalCluster
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.spark
@@ -51,11 +52,14 @@ class _ProtocolRows(HTMLParser):
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="needs Java 17+ for Spark")
-def test_compare_protocols_under_single_kill(tmp_path: Path) -> None:
+def test_compare_protocols_under_single_kill(tmp_path: Path,
+                                            spark_cluster: LocalCluster) -> None:
+    # On the session's warm cluster: every protocol's run attaches to it, as a user's
+    # `--master` would (a cluster of its own costs about 20 s of this test).
     before = {p.pid for p in psutil.process_iter()}
     proc = subprocess.run(
         [sys.executable, "-m", "ftctl.cli", "compare", "protocols",
-         str(ROOT / "topologies/wordcount.yaml"),
+         str(ROOT / "topologies/wordcount.yaml"), "--master", spark_cluster.master_url,
          "--scenario", str(ROOT / "chaos/single-kill.yaml"),
          "--protocols", ",".join(PROTOCOLS), "--records", "4000", "--rate", "500",
          "--results", str(tmp_path), "--json"],
@@ -102,7 +106,7 @@ def test_compare_protocols_under_single_kill(tmp_path: Path) -> None:
             assert float(rows[name][first_col]) == pytest.approx(
                 by_proto[name]["first_output_s"], abs=0.006)
     assert "plotly.js v" in html and 'id="verdict"' in html  # interactive, inlined
-    # The cluster's state lives under tmp_path (the command ran there): its processes say so.
+    # Nothing the command started (its drivers, anything it put under tmp_path) is left.
     leftover = [p for p in psutil.process_iter(["pid", "cmdline"])
                 if p.info["pid"] not in before
                 and str(tmp_path) in " ".join(p.info["cmdline"] or [])]
