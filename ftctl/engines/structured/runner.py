@@ -28,7 +28,7 @@ from ftctl.engines import STRUCTURED
 from ftctl.engines.structured import driverproc, sinkdir
 from ftctl.engines.structured.feed import Feed
 from ftctl.engines.structured.plan import compile_plan
-from ftctl.results import RunStore
+from ftctl.results import RunStore, atomic_write_json
 from ftctl.sim.golden import golden_output
 from ftctl.verify.golden import golden_files
 from ftctl.verify.outofcore import verify_outputs
@@ -386,16 +386,11 @@ def _verdict(req: EngineRequest, store: RunStore, sinks: list[str], sink_root: P
     req.summary.update(summary)
     if outcome.undelivered:
         summary["failed_because"] = f"{len(outcome.undelivered)} fault(s) not delivered"
-    if req.quiet:
-        pass
-    elif req.as_json:
-        console.print_json(json.dumps(summary, default=repr))
-    else:
-        from ftctl.run.execute import _print_summary
+    from ftctl.run.execute import show_summary
 
-        _print_summary(summary, verdict, None)
-        _print_faults(faults)
-    (store.path / "summary.json").write_text(json.dumps(summary, default=repr, indent=1))
+    show_summary(summary, verdict, None, quiet=req.quiet, as_json=req.as_json,
+                 more=lambda _s: _print_faults(faults))
+    atomic_write_json(store.path / "summary.json", summary)
     return code
 
 
