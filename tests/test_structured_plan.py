@@ -113,11 +113,12 @@ def test_a_join_with_a_table_is_stream_static_and_holds_no_state(tmp_path: Path)
     assert compile_plan(joins_topology(tmp_path, both)).stages["topic"].static_port is None
 
 
-def test_an_ordered_sink_after_a_join_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["ordered-per-key", "final-per-key"])
+def test_a_sink_judging_order_after_a_join_is_refused(tmp_path: Path, mode: str) -> None:
     ordered = JOINS.replace("{name: pairs, type: sink, mode: multiset}",
-                            "{name: pairs, type: sink, mode: ordered-per-key}")
+                            f"{{name: pairs, type: sink, mode: {mode}}}")
     with pytest.raises(Refused, match=r"joins\.yaml: operators\[6\] \(pairs\)\.mode: "
-                                      r"structured-streaming cannot express: ordered-per-key "
+                                      rf"structured-streaming cannot express: {mode} "
                                       r"after 'together'"):
         compile_plan(joins_topology(tmp_path, ordered), "joins.yaml")
 

@@ -177,17 +177,18 @@ def _mark_static_sides(plan: Plan, topology: Topology) -> None:
 def _check_join_order(plan: Plan, topology: Topology, file: str) -> None:
     """Spark emits a joined pair in the micro-batch its second side arrives in, ftctl's
     window_join when the watermark closes the window, pairs sorted: the same multiset, in
-    another order. A sink that checks the order per key after a join is refused."""
+    another order. A sink that checks the order per key, or the last record per key,
+    after a join is refused."""
     modes = topology.sink_modes()
     names = [op.name for op in topology.operators]
     for sink in plan.sinks:
-        if modes[sink] != "ordered-per-key":
+        if modes[sink] == "multiset":
             continue
-        joins = [n for n in plan.upstream(sink) if n in plan.stages
-                 and plan.stages[n].kind in JOINS]
+        joins = sorted(n for n in plan.upstream(sink) if n in plan.stages
+                       and plan.stages[n].kind in JOINS)
         if joins:
             raise Refused(file, f"operators[{names.index(sink)}] ({sink}).mode",
-                          "cannot express", f"ordered-per-key after {joins[0]!r}: Spark "
+                          "cannot express", f"{modes[sink]} after {joins[0]!r}: Spark "
                           "emits a joined pair when its second side arrives, not in the "
                           "order ftctl's join gives a key's pairs (multiset is compiled)")
 
