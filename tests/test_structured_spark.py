@@ -87,9 +87,14 @@ def test_a_killed_task_recovers_exactly_once(tmp_path: Path,
     assert req.config["code"] == 0 and s["passed"] and s["complete"], s
     assert s["anomalies"] == {}
     history = _history(req)
-    struck = [e for e in history if e.get("kind") == "fault-injected"]
+    struck = [e["data"] for e in history if e["kind"] == "fault-injected"]
     assert [e["type"] for e in struck] == ["kill-task"] and struck[0]["pids"]
-    print(history)
+    # Spark lost the task mid-batch; in local mode that fails the query, so the driver
+    # is restarted from its checkpoint location and runs the batch again
+    log = (Path(s["path"]) / "logs" / "driver-0.log").read_text()
+    assert "Lost task" in log
+    detected = [e["data"] for e in history if e["kind"] == "failure-detected"]
+    assert [d["cause"] for d in detected] == ["query-failed"] and s["restarts"] == 1
     assert _no_driver_left(req)
 
 
