@@ -22,6 +22,10 @@ from typing import Any
 
 EXIT_QUERY_FAILED = 3
 HOLD_S = 120.0  # a held batch waits this long for ftctl's kill
+# A join drops the rows at or before the watermark, which starts at 0 (the epoch): a
+# record of event time 0 would be lost. Its side's event-time column is shifted by a day;
+# the time-range condition compares differences, which the shift keeps.
+JOIN_TIME_SHIFT_MS = 86_400_000
 
 
 class Events:
@@ -164,7 +168,7 @@ def _side(df: Any, port: int, size: int | None, F: Any, stream: bool) -> Any:
     if "rank" in df.columns:
         cols.append(F.col("rank").alias(p + "rank"))
     if size is not None:
-        cols += [F.timestamp_millis("ts").alias(p + "et"),
+        cols += [F.timestamp_millis(F.col("ts") + JOIN_TIME_SHIFT_MS).alias(p + "et"),
                  (F.col("ts") - F.pmod("ts", F.lit(size))).alias(p + "w")]
     out = df.select(*cols)
     if size is not None and stream:
