@@ -132,9 +132,12 @@ def execute(req: EngineRequest) -> int:
     plan = compile_plan(topology)
     store = RunStore.create(req.results, topology=topology.name, protocol=STRUCTURED,
                             kind=req.kind)
-    eng = store.path / "engine"
+    # Absolute: the driver runs in the engine folder and reads every path of the spec
+    # from there (``--results`` is relative by default).
+    run_dir = store.path.resolve()
+    eng = run_dir / "engine"
     dirs = {name: eng / name for name in ("input", "sinks", "control")}
-    dirs["checkpoints"] = store.path / "checkpoints"  # the checkpoint location, in the run
+    dirs["checkpoints"] = run_dir / "checkpoints"  # the checkpoint location, in the run
     for d in dirs.values():
         d.mkdir(parents=True, exist_ok=True)
     store.write_config({
