@@ -314,3 +314,31 @@ def test_a_scenarios_kill_driver_is_the_engines_and_refused_for_a_protocol(
         res = CliRunner().invoke(app, argv)
         assert res.exit_code == 2, (argv, res.output)
         one_line(res.output, "structured-streaming only")
+
+
+def test_the_drivers_spec_holds_absolute_paths(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver runs in the run's engine folder: a relative ``--results`` (the default)
+    must not reach it as relative paths."""
+    import json
+
+    from ftctl.engines.structured import driverproc
+    from ftctl.engines.structured.runner import EngineRequest, execute
+
+    class Stop(Exception):
+        pass
+
+    seen: dict[str, object] = {}
+
+    def start(self: object, spec_path: Path, attempt: int, log: Path) -> None:
+        seen.update(json.loads(spec_path.read_text()), spec=spec_path)
+        raise Stop
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(driverproc.DriverGroup, "start", start)
+    topology = load_topology(ROOT / "topologies/wordcount.yaml").with_input(records=20)
+    with pytest.raises(Stop):
+        execute(EngineRequest(topology, results=Path("results"), quiet=True))
+    paths = [seen["spec"]] + [seen[k] for k in ("events", "input", "sinks", "control",
+                                                "checkpoints")]
+    assert all(Path(str(p)).is_absolute() for p in paths), paths
