@@ -1,6 +1,8 @@
 """Structured Streaming runs for real (Spark local mode in the driver ftctl starts): a
 driver killed between a micro-batch's sink write and its commit recovers exactly once
-from its checkpoint location, and a sink that ignores the batch id is caught duplicating.
+from its checkpoint location, a sink that ignores the batch id is caught duplicating, a
+killed task's batch is run again exactly once, and a stream-static join and a window_join
+give ftctl's pairs.
 
 The kill waits for a batch whose output is written and not committed (``kill_point=
 commit``), so the replay this tests happens in every run, not by chance.
@@ -16,19 +18,22 @@ import pytest
 
 from ftctl.config.load import load_topology
 from ftctl.engines.structured.runner import EngineRequest, Fault, execute
+from tests.test_structured_plan import joins_topology
 
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mutant: str | None) -> EngineRequest:
+def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mutant: str | None,
+         fault: str = "kill-driver") -> EngineRequest:
     monkeypatch.chdir(tmp_path)  # the golden cache and the watchdog's state dir go here
     topology = load_topology(ROOT / "topologies/wordcount.yaml").with_input(
         records=300, rate=50.0, batch=50)
     req = EngineRequest(topology, mutant=mutant, master="local[1]", results=tmp_path / "r",
-                        timeout=240, trigger_ms=200, kill_point="commit",
-                        faults=[Fault(1.0, "kill-driver")], kind="chaos", quiet=True)
+                        timeout=240, trigger_ms=200,
+                        kill_point="commit" if fault == "kill-driver" else "any",
+                        faults=[Fault(1.0, fault)], kind="chaos", quiet=True)
     req.config["code"] = execute(req)
     return req
 
@@ -67,4 +72,44 @@ def test_a_sink_ignoring_the_batch_id_is_caught(tmp_path: Path,
     s = req.summary
     assert req.config["code"] == 1 and not s["passed"]
     assert s["anomalies"].get("duplicated", 0) > 0 and not s["anomalies"].get("lost")
+    assert _no_driver_left(req)
+
+
+def _history(req: EngineRequest) -> list[dict[str, object]]:
+    path = Path(req.summary["path"]) / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_killed_task_recovers_exactly_once(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    req = _run(tmp_path, monkeypatch, None, fault="kill-task")
+    s = req.summary
+    assert req.config["code"] == 0 and s["passed"] and s["complete"], s
+    assert s["anomalies"] == {}
+    history = _history(req)
+    struck = [e["data"] for e in history if e["kind"] == "fault-injected"]
+    assert [e["type"] for e in struck] == ["kill-task"] and struck[0]["pids"]
+    # Spark lost the task mid-batch; in local mode that fails the query, so the driver
+    # is restarted from its checkpoint location and runs the batch again
+    log = (Path(s["path"]) / "logs" / "driver-0.log").read_text()
+    assert "Lost task" in log
+    detected = [e["data"] for e in history if e["kind"] == "failure-detected"]
+    assert [d["cause"] for d in detected] == ["query-failed"] and s["restarts"] == 1
+    assert _no_driver_left(req)
+
+
+def test_a_table_join_and_a_window_join_give_ftctls_pairs(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    topology = joins_topology(tmp_path).with_input(rate=150.0)
+    req = EngineRequest(topology, master="local[1]", results=tmp_path / "r", timeout=240,
+                        trigger_ms=300, kind="run", quiet=True)
+    code = execute(req)
+    s = req.summary
+    assert code == 0 and s["passed"] and s["complete"] and s["anomalies"] == {}, s
+    verdict = json.loads((Path(s["path"]) / "verdict.json").read_text())
+    # each sink holds the golden run's pairs, and there are some to hold
+    got = {x["sink"]: (x["output_records"], x["golden_records"]) for x in verdict["sinks"]}
+    assert set(got) == {"enriched", "pairs"}
+    assert all(out == golden > 0 for out, golden in got.values()), got
     assert _no_driver_left(req)

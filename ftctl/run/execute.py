@@ -252,13 +252,8 @@ def execute(req: RunRequest, ext: RunExtension | None = None) -> int:
                        if result.stopped else "the run did not finish")
         if not req.quiet:  # compare reports its runs together
             summary["report"] = str(_write_report(run_store))
-        if req.quiet:
-            pass
-        elif req.as_json:
-            console.print_json(json.dumps(summary, default=repr))
-        else:
-            _print_summary(summary, verdict, oracle)
-            ext.print(summary)
+        show_summary(summary, verdict, oracle, quiet=req.quiet, as_json=req.as_json,
+                     more=ext.print)
         return code
     except KeyboardInterrupt:
         run_store.mark("incomplete", "interrupted")
@@ -392,6 +387,22 @@ def _summary(run_store: RunStore, topology: Topology, info: Protocol, result: Ho
                                                "mismatches": oracle.total_mismatches},
         "records_in": result.records_in, "records_out": result.records_out,
     }
+
+
+def show_summary(summary: dict[str, Any], verdict: Verdict, oracle: OracleResult | None, *,
+                 quiet: bool, as_json: bool,
+                 more: Callable[[dict[str, Any]], None] | None = None) -> None:
+    """A finished run's summary as ``run`` and ``chaos`` print it: nothing when quiet, the
+    JSON document with ``--json``, else the table and what ``more`` adds below it. Engines
+    report their runs through it too."""
+    if quiet:
+        return
+    if as_json:
+        console.print_json(json.dumps(summary, default=repr))
+        return
+    _print_summary(summary, verdict, oracle)
+    if more is not None:
+        more(summary)
 
 
 def _print_summary(summary: dict[str, Any], verdict: Verdict, oracle: OracleResult | None) -> None:

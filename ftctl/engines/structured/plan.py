@@ -9,6 +9,15 @@ sum, max, avg) runs in ``applyInPandasWithState`` (state in the state store, one
 per input as the golden run has); an event-time window is Spark's own ``window`` +
 ``withWatermark`` aggregation in append mode. Spark allows one such stateful operator on a
 path from a source to a sink in the shapes ftctl uses, so a second one is refused.
+
+A ``join`` is Spark's stream-stream inner join on the key, which emits every matching pair
+once, when its second side arrives, as ftctl's operator does (both keep every record: the
+state is unbounded on both engines). A ``window_join`` adds the tumbling window's start to
+the key and a time-range condition (the two event times less than ``size`` apart) with a
+watermark on each input, so Spark can drop a side's records once no record of the other
+can share their window. A join one of whose inputs comes from bounded ``source.table``
+sources through stateless operators only is a stream-static join: the table is read once as
+a static DataFrame, the join keeps no state, and it counts as no stateful operator.
 """
 
 from __future__ import annotations
@@ -23,14 +32,12 @@ from ftctl.runtime.topology import Topology
 from ftctl.runtime.types import record_types
 
 STATELESS = ("map", "filter", "flat_map", "key_by")
+JOINS = ("join", "window_join")
+TABLE = "source.table"
 KEYED = ("count", "sum", "max", "avg")
 WINDOW_AGGS = ("count", "sum", "max", "avg")
 # Why each operator the engine does not compile is refused: what Spark would need.
 _CANNOT: dict[str, str] = {
-    "join": "not compiled yet (Spark's stream-stream inner join would express it, its "
-            "state unbounded: ftctl's join declares no watermark or time range)",
-    "window_join": "not compiled yet (Spark's stream-stream join with a time-range "
-                   "condition would express it)",
     "reorder": "it emits in event-time order per key across micro-batches, which "
                "Structured Streaming does not offer",
     "tail_avg": "it depends on the order of its inputs, which a micro-batch does not keep",
@@ -67,10 +74,18 @@ class Stage:
     params: dict[str, Any] = field(default_factory=dict)
     function: str | None = None
     in_type: str = "any"
+    ports: list[int] = field(default_factory=list)  # the input port of each of ``inputs``
+    # A join's input port fed by bounded tables only (a stream-static join), else None.
+    static_port: int | None = None
 
     @property
     def stateful(self) -> bool:
+        if self.kind in JOINS:
+            return self.static_port is None
         return self.kind in KEYED or self.kind == "window"
+
+    def port_inputs(self, port: int) -> list[str]:
+        return [n for n, p in zip(self.inputs, self.ports, strict=True) if p == port]
 
 
 @dataclass
@@ -117,20 +132,65 @@ def compile_plan(topology: Topology, file: str = "topology") -> Plan:
         if op.type in _CANNOT:
             raise Refused(file, f"{where}.type", "cannot express", f"{op.type}: "
                           f"{_CANNOT[op.type]}")
-        if op.type not in (*STATELESS, *KEYED, "window", "sink"):
+        if op.type not in (*STATELESS, *KEYED, *JOINS, "window", "sink"):
             raise Refused(file, f"{where}.type", "cannot express",
                           f"operator type {op.type!r} is not compiled")
         if op.type == "window" and op.params.get("agg", "count") not in WINDOW_AGGS:
             raise Refused(file, f"{where}.params.agg", "cannot express",
                           f"window agg {op.params.get('agg')!r} (compiled: "
                           f"{', '.join(WINDOW_AGGS)})")
-        inputs = [e.src for e in topology.edges if e.dst == op.name]
-        stages[op.name] = Stage(op.name, op.type, inputs, dict(op.params), op.function,
-                                types[op.name][0].get(0, "any"))
+        edges = [e for e in topology.edges if e.dst == op.name]
+        stages[op.name] = Stage(op.name, op.type, [e.src for e in edges], dict(op.params),
+                                op.function, types[op.name][0].get(0, "any"),
+                                [e.port for e in edges])
     sinks = [op.name for op in topology.operators if op.type == "sink"]
     plan = Plan(topology, sources, stages, sinks)
+    _mark_static_sides(plan, topology)
     _check_one_stateful(plan, topology, file)
+    _check_join_order(plan, topology, file)
     return plan
+
+
+def _mark_static_sides(plan: Plan, topology: Topology) -> None:
+    """A join with exactly one input port fed only by tables (through stateless
+    operators) joins the stream against that table, read once. Both ports tables: each is
+    read as a stream, and the join is a stream-stream one."""
+    kinds = {op.name: op.type for op in topology.operators}
+    memo: dict[str, bool] = {}
+
+    def static(name: str) -> bool:
+        if name not in memo:
+            stage = plan.stages.get(name)
+            if stage is None:
+                memo[name] = kinds[name] == TABLE
+            else:
+                memo[name] = stage.kind in STATELESS and bool(stage.inputs) and all(
+                    static(n) for n in stage.inputs)
+        return memo[name]
+
+    for stage in plan.stages.values():
+        if stage.kind in JOINS:
+            tables = [p for p in (0, 1) if all(static(n) for n in stage.port_inputs(p))]
+            stage.static_port = tables[0] if len(tables) == 1 else None
+
+
+def _check_join_order(plan: Plan, topology: Topology, file: str) -> None:
+    """Spark emits a joined pair in the micro-batch its second side arrives in, ftctl's
+    window_join when the watermark closes the window, pairs sorted: the same multiset, in
+    another order. A sink that checks the order per key, or the last record per key,
+    after a join is refused."""
+    modes = topology.sink_modes()
+    names = [op.name for op in topology.operators]
+    for sink in plan.sinks:
+        if modes[sink] == "multiset":
+            continue
+        joins = sorted(n for n in plan.upstream(sink) if n in plan.stages
+                       and plan.stages[n].kind in JOINS)
+        if joins:
+            raise Refused(file, f"operators[{names.index(sink)}] ({sink}).mode",
+                          "cannot express", f"{modes[sink]} after {joins[0]!r}: Spark "
+                          "emits a joined pair when its second side arrives, not in the "
+                          "order ftctl's join gives a key's pairs (multiset is compiled)")
 
 
 def _check_one_stateful(plan: Plan, topology: Topology, file: str) -> None:

@@ -22,6 +22,10 @@ from typing import Any
 
 EXIT_QUERY_FAILED = 3
 HOLD_S = 120.0  # a held batch waits this long for ftctl's kill
+# A join drops the rows at or before the watermark, which starts at 0 (the epoch): a
+# record of event time 0 would be lost. Its side's event-time column is shifted by a day;
+# the time-range condition compares differences, which the shift keeps.
+JOIN_TIME_SHIFT_MS = 86_400_000
 
 
 class Events:
@@ -92,6 +96,14 @@ def _start(spark: Any, plan: Any, sink: str, spec: dict[str, Any], events: Event
             ins = [b for n in stage.inputs for b in branches(n)]
             if stage.kind in ("map", "filter", "flat_map", "key_by"):
                 out = [b.mapInPandas(_stateless(stage), rows.SCHEMA) for b in ins]
+            elif stage.kind in ("join", "window_join") and stage.static_port is not None:
+                port = 1 - stage.static_port
+                table = _static(spark, plan, stage.port_inputs(stage.static_port), F)
+                out = [_join_static(stage, b, table, port, F)
+                       for n in stage.port_inputs(port) for b in branches(n)]
+            elif stage.kind in ("join", "window_join"):
+                out = [_join_streams(stage, [[b for n in stage.port_inputs(p)
+                                              for b in branches(n)] for p in (0, 1)], F)]
             elif stage.kind == "window":
                 out = [_window(stage, ins, F)]
             elif stage.kind == "sink":
@@ -110,6 +122,131 @@ def _start(spark: Any, plan: Any, sink: str, spec: dict[str, Any], events: Event
             .option("checkpointLocation", str(Path(spec["checkpoints"]) / sink))
             .trigger(processingTime=f"{int(spec['trigger_ms'])} milliseconds")
             .queryName(sink).start())
+
+
+def _static(spark: Any, plan: Any, names: list[str], F: Any) -> Any:
+    """The table side of a stream-static join, read once: the table sources' records
+    through the same stateless operators, each record ranked among its key's (in table
+    order), which orders a stream record's pairs as ftctl's join emits them."""
+    from pyspark.sql import Window
+
+    from ftctl.engines.structured import rows
+    from ftctl.runtime.graph import ExecutionGraph
+
+    graph = ExecutionGraph(plan.topology)
+
+    def frame(name: str) -> Any:
+        if name in plan.sources:
+            recs = []
+            for s in plan.sources[name]:  # seq: the offset, as the feed numbers records
+                gen: Any = graph.make_operator(f"{s.op}[{s.index}]")
+                got = gen(s.lo, s.hi)
+                recs += [(s.lo + i, k, v, ts, 0.0) for i, (k, v, ts) in enumerate(got)]
+            return spark.createDataFrame(rows.table(recs).to_pandas(), rows.SCHEMA)
+        stage = plan.stages[name]
+        ins = [frame(n) for n in stage.inputs]
+        df = ins[0]
+        for other in ins[1:]:
+            df = df.unionByName(other)
+        return df.mapInPandas(_stateless(stage), rows.SCHEMA)
+
+    parts = [frame(n) for n in names]
+    df = parts[0]
+    for other in parts[1:]:
+        df = df.unionByName(other)
+    return df.withColumn("rank", F.row_number().over(Window.partitionBy("k").orderBy("seq")))
+
+
+def _side(df: Any, port: int, size: int | None, F: Any, stream: bool) -> Any:
+    """One input of a join, its columns prefixed by port (``l_``, ``r_``: both sides may
+    come from the same source); a window_join's side carries its window's start, and a
+    stream its watermark (one window: a record that late could not share a window)."""
+    p = "lr"[port] + "_"
+    cols = [F.col(c).alias(p + c) for c in ("seq", "k", "v", "ts", "due")]
+    if stream:
+        df = df.filter("NOT end")
+    if "rank" in df.columns:
+        cols.append(F.col("rank").alias(p + "rank"))
+    if size is not None:
+        cols += [F.timestamp_millis(F.col("ts") + JOIN_TIME_SHIFT_MS).alias(p + "et"),
+                 (F.col("ts") - F.pmod("ts", F.lit(size))).alias(p + "w")]
+    out = df.select(*cols)
+    if size is not None and stream:
+        out = out.withWatermark(p + "et", f"{size} milliseconds")
+    return out
+
+
+def _join_condition(size: int | None, F: Any, ranged: bool) -> Any:
+    cond = F.col("l_k") == F.col("r_k")
+    if size is None:
+        return cond
+    cond = cond & (F.col("l_w") == F.col("r_w"))
+    if ranged:  # what lets Spark drop state: implied by the same window, never narrower
+        gap = f"interval {size - 1} milliseconds"
+        cond = cond & F.expr(f"r_et >= l_et - {gap}") & F.expr(f"r_et <= l_et + {gap}")
+    return cond
+
+
+def _join_size(stage: Any) -> int | None:
+    return int(_operator(stage).size) if stage.kind == "window_join" else None
+
+
+def _join_streams(stage: Any, ports: list[list[Any]], F: Any) -> Any:
+    """A stream-stream inner join: every matching pair once, when its second side
+    arrives; in a window_join only pairs of one tumbling window."""
+    from ftctl.engines.structured import rows
+
+    size = _join_size(stage)
+    sides = []
+    for port, branches in enumerate(ports):
+        marked = [_side(b, port, size, F, stream=True) for b in branches]
+        df = marked[0]
+        for other in marked[1:]:
+            df = df.unionByName(other)
+        sides.append(df)
+    joined = sides[0].join(sides[1], _join_condition(size, F, ranged=True), "inner")
+    return joined.mapInPandas(_pairs(size, None), rows.SCHEMA)
+
+
+def _join_static(stage: Any, branch: Any, table: Any, port: int, F: Any) -> Any:
+    """A stream-static inner join of one stream branch: each record with the table's
+    records of its key (and window). The end marker passes by the join, so a window
+    after it still closes."""
+    from ftctl.engines.structured import rows
+
+    size = _join_size(stage)
+    sides = {port: _side(branch, port, size, F, stream=True),
+             1 - port: _side(table, 1 - port, size, F, stream=False)}
+    joined = sides[0].join(sides[1], _join_condition(size, F, ranged=False), "inner")
+    pairs = joined.mapInPandas(_pairs(size, port), rows.SCHEMA)
+    return pairs.unionByName(branch.filter("end"))
+
+
+def _pairs(size: int | None, stream_port: int | None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """Joined rows as ftctl's join emits them: ``(key, (left, right), ts)``, ``ts`` the
+    later side's (join) or the window's last millisecond (window_join). ``seq`` orders a
+    batch's output: a stream record's pairs in table order (stream-static), else the
+    later side's offset."""
+    def run(frames: Iterator[Any]) -> Iterator[Any]:
+        import pandas as pd
+
+        from ftctl.engines.structured import rows
+
+        for pdf in frames:
+            values = [rows.dumps((rows.loads(lv), rows.loads(rv)))
+                      for lv, rv in zip(pdf["l_v"], pdf["r_v"], strict=True)]
+            ts = pdf[["l_ts", "r_ts"]].max(axis=1) if size is None else pdf["l_w"] + size - 1
+            if stream_port is None:
+                seq = pdf[["l_seq", "r_seq"]].max(axis=1)
+            else:
+                p, t = "lr"[stream_port], "lr"[1 - stream_port]
+                seq = pdf[f"{p}_seq"] * rows.FANOUT + (pdf[f"{t}_rank"] - 1)
+            yield pd.DataFrame({"seq": seq.astype("int64"), "k": pdf["l_k"], "v": values,
+                                "ts": ts.astype("int64"),
+                                "due": pdf[["l_due", "r_due"]].max(axis=1),
+                                "end": [False] * len(pdf)})
+
+    return run
 
 
 def _operator(stage: Any) -> Any:

@@ -28,7 +28,7 @@ from ftctl.engines import STRUCTURED
 from ftctl.engines.structured import driverproc, sinkdir
 from ftctl.engines.structured.feed import Feed
 from ftctl.engines.structured.plan import compile_plan
-from ftctl.results import RunStore
+from ftctl.results import RunStore, atomic_write_json
 from ftctl.sim.golden import golden_output
 from ftctl.verify.golden import golden_files
 from ftctl.verify.outofcore import verify_outputs
@@ -132,9 +132,12 @@ def execute(req: EngineRequest) -> int:
     plan = compile_plan(topology)
     store = RunStore.create(req.results, topology=topology.name, protocol=STRUCTURED,
                             kind=req.kind)
-    eng = store.path / "engine"
+    # Absolute: the driver runs in the engine folder and reads every path of the spec
+    # from there (``--results`` is relative by default).
+    run_dir = store.path.resolve()
+    eng = run_dir / "engine"
     dirs = {name: eng / name for name in ("input", "sinks", "control")}
-    dirs["checkpoints"] = store.path / "checkpoints"  # the checkpoint location, in the run
+    dirs["checkpoints"] = run_dir / "checkpoints"  # the checkpoint location, in the run
     for d in dirs.values():
         d.mkdir(parents=True, exist_ok=True)
     store.write_config({
@@ -386,16 +389,11 @@ def _verdict(req: EngineRequest, store: RunStore, sinks: list[str], sink_root: P
     req.summary.update(summary)
     if outcome.undelivered:
         summary["failed_because"] = f"{len(outcome.undelivered)} fault(s) not delivered"
-    if req.quiet:
-        pass
-    elif req.as_json:
-        console.print_json(json.dumps(summary, default=repr))
-    else:
-        from ftctl.run.execute import _print_summary
+    from ftctl.run.execute import show_summary
 
-        _print_summary(summary, verdict, None)
-        _print_faults(faults)
-    (store.path / "summary.json").write_text(json.dumps(summary, default=repr, indent=1))
+    show_summary(summary, verdict, None, quiet=req.quiet, as_json=req.as_json,
+                 more=lambda _s: _print_faults(faults))
+    atomic_write_json(store.path / "summary.json", summary)
     return code
 
 
