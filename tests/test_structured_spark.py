@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -25,15 +26,14 @@ pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mutant: str | None,
-         fault: str = "kill-driver") -> EngineRequest:
+def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mutant: str | None) -> EngineRequest:
     monkeypatch.chdir(tmp_path)  # the golden cache and the watchdog's state dir go here
     topology = load_topology(ROOT / "topologies/wordcount.yaml").with_input(
         records=300, rate=50.0, batch=50)
     req = EngineRequest(topology, mutant=mutant, master="local[1]", results=tmp_path / "r",
                         timeout=240, trigger_ms=200,
-                        kill_point="commit" if fault == "kill-driver" else "any",
-                        faults=[Fault(1.0, fault)], kind="chaos", quiet=True)
+                        kill_point="commit", faults=[Fault(1.0, "kill-driver")], kind="chaos",
+                        quiet=True)
     req.config["code"] = execute(req)
     return req
 
@@ -75,17 +75,28 @@ def test_a_sink_ignoring_the_batch_id_is_caught(tmp_path: Path,
     assert _no_driver_left(req)
 
 
-def _history(req: EngineRequest) -> list[dict[str, object]]:
+def _history(req: EngineRequest) -> list[dict[str, Any]]:
     path = Path(req.summary["path"]) / "events.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_a_killed_task_recovers_exactly_once(tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    req = _run(tmp_path, monkeypatch, None, fault="kill-task")
+def test_a_killed_task_recovers_exactly_once_and_joins_give_ftctls_pairs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One run for two things (each Spark run costs a driver's start): a table join and a
+    window join give the golden run's pairs, through a task killed mid-batch."""
+    monkeypatch.chdir(tmp_path)  # the golden cache and the watchdog's state dir go here
+    topology = joins_topology(tmp_path).with_input(rate=150.0)
+    req = EngineRequest(topology, master="local[1]", results=tmp_path / "r", timeout=240,
+                        trigger_ms=300, kill_point="any", faults=[Fault(1.0, "kill-task")],
+                        kind="chaos", quiet=True)
+    code = execute(req)
     s = req.summary
-    assert req.config["code"] == 0 and s["passed"] and s["complete"], s
-    assert s["anomalies"] == {}
+    assert code == 0 and s["passed"] and s["complete"] and s["anomalies"] == {}, s
+    verdict = json.loads((Path(s["path"]) / "verdict.json").read_text())
+    # each sink holds the golden run's pairs, and there are some to hold
+    got = {x["sink"]: (x["output_records"], x["golden_records"]) for x in verdict["sinks"]}
+    assert set(got) == {"enriched", "pairs"}
+    assert all(out == golden > 0 for out, golden in got.values()), got
     history = _history(req)
     struck = [e["data"] for e in history if e["kind"] == "fault-injected"]
     assert [e["type"] for e in struck] == ["kill-task"] and struck[0]["pids"]
@@ -95,21 +106,4 @@ def test_a_killed_task_recovers_exactly_once(tmp_path: Path,
     assert "Lost task" in log
     detected = [e["data"] for e in history if e["kind"] == "failure-detected"]
     assert [d["cause"] for d in detected] == ["query-failed"] and s["restarts"] == 1
-    assert _no_driver_left(req)
-
-
-def test_a_table_join_and_a_window_join_give_ftctls_pairs(tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    topology = joins_topology(tmp_path).with_input(rate=150.0)
-    req = EngineRequest(topology, master="local[1]", results=tmp_path / "r", timeout=240,
-                        trigger_ms=300, kind="run", quiet=True)
-    code = execute(req)
-    s = req.summary
-    assert code == 0 and s["passed"] and s["complete"] and s["anomalies"] == {}, s
-    verdict = json.loads((Path(s["path"]) / "verdict.json").read_text())
-    # each sink holds the golden run's pairs, and there are some to hold
-    got = {x["sink"]: (x["output_records"], x["golden_records"]) for x in verdict["sinks"]}
-    assert set(got) == {"enriched", "pairs"}
-    assert all(out == golden > 0 for out, golden in got.values()), got
     assert _no_driver_left(req)
