@@ -351,6 +351,20 @@ def test_a_gone_worker_names_the_starts_handed_to_its_slots() -> None:
     assert jobs.workers_gone(set()) == []
 
 
+def test_a_start_queued_for_a_slot_on_a_gone_worker_does_not_wait_for_it(pool: Any) -> None:
+    """A survivor fenced alive on a worker that then goes: its slot will not come back, so
+    the start queued for it launches a slot job at once instead of after RETURN_WAIT."""
+    sc, jobs, server, token, _events = pool
+    jobs.connect_to(server.address, token)
+    jobs.slots = {0: Slot(0, "returning", worker="h:1", since=time.monotonic())}
+    jobs.next_spare = 1
+    assert jobs.submit(_payload("count[0]", 1, server, token)) == "queued"
+    assert sc.jobs == []  # waits for the slot coming back
+    jobs.workers_gone({"h:1"})
+    assert jobs.slots[0].state == "lost"
+    _until(lambda: sc.ran == [("ftctl-r-spare-1", "count[0]", 1)])
+
+
 def test_with_start_job_every_start_is_a_job_and_no_slot_comes_back(pool: Any) -> None:
     sc, _jobs, server, token, _events = pool
     jobs = JobRunner(sc, "r", queue.Queue(), spares=0, recycle=False)

@@ -336,6 +336,7 @@ class JobRunner:
         with self.lock:
             self.gone = set(addresses)
             handed: list[tuple[str, int]] = []
+            returning = False
             for s in self.slots.values():
                 if s.worker not in self.gone:
                     continue
@@ -344,9 +345,16 @@ class JobRunner:
                     if s.conn is not None:
                         s.conn.close()
                         s.conn = None
+                elif s.state == "returning":
+                    # A fenced survivor's slot on a worker that is gone never comes back:
+                    # the starts queued for it get slots of their own now, not after
+                    # RETURN_WAIT.
+                    s.state, returning = "lost", True
                 elif s.state == "busy" and s.key is not None:
                     handed.append(s.key)
-            return handed
+        if returning:
+            self._refill()
+        return handed
 
     def _pick(self, iid: str) -> Slot | None:
         waiting = [s for s in self.slots.values() if s.state == "idle" and s.conn is not None]
