@@ -9,7 +9,8 @@ port at ``start``, each to strike that long after it) and templates that wait:
   reports (``phase_opened``), if P is still open when the template's turn comes; with
   ``target: phase-holder`` on an instance holding P then, drawn with the occurrence's
   seed. An opening with no holder strikes nothing and uses no occurrence (the port is
-  told, ``no_holder``), so ``count`` counts strikes.
+  told, ``no_holder``), so ``count`` counts strikes; unless the port says it spent it
+  (the kit's phase strike on the simulation host, with nothing running to strike).
 - ``after: {phase: P, delay: D}``: an occurrence D after each opening of P.
 - ``after: {fault: ID, delay: D}``: an occurrence D after each occurrence of ID injected
   something (``injected``; once per occurrence, a group's first node).
@@ -59,8 +60,9 @@ class FaultPort(Protocol):
     def phase_holders(self, phase: str) -> Sequence[str]:
         """The running instances holding ``phase`` now."""
 
-    def no_holder(self, planned: PlannedFault, phase: str, now: float) -> None:
-        """``planned`` (target phase-holder) found no instance holding ``phase``."""
+    def no_holder(self, planned: PlannedFault, phase: str, now: float) -> bool | None:
+        """``planned`` (target phase-holder) found no instance holding ``phase``; True: the
+        opening spent the occurrence all the same (else the next opening may strike)."""
 
 
 @dataclass
@@ -180,7 +182,8 @@ class FaultEngine:
         if planned.target == PHASE_HOLDER:
             held = sorted(self.port.phase_holders(phase))
             if not held:
-                self.port.no_holder(planned, phase, now)
+                if self.port.no_holder(planned, phase, now):
+                    w.fired += 1
                 return
             planned = replace(planned, target=random.Random(planned.seed).choice(held))
         w.fired += 1

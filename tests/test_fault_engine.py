@@ -30,8 +30,9 @@ class Port:
     def phase_holders(self, phase: str) -> Sequence[str]:
         return self.holders.get(phase, [])
 
-    def no_holder(self, planned: PlannedFault, phase: str, now: float) -> None:
+    def no_holder(self, planned: PlannedFault, phase: str, now: float) -> bool | None:
         self.missing.append(phase)
+        return None
 
 
 def engine(*faults: dict[str, object]) -> tuple[FaultEngine, Port]:
@@ -141,3 +142,19 @@ def test_a_template_with_a_seed_of_its_own_draws_its_holder_from_it() -> None:
         assert p.seed == seed and p.target == random.Random(seed).choice(sorted(holders))
         picks.add(p.target)
     assert len(picks) > 1  # the seed decides, not the engine's
+
+
+def test_a_port_may_spend_an_occurrence_on_an_opening_with_no_holder() -> None:
+    class Spending(Port):
+        def no_holder(self, planned: PlannedFault, phase: str, now: float) -> bool:
+            super().no_holder(planned, phase, now)
+            return True
+
+    sc = Scenario.model_validate({"name": "e", "seed": 7, "faults": [
+        {"type": "kill-task", "during": "takeover", "target": "phase-holder", "count": 1}]})
+    port = Spending()
+    eng = FaultEngine(plan(sc, INSTANCES, 10.0), sc.seed, lambda: INSTANCES, port)
+    eng.phase_opened("takeover", 1.0)
+    port.holders["takeover"] = ["count[1]"]
+    eng.phase_opened("takeover", 2.0)
+    assert port.missing == ["takeover"] and port.now == [] and not eng.waiting()
