@@ -14,10 +14,10 @@ port at ``start``, each to strike that long after it) and templates that wait:
 - ``after: {phase: P, delay: D}``: an occurrence D after each opening of P.
 - ``after: {fault: ID, delay: D}``: an occurrence D after each occurrence of ID injected
   something (``injected``; once per occurrence, a group's first node).
-
 - ``trigger: progress`` (``PROGRESS``) with ``params["events"]: N``: one occurrence once the
-  host has processed N events (``progressed``), the simulation host's own random schedules
-  (``ftctl/sim/nemesis.py``). Occurrences due together strike in (N, index) order.
+  host has processed N events (``progressed``): the simulation host's random schedules
+  (``ftctl/sim/nemesis.py``), not a scenario file's trigger. Occurrences due together
+  strike in (N, index) order.
 
 ``count`` occurrences each (``after``: 1 unless given). Occurrence k of a template gets
 the target and seed ``chaos.schedule.occurrence`` gives it, so a replay strikes the same;
