@@ -9,15 +9,24 @@ port at ``start``, each to strike that long after it) and templates that wait:
   reports (``phase_opened``), if P is still open when the template's turn comes; with
   ``target: phase-holder`` on an instance holding P then, drawn with the occurrence's
   seed. An opening with no holder strikes nothing and uses no occurrence (the port is
-  told, ``no_holder``), so ``count`` counts strikes.
+  told, ``no_holder``), so ``count`` counts strikes; unless the port says it spent it
+  (the kit's phase strike on the simulation host, with nothing running to strike).
 - ``after: {phase: P, delay: D}``: an occurrence D after each opening of P.
 - ``after: {fault: ID, delay: D}``: an occurrence D after each occurrence of ID injected
   something (``injected``; once per occurrence, a group's first node).
+- ``trigger: progress`` (``PROGRESS``) with ``params["events"]: N``: one occurrence once the
+  host has processed N events (``progressed``): the simulation host's random schedules
+  (``ftctl/sim/nemesis.py``), not a scenario file's trigger. Occurrences due together
+  strike in (N, index) order.
 
 ``count`` occurrences each (``after``: 1 unless given). Occurrence k of a template gets
-the target and seed ``chaos.schedule.occurrence`` gives it, so a replay strikes the same.
-Templates are served in schedule order, so two waiting for one phase strike in the order
-the file gives them.
+the target and seed ``chaos.schedule.occurrence`` gives it, so a replay strikes the same;
+a template planned with a seed of its own (not 0; ``chaos.schedule.plan`` leaves them 0)
+keeps it, so the conformance kit's phase strike draws its holder as it always has. A
+``during`` template with ``params["opening"]: k`` lets k - 1 openings pass (open or not
+when their turn comes) before it strikes: the kit's crash at the k-th opening. Templates
+are served in schedule order, so two waiting for one phase strike in the order the file
+gives them.
 
 Times are offsets in scenario seconds from the nemesis's start; the port scales them to its
 own clock. The engine holds a lock: on Spark, strikes report injections from their own
@@ -35,6 +44,9 @@ from typing import Protocol
 from chaos.schedule import PlannedFault, occurrence
 from ftctl.config.scenario import PHASE_HOLDER
 
+PROGRESS = "progress"  # a trigger on host progress: params["events"], events processed
+OPENING = "opening"  # a during template's param: strike at the k-th opening, not the first
+
 
 class FaultPort(Protocol):
     """What a host gives the engine: delivery of occurrences and who holds a phase."""
@@ -48,8 +60,9 @@ class FaultPort(Protocol):
     def phase_holders(self, phase: str) -> Sequence[str]:
         """The running instances holding ``phase`` now."""
 
-    def no_holder(self, planned: PlannedFault, phase: str, now: float) -> None:
-        """``planned`` (target phase-holder) found no instance holding ``phase``."""
+    def no_holder(self, planned: PlannedFault, phase: str, now: float) -> bool | None:
+        """``planned`` (target phase-holder) found no instance holding ``phase``; True: the
+        opening spent the occurrence all the same (else the next opening may strike)."""
 
 
 @dataclass
@@ -58,6 +71,7 @@ class _Waiting:
 
     template: PlannedFault
     fired: int = 0
+    passed: int = 0  # openings let pass before the first occurrence (``OPENING``)
 
     @property
     def exhausted(self) -> bool:
@@ -78,7 +92,11 @@ class FaultEngine:
         self.instances = instances
         self.port = port
         self._timed = sorted((p for p in schedule if p.at is not None), key=_time_order)
-        waiting = sorted((p for p in schedule if p.at is None), key=_index_order)
+        waiting = sorted((p for p in schedule if p.at is None and p.trigger != PROGRESS),
+                         key=_index_order)
+        # trigger progress: in the order they fall due
+        self._on_progress = sorted((p for p in schedule if p.trigger == PROGRESS),
+                                   key=_progress_order, reverse=True)
         # during and after-phase templates, in schedule order
         self._on_phase = [_Waiting(p) for p in waiting
                           if p.after_fault is None and (p.during or p.after_phase)]
@@ -107,9 +125,25 @@ class FaultEngine:
             return list(seen)
 
     def waiting(self) -> bool:
-        """Some template may still plan an occurrence."""
+        """Some template may still plan an occurrence, or some occurrence waits for the
+        host's progress."""
         with self._lock:
-            return any(not w.exhausted for w in self._all())
+            return bool(self._on_progress) or any(not w.exhausted for w in self._all())
+
+    def next_progress(self) -> int | None:
+        """The events processed the next progress occurrence waits for (None: none left);
+        a host compares its count with it and calls ``progressed`` when it is reached."""
+        with self._lock:
+            return _events(self._on_progress[-1]) if self._on_progress else None
+
+    def progressed(self, events: int, now: float) -> int | None:
+        """The host has processed ``events`` events, at offset ``now``: every occurrence due
+        by then strikes, in order. Returns ``next_progress()``."""
+        with self._lock:
+            due = self._on_progress
+            while due and _events(due[-1]) <= events:
+                self.port.deliver(due.pop(), now)
+            return _events(due[-1]) if due else None
 
     def phase_opened(self, phase: str, now: float,
                      still_open: Callable[[], bool] = lambda: True) -> None:
@@ -122,6 +156,8 @@ class FaultEngine:
                     continue
                 if w.template.after_phase is not None:
                     self._follow(w, now)
+                elif w.passed + 1 < int(w.template.params.get(OPENING, 1)):
+                    w.passed += 1
                 elif still_open():
                     self._strike_in(w, phase, now)
 
@@ -141,10 +177,13 @@ class FaultEngine:
 
     def _strike_in(self, w: _Waiting, phase: str, now: float) -> None:
         planned = occurrence(w.template, w.fired, self.instances(), self.seed, now)
+        if w.template.seed:
+            planned = replace(planned, seed=w.template.seed)
         if planned.target == PHASE_HOLDER:
             held = sorted(self.port.phase_holders(phase))
             if not held:
-                self.port.no_holder(planned, phase, now)
+                if self.port.no_holder(planned, phase, now):
+                    w.fired += 1
                 return
             planned = replace(planned, target=random.Random(planned.seed).choice(held))
         w.fired += 1
@@ -167,3 +206,11 @@ def _time_order(p: PlannedFault) -> tuple[float, int, int]:
 
 def _index_order(p: PlannedFault) -> tuple[int, int]:
     return (p.index, p.occurrence)
+
+
+def _events(p: PlannedFault) -> int:
+    return int(p.params["events"])
+
+
+def _progress_order(p: PlannedFault) -> tuple[int, int, int]:
+    return (_events(p), p.index, p.occurrence)

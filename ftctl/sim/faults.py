@@ -1,6 +1,7 @@
 """Seeded failure schedules for the simulation host.
 
-A schedule strikes at event indices: after the host has processed that many events,
+A schedule strikes at event indices: after the host has processed that many events (each
+fault an occurrence on the trigger engine's progress trigger, ``ftctl/sim/nemesis.py``),
 one instance or several at once (a correlated burst) crash, or a non-crash fault starts:
 a pause, a partition, a delay, message drops, a slow unit or a node loss
 (``SimHost.inject``), or a correlated failure (``ftctl/sim/correlated.py``): two

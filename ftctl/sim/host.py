@@ -6,7 +6,9 @@ random per message but FIFO per channel (as over TCP). A crash kills an instance
 memory and everything in flight to or from it; the coordinator hears of it after a
 detection delay and answers with a plan that the host carries out. Same seed, same trace.
 
-Faults enter through ``SimHost.inject`` (``ftctl/sim/striking.py``); the kinds besides
+Which fault strikes when is the trigger engine's (``ftctl/sim/nemesis.py``: scenarios,
+random schedules, the kit's phase strike); faults enter through ``SimHost.inject``
+(``ftctl/sim/striking.py``); the kinds besides
 crashes live in ``unit_faults.py`` (pause, slow), ``link_faults.py`` (partition, delay,
 drop) and ``node_faults.py`` (node loss, capacity), and what a unit's actions do in
 ``ports.py``: the bases of ``SimHost``.
@@ -44,6 +46,7 @@ from ftctl.sim.cluster import ClusterSlots, SimCluster
 from ftctl.sim.correlated import CorrelatedFaults
 from ftctl.sim.faults import HANG_TIMEOUT, NET_DELAY, FailureSchedule
 from ftctl.sim.link_faults import Link, LinkFaults
+from ftctl.sim.nemesis import SimNemesis, drawn_faults, on_progress
 from ftctl.sim.ports import UnitPorts
 from ftctl.sim.stats import SimStats
 from ftctl.sim.store_faults import STORE_RETRY, StoreFaults
@@ -113,7 +116,6 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults, StoreFaults):
         self.info = protocol
         self.params = params
         self.rng = random.Random(seed)
-        self.schedule = list(schedule.strikes) if schedule else []
         self.keep_trace = trace
         self.hasher = hashlib.sha256() if (trace or hash_trace) else None
         self.trace: list[str] = []
@@ -172,6 +174,13 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults, StoreFaults):
         self.starting = 0
         self.offsets: dict[str, int] = {}
         self.output_times: list[float] = []
+        # The nemesis's progress trigger (``ftctl/sim/nemesis.py``): once this many events
+        # are processed, ``on_progress(events)`` strikes what is due and says what is next.
+        self.progress_due: int | None = None
+        self.on_progress: Callable[[int], int | None] = lambda events: None
+        if schedule is not None and schedule.strikes:  # a schedule of its own (tests)
+            drawn = drawn_faults(schedule.strikes)
+            SimNemesis(self, on_progress(drawn), drawn=drawn).install()
 
     # ------------------------------------------------------------------ event plumbing
 
@@ -198,7 +207,6 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults, StoreFaults):
 
     def run(self) -> SimResult:
         self._apply(self.kernel.start(self.now))
-        strikes = deque(self.schedule)
         heap = self.heap
         while heap:
             t, _, kind, data = heapq.heappop(heap)
@@ -206,9 +214,8 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults, StoreFaults):
             self.stats.events += 1
             getattr(self, "_on_" + kind)(data)
             self._settle_capacity()
-            while strikes and self.stats.events >= strikes[0].at_event:
-                self.inject(strikes.popleft())
-                self._settle_capacity()
+            if self.progress_due is not None and self.stats.events >= self.progress_due:
+                self.progress_due = self.on_progress(self.stats.events)
             if self.max_events is not None and self.stats.events > self.max_events:
                 break
             if self.kernel.halted is not None:
@@ -218,6 +225,11 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults, StoreFaults):
         return SimResult(self.sinks.by_operator(), complete, self.stats,
                          self.hasher.hexdigest() if self.hasher else "", self.trace,
                          self.events, self.now, self.output_times, self.kernel.halted)
+
+    def watch_progress(self, due: int, then: Callable[[int], int | None]) -> None:
+        """Call ``then(events)`` once ``due`` events are processed (after the event and
+        its capacity settled); it returns the next count to wait for, or None."""
+        self.progress_due, self.on_progress = due, then
 
     # ------------------------------------------------------------------ events
 

@@ -1,49 +1,21 @@
 """Phase-triggered schedules of the conformance kit: a crash while a phase is open.
 
 A random crash schedule alone seldom lands inside a short phase (a snapshot, a takeover);
-``strike_during`` adds one crash at the k-th opening of the phase (k seeded, 1-3), after
-the actions that opened it and only if it is still open then, on an instance holding it
-(else a running instance). ``phase_problems`` is the phase contract those runs are also
-judged on: a protocol declares only the phases its spec lists, and leaves what it enters.
+the kit adds one crash at the k-th opening of the phase (k seeded, 1-3), after the actions
+that opened it and only if it is still open then, on an instance holding it (else a
+running instance): a ``during`` template the trigger engine serves
+(``ftctl.sim.nemesis.phase_strike``). ``phase_problems`` is the phase contract those runs
+are also judged on: a protocol declares only the phases its spec lists, and leaves what
+it enters.
 """
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 from collections.abc import Iterable
 
 from ftctl.kernel.history import HistoryEvent
 from ftctl.kernel.phases import KERNEL, RECOVERING
-from ftctl.sim.faults import Strike
-from ftctl.sim.host import SimHost
-
-MAX_OPENING = 3  # the strike comes at one of the phase's first openings
-
-
-def strike_during(host: SimHost, phase: str, rng: random.Random) -> None:
-    """Crash a holder of ``phase`` at its k-th opening (k drawn from ``rng``)."""
-    want = rng.randint(1, MAX_OPENING)
-    seen = [0]
-    pick = random.Random(rng.getrandbits(64))
-    phases = host.kernel.open_phases
-
-    def opened() -> None:
-        seen[0] += 1
-        if seen[0] != want:
-            return
-        if phase != RECOVERING and not phases.active(phase):
-            seen[0] -= 1  # nothing open to strike in: the next opening counts instead
-            return
-        held = [i for i in phases.holders(phase) if i in host.live]
-        pool = held or sorted(host.live)
-        if pool:
-            host.inject(Strike(0, 1, (pick.choice(pool),)))
-
-    if phase == RECOVERING:
-        host.on_detected.append(opened)
-    else:
-        host.on_phase.append(lambda entered: opened() if entered == phase else None)
 
 
 def phase_problems(events: Iterable[HistoryEvent], declared: Iterable[str],

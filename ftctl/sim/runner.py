@@ -14,10 +14,11 @@ from ftctl.kernel.piggyback import FIELDS as PIGGYBACK_FIELDS
 from ftctl.kernel.piggyback import merge as merge_piggyback
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.cluster import SimCluster
-from ftctl.sim.faults import CRASH_ONLY, HANG_TIMEOUT, FailureSchedule, FaultKind
+from ftctl.sim.faults import CRASH_ONLY, HANG_TIMEOUT, FailureSchedule, FaultKind, SimFault
 from ftctl.sim.golden import golden_output
 from ftctl.sim.host import MAX_EVENTS, MAX_STEP, SimHost, SimResult, source_step
-from ftctl.sim.phase_faults import phase_problems, strike_during
+from ftctl.sim.nemesis import SimNemesis, drawn_faults, on_progress, phase_strike
+from ftctl.sim.phase_faults import phase_problems
 from ftctl.sim.recovery import FaultTimes, fault_times, summarize
 from ftctl.sim.restores import Stage, restore_stages
 from ftctl.sim.suspicions import CLOCK_PREFIX, false_suspicions
@@ -226,19 +227,22 @@ class Simulator:
 
     def run_one(self, seed: int, trace: bool = False) -> ScheduleOutcome:
         rng = random.Random(seed)
-        schedule = None
+        drawn: dict[int, SimFault] = {}
         if self.scenario is None:
-            schedule = FailureSchedule.random(rng, self.horizon, self.max_failures,
-                                              self.max_burst, self.kinds)
+            drawn = drawn_faults(FailureSchedule.random(rng, self.horizon, self.max_failures,
+                                                        self.max_burst, self.kinds).strikes)
         host = SimHost(self.graph, self.protocol, self.params, seed=rng.getrandbits(64),
-                       schedule=schedule, trace=trace, hash_trace=trace,
+                       trace=trace, hash_trace=trace,
                        max_events=self.stall_after, cluster=self.cluster(),
                        hang_timeout=self.scenario.hang_timeout if self.scenario else HANG_TIMEOUT,
                        max_step=MAX_STEP)
         if self.scenario is not None:
             self.scenario.install(host)
-        if self.during is not None:
-            strike_during(host, self.during, rng)
+        else:  # the drawn faults and the kit's phase strike, through one engine
+            faults = on_progress(drawn)
+            if self.during is not None:
+                faults.append(phase_strike(self.during, rng, len(drawn)))
+            SimNemesis(host, faults, drawn=drawn, any_holder=True).install()
         result = host.run()
         verdict = verify(self.modes, self.golden, result.outputs, self.guarantee,
                          complete=result.complete, golden_index=self.golden_index,

@@ -38,21 +38,20 @@ as ``fault``/``node-down``), or ``fault-skipped`` with the reason when its targe
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import partial
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chaos.engine import FaultEngine
 from chaos.plan import check_cluster, check_triggers, from_scenario
 from chaos.schedule import PlannedFault
-from ftctl.config.scenario import PHASE_HOLDER, RECOVERING, WORKER_KEY
+from ftctl.config.scenario import WORKER_KEY
 from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.pace import Pace
 from ftctl.sim.actuator import SPARK_HANG_TIMEOUT, SimActuator  # noqa: F401 (re-exported)
 from ftctl.sim.cluster import SimCluster, SimNode
 from ftctl.sim.host import SimHost
+from ftctl.sim.nemesis import SimNemesis
 
 SPARK_RUN_SECONDS = 25.0  # ftctl chaos's run length without a rate (run.chaos.TARGET_SECONDS)
 SPARK_HEARTBEAT_TIMEOUT = 1.5  # ftctl/spark/host.py HEARTBEAT_TIMEOUT: a stopped task
@@ -103,8 +102,8 @@ class SimScenario:
         return [str(first), *(f"worker=w{i}:{n}" for i, n in enumerate(self.slots) if n != first)]
 
     def install(self, host: SimHost) -> None:
-        """Schedule every occurrence on ``host`` (triggers as hooks)."""
-        _Replay(self, host).install()
+        """Hand every occurrence to ``host``'s nemesis (``ftctl/sim/nemesis.py``)."""
+        SimNemesis(host, self.faults, self.seed, self.scale, self.instances).install()
 
 
 def load_sim_scenario(path: Path, topology: Topology, nominal: float,
@@ -146,70 +145,6 @@ def node_slots(given: Sequence[str], labels: Sequence[Mapping[str, str]],
         raise ValueError(f"{len(labels)} nodes with {sum(slots)} slots in all cannot hold the "
                          f"topology's {instances} instances")
     return slots
-
-
-@dataclass
-class _Replay:
-    """One run's replay of a scenario on a host: the engine (``chaos.engine``) decides
-    every occurrence; this is its port (timed ones go on the host's clock)."""
-
-    sc: SimScenario
-    host: SimHost
-    actuator: SimActuator = field(init=False)
-    engine: FaultEngine = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.actuator = SimActuator(self.host, self.sc.scale, self.sc.instances,
-                                    self._injected)
-        self.engine = FaultEngine(self.sc.faults, self.sc.seed, lambda: self.sc.instances, self)
-
-    def install(self) -> None:
-        self.engine.start(self._now())
-        # Openings reach the engine after the actions that opened the phase (on_phase);
-        # ``recovering`` opens at each failure detection. Hooked only when something waits
-        # for them: each on_phase opening costs the host an event.
-        waited = self.engine.phases()
-        if RECOVERING in waited:
-            self.host.on_detected.append(
-                lambda: self.engine.phase_opened(RECOVERING, self._now()))
-        if any(phase != RECOVERING for phase in waited):
-            self.host.on_phase.append(self._opened)
-
-    def _opened(self, phase: str) -> None:
-        """A declared phase opened (``recovering`` is the detections'): its ``during``
-        occurrences strike only if it is still open when their turn comes."""
-        if phase != RECOVERING:
-            phases = self.host.kernel.open_phases
-            self.engine.phase_opened(phase, self._now(), lambda: phases.active(phase))
-
-    def _now(self) -> float:
-        return self.host.now / self.sc.scale
-
-    def _injected(self, p: PlannedFault) -> None:
-        self.engine.injected(p, self._now())
-
-    # ------------------------------------------------------------ the engine's port
-
-    def deliver(self, planned: PlannedFault, now: float) -> None:
-        self.strike(planned)
-
-    def deliver_after(self, planned: PlannedFault, delay: float) -> None:
-        self.host.at(self.host.now + delay * self.sc.scale, partial(self.strike, planned))
-
-    def phase_holders(self, phase: str) -> list[str]:
-        """The running instances holding ``phase``."""
-        return [i for i in self.host.kernel.open_phases.holders(phase) if i in self.host.live]
-
-    def no_holder(self, planned: PlannedFault, phase: str, now: float) -> None:
-        self.host.skip_fault(planned.type, PHASE_HOLDER, f"no running instance holds {phase}")
-
-    # ------------------------------------------------------------ one occurrence
-
-    def strike(self, p: PlannedFault) -> None:
-        before = self.host.stats.injected
-        self.actuator.strike(p)
-        if self.host.stats.injected > before:
-            self._injected(p)
 
 
 def describe(sc: SimScenario) -> dict[str, Any]:
