@@ -450,6 +450,14 @@ class ReplicaUnit:
         if self.p.has("replay-through-dedup") and self.p.dedup:
             return []
         origin, slot = asked
+        if msg.uid in self.work:
+            # the tuple came in meanwhile from another origin (a reinstated replica
+            # reprocessing its input): it is in progress here already, and a second pass
+            # would forget that origin, which would wait for its delete for ever. The
+            # fetched copy's origin is told too once the tuple is purged.
+            if origin != self.work[msg.uid].origin:
+                self.waiting_delete.setdefault(msg.uid, set()).add(origin)
+            return []
         w = _Work(slot, msg.payload, origin)
         self.work[msg.uid] = w
         return self._run(w, msg.uid)
