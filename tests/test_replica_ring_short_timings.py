@@ -19,10 +19,12 @@ from protocols.replica_ring.messages import (
     RecordMsg,
     RecordOk,
     Refetch,
+    Reinstate,
+    Table,
     Takeover,
 )
 from protocols.replica_ring.params import ReplicaRingParams
-from protocols.replica_ring.unit import Host, ReplicaUnit, Reroute, Tell
+from protocols.replica_ring.unit import RETRY, Arm, Host, ReplicaUnit, Reroute, Tell
 
 SHORT = {"ping_every": 0.002, "ping_timeout": 0.006, "retry_every": 0.002,
          "reinstate_after": 0.004}
@@ -71,3 +73,21 @@ def test_replay_ring_fanout_at_least_once_seed_27() -> None:
     # split[2], reinstated, reprocesses a source batch that its stand-in re-fetched and
     # sent while evens[2]'s taker was re-fetching it too: split[2] waited for a delete
     assert holds("ring-fanout", "at-least-once", 27)
+
+
+def test_at_most_once_a_reinstated_replica_asks_again_until_a_table_comes() -> None:
+    # at-most-once arms no retry timer, except while a reinstated replica waits for its
+    # table: a stand-in dead before it answered left its input held for ever
+    new = unit(index=1, semantics="at-most-once")
+    assert Arm(RETRY, 0.05) in new.start(reinstating=True, stand_in="B[2]")
+    assert new.on_data("B[1]", Data(1, "x", "A[1]")) == []  # held until the table is in
+    assert new.on_timer(RETRY, 0.05) == [Tell("B[2]", Reinstate("B[1]")), Arm(RETRY, 0.05)]
+    assert new.on_message("B[0]", Table("B[1]", ())) == [Tell("out[0]", Data(1, "x", "B[1]"))]
+    assert new.on_timer(RETRY, 0.10) == []  # the table came: the timer stops
+    assert Arm(RETRY, 0.05) not in unit(index=1, semantics="at-most-once").start()
+
+
+def test_replay_ring_fanout_at_most_once_seed_30() -> None:
+    # evens[0] is restarted with evens[1] as its stand-in, which crashed a moment before
+    # (not yet suspected): its request for the table was lost and never asked again
+    assert holds("ring-fanout", "at-most-once", 30)
