@@ -179,13 +179,15 @@ class ReplicaUnit:
         """``stand_in``: the unit hosting this slot while it was away (default: whoever the
         slot routes to when the request is sent)."""
         out: list[Effect] = [Arm(PING, self.params.ping_every)]
-        if not self.p.amo:
+        # §4.3: the replica puts itself back; with the fix of F4 tuples wait until the
+        # stand-in's record table is installed
+        self.awaiting_table = reinstating and self.p.table_transfer
+        if not self.p.amo or self.awaiting_table:
+            # at-most-once resends nothing, but a replica waiting for its table asks again
+            # until it comes (its stand-in may be dead), or its input is held for ever
             out.append(Arm(RETRY, self.params.retry_every))
         if reinstating:
-            # §4.3: the replica puts itself back. The request reaches the stand-in (routes
-            # resolve when a message is sent); with the fix of F4 tuples wait until the
-            # stand-in's record table is installed
-            self.awaiting_table = self.p.table_transfer
+            # the request reaches the stand-in (routes resolve when a message is sent)
             self.stand_in = stand_in
             ask: Effect = (Tell(self.me, Reinstate(self.me)) if stand_in is None
                            else Reply(stand_in, Reinstate(self.me)))
@@ -199,6 +201,8 @@ class ReplicaUnit:
             for d in late:
                 out += self._suspect(d)
             return [*out, Arm(PING, self.params.ping_every)]
+        if self.p.amo and not self.awaiting_table:
+            return []  # at-most-once retries only the request for its table: it came
         out = []
         for uid, (dest, data) in self.unacked.items():  # N4: resend to the slot
             if uid not in self.fresh:
@@ -450,6 +454,14 @@ class ReplicaUnit:
         if self.p.has("replay-through-dedup") and self.p.dedup:
             return []
         origin, slot = asked
+        if msg.uid in self.work:
+            # the tuple came in meanwhile from another origin (a reinstated replica
+            # reprocessing its input): it is in progress here already, and a second pass
+            # would forget that origin, which would wait for its delete for ever. The
+            # fetched copy's origin is told too once the tuple is purged.
+            if origin != self.work[msg.uid].origin:
+                self.waiting_delete.setdefault(msg.uid, set()).add(origin)
+            return []
         w = _Work(slot, msg.payload, origin)
         self.work[msg.uid] = w
         return self._run(w, msg.uid)
