@@ -27,8 +27,7 @@ import pyarrow.fs as pafs
 from chaos.context import FaultContext, InjectRecord, StoreAccess
 from chaos.faults import ChaosFault, FaultError
 from ftctl.config.fault_kinds import StoredObjectParams
-from ftctl.sim.store_faults import damaged  # the same damage as the simulation host's
-from ftctl.store import DirectoryStore
+from ftctl.store import DirectoryStore, damaged  # the simulation host's damage too
 
 DamageKind = Literal["corrupt", "truncate", "delete"]
 

@@ -15,7 +15,7 @@ import zlib
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -93,6 +93,15 @@ def unseal(data: bytes, snapshot: int, instance: str) -> Any:
     if zlib.crc32(body) != crc:
         raise CorruptObject(snapshot, instance, "checksum mismatch")
     return codec.decode(body)
+
+
+def damaged(data: bytes, kind: Literal["corrupt", "truncate"], at: float) -> bytes:
+    """``data`` with one byte flipped at fraction ``at`` of it, or cut there: the damage a
+    store fault does to an object, on either host."""
+    i = min(len(data) - 1, int(at * len(data)))
+    if kind == "truncate":
+        return data[:i]
+    return data[:i] + bytes([data[i] ^ 0xFF]) + data[i + 1:]
 
 
 class SnapshotStore(Protocol):

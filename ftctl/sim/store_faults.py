@@ -24,6 +24,7 @@ from ftctl.config.scenario import parse_target
 from ftctl.kernel.unit import Unit
 from ftctl.sim.faults import SimFault, event_index, span
 from ftctl.sim.striking import Striking
+from ftctl.store import damaged
 
 if TYPE_CHECKING:
     from ftctl.sim.actuator import SimActuator
@@ -112,14 +113,6 @@ def _unit(act: SimActuator, p: PlannedFault, rng: random.Random) -> str | None:
 
 
 # ---------------------------------------------------------------- the host's actuator
-
-
-def damaged(data: bytes, kind: Literal["corrupt", "truncate"], at: float) -> bytes:
-    """``data`` with one byte flipped at fraction ``at`` of it, or cut there."""
-    i = min(len(data) - 1, int(at * len(data)))
-    if kind == "truncate":
-        return data[:i]
-    return data[:i] + bytes([data[i] ^ 0xFF]) + data[i + 1:]
 
 
 class StoreFaults(Striking):
