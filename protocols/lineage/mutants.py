@@ -76,6 +76,18 @@ class LogKeepsTail(LineageInstance):
             self.plog[ch].drop_oldest()
 
 
+class VisibleBeforeDurable(LineageInstance):
+    """A sink makes output visible before the state that counts it is durable: a crash
+    that loses its unsynced writes leaves output its replacement makes again."""
+
+    def flush_sink(self) -> None:
+        n = len(self.out)
+        super().flush_sink()
+        new = self.out[n:]
+        if len(new) == 2 and isinstance(new[1], Emit):  # [Persist, Emit] -> [Emit, Persist]
+            self.out[n:] = [new[1], new[0]]
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("no-sink-dedup", NoSinkDedup.__doc__ or "", instance=NoSinkDedup, budget=10),
     Mutant("sink-forgets-visible", SinkForgetsVisible.__doc__ or "",
@@ -87,4 +99,6 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("log-keeps-tail", LogKeepsTail.__doc__ or "", instance=LogKeepsTail, budget=10),
     Mutant("sink-dedup-per-key", " ".join((SinkDedupPerKey.__doc__ or "").split()),
            instance=SinkDedupPerKey, budget=10),
+    Mutant("visible-before-durable", " ".join((VisibleBeforeDurable.__doc__ or "").split()),
+           instance=VisibleBeforeDurable, budget=30, kinds=("crash", "lose-unsynced")),
 )

@@ -64,6 +64,7 @@ CATCH: dict[str, tuple[str, int]] = {
     "lineage/resend-from-second": ("diamond", 1),
     "lineage/log-keeps-tail": ("sharder", 1),
     "lineage/sink-dedup-per-key": ("join-window", 1),
+    "lineage/visible-before-durable": ("diamond", 1),  # crash and lose-unsynced schedules
     "causal/resume-late": ("diamond", 1),
     "causal/resume-early": ("diamond", 1),
     "causal/parents-resume-early": ("diamond", 1),
@@ -141,6 +142,7 @@ CATCH_KINDS: dict[str, tuple[FaultKind, ...]] = {
     "replica-ring/confirm-released": NEIGHBOUR_KINDS,
     "progressive/no-resend-from-starting": STAGED_KINDS,
     "checkpoint/trust-unchecked": ("crash", "corrupt"),  # its Mutant.kinds
+    "lineage/visible-before-durable": ("crash", "lose-unsynced"),  # likewise
     "replica-ring/pong-peer-clock": ("crash", "clock-drift", "clock-stall"),  # likewise
 }
 
@@ -280,7 +282,7 @@ def test_cli_reports_json_and_exit_codes(tmp_path: Path) -> None:
     assert report["mutants_survived"] == ["lineage/log-keeps-tail",
                                           "lineage/sink-dedup-per-key"]
     caught = {m["mutant"]: m for m in report["mutants"] if m["caught"]}
-    assert len(caught) == 4 and caught["lineage/purge-failed-only"]["during"] == "recovering"
+    assert len(caught) == 5 and caught["lineage/purge-failed-only"]["during"] == "recovering"
     assert all(m["reproduce"] == f"ftctl sim {topo / 'diamond.yaml'} -p {m['mutant']}"
                + (f" --during {m['during']}" if m["during"] else "") + " --seed 1"
                for m in caught.values())
