@@ -24,7 +24,7 @@ def crashing_faulty_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     real = sim_runner.SimHost.run
 
     def run(self: Any) -> Any:
-        if self.schedule:  # a list of strikes; empty in the fault-free runs
+        if self.progress_due is not None:  # faults to strike; none in the fault-free runs
             raise RuntimeError("replay expects p#1 as 1, the channel is past it")
         return real(self)
 

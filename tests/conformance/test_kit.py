@@ -283,9 +283,11 @@ def test_cli_reports_json_and_exit_codes(tmp_path: Path) -> None:
                                           "lineage/sink-dedup-per-key"]
     caught = {m["mutant"]: m for m in report["mutants"] if m["caught"]}
     assert len(caught) == 5 and caught["lineage/purge-failed-only"]["during"] == "recovering"
+    faults = {"lineage/visible-before-durable": " --faults crash,lose-unsynced"}
     assert all(m["reproduce"] == f"ftctl sim {topo / 'diamond.yaml'} -p {m['mutant']}"
+               + faults.get(m["mutant"], "")
                + (f" --during {m['during']}" if m["during"] else "") + " --seed 1"
-               for m in caught.values())
+               for m in caught.values()), [m["reproduce"] for m in caught.values()]
     res = runner.invoke(app, ["conformance", "-p", "nope"])
     assert res.exit_code == 2 and "unknown protocol 'nope'" in res.output
 
