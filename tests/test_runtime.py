@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch
-from ftctl.runtime.operators import CountOp, JoinOp, WindowOp
+from ftctl.runtime.operators import CountOp, JoinOp, WindowJoinOp, WindowOp, WinningBidsOp
 from ftctl.runtime.sources import make_source
 from tests.conftest import load
 
@@ -74,3 +77,41 @@ def test_round_robin_alternates_whole_batches() -> None:
     core.source_next()
     chans = [a.channel for a in core.take_actions()]  # type: ignore[union-attr]
     assert len(chans) == 2 and chans[0] != chans[1]
+
+
+def _auction(aid: int, expires: int) -> tuple[Any, ...]:
+    # Nexmark auction value: ..., [5] reserve, [6] date_time, [7] expires
+    return (aid, "item", 7, 3, "", 10, 0, expires)
+
+
+def _bid(aid: int, price: int, at: int) -> tuple[Any, ...]:
+    return (aid, 1, "", price, "", at)
+
+
+@pytest.mark.parametrize(("make", "before", "after", "fire"), [
+    (JoinOp, [("k", "l1", 1, 0), ("k", "r1", 2, 1)], [("k", "l2", 3, 0), ("k", "r2", 4, 1)],
+     None),
+    (lambda: WindowJoinOp(size=10), [("k", "l1", 1, 0), ("k", "r1", 2, 1)],
+     [("k", "l2", 3, 0), ("k", "r2", 4, 1)], 100),
+    (WinningBidsOp, [(1, _auction(1, 50), 0, 0), (2, _bid(2, 11, 5), 5, 1)],
+     [(1, _bid(1, 20, 6), 6, 1), (2, _auction(2, 60), 1, 0)], 100),
+])
+def test_a_two_sided_snapshot_is_not_changed_by_later_input(
+        make: Any, before: list[tuple[Any, Any, int, int]],
+        after: list[tuple[Any, Any, int, int]], fire: int | None) -> None:
+    """Snapshots copy what the operator changes in place (its dicts and lists), not the
+    immutable values: input after the snapshot must not reach it."""
+    op, fresh = make(), make()
+    for k, v, ts, port in before:
+        op.process([(k, v, ts)], port)
+        fresh.process([(k, v, ts)], port)
+    saved = op.snapshot()
+    for k, v, ts, port in after:
+        op.process([(k, v, ts)], port)
+    restored = make()
+    restored.restore(saved)
+    assert restored.snapshot() == fresh.snapshot()
+    if fire is not None:
+        assert restored.on_watermark(fire) == fresh.on_watermark(fire)
+    out = [r.process([(k, v, ts)], port) for r in (restored, fresh) for k, v, ts, port in after]
+    assert out[:len(after)] == out[len(after):]

@@ -6,7 +6,6 @@ Operators know nothing of channels, protocols or hosts. Stateful operators expos
 
 from __future__ import annotations
 
-import copy
 import difflib
 import importlib
 import inspect
@@ -335,6 +334,13 @@ def _field_fold(agg: str, field: int | None) -> Callable[[Any, Any], Any]:
 
 # ---------------------------------------------------------------- join
 
+def _copy_sides(sides: tuple[dict[Any, list[Any]], dict[Any, list[Any]]]
+                ) -> tuple[dict[Any, list[Any]], dict[Any, list[Any]]]:
+    """Two dicts of lists, copied as far as an operator changes them (the dicts and the
+    lists): record values are immutable everywhere in the runtime, so they are shared."""
+    return ({k: list(v) for k, v in sides[0].items()}, {k: list(v) for k, v in sides[1].items()})
+
+
 class JoinOp(Operator):
     """Symmetric keyed inner join of port 0 (left) and port 1 (right).
 
@@ -359,10 +365,10 @@ class JoinOp(Operator):
         return out
 
     def snapshot(self) -> Any:
-        return copy.deepcopy(self.sides)
+        return _copy_sides(self.sides)
 
     def restore(self, state: Any) -> None:
-        self.sides = copy.deepcopy(state) if state else ({}, {})
+        self.sides = _copy_sides(state) if state else ({}, {})
 
     def state_size(self) -> int:
         return sum(len(v) for side in self.sides for v in side.values())
@@ -497,10 +503,11 @@ class WindowJoinOp(Operator):
         return out
 
     def snapshot(self) -> Any:
-        return copy.deepcopy(self.windows)
+        return {start: _copy_sides(sides) for start, sides in self.windows.items()}
 
     def restore(self, state: Any) -> None:
-        self.windows = copy.deepcopy(state) if state else {}
+        self.windows = ({start: _copy_sides(sides) for start, sides in state.items()}
+                        if state else {})
 
     def state_size(self) -> int:
         return sum(len(v) for sides in self.windows.values() for s in sides for v in s.values())
@@ -557,10 +564,10 @@ class WinningBidsOp(Operator):
         return out
 
     def snapshot(self) -> Any:
-        return copy.deepcopy((self.open, self.held))
+        return _copy_sides((self.open, self.held))  # an open entry is a list it updates
 
     def restore(self, state: Any) -> None:
-        self.open, self.held = copy.deepcopy(state) if state else ({}, {})
+        self.open, self.held = _copy_sides(state) if state else ({}, {})
 
     def state_size(self) -> int:
         return len(self.open) + sum(len(b) for b in self.held.values())
