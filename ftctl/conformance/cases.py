@@ -7,15 +7,19 @@ declaring no gate is gated on every bundled topology with ``DEFAULT_GATE_SCHEDUL
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ftctl.config.errors import ConfigError
 from ftctl.sim.faults import ALL_KINDS, CRASH_ONLY, NEIGHBOUR_KINDS, STAGED_KINDS, FaultKind
 from protocols.contract.spec import Guarantee, Variant
 from protocols.registry import PROTOCOLS, get_protocol
+
+if TYPE_CHECKING:
+    from ftctl.config.topology import Topology
 
 BUNDLED_TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 DEFAULT_GATE_SCHEDULES = 50
@@ -57,14 +61,28 @@ def variants_of(protocol: str) -> tuple[Variant, ...]:
     return (Variant("default"),)
 
 
+def read_topology(path: Path) -> Topology:
+    """``path`` loaded once per version of the file, for reading only: listing the kit's
+    cases asks about each topology for every protocol, variant and timing (thousands of
+    loads of the same twenty files, most of pytest's collection time before)."""
+    st = path.stat()
+    return _read_topology(path.resolve(), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _read_topology(path: Path, mtime_ns: int, size: int) -> Topology:
+    from ftctl.config.load import load_topology
+
+    return load_topology(path)
+
+
 def guarantee_of(spec: Any, params: Mapping[str, Any], topology: Path | None = None) -> Guarantee:
     """The guarantee ``spec`` declares for ``params`` (a function of them where it says so),
     on ``topology`` when given (``none`` promises at-most-once only without stateful operators)."""
-    from ftctl.config.load import load_topology
     from ftctl.runtime.graph import ExecutionGraph
     from protocols.contract.view import GraphView
 
-    graph = GraphView(ExecutionGraph(load_topology(topology))) if topology else None
+    graph = GraphView(ExecutionGraph(read_topology(topology))) if topology else None
     return Guarantee(spec.guarantee_of(spec.resolve(dict(params)), graph))
 
 
@@ -97,11 +115,9 @@ def topology_named(stem: str, directory: Path = BUNDLED_TOPOLOGIES) -> Path:
 
 def too_large(directory: Path = BUNDLED_TOPOLOGIES) -> dict[Path, int]:
     """Topologies left out of the kit, with their input size."""
-    from ftctl.config.load import load_topology
-
     out = {}
     for p in _yaml_files(directory):
-        records = load_topology(p).input.records
+        records = read_topology(p).input.records
         if records > MAX_SIM_RECORDS:
             out[p] = records
     return out
@@ -166,11 +182,10 @@ def timing_overlays(protocol: str, params: Mapping[str, Any]) -> list[dict[str, 
 def accepts(protocol: str, params: Mapping[str, Any], topology: Path) -> bool:
     """Whether ``protocol`` with ``params`` runs ``topology`` (``ProtocolParams.check``:
     replica-ring refuses stateful operators and single replicas)."""
-    from ftctl.config.load import load_topology
     from ftctl.sim.runner import refusals
 
     spec = get_protocol(protocol)
-    return not refusals(spec.resolve(dict(params)), load_topology(topology))
+    return not refusals(spec.resolve(dict(params)), read_topology(topology))
 
 
 def guarantee_cases(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
