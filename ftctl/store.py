@@ -73,15 +73,21 @@ def seal(blob: Any) -> bytes:
 def unseal(data: bytes, snapshot: int, instance: str) -> Any:
     """The blob in a framed object; ``CorruptObject`` saying why when it does not check.
     An unframed object (format version 0) is decoded as it was written, unchecked."""
+    body = checked_frame(data, snapshot, instance)
+    return codec.decode(body) if body is not None else _decode_unframed(data, snapshot,
+                                                                        instance)
+
+
+def checked_frame(data: bytes, snapshot: int, instance: str) -> memoryview | None:
+    """The payload of a framed object whose length and checksum check, not decoded;
+    ``CorruptObject`` saying why when they do not. None: an unframed object (format
+    version 0), which has no frame to check (only decoding it tells)."""
     if not data:
         raise CorruptObject(snapshot, instance, "empty object")
     if data[:1] != MAGIC[:1]:
         if data[:1] != codec.MARSHAL_TAG and data[0] != 0x80:
             raise CorruptObject(snapshot, instance, f"unknown format {bytes(data[:1])!r}")
-        try:
-            return codec.decode(data)
-        except Exception as exc:  # marshal and pickle raise many kinds on bad bytes
-            raise CorruptObject(snapshot, instance, f"undecodable: {exc}") from None
+        return None
     if len(data) < _HEADER.size:
         raise CorruptObject(snapshot, instance, f"truncated header ({len(data)} bytes)")
     magic, length, crc = _HEADER.unpack_from(data)
@@ -92,7 +98,22 @@ def unseal(data: bytes, snapshot: int, instance: str) -> Any:
         raise CorruptObject(snapshot, instance, f"length {len(body)}, written {length}")
     if zlib.crc32(body) != crc:
         raise CorruptObject(snapshot, instance, "checksum mismatch")
-    return codec.decode(body)
+    return body
+
+
+def _decode_unframed(data: bytes, snapshot: int, instance: str) -> Any:
+    try:
+        return codec.decode(data)
+    except Exception as exc:  # marshal and pickle raise many kinds on bad bytes
+        raise CorruptObject(snapshot, instance, f"undecodable: {exc}") from None
+
+
+def check_object(data: bytes, snapshot: int, instance: str) -> None:
+    """Raise ``CorruptObject`` unless ``data`` reads back: a frame's length and checksum
+    (its payload not decoded: the restore that follows decodes it once); an unframed
+    object is decoded, the only check it has."""
+    if checked_frame(data, snapshot, instance) is None:
+        _decode_unframed(data, snapshot, instance)
 
 
 def damaged(data: bytes, kind: Literal["corrupt", "truncate"], at: float) -> bytes:
@@ -107,6 +128,7 @@ def damaged(data: bytes, kind: Literal["corrupt", "truncate"], at: float) -> byt
 class SnapshotStore(Protocol):
     def put(self, snapshot: int, instance: str, blob: Any) -> None: ...
     def get(self, snapshot: int, instance: str) -> Any: ...
+    def check(self, snapshot: int, instance: str) -> None: ...
     def discard_after(self, snapshot: int) -> None: ...
     def delete(self, snapshot: int, instance: str) -> None: ...
     def snapshots_of(self, instance: str) -> list[int]: ...
@@ -146,13 +168,20 @@ class MemoryStore:
             self.unsynced.setdefault(writer, set()).add((snapshot, instance))
 
     def get(self, snapshot: int, instance: str) -> Any:
+        return unseal(self._read(snapshot, instance), snapshot, instance)
+
+    def check(self, snapshot: int, instance: str) -> None:
+        """Raise what ``get`` would, without decoding the object."""
+        check_object(self._read(snapshot, instance), snapshot, instance)
+
+    def _read(self, snapshot: int, instance: str) -> bytes:
         self._reachable(snapshot, instance)
         data = self.blobs.get((snapshot, instance))
         if data is None:
             if (snapshot, instance) not in self.listed:
                 raise NeverStored(snapshot, instance, "no such object")
             raise MissingObject(snapshot, instance, "listed, its data gone")
-        return unseal(data, snapshot, instance)
+        return data
 
     def sync(self, writer: str) -> None:
         """``writer``'s writes so far are durable: its persist was acknowledged."""
@@ -325,6 +354,13 @@ class DirectoryStore:
 
     def get(self, snapshot: int, instance: str) -> Any:
         """The blob; ``MissingObject`` or ``CorruptObject`` when it cannot be trusted."""
+        return unseal(self._read(snapshot, instance), snapshot, instance)
+
+    def check(self, snapshot: int, instance: str) -> None:
+        """Raise what ``get`` would, reading the object but not decoding it."""
+        check_object(self._read(snapshot, instance), snapshot, instance)
+
+    def _read(self, snapshot: int, instance: str) -> bytes:
         self._reachable(snapshot, instance)
         path = self._file(snapshot, instance)
         try:
@@ -337,7 +373,7 @@ class DirectoryStore:
             if self.fs.get_file_info(path).type == pafs.FileType.NotFound:
                 raise MissingObject(snapshot, instance, f"no file {path}") from None
             raise StoreUnavailable(snapshot, instance, str(exc)) from None
-        return unseal(data, snapshot, instance)
+        return data
 
     def _snapshot_dirs(self) -> list[pafs.FileInfo]:
         infos = self.fs.get_file_info(pafs.FileSelector(self._path, allow_not_found=True))
