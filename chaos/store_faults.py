@@ -10,6 +10,11 @@
   (``DirectoryStore.OUTAGE_FILE``); every object read and write, by the driver or by a
   task, fails with ``StoreUnavailable`` while it is there. A file in the store reaches
   every process that uses the store, wherever it runs, with nothing sent to the tasks.
+- store-full: for ``duration`` the store holds its full file (``DirectoryStore.FULL_FILE``);
+  every object write fails with ``StoreFull`` while it is there, reads work.
+- store-slow: for ``duration`` the store holds its slow file (``DirectoryStore.SLOW_FILE``)
+  with the latency; every object read and write waits that long first. Overlapping ones:
+  the file holds the largest latency of those under way.
 
 ``lose-unsynced`` has no Spark realization: a file here is durable once written (the
 store does not model a page cache a crash could take), see docs/chaos.md.
@@ -26,14 +31,15 @@ import pyarrow.fs as pafs
 
 from chaos.context import FaultContext, InjectRecord, StoreAccess
 from chaos.faults import ChaosFault, FaultError
-from ftctl.config.fault_kinds import StoredObjectParams
+from ftctl.config.fault_kinds import StoredObjectParams, StoreSlowParams
 from ftctl.store import DirectoryStore, damaged  # the simulation host's damage too
 
 DamageKind = Literal["corrupt", "truncate", "delete"]
 
-# Outages under way per store (its root): the outage file stays until the last one heals.
-_outages: dict[str, int] = {}
-_outages_lock = threading.Lock()
+# Markers under way per (store root, marker file), each fault's content: the file stays
+# until the last one heals, and holds what the one that counts says (``_MarkerFault``).
+_markers: dict[tuple[str, str], dict[int, bytes]] = {}
+_markers_lock = threading.Lock()
 
 
 def damage_object(store: DirectoryStore, snapshot: int, instance: str, kind: DamageKind,
@@ -109,22 +115,34 @@ class Delete(_StoreDamage):
     name = "delete"
 
 
-class StoreOutage(ChaosFault):
-    """Every read and write of the store fails until healed (the nemesis heals it after
-    ``duration``, or when the run ends)."""
+class _MarkerFault(ChaosFault):
+    """A fault the store reads from a marker file in it, there from inject to heal (the
+    nemesis heals it after ``duration``, or when the run ends). Overlapping ones of a kind
+    share the file: it holds ``content`` of the one that counts, and goes with the last."""
 
-    name = "store-unavailable"
+    marker = ""  # the store's file name for it (``DirectoryStore.OUTAGE_FILE``, ...)
     _store: DirectoryStore | None = None
+
+    def content(self) -> bytes:
+        return f"{self.name}\n".encode()
+
+    def strongest(self, contents: list[bytes]) -> bytes:
+        """What the file holds while ``contents`` are under way."""
+        return contents[0]
 
     def inject(self, ctx: FaultContext) -> InjectRecord:
         store = _store(ctx, self.name)
         self._store = store
-        record = self._record(ctx, "store", [], location=store.root)
-        with _outages_lock:
-            _outages[store.root] = _outages.get(store.root, 0) + 1
-            with store.fs.open_output_stream(store.outage_path()) as f:
-                f.write(b"store-unavailable\n")
+        record = self._record(ctx, "store", [], location=store.root, **self.details())
+        key = (store.root, self.marker)
+        with _markers_lock:
+            under_way = _markers.setdefault(key, {})
+            under_way[id(self)] = self.content()
+            self._write(store, under_way)
         return record
+
+    def details(self) -> dict[str, object]:
+        return {}
 
     def heal(self, ctx: FaultContext) -> None:
         super().heal(ctx)
@@ -132,11 +150,55 @@ class StoreOutage(ChaosFault):
         if store is None:
             return
         self._store = None
-        with _outages_lock:
-            left = _outages.get(store.root, 1) - 1
-            if left > 0:
-                _outages[store.root] = left
+        key = (store.root, self.marker)
+        with _markers_lock:
+            under_way = _markers.get(key, {})
+            under_way.pop(id(self), None)
+            if under_way:
+                self._write(store, under_way)
                 return
-            _outages.pop(store.root, None)
+            _markers.pop(key, None)
             with contextlib.suppress(FileNotFoundError):
-                store.fs.delete_file(store.outage_path())
+                store.fs.delete_file(store.marker_path(self.marker))
+
+    def _write(self, store: DirectoryStore, under_way: dict[int, bytes]) -> None:
+        # written beside it and moved over it: a reader never sees half of it
+        path = store.marker_path(self.marker)
+        tmp = f"{path}.{secrets.token_hex(8)}"
+        with store.fs.open_output_stream(tmp) as f:
+            f.write(self.strongest(list(under_way.values())))
+        store.fs.move(tmp, path)
+
+
+class StoreOutage(_MarkerFault):
+    """Every read and write of the store fails until healed."""
+
+    name = "store-unavailable"
+    marker = DirectoryStore.OUTAGE_FILE
+
+
+class StoreFullFault(_MarkerFault):
+    """Every write of the store fails with no space left until healed; reads work."""
+
+    name = "store-full"
+    marker = DirectoryStore.FULL_FILE
+
+
+class StoreSlowFault(_MarkerFault):
+    """Every read and write of the store takes ``latency`` seconds more until healed."""
+
+    name = "store-slow"
+    marker = DirectoryStore.SLOW_FILE
+
+    @property
+    def latency(self) -> float:
+        return cast(StoreSlowParams, self.params).latency
+
+    def content(self) -> bytes:
+        return repr(self.latency).encode()
+
+    def strongest(self, contents: list[bytes]) -> bytes:
+        return max(contents, key=float)
+
+    def details(self) -> dict[str, object]:
+        return {"latency": self.latency}

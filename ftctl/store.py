@@ -11,6 +11,7 @@ import contextlib
 import os
 import secrets
 import struct
+import time
 import zlib
 from collections import defaultdict
 from collections.abc import Sequence
@@ -64,6 +65,10 @@ class StoreUnavailable(StoreError):
     """The store answers no read or write for now (a transient outage)."""
 
 
+class StoreFull(StoreError):
+    """A write found no space left (``store-full``): nothing of it was stored. Reads work."""
+
+
 def seal(blob: Any) -> bytes:
     """``blob`` as a framed object: header (magic, length, checksum), then its bytes."""
     data = codec.encode(blob)
@@ -73,15 +78,21 @@ def seal(blob: Any) -> bytes:
 def unseal(data: bytes, snapshot: int, instance: str) -> Any:
     """The blob in a framed object; ``CorruptObject`` saying why when it does not check.
     An unframed object (format version 0) is decoded as it was written, unchecked."""
+    body = checked_frame(data, snapshot, instance)
+    return codec.decode(body) if body is not None else _decode_unframed(data, snapshot,
+                                                                        instance)
+
+
+def checked_frame(data: bytes, snapshot: int, instance: str) -> memoryview | None:
+    """The payload of a framed object whose length and checksum check, not decoded;
+    ``CorruptObject`` saying why when they do not. None: an unframed object (format
+    version 0), which has no frame to check (only decoding it tells)."""
     if not data:
         raise CorruptObject(snapshot, instance, "empty object")
     if data[:1] != MAGIC[:1]:
         if data[:1] != codec.MARSHAL_TAG and data[0] != 0x80:
             raise CorruptObject(snapshot, instance, f"unknown format {bytes(data[:1])!r}")
-        try:
-            return codec.decode(data)
-        except Exception as exc:  # marshal and pickle raise many kinds on bad bytes
-            raise CorruptObject(snapshot, instance, f"undecodable: {exc}") from None
+        return None
     if len(data) < _HEADER.size:
         raise CorruptObject(snapshot, instance, f"truncated header ({len(data)} bytes)")
     magic, length, crc = _HEADER.unpack_from(data)
@@ -92,7 +103,22 @@ def unseal(data: bytes, snapshot: int, instance: str) -> Any:
         raise CorruptObject(snapshot, instance, f"length {len(body)}, written {length}")
     if zlib.crc32(body) != crc:
         raise CorruptObject(snapshot, instance, "checksum mismatch")
-    return codec.decode(body)
+    return body
+
+
+def _decode_unframed(data: bytes, snapshot: int, instance: str) -> Any:
+    try:
+        return codec.decode(data)
+    except Exception as exc:  # marshal and pickle raise many kinds on bad bytes
+        raise CorruptObject(snapshot, instance, f"undecodable: {exc}") from None
+
+
+def check_object(data: bytes, snapshot: int, instance: str) -> None:
+    """Raise ``CorruptObject`` unless ``data`` reads back: a frame's length and checksum
+    (its payload not decoded: the restore that follows decodes it once); an unframed
+    object is decoded, the only check it has."""
+    if checked_frame(data, snapshot, instance) is None:
+        _decode_unframed(data, snapshot, instance)
 
 
 def damaged(data: bytes, kind: Literal["corrupt", "truncate"], at: float) -> bytes:
@@ -107,6 +133,7 @@ def damaged(data: bytes, kind: Literal["corrupt", "truncate"], at: float) -> byt
 class SnapshotStore(Protocol):
     def put(self, snapshot: int, instance: str, blob: Any) -> None: ...
     def get(self, snapshot: int, instance: str) -> Any: ...
+    def check(self, snapshot: int, instance: str) -> None: ...
     def discard_after(self, snapshot: int) -> None: ...
     def delete(self, snapshot: int, instance: str) -> None: ...
     def snapshots_of(self, instance: str) -> list[int]: ...
@@ -131,7 +158,16 @@ class MemoryStore:
         self.listed: set[tuple[int, str]] = set()
         self.writes = 0
         self.unavailable = 0  # outages under way: every get and put fails meanwhile
+        self.full = 0  # store-full faults under way: every put fails meanwhile
+        # store-slow faults under way (fault id -> seconds per operation): the simulation
+        # host delays reads and writes by the largest (``ftctl/sim/store_faults.py``)
+        self.latencies: dict[int, float] = {}
         self.unsynced: dict[str, set[tuple[int, str]]] = {}  # writer -> its open writes
+
+    @property
+    def latency(self) -> float:
+        """Seconds each read or write takes now (0: the store is not slow)."""
+        return max(self.latencies.values(), default=0.0)
 
     def _reachable(self, snapshot: int, instance: str) -> None:
         if self.unavailable:
@@ -139,6 +175,8 @@ class MemoryStore:
 
     def put(self, snapshot: int, instance: str, blob: Any, writer: str | None = None) -> None:
         self._reachable(snapshot, instance)
+        if self.full:
+            raise StoreFull(snapshot, instance, "no space left in the store")
         self.blobs[(snapshot, instance)] = seal(blob)
         self.listed.add((snapshot, instance))
         self.writes += 1
@@ -146,13 +184,20 @@ class MemoryStore:
             self.unsynced.setdefault(writer, set()).add((snapshot, instance))
 
     def get(self, snapshot: int, instance: str) -> Any:
+        return unseal(self._read(snapshot, instance), snapshot, instance)
+
+    def check(self, snapshot: int, instance: str) -> None:
+        """Raise what ``get`` would, without decoding the object."""
+        check_object(self._read(snapshot, instance), snapshot, instance)
+
+    def _read(self, snapshot: int, instance: str) -> bytes:
         self._reachable(snapshot, instance)
         data = self.blobs.get((snapshot, instance))
         if data is None:
             if (snapshot, instance) not in self.listed:
                 raise NeverStored(snapshot, instance, "no such object")
             raise MissingObject(snapshot, instance, "listed, its data gone")
-        return unseal(data, snapshot, instance)
+        return data
 
     def sync(self, writer: str) -> None:
         """``writer``'s writes so far are durable: its persist was acknowledged."""
@@ -234,8 +279,13 @@ class DirectoryStore:
     # While this file is in the store, every read and write of an object fails with
     # ``StoreUnavailable`` (the ``store-unavailable`` fault, ``chaos/store_faults.py``):
     # the one signal that reaches every process using the store, the driver's and the
-    # tasks', wherever the store is. Costs one metadata lookup per object read or write.
+    # tasks', wherever the store is. The store's other fault markers work the same: while
+    # FULL_FILE is there every write fails with ``StoreFull`` (``store-full``); while
+    # SLOW_FILE is there each read and write first waits the seconds it holds
+    # (``store-slow``). One metadata lookup of the three per object read or write.
     OUTAGE_FILE = ".unavailable"
+    FULL_FILE = ".full"
+    SLOW_FILE = ".slow"
 
     def __init__(self, root: Path | str):
         self.fs, self._path, self.root = open_location(root)
@@ -278,13 +328,34 @@ class DirectoryStore:
     def outage_path(self) -> str:
         return f"{self._path}/{self.OUTAGE_FILE}"
 
-    def _reachable(self, snapshot: int, instance: str) -> None:
+    def marker_path(self, name: str) -> str:
+        """Where one of the store's fault markers (``OUTAGE_FILE``, ...) is, in ``self.fs``."""
+        return f"{self._path}/{name}"
+
+    def _reachable(self, snapshot: int, instance: str, write: bool = False) -> None:
+        """Raise what the store's fault markers say of this operation, after waiting what
+        a ``store-slow`` marker says it takes."""
+        markers = [self.outage_path(), self.marker_path(self.FULL_FILE),
+                   self.marker_path(self.SLOW_FILE)]
         try:
-            down = self.fs.get_file_info(self.outage_path()).type != pafs.FileType.NotFound
+            down, full, slow = (i.type != pafs.FileType.NotFound
+                                for i in self.fs.get_file_info(markers))
         except OSError as exc:
             raise StoreUnavailable(snapshot, instance, str(exc)) from None
         if down:
             raise StoreUnavailable(snapshot, instance, "store unavailable")
+        if slow:
+            time.sleep(self._latency(markers[2]))
+        if full and write:
+            raise StoreFull(snapshot, instance, "no space left in the store")
+
+    def _latency(self, path: str) -> float:
+        """The seconds a ``store-slow`` marker holds (0 if it went meanwhile or is bad)."""
+        try:
+            with self.fs.open_input_stream(path) as f:
+                return max(0.0, float(f.read().decode()))
+        except (OSError, ValueError, UnicodeError):
+            return 0.0
 
     def _write(self, directory: str, prefix: str, blob: Any) -> tuple[str, int]:
         self.fs.create_dir(directory, recursive=True)
@@ -297,14 +368,14 @@ class DirectoryStore:
         return name, len(data)
 
     def put(self, snapshot: int, instance: str, blob: Any) -> None:
-        self._reachable(snapshot, instance)
+        self._reachable(snapshot, instance, write=True)
         tmp, n = self._write(self._dir(snapshot), ".tmp-", blob)
         self.fs.move(f"{self._dir(snapshot)}/{tmp}", self._file(snapshot, instance))
         self._bytes += n
 
     def write_pending(self, snapshot: int, instance: str, blob: Any) -> tuple[str, int]:
         """Write a blob under a temporary name; returns (name, bytes) for ``adopt``."""
-        self._reachable(snapshot, instance)
+        self._reachable(snapshot, instance, write=True)
         return self._write(self._dir(snapshot), ".pending-", blob)
 
     def adopt(self, snapshot: int, instance: str, name: str, size: int) -> None:
@@ -325,6 +396,13 @@ class DirectoryStore:
 
     def get(self, snapshot: int, instance: str) -> Any:
         """The blob; ``MissingObject`` or ``CorruptObject`` when it cannot be trusted."""
+        return unseal(self._read(snapshot, instance), snapshot, instance)
+
+    def check(self, snapshot: int, instance: str) -> None:
+        """Raise what ``get`` would, reading the object but not decoding it."""
+        check_object(self._read(snapshot, instance), snapshot, instance)
+
+    def _read(self, snapshot: int, instance: str) -> bytes:
         self._reachable(snapshot, instance)
         path = self._file(snapshot, instance)
         try:
@@ -337,7 +415,7 @@ class DirectoryStore:
             if self.fs.get_file_info(path).type == pafs.FileType.NotFound:
                 raise MissingObject(snapshot, instance, f"no file {path}") from None
             raise StoreUnavailable(snapshot, instance, str(exc)) from None
-        return unseal(data, snapshot, instance)
+        return data
 
     def _snapshot_dirs(self) -> list[pafs.FileInfo]:
         infos = self.fs.get_file_info(pafs.FileSelector(self._path, allow_not_found=True))

@@ -1,9 +1,11 @@
 """Stored objects carry their length and checksum: a damaged or missing one is a typed
-error on read, never a blob (MemoryStore on the simulation host, DirectoryStore on Spark)."""
+error on read, never a blob (MemoryStore on the simulation host, DirectoryStore on Spark);
+a start's pre-check checks the frame without decoding it."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +16,10 @@ from ftctl.store import (
     MemoryStore,
     MissingObject,
     StoreUnavailable,
+    damaged,
+    seal,
 )
+from tests.test_store_faults_driver import _host, _restart_from_1
 
 BLOB = {"state": {"a": 3, "b": 4}, "offset": 17, "held": [("w", 1)] * 20}
 
@@ -115,3 +120,38 @@ def test_an_object_whose_data_is_gone_stays_listed_and_reads_as_missing() -> Non
         store.get(4, "ones[1]")
     store.delete(4, "ones[1]")  # the coordinator's own delete drops the listing too
     assert store.snapshots_of("ones[1]") == []
+
+
+def test_check_verifies_the_frame_without_decoding(monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    store = DirectoryStore(tmp_path / "snapshots")
+    store.put(1, "count[0]", {"pad": "x" * 100})
+    memory = MemoryStore()
+    memory.put(1, "count[0]", {"pad": "x" * 100})
+    memory.blobs[(2, "count[0]")] = damaged(seal({"pad": "y" * 100}), "corrupt", 0.9)
+    memory.listed.add((2, "count[0]"))
+
+    def no_decode(data: Any) -> Any:
+        raise AssertionError("decoded")
+
+    monkeypatch.setattr(codec, "decode", no_decode)
+    store.check(1, "count[0]")
+    memory.check(1, "count[0]")
+    with pytest.raises(CorruptObject, match="checksum"):
+        memory.check(2, "count[0]")
+
+
+def test_a_spark_restart_decodes_each_restore_once(monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    host, jobs = _host(tmp_path)
+    decoded: list[object] = []
+    decode = codec.decode
+
+    def counting(data: Any) -> Any:
+        decoded.append(data)
+        return decode(data)
+
+    monkeypatch.setattr(codec, "decode", counting)
+    _restart_from_1(host)
+    assert ("count[0]", 1) in jobs.submitted
+    assert len(decoded) == 1  # the pre-check read its frame; the start decoded it

@@ -108,6 +108,11 @@ class StoredObjectParams(_Strict):
         description="The snapshot id of the target's object; omitted = its newest.")
 
 
+class StoreSlowParams(_Strict):
+    latency: float = Field(gt=0, le=60, description="Seconds each read and write of the "
+                           "snapshot store takes longer.")
+
+
 class SkewParams(_Strict):
     offset: float = Field(description="Seconds the target's clock reads ahead (+) or "
                           "behind (-) from now on.")
@@ -271,6 +276,16 @@ FAULT_TYPES: dict[str, FaultKind] = {
         "every read and write of the snapshot store fails for `duration`",
         takes_duration=True, sim=f"{_STORE}:outage", spark="chaos.store_faults:StoreOutage",
         draw=f"{_STORE}:draw_outage"),
+    # A full store fails writes (``StoreFull``) and serves reads; a slow one delays both.
+    "store-full": FaultKind(
+        "every write to the snapshot store fails with no space left for `duration`; "
+        "reads work", takes_duration=True, sim=f"{_STORE}:full",
+        spark="chaos.store_faults:StoreFullFault", draw=f"{_STORE}:draw_full"),
+    "store-slow": FaultKind(
+        "each read and write of the snapshot store takes `latency` seconds more for "
+        "`duration`", StoreSlowParams, takes_duration=True, sim=f"{_STORE}:slow",
+        spark="chaos.store_faults:StoreSlowFault", draw=f"{_STORE}:draw_slow_store",
+        recovers=False),
     "lose-unsynced": FaultKind(
         "crash the target; its writes not yet acknowledged vanish",
         sim=f"{_STORE}:lose_unsynced", draw=f"{_STORE}:draw_lose_unsynced"),

@@ -229,6 +229,17 @@ class CoordinatorKernel:
                     if restart.restore is not None else None)
         return restored, extra
 
+    def _check(self, instance: str, restart: Restart) -> None:
+        """Raise what ``_read`` would for ``restart``'s objects, checking their frames
+        without decoding them: the start decodes each once."""
+        if restart.extra:
+            present = set(self.store.snapshots_of(instance))
+            for r in restart.extra:
+                if r in present:
+                    self.store.check(r, instance)
+        if restart.restore is not None:
+            self.store.check(restart.restore, instance)
+
     def unreadable(self, starts: tuple[tuple[str, int], ...]) -> StoreError | None:
         """The first object a start of ``starts`` needs and cannot read, checked before
         any of them starts: a group starts whole or not at all. An object never stored
@@ -237,7 +248,7 @@ class CoordinatorKernel:
             restart = self.pending.get(instance)
             if restart is not None and self.inc[instance] == incarnation:
                 try:
-                    self._read(instance, restart)
+                    self._check(instance, restart)
                 except NeverStored:
                     raise  # the protocol asked for what it never stored: its bug
                 except StoreError as exc:

@@ -109,8 +109,8 @@ KINDS: dict[str, KindSpec] = {
         "a start or rollback of (fenced) needs (snapshot) of (instance), which is (problem)"
         " (corrupt, missing, unavailable): it is stopped instead, the protocol told",
         ("snapshot", "problem", "why", "fenced"), instance=True),
-    "store-write-failed": KindSpec("a persist failed: its unit died there",
-                                   ("instances", "reason")),
+    "store-write-failed": KindSpec("a persist of (snapshots) failed: its unit died there",
+                                   ("instances", "reason"), ("snapshots",)),
     "frame-lost": KindSpec("a frame to (instance) was lost to a channel fault", ("sender",),
                            instance=True),
     # ---------------------------------------------------------------- phases, capacity

@@ -111,11 +111,12 @@ class Unit:
 def perform(unit: Unit, acts: list[InstanceAction], ports: UnitPorts) -> None:
     """Carry out ``acts`` in order. Dispatch by exact type, sends first: they are most
     of them, and this loop is the simulator's hot path."""
-    # A host whose store is down (the simulation's store-unavailable) fails a unit whose
-    # actions write: it dies before any of them takes effect, as a Spark task whose write
-    # fails sends none of the event's actions (they travel in one frame).
-    if getattr(ports, "store_down", False) and any(type(a) is Persist for a in acts):
-        ports.write_failed(unit)  # type: ignore[attr-defined]
+    # A host whose store has a fault (the simulation's store-unavailable, store-full,
+    # store-slow) takes the actions of an event that writes: it fails the unit before any
+    # of them takes effect, as a Spark task whose write fails sends none of the event's
+    # actions (they travel in one frame), or carries them out once the slow write is done.
+    if getattr(ports, "store_faulty", False) and any(type(a) is Persist for a in acts):
+        ports.store_write(unit, acts)  # type: ignore[attr-defined]
         return
     a: Any
     for a in acts:

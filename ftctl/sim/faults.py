@@ -46,6 +46,9 @@ FAULT_KINDS: tuple[FaultKind, ...] = ("crash", "pause", "partition", "delay", "s
 # Faults of the snapshot store (``ftctl/sim/store_faults.py``); simulation host only.
 STORE_KINDS: tuple[FaultKind, ...] = ("corrupt", "truncate", "delete", "store-unavailable",
                                       "lose-unsynced")
+# A full or slow store: drawn on top like the store kinds, but outside the kit's
+# all-faults set, so its pinned schedules keep their draws.
+STORE_LOAD_KINDS: tuple[FaultKind, ...] = ("store-full", "store-slow")
 # What the conformance kit's all-faults cases draw: the mixed set and the store kinds.
 ALL_KINDS: tuple[FaultKind, ...] = FAULT_KINDS + STORE_KINDS
 CRASH_ONLY: tuple[FaultKind, ...] = ("crash",)
@@ -200,9 +203,9 @@ class FailureSchedule:
         the draws they had without them.
         """
         kinds = tuple(kinds)
-        store = tuple(k for k in kinds if k in STORE_KINDS)
+        store = tuple(k for k in kinds if k in STORE_KINDS + STORE_LOAD_KINDS)
         if store:
-            rest = tuple(k for k in kinds if k not in STORE_KINDS)
+            rest = tuple(k for k in kinds if k not in store)
             schedule = (cls.random(rng, horizon, max_failures, max_burst, rest) if rest
                         else cls())
             extra = random.Random(repr((schedule.strikes, horizon, store)))

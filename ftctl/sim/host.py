@@ -135,6 +135,7 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults, StoreFaults):
         self.timer_seq = 0
         self.timer_due: dict[tuple[str, str], tuple[int, float]] = {}  # -> (inc, unit clock)
         self.store = MemoryStore()
+        self.restores_read: set[tuple[tuple[str, int], ...]] = set()  # store-slow waits
         self.sinks = SinkStore()
         self.instance_logic, coordinator_logic = protocol.instance, protocol.coordinator
         self.outputs = Outputs(self.sinks)
@@ -330,6 +331,11 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults, StoreFaults):
         if self.store.unavailable:  # their restores cannot be read yet: try again later
             self._note(f"start waits for the store {[i for i, _ in starts]}")
             self._push(self.now + STORE_RETRY, "start", starts)
+            return
+        wait = self.restore_wait(starts)
+        if wait:  # a slow store: the restores take that long to read
+            self._note(f"start reads a slow store {[i for i, _ in starts]}")
+            self._push(self.now + wait, "start", starts)
             return
         bad = self.kernel.unreadable(starts)
         if bad is not None:  # the group starts whole or not at all; the protocol re-plans

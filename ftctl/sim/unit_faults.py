@@ -40,6 +40,7 @@ class Gate:
     pauses: set[int] = field(default_factory=set)  # ids of the pauses under way
     slows: dict[int, float] = field(default_factory=dict)  # slow id -> factor
     busy_until: float = 0.0
+    writing: int = 0  # slow store writes under way (``ftctl/sim/store_faults.py``)
     backlog: deque[tuple[str, Any]] = field(default_factory=deque)
     waking: bool = False
     zombie: bool = False  # fenced while paused: what it does after resuming is dropped
@@ -216,7 +217,8 @@ class UnitFaults(Striking):
         gate = self.gates.get(unit.id)
         if gate is None or gate.unit is not unit or not gate.slows:
             return self.now
-        gate.busy_until = self.now + (gate.factor - 1.0) * cost
+        # max: a slow store write may keep it busy longer (``ftctl/sim/store_faults.py``)
+        gate.busy_until = max(gate.busy_until, self.now + (gate.factor - 1.0) * cost)
         return gate.busy_until
 
     def _wake_later(self, gate: Gate) -> None:
@@ -245,6 +247,6 @@ class UnitFaults(Striking):
         self._retire(gate)
 
     def _retire(self, gate: Gate) -> None:
-        if (not gate.pauses and not gate.slows and not gate.backlog
+        if (not gate.pauses and not gate.slows and not gate.backlog and not gate.writing
                 and self.gates.get(gate.unit.id) is gate):
             del self.gates[gate.unit.id]
