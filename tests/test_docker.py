@@ -32,8 +32,6 @@ from tests.dockerkit import containers_of
 
 pytestmark = pytest.mark.docker
 
-ROOT = Path(__file__).resolve().parent.parent
-WORDCOUNT = ROOT / "topologies" / "wordcount.yaml"
 runner = CliRunner()
 
 
@@ -207,22 +205,3 @@ def test_prune_removes_the_containers_of_a_dead_owner(image: ImageBuild, tmp_pat
     finally:
         cluster.down()
         _remove_all(cluster.key)
-
-
-# --------------------------------------------------------------------------- ftctl run
-
-
-def test_run_wordcount_checkpoint_on_docker_is_exactly_once(tmp_path: Path) -> None:
-    results = tmp_path / "results"
-    proc = subprocess.run(
-        [sys.executable, "-m", "ftctl.cli", "run", str(WORDCOUNT), "--backend", "docker",
-         "--protocol", "checkpoint", "--json", "--results", str(results)],
-        cwd=tmp_path, text=True, capture_output=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    summary = json.loads(proc.stdout)
-    assert summary["passed"] and summary["complete"]
-    assert not any(summary["anomalies"].values()), summary["anomalies"]
-    assert summary["oracle"] == {"passed": True, "mismatches": 0}
-    key = cluster_key((tmp_path / ".ftctl" / "runs" / summary["run_id"]).resolve())
-    assert containers_of(key) == []
