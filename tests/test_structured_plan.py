@@ -254,8 +254,10 @@ def test_engine_names_params_and_faults() -> None:
         "structured-streaming", "ignore-batch-id")
     assert engine_of("checkpoint") is None
     assert cli.engine_params(["trigger_ms=200", "kill_point=commit"]) == {
-        "trigger_ms": 200, "kill_point": "commit"}
-    for bad in (["trigger_ms=fast"], ["kill_point=later"], ["alignment=aligned"]):
+        "trigger_ms": 200, "kill_point": "commit", "checkpoint_file": "offsets"}
+    assert cli.engine_params(["checkpoint_file=state"])["checkpoint_file"] == "state"
+    for bad in (["trigger_ms=fast"], ["kill_point=later"], ["alignment=aligned"],
+                ["checkpoint_file=sources"]):
         with pytest.raises(ConfigError, match="--param"):
             cli.engine_params(bad)
     with pytest.raises(ConfigError, match="unknown mutant"):
