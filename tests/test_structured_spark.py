@@ -1,9 +1,9 @@
 """Structured Streaming on Spark: every bundled topology the engine compiles is a plan
 Spark accepts, and runs for real (Spark local mode in the driver ftctl starts): a driver
-killed between a micro-batch's sink write and its commit recovers exactly once
-from its checkpoint location, a sink that ignores the batch id is caught duplicating, a
-killed task's batch is run again exactly once, and a stream-static join and a window_join
-give ftctl's pairs.
+killed between a micro-batch's sink write and its commit recovers exactly once from its
+checkpoint location (the state file that batch wrote deleted meanwhile), a sink that
+ignores the batch id is caught duplicating, a killed task's batch is run again exactly
+once, and a stream-static join and a window_join give ftctl's pairs.
 
 The kill waits for a batch whose output is written and not committed (``kill_point=
 commit``), so the replay this tests happens in every run, not by chance.
@@ -100,19 +100,20 @@ def test_every_bundled_topology_compiles_on_spark_or_is_refused(session: Any,
         _spark_checks(session, unmarked)
 
 
-def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mutant: str | None) -> EngineRequest:
+def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mutant: str | None,
+         also: tuple[Fault, ...] = ()) -> EngineRequest:
     monkeypatch.chdir(tmp_path)  # the golden cache and the watchdog's state dir go here
     topology = load_topology(ROOT / "topologies/wordcount.yaml").with_input(
         records=300, rate=50.0, batch=50)
     req = EngineRequest(topology, mutant=mutant, master="local[1]", results=tmp_path / "r",
-                        timeout=240, trigger_ms=200,
-                        kill_point="commit", faults=[Fault(1.0, "kill-driver")], kind="chaos",
-                        quiet=True)
+                        timeout=240, trigger_ms=200, kill_point="commit",
+                        checkpoint_file="state", faults=[Fault(1.0, "kill-driver"), *also],
+                        kind="chaos", quiet=True)
     req.config["code"] = execute(req)
     return req
 
 
-def _driver_events(req: EngineRequest) -> list[dict[str, object]]:
+def _driver_events(req: EngineRequest) -> list[dict[str, Any]]:
     path = Path(req.summary["path"]) / "engine" / "driver-events.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -125,7 +126,9 @@ def _no_driver_left(req: EngineRequest) -> bool:
 
 def test_a_driver_killed_mid_commit_recovers_exactly_once(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    req = _run(tmp_path, monkeypatch, None)
+    """With the state version the held batch wrote deleted while the driver is down (a
+    store fault on the checkpoint location): the batch, run again, writes it anew."""
+    req = _run(tmp_path, monkeypatch, None, also=(Fault(1.05, "delete", 1, target="out"),))
     s = req.summary
     assert req.config["code"] == 0 and s["passed"] and s["complete"], s
     assert s["restarts"] == 1 and s["anomalies"] == {}
@@ -137,6 +140,12 @@ def test_a_driver_killed_mid_commit_recovers_exactly_once(tmp_path: Path,
              and e["batch"] == held[0]["batch"]]
     assert again and again[0]["written"] is False
     assert s["faults"] and s["faults"][0]["restart_s"] is not None
+    # the deleted file: RocksDB's state of the held batch (version batch + 1), which the
+    # batch run again wrote anew
+    [deleted] = [e["data"]["details"]["files"] for e in _history(req)
+                 if e["kind"] == "fault-injected" and e["data"]["type"] == "delete"]
+    assert len(deleted) == 1 and deleted[0].endswith(f"/{held[0]['batch'] + 1}.zip")
+    assert (Path(s["path"]) / "checkpoints" / deleted[0]).is_file()
     assert _no_driver_left(req)
 
 
