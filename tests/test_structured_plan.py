@@ -49,6 +49,39 @@ edges:
 """
 
 
+def bundled_table() -> dict[str, str | None]:
+    """docs/structured-streaming.md's table of the bundled topologies: each one's name
+    (its path under topologies/, no suffix) and the reason it is refused, None when it
+    compiles."""
+    text = (ROOT / "docs/structured-streaming.md").read_text()
+    after = text.split("<!-- bundled-topologies:", 1)[1].split("\n", 1)[1]
+    table: dict[str, str | None] = {}
+    for line in after.split("\n\n", 1)[0].splitlines()[2:]:
+        m = re.fullmatch(r"\| `([\w/-]+)` \| (?:compiles|refused: `([^`]+)`.*) \|", line)
+        assert m, f"not a row of the table: {line!r}"
+        table[m[1]] = m[2]
+    return table
+
+
+def bundled_name(path: Path) -> str:
+    return str(path.relative_to(ROOT / "topologies").with_suffix(""))
+
+
+def test_the_docs_table_of_bundled_topologies_is_complete_and_true() -> None:
+    """Every bundled topology has a row, and the row says what ``compile_plan`` does (the
+    Spark test checks the compiled ones on Spark)."""
+    table = bundled_table()
+    assert sorted(table) == sorted(bundled_name(p) for p in BUNDLED)
+    for path in BUNDLED:
+        reason = table[bundled_name(path)]
+        if reason is None:
+            compile_plan(load_topology(path), str(path))
+        else:
+            with pytest.raises(Refused) as refused:
+                compile_plan(load_topology(path), str(path))
+            assert reason in str(refused.value), (path, str(refused.value))
+
+
 def joins_topology(tmp_path: Path, text: str = JOINS) -> Topology:
     path = tmp_path / "joins.yaml"
     path.write_text(text)
@@ -221,8 +254,10 @@ def test_engine_names_params_and_faults() -> None:
         "structured-streaming", "ignore-batch-id")
     assert engine_of("checkpoint") is None
     assert cli.engine_params(["trigger_ms=200", "kill_point=commit"]) == {
-        "trigger_ms": 200, "kill_point": "commit"}
-    for bad in (["trigger_ms=fast"], ["kill_point=later"], ["alignment=aligned"]):
+        "trigger_ms": 200, "kill_point": "commit", "checkpoint_file": "offsets"}
+    assert cli.engine_params(["checkpoint_file=state"])["checkpoint_file"] == "state"
+    for bad in (["trigger_ms=fast"], ["kill_point=later"], ["alignment=aligned"],
+                ["checkpoint_file=sources"]):
         with pytest.raises(ConfigError, match="--param"):
             cli.engine_params(bad)
     with pytest.raises(ConfigError, match="unknown mutant"):

@@ -1,8 +1,10 @@
 """What ``run``, ``chaos``, ``compare`` and ``validate`` do with ``-p structured-streaming``.
 
 Its parameters (``--param``): ``trigger_ms`` (the micro-batch trigger interval, default
-500) and ``kill_point`` (``any``: a driver kill strikes when it is due; ``commit``: it
-waits for a micro-batch whose output is written and not yet committed, and strikes there).
+500), ``kill_point`` (``any``: a driver kill strikes when it is due; ``commit``: it
+waits for a micro-batch whose output is written and not yet committed, and strikes there)
+and ``checkpoint_file`` (``offsets``, ``commits`` or ``state``: the files of the checkpoint
+location a store fault strikes, default ``offsets``).
 Its mutant: ``structured-streaming/ignore-batch-id``, a sink that does not key its writes
 by batch id.
 
@@ -12,8 +14,10 @@ Faults: ``kill-task`` kills a Python worker running one of the driver's tasks;
 ``kill-executor``, ``kill-worker``, ``kill-group`` and ``container-kill`` take its
 executors down with the driver: they are carried out as ``kill-driver``. With ``--master
 spark://...`` a ``kill-executor`` kills an executor of the query's application.
-``restore-capacity`` has nothing to restore (a restarted driver brings its cores). Other
-faults are refused in one line.
+``restore-capacity`` has nothing to restore (a restarted driver brings its cores).
+``corrupt``, ``truncate`` and ``delete`` damage a file of the checkpoint location of each
+sink downstream of their target (``checkpoint_faults``). Other faults, ``store-unavailable``
+among them, are refused in one line.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 from ftctl.config.errors import ConfigError
 from ftctl.config.topology import Topology
 from ftctl.engines import STRUCTURED
+from ftctl.engines.structured.checkpoint_faults import DAMAGE, LOGS
 from ftctl.engines.structured.plan import compile_plan
 from ftctl.engines.structured.runner import KILL_POINTS, EngineRequest, Fault, execute
 
@@ -45,20 +50,23 @@ def check_mutant(mutant: str | None) -> None:
 
 
 def engine_params(given: Sequence[str] | None) -> dict[str, Any]:
-    params: dict[str, Any] = {"trigger_ms": 500, "kill_point": "any"}
+    params: dict[str, Any] = {"trigger_ms": 500, "kill_point": "any",
+                              "checkpoint_file": "offsets"}
+    choices = {"kill_point": KILL_POINTS, "checkpoint_file": LOGS}
     for item in given or ():
         key, sep, value = item.partition("=")
         if not sep or key not in params:
-            raise ConfigError("--param", None, f"{STRUCTURED} takes trigger_ms=MS and "
-                              f"kill_point={'|'.join(KILL_POINTS)}, got {item!r}")
+            raise ConfigError("--param", None, f"{STRUCTURED} takes trigger_ms=MS, "
+                              f"kill_point={'|'.join(KILL_POINTS)} and "
+                              f"checkpoint_file={'|'.join(LOGS)}, got {item!r}")
         if key == "trigger_ms":
             if not value.isdigit() or not 10 <= int(value) <= 60_000:
                 raise ConfigError("--param", None,
                                   f"trigger_ms must be 10..60000 ms, got {value!r}")
             params[key] = int(value)
-        elif value not in KILL_POINTS:
-            raise ConfigError("--param", None, f"kill_point must be one of "
-                              f"{', '.join(KILL_POINTS)}, got {value!r}")
+        elif value not in choices[key]:
+            raise ConfigError("--param", None, f"{key} must be one of "
+                              f"{', '.join(choices[key])}, got {value!r}")
         else:
             params[key] = value
     return params
@@ -112,10 +120,20 @@ def from_planned(planned: Sequence[Any], file: str, cluster: bool = False) -> li
             out.append(Fault(float(p.at), p.type, p.index))
         elif p.type in AS_DRIVER_KILL:
             out.append(Fault(float(p.at), "kill-driver", p.index))
+        elif p.type in DAMAGE:
+            # where in the file: drawn from the fault's own seed, the same in every run
+            out.append(Fault(float(p.at), p.type, p.index, target=p.target.split("[")[0],
+                             snapshot=p.params.get("snapshot"),
+                             where=random.Random(p.seed).random()))
+        elif p.type == "store-unavailable":
+            raise ConfigError(file, "faults", f"{STRUCTURED} does not carry out "
+                              "store-unavailable: its checkpoint location is a local folder "
+                              "the driver can always read (corrupt, truncate and delete apply)")
         else:
             raise ConfigError(file, "faults", f"{STRUCTURED} does not carry out {p.type} "
                               f"(it kills tasks and the driver: {', '.join(AS_DRIVER_KILL)}"
-                              ", kill-task)")
+                              f", kill-task; it damages the checkpoint location: "
+                              f"{', '.join(DAMAGE)})")
     # A kill-group strikes each of its workers; one driver kill takes them all.
     merged: list[Fault] = []
     for f in sorted(out, key=lambda f: f.at):
@@ -135,4 +153,5 @@ def run(topology: Topology, mutant: str | None, params: dict[str, Any], *,
     return execute(EngineRequest(
         topology, mutant=mutant, master=check_master(master), results=results,
         timeout=timeout, trigger_ms=params["trigger_ms"], kill_point=params["kill_point"],
-        faults=faults or [], kind=kind, quiet=quiet, as_json=as_json, config=config or {}))
+        checkpoint_file=params["checkpoint_file"], faults=faults or [], kind=kind,
+        quiet=quiet, as_json=as_json, config=config or {}))

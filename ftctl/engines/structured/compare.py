@@ -40,7 +40,8 @@ def engine_runs(topology: Topology, planned: Sequence[Any], source: str, repeat:
         say(f"run {k + 1}/{repeat}: {STRUCTURED}")
         req = EngineRequest(paced, master=cli.DEFAULT_MASTER, results=results, timeout=timeout,
                             trigger_ms=params["trigger_ms"], kill_point=params["kill_point"],
-                            faults=faults, kind="compare", quiet=True,
+                            checkpoint_file=params["checkpoint_file"], faults=faults,
+                            kind="compare", quiet=True,
                             config={"chaos": {"schedule": source, "name": source}})
         execute(req)
         s = req.summary

@@ -76,6 +76,22 @@ def main(spec_path: str, attempt: int) -> int:
 
 
 def _start(spark: Any, plan: Any, sink: str, spec: dict[str, Any], events: Events) -> Any:
+    write = _sink_writer(Path(spec["sinks"]), sink, spec, events)
+    return writer(stream(spark, plan, sink, spec), sink, spec, write).start()
+
+
+def writer(df: Any, sink: str, spec: dict[str, Any], write: Callable[[Any, int], None]) -> Any:
+    """The sink's query as the driver starts it: ``foreachBatch`` in append mode from its
+    checkpoint location (``start()`` is where Spark checks the plan for streaming)."""
+    return (df.writeStream.foreachBatch(write).outputMode("append")
+            .option("checkpointLocation", str(Path(spec["checkpoints"]) / sink))
+            .trigger(processingTime=f"{int(spec['trigger_ms'])} milliseconds")
+            .queryName(sink))
+
+
+def stream(spark: Any, plan: Any, sink: str, spec: dict[str, Any]) -> Any:
+    """The streaming DataFrame of ``sink``: every source instance's folder under
+    ``spec["input"]`` through the plan's stages."""
     from pyspark.sql import functions as F
 
     from ftctl.engines.structured import rows
@@ -117,11 +133,7 @@ def _start(spark: Any, plan: Any, sink: str, spec: dict[str, Any], events: Event
     df = streams[0]
     for other in streams[1:]:
         df = df.unionByName(other)
-    write = _sink_writer(Path(spec["sinks"]), sink, spec, events)
-    return (df.writeStream.foreachBatch(write).outputMode("append")
-            .option("checkpointLocation", str(Path(spec["checkpoints"]) / sink))
-            .trigger(processingTime=f"{int(spec['trigger_ms'])} milliseconds")
-            .queryName(sink).start())
+    return df
 
 
 def _static(spark: Any, plan: Any, names: list[str], F: Any) -> Any:

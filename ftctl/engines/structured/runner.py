@@ -3,7 +3,8 @@
 ftctl writes the input as the run goes (``feed``), runs the queries in a driver process of
 their own (``driverproc``), carries out the faults of the schedule on that process
 (``kill-driver``: the whole driver group; ``kill-task``: a Python worker running one of
-its tasks), restarts the driver from its checkpoint location whenever it ends before the
+its tasks; ``corrupt``/``truncate``/``delete``: a file of the checkpoint location,
+``checkpoint_faults``), restarts the driver from its checkpoint location whenever it ends before the
 input is drained, and writes the run's history with the kinds every run uses
 (``failure-detected``, ``instance-started``, ``fault-injected``, ``output-committed``), so
 recovery metrics, the report and ``compare`` read it as they read a protocol's run.
@@ -26,6 +27,7 @@ from ftctl.config.topology import Topology
 from ftctl.console import EXIT_FAILED, EXIT_INFRA, EXIT_OK, console, err_console
 from ftctl.engines import STRUCTURED
 from ftctl.engines.structured import driverproc, sinkdir
+from ftctl.engines.structured.checkpoint_faults import DAMAGE, damage
 from ftctl.engines.structured.feed import Feed
 from ftctl.engines.structured.plan import compile_plan
 from ftctl.results import RunStore, atomic_write_json
@@ -45,14 +47,19 @@ MAX_RESTARTS = 20
 MAX_FRUITLESS = 3
 EXIT_INTERRUPTED = 130
 KILL_POINTS = ("any", "commit")
-FAULTS = ("kill-driver", "kill-task", "kill-executor")
+FAULTS = ("kill-driver", "kill-task", "kill-executor", *DAMAGE)
 
 
 @dataclass
 class Fault:
     at: float  # seconds after the input starts
-    type: str  # kill-driver | kill-task
+    type: str  # kill-driver | kill-task | kill-executor | corrupt | truncate | delete
     index: int = 0
+    # A store fault's: the operator whose sinks' checkpoint locations it strikes (every
+    # sink's when it names none), the batch or version (``snapshot``), where in the file.
+    target: str = ""
+    snapshot: int | None = None
+    where: float = 0.5
 
 
 @dataclass
@@ -64,6 +71,7 @@ class EngineRequest:
     timeout: float = 600.0
     trigger_ms: int = 500
     kill_point: str = "any"
+    checkpoint_file: str = "offsets"  # the log of the checkpoint location store faults strike
     faults: list[Fault] = field(default_factory=list)
     kind: str = "run"
     quiet: bool = False
@@ -301,6 +309,8 @@ def _strike(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup,
     ids: dict[str, Any] = {"target": DRIVER, "index": fault.index, "occurrence": 0,
                            "offset": fault.at}
     app = _app(req, log)
+    if fault.type in DAMAGE:
+        return _damage(req, store, fault, ids, deferred)
     if fault.type in ("kill-executor", "kill-task"):
         # A process of the query's own: an executor JVM (a cluster's), or a Python worker.
         victims = (driverproc.executors(app) if app is not None else []) \
@@ -341,6 +351,30 @@ def _strike(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup,
     driver.kill()
     hold.unlink(missing_ok=True)
     return True
+
+
+def _damage(req: EngineRequest, store: RunStore, fault: Fault, ids: dict[str, Any],
+            deferred: set[int]) -> bool | None:
+    """A store fault on the checkpoint location of each sink downstream of the target:
+    it fails nothing now (it returns False), the driver that next reads the file meets it.
+    None (it waits) while no such file is written yet."""
+    plan = compile_plan(req.topology)
+    sinks = [s for s in plan.sinks if fault.target in plan.upstream(s)] or plan.sinks
+    root = store.path.resolve() / "checkpoints"
+    struck = [d for d in (damage(root / s, req.checkpoint_file, fault.type, fault.snapshot,
+                                 fault.where) for s in sinks) if d is not None]
+    if not struck:
+        if fault.index not in deferred:
+            deferred.add(fault.index)
+            store.event("fault-deferred", type=fault.type, at=store.clock(),
+                        reason=f"no {req.checkpoint_file} file to damage yet",
+                        **{k: v for k, v in ids.items() if k != "target"})
+        return None
+    store.event("fault-injected", type=fault.type, at=store.clock(), pids=[],
+                details={"files": [str(d.path.relative_to(root)) for d in struck],
+                         "bytes": [d.size for d in struck], "where": fault.where},
+                **{**ids, "target": f"checkpoint location ({req.checkpoint_file})"})
+    return False
 
 
 def _app(req: EngineRequest, log: _DriverLog) -> str | None:
