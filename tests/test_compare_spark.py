@@ -16,10 +16,10 @@ from ftctl.cluster import LocalCluster
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.spark
-# Three recoveries of different scope: a global rollback, one restart with causal replay,
-# and a rollback frontier. (lineage and none run on Spark in test_causal_spark and
-# test_spark_host; each protocol here costs a run of its own.)
-PROTOCOLS = ["checkpoint", "causal", "falkirk"]
+# Two recoveries of different scope: a global rollback and a rollback frontier. (causal,
+# lineage and none run on Spark in test_causal_spark, test_chaos_spark and
+# test_spark_host; each protocol here costs a run of its own, about 45 s.)
+PROTOCOLS = ["checkpoint", "falkirk"]
 
 
 class _ProtocolRows(HTMLParser):
@@ -78,7 +78,6 @@ def test_compare_protocols_under_single_kill(tmp_path: Path,
         # records were all visible already.)
         if fig["first_output_s"] is not None:
             assert fig["detection_s"] <= fig["first_output_s"] < 60
-    assert by_proto["causal"]["first_output_s"] is not None
     assert by_proto["checkpoint"]["snapshot_bytes"] > 0
     # The scope of recovery: checkpoint rolls the whole graph back, falkirk only what must.
     n_instances = 6  # wordcount: source, 2 splits, 2 counts, sink
