@@ -63,6 +63,7 @@ from protocols.contract.messages import Ended, InputEnded, Offset
 from protocols.contract.names import InstanceId, UnitId
 from protocols.contract.view import ClusterView, GraphView, InstanceView
 from protocols.replica_ring import coordinator as rc
+from protocols.replica_ring.checks import fence_note
 from protocols.replica_ring.messages import (
     MESSAGES,
     Adopted,
@@ -374,11 +375,18 @@ class ReplicaRingCoordinator(CoordinatorLogic[ReplicaRingParams]):
                           + list(self.graph.sources)]
             return ended
         if isinstance(ev.msg, Suspicion):
-            return self._acts(self.ring.on_accuse(
+            effects = self.ring.on_accuse(
                 ev.msg.slot, ev.msg.host, str(ev.instance),
                 lambda s: str(view.unit_of(InstanceId(s))),
                 lambda u: view.status(InstanceId(u)) == "running",
-                lambda u: view.incarnation(InstanceId(u))), view)
+                lambda u: view.incarnation(InstanceId(u)))
+            # each fence in the history with the suspicion it answers (checks.py)
+            notes: list[CoordinatorAction] = [
+                fence_note(ev.msg.slot, ev.msg.host, str(ev.instance), e.unit,
+                           view.status(InstanceId(e.unit)) == "running",
+                           view.incarnation(InstanceId(e.unit)))
+                for e in effects if isinstance(e, rc.Fence)]
+            return notes + self._acts(effects, view)
         if isinstance(ev.msg, Adopted | Rejoined):
             slot = InstanceId(ev.msg.slot)
             acts: list[CoordinatorAction] = [Control(slot, InputEnded(ch))
