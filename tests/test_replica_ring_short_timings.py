@@ -8,10 +8,11 @@ from functools import cache
 from typing import Any
 
 from ftctl.config.load import load_topology
-from ftctl.sim.faults import CRASH_ONLY, FaultKind
+from ftctl.sim.faults import ALL_KINDS, CRASH_ONLY, FaultKind
 from ftctl.sim.runner import Simulator
 from protocols.registry import get_protocol
 from protocols.replica_ring.messages import (
+    Ack,
     Data,
     Delete,
     Fetch,
@@ -24,7 +25,7 @@ from protocols.replica_ring.messages import (
     Takeover,
 )
 from protocols.replica_ring.params import ReplicaRingParams
-from protocols.replica_ring.unit import RETRY, Arm, Host, ReplicaUnit, Reroute, Tell
+from protocols.replica_ring.unit import RETRY, Arm, Host, ReplicaUnit, Reply, Reroute, Tell
 
 SHORT = {"ping_every": 0.002, "ping_timeout": 0.006, "retry_every": 0.002,
          "reinstate_after": 0.004}
@@ -91,3 +92,25 @@ def test_replay_ring_fanout_at_most_once_seed_30() -> None:
     # evens[0] is restarted with evens[1] as its stand-in, which crashed a moment before
     # (not yet suspected): its request for the table was lost and never asked again
     assert holds("ring-fanout", "at-most-once", 30)
+
+
+def test_a_record_from_a_replica_taken_over_that_comes_late_is_refetched() -> None:
+    # B[1], fenced after a pause, synced its record before it stopped; it reaches B[2]
+    # after B[2] took the slot over and re-fetched B[1]'s pending records
+    u = unit()
+    assert u.on_message("coordinator", Takeover("B[1]")) == [Host("B[1]"), Reroute("B[1]", "B[2]")]
+    assert u.on_message("B[1]", RecordMsg(1, "A[1]", 1)) == [
+        Reply("B[1]", RecordOk(1, "B[2]")), Tell("A[1]", Fetch(1))]
+    # the origin's resend is a known uid: acked, and deleted once the replay is purged
+    assert u.on_data("B[1]", Data(1, "x", "A[1]")) == [Reply("A[1]", Ack(1))]
+    assert u.on_message("A[1]", Refetch(1, "x")) == [Tell("out[0]", Data(1, "x", "B[2]"))]
+    assert Tell("A[1]", Delete(1)) in u.on_message("out[0]", Delete(1))
+    # a record of a slot not taken over, or of its own, is only kept
+    v = unit()
+    assert v.on_message("B[1]", RecordMsg(2, "A[1]", 1)) == [Reply("B[1]", RecordOk(2, "B[2]"))]
+
+
+def test_replay_ring_fanout_exactly_once_all_faults_seed_13() -> None:
+    # evens[1], paused past the ping timeout, is fenced; its record sync reaches its taker
+    # evens[2] after the takeover: nobody re-fetched the tuple and split[2] stalled
+    assert holds("ring-fanout", "exactly-once", 13, ALL_KINDS)
