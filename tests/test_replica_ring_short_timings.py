@@ -8,9 +8,17 @@ from functools import cache
 from typing import Any
 
 from ftctl.config.load import load_topology
-from ftctl.sim.faults import ALL_KINDS, CRASH_ONLY, FaultKind
+from ftctl.config.topology import Topology
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.runtime.instance import InstanceCore
+from ftctl.sim.faults import ALL_KINDS, CRASH_ONLY, NEIGHBOUR_KINDS, FaultKind
 from ftctl.sim.runner import Simulator
+from protocols.contract.actions import DeclarePhase, ReleaseSlot
+from protocols.contract.events import ControlIn, PeerIn
+from protocols.contract.names import InstanceId as I
+from protocols.contract.view import InstanceView
 from protocols.registry import get_protocol
+from protocols.replica_ring.logic import ReplicaRingInstance
 from protocols.replica_ring.messages import (
     Ack,
     Data,
@@ -29,6 +37,22 @@ from protocols.replica_ring.unit import RETRY, Arm, Host, ReplicaUnit, Reply, Re
 
 SHORT = {"ping_every": 0.002, "ping_timeout": 0.006, "retry_every": 0.002,
          "reinstate_after": 0.004}
+CHAIN = ExecutionGraph(Topology.model_validate({
+    "name": "chain", "input": {"records": 4, "batch": 1, "seed": 1},
+    "operators": [
+        {"name": "src", "type": "source.text", "params": {"words_per_line": 1}},
+        {"name": "A", "type": "map", "function": "identity", "parallelism": 3},
+        {"name": "B", "type": "map", "function": "identity", "parallelism": 3},
+        {"name": "out", "type": "sink"}],
+    "edges": [{"from": "src", "to": "A", "partition": "round-robin"},
+              {"from": "A", "to": "B", "partition": "round-robin"},
+              {"from": "B", "to": "out"}]}))
+
+
+def ring_logic(iid: str) -> ReplicaRingInstance:
+    """A replica's contract logic on a small chain, every core at hand for adoption."""
+    cores = {I(i): InstanceCore(CHAIN, i) for i in CHAIN.instances}
+    return ReplicaRingInstance(InstanceView.of(CHAIN, iid), cores, ReplicaRingParams())
 
 
 def to_sink(slot: str, uid: Any, payload: Any) -> list[tuple[str, Any, Any]]:
@@ -114,3 +138,29 @@ def test_replay_ring_fanout_exactly_once_all_faults_seed_13() -> None:
     # evens[1], paused past the ping timeout, is fenced; its record sync reaches its taker
     # evens[2] after the takeover: nobody re-fetched the tuple and split[2] stalled
     assert holds("ring-fanout", "exactly-once", 13, ALL_KINDS)
+
+
+def test_a_stand_in_releases_the_core_of_a_slot_it_hands_back() -> None:
+    # kept, the core tied slot B[1]'s channels to B[2]: when B[2] died the host dropped
+    # what the reinstated B[1] had in flight on them, its end of stream among it
+    b2 = ring_logic("B[2]")
+    b2.handle(ControlIn(Takeover("B[1]"), I("B[2]")), 0.0)
+    acts = b2.handle(PeerIn(I("B[1]"), Reinstate("B[1]")), 0.1)
+    assert ReleaseSlot(I("B[1]")) in acts
+    assert DeclarePhase("takeover", False, 1) in acts
+    cores = {i: c for i, c in b2.cores.items() if i != "B[1]"}  # as the kernel does
+    b2.cores = cores
+    # a late end of stream for the slot is its replica's to pass on; a tuple of the slot
+    # still in progress here finishes on B[2]'s own core under the ids B[1]'s would give
+    into = next(c.id for c in CHAIN.channels if c.src == "A[1]" and c.dst == "B[1]")
+    assert b2.end_input(I("B[1]"), into) == []
+    uid = (("src[0]", 1, 1), 0, 1)
+    payload = (into, (("w", 1, 1),), 1)
+    assert [(o[1], o[2][1]) for o in b2._process("B[1]", uid, payload)] == [
+        (o[1], o[2][1]) for o in ring_logic("B[1]")._process("B[1]", uid, payload)]
+
+
+def test_replay_ring_merge_exactly_once_neighbours_seed_12() -> None:
+    # ones[0], stand-in for ones[1], still held ones[1]'s core when it crashed after the
+    # handback: the end of stream ones[1] had just sent evens[2] was lost with it
+    assert holds("ring-merge", "exactly-once", 12, NEIGHBOUR_KINDS)

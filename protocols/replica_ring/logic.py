@@ -38,6 +38,7 @@ from protocols.contract.actions import (
     Emit,
     InstanceAction,
     Persist,
+    ReleaseSlot,
     Report,
     Restart,
     Route,
@@ -218,7 +219,9 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
 
     # ------------------------------------------------------------ end of stream
     def end_input(self, slot: InstanceId, channel: int) -> list[InstanceAction]:
-        core = self.cores[slot]
+        core = self.cores.get(slot)
+        if core is None:  # a slot handed back and released: its replica ends it
+            return []
         if channel in core.finished or not core.end_of_stream(channel):
             return []
         self.ending.add(slot)
@@ -246,7 +249,8 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
     def _process(self, slot: Slot, uid: Hashable, payload: Any) -> list[tuple[Slot, Hashable,
                                                                          Any]]:
         ch, records, _seq = payload
-        core = self.cores[InstanceId(slot)]
+        # a slot handed back and released (R3) has no core here: any core will do, below
+        core = self.cores.get(InstanceId(slot)) or self.cores[self.me.id]
         if ch not in core.port_of:
             # a replay whose record was re-marked to a taker that died in turn: the tuple
             # belongs to the slot its channel leads to, which this unit took over too (T4)
@@ -309,10 +313,13 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
                 out += [AdoptSlot(InstanceId(e.slot)),
                         DeclarePhase(TAKEOVER, True, split_slot(e.slot)[1])]
             elif isinstance(e, Unhost):
-                # its own replica ends it now; the core stays for the tuples still in
-                # progress here, which finish on it (R3)
+                # its own replica ends it now. The core goes too: kept, it tied the slot's
+                # channels to this unit, and a host that lost this unit lost what the
+                # replica sends on them (its end of stream). The tuples still in progress
+                # here finish on this unit's own core (R3, see _process)
                 self.ending.discard(InstanceId(e.slot))
-                out.append(DeclarePhase(TAKEOVER, False, split_slot(e.slot)[1]))
+                out += [DeclarePhase(TAKEOVER, False, split_slot(e.slot)[1]),
+                        ReleaseSlot(InstanceId(e.slot))]
             elif isinstance(e, Output):
                 assert sink is not None
                 out += self._emit(sink, e)
