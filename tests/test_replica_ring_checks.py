@@ -13,7 +13,15 @@ from ftctl.kernel.history import HistoryEvent
 from ftctl.sim.runner import Simulator
 from protocols.contract.view import GraphView
 from protocols.registry import get_protocol
-from protocols.replica_ring.checks import FENCED, HEALTHY_FENCED, fence_note, healthy_fenced
+from protocols.replica_ring.checks import (
+    FENCED,
+    HEALTHY_FENCED,
+    RELEASED_CONFIRMED,
+    breaches,
+    fence_note,
+    healthy_fenced,
+    released_note,
+)
 from protocols.replica_ring.spec import rings
 
 pytestmark = pytest.mark.sim
@@ -49,6 +57,14 @@ def test_a_running_unit_fenced_for_another_generation_is_counted():
     assert healthy_fenced(events) == {HEALTHY_FENCED: 2}
 
 
+def test_a_record_confirmed_for_a_slot_handed_back_is_counted_with_the_fences():
+    stale = _note("evens[1]", ("evens[1]", 0), "evens[0]", True, 0, 1)
+    n = released_note("evens[1]", ("k", 3), "evens[0]")
+    confirmed = HistoryEvent(2, 0.02, "sim", "protocol", {"name": n.kind, "data": dict(n.data)})
+    assert breaches([stale, confirmed]) == {HEALTHY_FENCED: 1, RELEASED_CONFIRMED: 1}
+    assert breaches([]) == {}
+
+
 def _sim(protocol: str) -> Simulator:
     topo = BUNDLED_TOPOLOGIES / "replica-chain.yaml"
     return Simulator(load_topology(topo), get_protocol(protocol), SHORT)
@@ -72,3 +88,16 @@ def test_stale_suspicion_is_judged_by_the_healthy_unit_it_fences():
     assert bad.verdict.checks.get(HEALTHY_FENCED, 0) >= 1
     assert not bad.verdict.passed
     assert HEALTHY_FENCED in bad.verdict.totals()
+
+
+def test_confirm_released_is_judged_by_the_record_it_confirms_for_a_slot_handed_back():
+    # the kit's catch (ring-merge, short timings, +neighbours, seed 1): takers re-mark and
+    # re-fetch what the record table lacks, so the output may survive the bug; the
+    # confirmation for a slot its unit no longer speaks for does not
+    seed = 1
+    topo = load_topology(BUNDLED_TOPOLOGIES / "ring-merge.yaml")
+    sims = [Simulator(topo, get_protocol(p), SHORT, kinds=("pair", "after-restart"))
+            for p in ("replica-ring", "replica-ring/confirm-released")]
+    ok, bad = (sim.run_one(seed).verdict for sim in sims)
+    assert ok.passed and ok.checks == {}
+    assert bad.checks.get(RELEASED_CONFIRMED, 0) >= 1 and not bad.passed

@@ -11,11 +11,18 @@ The coordinator writes each fence to the history as a ``ring-fenced`` note, with
 suspicion it answered and what the cluster said of the unit when it fenced it
 (``fence_note``); ``healthy_fenced`` counts the fences of a running unit for a suspicion
 of another generation.
+
+Likewise a unit confirms a record (``RecordOk``) only for a slot it speaks for: a record
+for a slot it has handed back reached it after the record table left, and confirmed
+there it is nowhere the slot's replica looks when it takes the emitter over (mutant
+``confirm-released``). A takeover that re-marks or re-fetches the tuple may still save
+the output, so the confirmation itself is the breach: the instance writes a
+``ring-confirmed-released`` note when it sends one (``released_note``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from protocols.contract.actions import Note
@@ -23,6 +30,8 @@ from protocols.replica_ring.messages import HostId, Slot
 
 FENCED = "ring-fenced"
 HEALTHY_FENCED = "healthy-unit-fenced"
+CONFIRMED_RELEASED = "ring-confirmed-released"
+RELEASED_CONFIRMED = "released-slot-confirmed"
 
 
 def fence_note(slot: Slot, named: HostId, by: Slot, unit: Slot, running: bool,
@@ -31,6 +40,11 @@ def fence_note(slot: Slot, named: HostId, by: Slot, unit: Slot, running: bool,
     suspicion of generation ``named`` of ``slot``."""
     return Note(FENCED, {"slot": slot, "named": [named[0], named[1]], "by": by,
                          "unit": unit, "running": running, "incarnation": incarnation})
+
+
+def released_note(slot: Slot, uid: Any, by: Slot) -> Note:
+    """``by`` confirmed the record of ``uid`` for ``slot``, which it does not speak for."""
+    return Note(CONFIRMED_RELEASED, {"slot": slot, "uid": repr(uid), "by": by})
 
 
 def healthy_fenced(events: Iterable[Any]) -> Mapping[str, int]:
@@ -44,3 +58,16 @@ def healthy_fenced(events: Iterable[Any]) -> Mapping[str, int]:
         n += bool(d["running"]) and (d["named"][0], d["named"][1]) != (
             d["unit"], d["incarnation"])
     return {HEALTHY_FENCED: n} if n else {}
+
+
+def released_confirmed(events: Iterable[Any]) -> Mapping[str, int]:
+    """``released-slot-confirmed``: records confirmed for a slot the confirming unit does
+    not speak for."""
+    n = sum(1 for e in events
+            if e.kind == "protocol" and e.data.get("name") == CONFIRMED_RELEASED)
+    return {RELEASED_CONFIRMED: n} if n else {}
+
+
+def breaches(events: Sequence[Any]) -> Mapping[str, int]:
+    """Every breach of the history ``SPEC.checks`` judges a run on."""
+    return {**healthy_fenced(events), **released_confirmed(events)}

@@ -64,7 +64,7 @@ from protocols.contract.messages import Ended, InputEnded, Offset
 from protocols.contract.names import InstanceId, UnitId
 from protocols.contract.view import ClusterView, GraphView, InstanceView
 from protocols.replica_ring import coordinator as rc
-from protocols.replica_ring.checks import fence_note
+from protocols.replica_ring.checks import fence_note, released_note
 from protocols.replica_ring.messages import (
     MESSAGES,
     Adopted,
@@ -73,6 +73,8 @@ from protocols.replica_ring.messages import (
     Hosted,
     Message,
     Quiesce,
+    RecordMsg,
+    RecordOk,
     Rejoin,
     Rejoined,
     Slot,
@@ -197,7 +199,14 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
                 self.kept.pop(msg.uid, None)
             return self._acts(self.source.on_message(ev.sender, msg))
         if self.unit is not None:
-            return self._acts(self.unit.on_message(ev.sender, msg, to=ev.to))
+            effects = self.unit.on_message(ev.sender, msg, to=ev.to)
+            notes: list[InstanceAction] = []
+            if isinstance(msg, RecordMsg) and not self.unit.speaks_for(ev.to):
+                # confirmed for a slot handed back: in the history (checks.py)
+                notes = [released_note(str(ev.to), e.msg.uid, self.unit.me)
+                         for e in effects
+                         if isinstance(e, Reply) and isinstance(e.msg, RecordOk)]
+            return notes + self._acts(effects)
         return []
 
     def on_control(self, ev: ControlIn, now: float) -> list[InstanceAction]:
