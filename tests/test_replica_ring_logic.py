@@ -139,7 +139,8 @@ def test_ping_timeout_suspects_and_a_takeover_adopts_routes_and_fetches():
     t.handle(PeerIn(I("B[1]"), RecordMsg(pending, "A[1]", 1)), 0.1)
     assert t.handle(ControlIn(Takeover("B[1]"), I("B[2]")), 0.3) == [
         AdoptSlot(I("B[1]")), DeclarePhase("takeover", True, 1), Route(I("B[1]"), "B[2]"),
-        SendPeer(I("A[1]"), Fetch(pending))]
+        SendPeer(I("A[1]"), Fetch(pending)),
+        SendPeer(I("B[0]"), RecordMsg(pending, "A[1]", 2, remark=True))]
     assert t.handle(Started(I("B[1]"), 1, "adopt"), 0.3) == [Report(Adopted("B[1]"))]
 
 

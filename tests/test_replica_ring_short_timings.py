@@ -80,7 +80,8 @@ def test_a_tuple_in_progress_ignores_its_refetched_copy_and_deletes_both_origins
     u = unit(semantics="at-least-once")
     u.on_message("B[1]", RecordMsg(1, "A[1]", 1))  # B[1]'s pending tuple, from A[1]
     assert u.on_message("coordinator", Takeover("B[1]")) == [
-        Host("B[1]"), Reroute("B[1]", "B[2]"), Tell("A[1]", Fetch(1))]
+        Host("B[1]"), Reroute("B[1]", "B[2]"), Tell("A[1]", Fetch(1)),
+        Tell("B[0]", RecordMsg(1, "A[1]", 2, remark=True))]
     # before the fetched copy comes, A[0] (reprocessing its input) sends the same tuple
     u.on_data("B[1]", Data(1, "x", "A[0]"))
     assert u.on_message("B[0]", RecordOk(1, "B[0]"))[-1] == Tell("out[0]", Data(1, "x", "B[2]"))
@@ -124,7 +125,8 @@ def test_a_record_from_a_replica_taken_over_that_comes_late_is_refetched() -> No
     u = unit()
     assert u.on_message("coordinator", Takeover("B[1]")) == [Host("B[1]"), Reroute("B[1]", "B[2]")]
     assert u.on_message("B[1]", RecordMsg(1, "A[1]", 1)) == [
-        Reply("B[1]", RecordOk(1, "B[2]")), Tell("A[1]", Fetch(1))]
+        Reply("B[1]", RecordOk(1, "B[2]")), Tell("A[1]", Fetch(1)),
+        Tell("B[0]", RecordMsg(1, "A[1]", 2, remark=True))]
     # the origin's resend is a known uid: acked, and deleted once the replay is purged
     assert u.on_data("B[1]", Data(1, "x", "A[1]")) == [Reply("A[1]", Ack(1))]
     assert u.on_message("A[1]", Refetch(1, "x")) == [Tell("out[0]", Data(1, "x", "B[2]"))]
@@ -164,3 +166,31 @@ def test_replay_ring_merge_exactly_once_neighbours_seed_12() -> None:
     # ones[0], stand-in for ones[1], still held ones[1]'s core when it crashed after the
     # handback: the end of stream ones[1] had just sent evens[2] was lost with it
     assert holds("ring-merge", "exactly-once", 12, NEIGHBOUR_KINDS)
+
+
+def test_a_taker_re_marks_the_colleagues_records_it_re_fetches() -> None:
+    # B[2] takes over B[1] and re-fetches B[1]'s pending tuple: every colleague's record
+    # names B[2] now (the record table is shared, T3)
+    taker = unit()
+    taker.on_message("B[1]", RecordMsg(1, "A[1]", 1))
+    assert Tell("B[0]", RecordMsg(1, "A[1]", 2, remark=True)) in taker.on_message(
+        "coordinator", Takeover("B[1]"))
+    # B[0] held B[1]'s record; re-marked, it is not confirmed
+    b0 = unit(index=0)
+    b0.on_message("B[1]", RecordMsg(1, "A[1]", 1))
+    assert b0.on_message("B[2]", RecordMsg(1, "A[1]", 2, remark=True)) == []
+    # B[2] dies before the tuple is done (B[1] is back on its own replica by then): B[0],
+    # its taker, re-fetches the tuple
+    assert Tell("A[1]", Fetch(1)) in b0.on_message("coordinator", Takeover("B[2]"))
+    # a re-mark never revives a purged record
+    b0.on_message("B[1]", RecordMsg(2, "A[1]", 1))
+    b0.on_message("B[1]", Purge(2, "A[1]"))
+    b0.on_message("B[2]", RecordMsg(2, "A[1]", 2, remark=True))
+    assert b0.records.pending_of(2) == [] and 2 not in b0.fetching
+
+
+def test_replay_replica_chain_exactly_once_delays_seed_25() -> None:
+    # evens[2], taker of a falsely suspected evens[1], re-fetched its tuple; evens[1] came
+    # back, then evens[2] was suspected in turn. evens[0], its taker, held the tuple's
+    # record under evens[1]'s index and re-fetched nothing: split[1] stalled
+    assert holds("replica-chain", "exactly-once", 25, ("delay",))

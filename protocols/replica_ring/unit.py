@@ -257,6 +257,9 @@ class ReplicaUnit:
             # unconfirmed, the emitter sends it again to the slot, routed back by now. A
             # purge is sent once: pass it on.
             return [Tell(to, msg)] if isinstance(msg, Purge) and to is not None else []
+        if isinstance(msg, RecordMsg) and msg.remark:
+            self._remark(msg)
+            return self._late_record(msg)
         if isinstance(msg, RecordMsg):
             # a purged uid recorded again is a new pass (at-least-once reprocesses a
             # resent tuple): pending again, or a taker would never fetch it
@@ -429,7 +432,22 @@ class ReplicaUnit:
         origin = str(rec.origin)
         self.fetching[rec.uid] = (origin, self.slot(d))
         self.fresh.add(rec.uid)
-        return [Tell(origin, Fetch(rec.uid))]
+        out: list[Effect] = [Tell(origin, Fetch(rec.uid))]
+        if self.fixed:
+            # the record table is shared (§5.2): the colleagues' copies name this unit as
+            # the emitter too, or a taker of this unit, should it die before the tuple is
+            # done, finds the record under the dead slot's index, which may be back on
+            # its reinstated replica by then, and re-fetches nothing
+            out += [Tell(c, RecordMsg(rec.uid, origin, self.index, remark=True))
+                    for c in self.colleagues()]
+        return out
+
+    def _remark(self, msg: RecordMsg) -> None:
+        held = self.records.get(msg.uid, msg.origin)
+        if held is None:
+            self.records.insert(Record(msg.uid, msg.origin, msg.emitter))
+        elif held.state is RecordState.PENDING:
+            held.emitter = msg.emitter
 
     def _late_record(self, msg: RecordMsg) -> list[Effect]:
         """A record from a replica this unit has taken over, sent before it was stopped
