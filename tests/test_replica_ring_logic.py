@@ -36,6 +36,7 @@ from protocols.contract.messages import Ended, InputEnded, Offset
 from protocols.contract.names import InstanceId as I
 from protocols.contract.names import UnitId as U
 from protocols.contract.view import GraphView, InstanceView
+from protocols.replica_ring.checks import fence_note
 from protocols.replica_ring.logic import ReplicaRingCoordinator, ReplicaRingInstance
 from protocols.replica_ring.messages import (
     Ack,
@@ -138,7 +139,8 @@ def test_ping_timeout_suspects_and_a_takeover_adopts_routes_and_fetches():
     t.handle(PeerIn(I("B[1]"), RecordMsg(pending, "A[1]", 1)), 0.1)
     assert t.handle(ControlIn(Takeover("B[1]"), I("B[2]")), 0.3) == [
         AdoptSlot(I("B[1]")), DeclarePhase("takeover", True, 1), Route(I("B[1]"), "B[2]"),
-        SendPeer(I("A[1]"), Fetch(pending))]
+        SendPeer(I("A[1]"), Fetch(pending)),
+        SendPeer(I("B[0]"), RecordMsg(pending, "A[1]", 2, remark=True))]
     assert t.handle(Started(I("B[1]"), 1, "adopt"), 0.3) == [Report(Adopted("B[1]"))]
 
 
@@ -197,7 +199,9 @@ def test_coordinator_fences_hands_over_and_reinstates():
     c = ReplicaRingCoordinator(GraphView(G), ReplicaRingParams())
     view = View({}, {"B[0]", "B[2]"})  # B[1] is suspected
     assert c.handle(Suspected(I("B[1]"), I("B[0]"), "ping timeout", 0.2), view) == []
+    # the fence goes to the history with the suspicion it answers (checks.py)
     assert c.handle(ReportIn(I("B[0]"), 0, Suspicion("B[1]", ("B[1]", 0)), 0.2), view) == [
+        fence_note("B[1]", ("B[1]", 0), "B[0]", "B[1]", False, 0),
         Stop((I("B[1]"),)), Control(I("B[2]"), Takeover("B[1]"))]
     assert c.handle(ReportIn(I("B[2]"), 1, Adopted("B[1]"), 0.21), view) == [
         SetTimer("ring-reinstate:B[1]", 1.0)]
@@ -239,12 +243,12 @@ def test_coordinator_ignores_a_suspicion_of_a_generation_the_slot_has_left():
         Control(I("B[0]"), Hosted("B[1]", ("B[1]", 2)))]
     # the generation that runs now is fenced; a unit that died is judged by name (its
     # incarnation counts on at its death)
-    assert c.handle(ReportIn(I("B[0]"), 1, Suspicion("B[1]", ("B[1]", 2)), 0.4), view)[0] == (
-        Stop((I("B[1]"),)))
+    assert c.handle(ReportIn(I("B[0]"), 1, Suspicion("B[1]", ("B[1]", 2)), 0.4), view)[:2] == [
+        fence_note("B[1]", ("B[1]", 2), "B[0]", "B[1]", True, 2), Stop((I("B[1]"),))]
     view.running.discard("B[2]")
     view.inc["B[2]"] = 1
-    assert c.handle(ReportIn(I("B[1]"), 2, Suspicion("B[2]", ("B[2]", 0)), 0.5), view)[0] == (
-        Stop((I("B[2]"),)))
+    assert c.handle(ReportIn(I("B[1]"), 2, Suspicion("B[2]", ("B[2]", 0)), 0.5), view)[:2] == [
+        fence_note("B[2]", ("B[2]", 0), "B[1]", "B[2]", False, 1), Stop((I("B[2]"),))]
     # the pinger takes the answer in
     b = logic("B[0]")
     assert b.handle(ControlIn(Hosted("B[1]", ("B[2]", 0)), I("B[0]")), 0.6) == []

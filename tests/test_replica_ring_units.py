@@ -122,7 +122,8 @@ def test_takeover_reroutes_and_fetches_the_dead_replicas_pending_records():
     u.on_message("B[1]", RecordMsg(4, "A[1]", 1))
     u.on_message("B[1]", Purge(4, "A[1]"))
     assert u.on_message("coordinator", Takeover("B[1]")) == [
-        Host("B[1]"), Reroute("B[1]", "B[2]"), Tell("A[1]", Fetch(1))]
+        Host("B[1]"), Reroute("B[1]", "B[2]"), Tell("A[1]", Fetch(1)),
+        Tell("B[0]", RecordMsg(1, "A[1]", 2, remark=True))]  # it emits the tuple now
     assert u.ring.represents == [2, 1] and u.ring.ping_targets() == [0]
     assert u.on_message("coordinator", Takeover("B[1]")) == []  # repeated: nothing
     # the origin answers; the replay runs steps 6-8 for slot 1 without the dedup check
@@ -185,7 +186,8 @@ def test_a_takeover_before_the_table_fetches_once_the_table_is_in():
     assert new.on_message("coordinator", Takeover("B[0]")) == [
         Host("B[0]"), Reroute("B[0]", "B[1]")]
     assert new.on_message("B[2]", Table("B[1]", ((5, "A[0]", 0, False), (6, "A[0]", 0, True)))
-                          ) == [Tell("A[0]", Fetch(5))]
+                          ) == [Tell("A[0]", Fetch(5)),
+                                Tell("B[2]", RecordMsg(5, "A[0]", 1, remark=True))]
     assert new.fetching == {5: ("A[0]", "B[0]")}
 
 

@@ -252,6 +252,8 @@ class Simulator:
                                             result.complete)
         if any(k.startswith(CLOCK_PREFIX) for k in self.kinds):  # no clock-made suspicion
             verdict.suspicions = false_suspicions(result.events)
+        if self.protocol.checks is not None:  # the protocol's own promises about its history
+            verdict.checks = {k: v for k, v in self.protocol.checks(result.events).items() if v}
         return ScheduleOutcome(seed, result, verdict)
 
     def run_reported(self, seed: int, trace: bool = False) -> ScheduleOutcome:

@@ -177,18 +177,21 @@ class Verdict:
     # Live units suspected, fenced or taken over, where the run was judged on it (runs
     # drawing clock faults, ftctl/sim/suspicions.py): kind -> count.
     suspicions: dict[str, int] = field(default_factory=dict)
+    # Breaches of the protocol's own history checks (``ProtocolSpec.checks``): kind -> count.
+    checks: dict[str, int] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
         return (self.stopped is None and self.complete and not self.phases
-                and not self.suspicions and all(s.holds(self.guarantee) for s in self.sinks))
+                and not self.suspicions and not self.checks
+                and all(s.holds(self.guarantee) for s in self.sinks))
 
     @property
     def stopped_safely(self) -> bool:
-        """A breach of the phase contract or a false suspicion is a violation, stopped
-        or not."""
+        """A breach of the phase contract, a false suspicion or of the protocol's own
+        checks is a violation, stopped or not."""
         return (self.stopped is not None and self.wrong == 0 and not self.phases
-                and not self.suspicions)
+                and not self.suspicions and not self.checks)
 
     @property
     def outcome(self) -> str:
@@ -205,6 +208,7 @@ class Verdict:
                 t["not-a-prefix"] = self.wrong
             t.update(self.phases)
             t.update(self.suspicions)
+            t.update(self.checks)
             return dict(t)
         for s in self.sinks:
             t.update(s.anomalies())
@@ -212,6 +216,7 @@ class Verdict:
             t["stalled"] += 1
         t.update(self.phases)
         t.update(self.suspicions)
+        t.update(self.checks)
         return dict(t)
 
     def to_json(self) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Generic, Literal
@@ -91,6 +91,12 @@ class ProtocolSpec(Generic[P]):
     # unit up (replica-ring: each ring; a ring with no replica left cannot take over).
     # Hosts narrow a strike that would kill a whole group and log ``fault-skipped``.
     spared: Callable[[GraphView], tuple[frozenset[str], ...]] | None = None
+    # What the protocol promises about a run's history beyond its output (replica-ring: a
+    # live unit is never fenced for a suspicion of another generation): a run's events ->
+    # breach kind -> count, empty when it holds. The simulator judges every run on it, so
+    # the conformance kit and ``ftctl sim`` see a breach as a violation. The events are
+    # the host's history records (``kind``, ``data``), which protocols do not import.
+    checks: Callable[[Sequence[Any]], Mapping[str, int]] | None = None
 
     def guarantee_of(self, params: P, graph: GraphView | None = None) -> Guarantee:
         """What the protocol promises with ``params``; on ``graph``'s topology if given."""

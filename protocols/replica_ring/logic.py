@@ -38,6 +38,7 @@ from protocols.contract.actions import (
     Emit,
     InstanceAction,
     Persist,
+    ReleaseSlot,
     Report,
     Restart,
     Route,
@@ -63,6 +64,7 @@ from protocols.contract.messages import Ended, InputEnded, Offset
 from protocols.contract.names import InstanceId, UnitId
 from protocols.contract.view import ClusterView, GraphView, InstanceView
 from protocols.replica_ring import coordinator as rc
+from protocols.replica_ring.checks import fence_note, released_note
 from protocols.replica_ring.messages import (
     MESSAGES,
     Adopted,
@@ -71,6 +73,8 @@ from protocols.replica_ring.messages import (
     Hosted,
     Message,
     Quiesce,
+    RecordMsg,
+    RecordOk,
     Rejoin,
     Rejoined,
     Slot,
@@ -195,7 +199,14 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
                 self.kept.pop(msg.uid, None)
             return self._acts(self.source.on_message(ev.sender, msg))
         if self.unit is not None:
-            return self._acts(self.unit.on_message(ev.sender, msg, to=ev.to))
+            effects = self.unit.on_message(ev.sender, msg, to=ev.to)
+            notes: list[InstanceAction] = []
+            if isinstance(msg, RecordMsg) and not self.unit.speaks_for(ev.to):
+                # confirmed for a slot handed back: in the history (checks.py)
+                notes = [released_note(str(ev.to), e.msg.uid, self.unit.me)
+                         for e in effects
+                         if isinstance(e, Reply) and isinstance(e.msg, RecordOk)]
+            return notes + self._acts(effects)
         return []
 
     def on_control(self, ev: ControlIn, now: float) -> list[InstanceAction]:
@@ -217,7 +228,9 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
 
     # ------------------------------------------------------------ end of stream
     def end_input(self, slot: InstanceId, channel: int) -> list[InstanceAction]:
-        core = self.cores[slot]
+        core = self.cores.get(slot)
+        if core is None:  # a slot handed back and released: its replica ends it
+            return []
         if channel in core.finished or not core.end_of_stream(channel):
             return []
         self.ending.add(slot)
@@ -245,7 +258,8 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
     def _process(self, slot: Slot, uid: Hashable, payload: Any) -> list[tuple[Slot, Hashable,
                                                                          Any]]:
         ch, records, _seq = payload
-        core = self.cores[InstanceId(slot)]
+        # a slot handed back and released (R3) has no core here: any core will do, below
+        core = self.cores.get(InstanceId(slot)) or self.cores[self.me.id]
         if ch not in core.port_of:
             # a replay whose record was re-marked to a taker that died in turn: the tuple
             # belongs to the slot its channel leads to, which this unit took over too (T4)
@@ -308,10 +322,13 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
                 out += [AdoptSlot(InstanceId(e.slot)),
                         DeclarePhase(TAKEOVER, True, split_slot(e.slot)[1])]
             elif isinstance(e, Unhost):
-                # its own replica ends it now; the core stays for the tuples still in
-                # progress here, which finish on it (R3)
+                # its own replica ends it now. The core goes too: kept, it tied the slot's
+                # channels to this unit, and a host that lost this unit lost what the
+                # replica sends on them (its end of stream). The tuples still in progress
+                # here finish on this unit's own core (R3, see _process)
                 self.ending.discard(InstanceId(e.slot))
-                out.append(DeclarePhase(TAKEOVER, False, split_slot(e.slot)[1]))
+                out += [DeclarePhase(TAKEOVER, False, split_slot(e.slot)[1]),
+                        ReleaseSlot(InstanceId(e.slot))]
             elif isinstance(e, Output):
                 assert sink is not None
                 out += self._emit(sink, e)
@@ -374,11 +391,18 @@ class ReplicaRingCoordinator(CoordinatorLogic[ReplicaRingParams]):
                           + list(self.graph.sources)]
             return ended
         if isinstance(ev.msg, Suspicion):
-            return self._acts(self.ring.on_accuse(
+            effects = self.ring.on_accuse(
                 ev.msg.slot, ev.msg.host, str(ev.instance),
                 lambda s: str(view.unit_of(InstanceId(s))),
                 lambda u: view.status(InstanceId(u)) == "running",
-                lambda u: view.incarnation(InstanceId(u))), view)
+                lambda u: view.incarnation(InstanceId(u)))
+            # each fence in the history with the suspicion it answers (checks.py)
+            notes: list[CoordinatorAction] = [
+                fence_note(ev.msg.slot, ev.msg.host, str(ev.instance), e.unit,
+                           view.status(InstanceId(e.unit)) == "running",
+                           view.incarnation(InstanceId(e.unit)))
+                for e in effects if isinstance(e, rc.Fence)]
+            return notes + self._acts(effects, view)
         if isinstance(ev.msg, Adopted | Rejoined):
             slot = InstanceId(ev.msg.slot)
             acts: list[CoordinatorAction] = [Control(slot, InputEnded(ch))

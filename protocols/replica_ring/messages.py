@@ -47,6 +47,9 @@ class RecordMsg(Msg):
     uid: Hashable
     origin: Slot
     emitter: int
+    # a taker re-fetching the tuple tells its colleagues it emits it now (T3): the held
+    # record is re-marked, not confirmed
+    remark: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from protocols.contract.actions import RECOVERING, REINSTATING, TAKEOVER
 from protocols.contract.spec import ProtocolSpec, Variant
 from protocols.contract.view import GraphView
+from protocols.replica_ring.checks import breaches
 from protocols.replica_ring.logic import ReplicaRingCoordinator, ReplicaRingInstance
 from protocols.replica_ring.messages import MESSAGES
 from protocols.replica_ring.mutants import MUTANTS
@@ -45,6 +46,9 @@ SPEC: ProtocolSpec[ReplicaRingParams] = ProtocolSpec(
     timings={"ping_every": 0.04, "ping_timeout": 0.04, "retry_every": 0.04,
              "reinstate_after": 0.004},
     spared=rings,
+    # a running unit is fenced only for a suspicion of its own generation; a record is
+    # confirmed only by a unit speaking for its slot (checks.py)
+    checks=breaches,
     gate={"replica-chain/exactly-once": 40, "replica-chain/at-least-once": 40,
           "replica-chain/at-most-once": 40},
 )

@@ -257,13 +257,16 @@ class ReplicaUnit:
             # unconfirmed, the emitter sends it again to the slot, routed back by now. A
             # purge is sent once: pass it on.
             return [Tell(to, msg)] if isinstance(msg, Purge) and to is not None else []
+        if isinstance(msg, RecordMsg) and msg.remark:
+            self._remark(msg)
+            return self._late_record(msg)
         if isinstance(msg, RecordMsg):
             # a purged uid recorded again is a new pass (at-least-once reprocesses a
             # resent tuple): pending again, or a taker would never fetch it
             held = self.records.get(msg.uid, msg.origin)
             self.records.insert(Record(msg.uid, msg.origin, msg.emitter),
                                 replace=held is not None and held.state is RecordState.PURGED)
-            return [Reply(sender, RecordOk(msg.uid, to or self.me))]
+            return [Reply(sender, RecordOk(msg.uid, to or self.me)), *self._late_record(msg)]
         if isinstance(msg, RecordOk):
             return self._record_ok(msg.slot, msg.uid)
         if isinstance(msg, Ack):
@@ -422,14 +425,42 @@ class ReplicaUnit:
 
     def _refetch_pending(self, d: int) -> list[Effect]:
         """T3: re-fetch what the dead replica of slot ``d`` had in progress."""
-        out: list[Effect] = []
-        for rec in self.records.pending_of(d):
-            rec.emitter = self.index
-            origin = str(rec.origin)
-            self.fetching[rec.uid] = (origin, self.slot(d))
-            self.fresh.add(rec.uid)
-            out.append(Tell(origin, Fetch(rec.uid)))
+        return [e for rec in self.records.pending_of(d) for e in self._refetch(rec, d)]
+
+    def _refetch(self, rec: Record, d: int) -> list[Effect]:
+        rec.emitter = self.index
+        origin = str(rec.origin)
+        self.fetching[rec.uid] = (origin, self.slot(d))
+        self.fresh.add(rec.uid)
+        out: list[Effect] = [Tell(origin, Fetch(rec.uid))]
+        if self.fixed:
+            # the record table is shared (§5.2): the colleagues' copies name this unit as
+            # the emitter too, or a taker of this unit, should it die before the tuple is
+            # done, finds the record under the dead slot's index, which may be back on
+            # its reinstated replica by then, and re-fetches nothing
+            out += [Tell(c, RecordMsg(rec.uid, origin, self.index, remark=True))
+                    for c in self.colleagues()]
         return out
+
+    def _remark(self, msg: RecordMsg) -> None:
+        held = self.records.get(msg.uid, msg.origin)
+        if held is None:
+            self.records.insert(Record(msg.uid, msg.origin, msg.emitter))
+        elif held.state is RecordState.PENDING:
+            held.emitter = msg.emitter
+
+    def _late_record(self, msg: RecordMsg) -> list[Effect]:
+        """A record from a replica this unit has taken over, sent before it was stopped
+        and come after the takeover re-fetched its pending records: in progress nowhere
+        now, so it is re-fetched too (T3), or its origin waits for a delete for ever."""
+        d = msg.emitter
+        rec = self.records.get(msg.uid, msg.origin)
+        if (d == self.index or d not in self.ring.represents or rec is None
+                or rec.emitter != d or rec.state is not RecordState.PENDING
+                or msg.uid in self.fetching or msg.uid in self.work or self.awaiting_table
+                or self.p.amo or self.p.has("takeover-ignores-pending")):
+            return []
+        return self._refetch(rec, d)
 
     def _fetch(self, sender: Slot, msg: Fetch) -> list[Effect]:
         """An origin answers a taker: the tuple it still holds, or that it holds none."""

@@ -102,7 +102,9 @@ CATCH: dict[str, tuple[str, int]] = {
     "replica-ring/not-found-while-regenerating": ("replica-chain", 5),
     # at short timings, a replica and its successor lost together or in turn (+neighbours)
     "replica-ring/stale-suspicion": ("ring-merge", 22),
-    "replica-ring/confirm-released": ("replica-chain", 5),
+    # (ring-merge since takers re-mark their colleagues' records: the confirmation itself,
+    # released-slot-confirmed, not a loss it causes)
+    "replica-ring/confirm-released": ("ring-merge", 1),
     # at short timings, a stall or a slow drift of a pinged replica's clock (+clock)
     "replica-ring/pong-peer-clock": ("replica-chain", 1),
     "progressive/no-replan": ("diamond", 5),
