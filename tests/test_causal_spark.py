@@ -88,15 +88,6 @@ def test_sharder_kill_under_causal_restarts_only_the_sharder(cluster: LocalClust
     assert len(pids) == 2 and pids[0] != pids[1]
 
 
-def test_without_spares_the_sharder_gets_a_job_of_its_own(cluster: LocalCluster,
-                                                          tmp_path: Path) -> None:
-    summary, events = _kill_sharder("causal", cluster.master_url, tmp_path, "--spares", "0")
-    assert summary["passed"], summary["anomalies"]
-    (restart,) = [e for e in events if e.kind == "instance-started"]
-    assert restart.data["spare"] is False
-    assert _touched(events) == {VICTIM}
-
-
 def test_sharder_kill_under_lineage_restarts_its_downstream(cluster: LocalCluster,
                                                             tmp_path: Path) -> None:
     summary, events = _kill_sharder("lineage", cluster.master_url, tmp_path)

@@ -93,7 +93,9 @@ def test_kills_under_none_lose_records(cluster: LocalCluster, tmp_path: Path) ->
     results = tmp_path / "results"
     scenario = tmp_path / "relative.yaml"
     scenario.write_text(RELATIVE)
-    proc = _chaos(["--scenario", str(scenario), "--protocol", "none",
+    # No standby slots: each restart is a Spark job of its own (the path a restart takes
+    # beyond the standby pool), which this run covers for every host protocol.
+    proc = _chaos(["--scenario", str(scenario), "--protocol", "none", "--spares", "0",
                    "--master", cluster.master_url, "--records", "30000", "--rate", "2000",
                    "--json", "--results", str(results)], tmp_path)
     # none's counts restart empty: on wordcount it promises nothing, the run only finishes
@@ -103,7 +105,10 @@ def test_kills_under_none_lose_records(cluster: LocalCluster, tmp_path: Path) ->
     assert summary["anomalies"].get("lost", 0) > 0
     assert len(summary["recovery"]) == 2
     assert all(r["detection_s"] is not None for r in summary["recovery"])
-    first, second = [e.data for e in _events(results) if e.kind == "fault-injected"]
+    events = _events(results)
+    starts = [e.data for e in events if e.kind == "instance-started"]
+    assert [(d["start"], d["spare"]) for d in starts] == [("job", False)] * 2, starts
+    first, second = [e.data for e in events if e.kind == "fault-injected"]
     assert (first["resolved"], second["resolved"]) == ("count[0]", "split[1]")
     assert second["planned"]["after_fault"] == 0 and second["planned"]["delay"] == 1.5
     # planned at the first's injection + 1.5 s; struck within the nemesis' poll and the kill
