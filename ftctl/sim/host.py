@@ -154,6 +154,7 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults, StoreFaults):
         spared = getattr(protocol, "spared", None)
         self.spared: tuple[frozenset[str], ...] = (spared(GraphView(graph)) if spared
                                                    else ())
+        self.unsettled: tuple[str, ...] = tuple(getattr(protocol, "unsettled", ()) or ())
         # Non-crash faults: empty in a crash-only run, which then takes no new code path.
         self.hang_timeout = hang_timeout
         self.gates: dict[str, Gate] = {}  # unit id -> its gate, while a fault holds it

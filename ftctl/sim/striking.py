@@ -44,6 +44,7 @@ class Striking:
     stats: SimStats
     cluster: SimCluster | None
     spared: tuple[frozenset[str], ...]
+    unsettled: tuple[str, ...]
     fault_ids: int
 
     if TYPE_CHECKING:  # the host's plumbing and the other fault kinds, defined elsewhere
@@ -130,10 +131,18 @@ class Striking:
     def fault_healed(self, fid: int, kind: str, target: str) -> None:
         self._log("fault-healed", fault=str(fid), type=kind, target=target)
 
+    def _up(self, unit: str, lost: Sequence[str] | set[str]) -> bool:
+        """Up for the protocol's fault model: running, not among ``lost``, and holding no
+        phase the protocol calls unsettled (``ProtocolSpec.unsettled``)."""
+        if unit not in self.live or unit in lost:
+            return False
+        phases = self.kernel.open_phases
+        return not any(unit in phases.holders(p) for p in self.unsettled)
+
     def _empties_group(self, victims: list[str]) -> bool:
         """Whether losing ``victims`` leaves a group of ``spared`` with no unit up."""
         lost = set(victims)
-        return any(lost & group and not any(u in self.live and u not in lost for u in group)
+        return any(lost & group and not any(self._up(u, lost) for u in group)
                    for group in self.spared)
 
     def _spare(self, victims: list[str], kind: str = "crash") -> list[str]:
@@ -142,7 +151,7 @@ class Striking:
         kept = list(victims)
         for group in self.spared:
             hit = sorted(v for v in kept if v in group)
-            if hit and not any(u in self.live and u not in kept for u in group):
+            if hit and not any(self._up(u, kept) for u in group):
                 kept.remove(hit[-1])  # it stays up
         if len(kept) < len(victims):
             self._log("fault-skipped", type=kind,

@@ -91,6 +91,11 @@ class ProtocolSpec(Generic[P]):
     # unit up (replica-ring: each ring; a ring with no replica left cannot take over).
     # Hosts narrow a strike that would kill a whole group and log ``fault-skipped``.
     spared: Callable[[GraphView], tuple[frozenset[str], ...]] | None = None
+    # Phases whose holder does not count as up for ``spared`` until it leaves them
+    # (replica-ring: ``reinstating``, a replica back in its ring but still waiting for its
+    # record table holds no copy of any record; the paper assumes one replica fails at a
+    # time, and a failure is not over before that table is in).
+    unsettled: tuple[str, ...] = ()
     # What the protocol promises about a run's history beyond its output (replica-ring: a
     # live unit is never fenced for a suspicion of another generation): a run's events ->
     # breach kind -> count, empty when it holds. The simulator judges every run on it, so

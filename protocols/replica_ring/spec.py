@@ -46,6 +46,7 @@ SPEC: ProtocolSpec[ReplicaRingParams] = ProtocolSpec(
     timings={"ping_every": 0.04, "ping_timeout": 0.04, "retry_every": 0.04,
              "reinstate_after": 0.004},
     spared=rings,
+    unsettled=(REINSTATING,),
     # a running unit is fenced only for a suspicion of its own generation; a record is
     # confirmed only by a unit speaking for its slot (checks.py)
     checks=breaches,
