@@ -430,6 +430,11 @@ def test_good_scenario_fills_params(tmp_path: Path) -> None:
             "type: kill-task, window: 1,",
             (":4: faults[0].window: only kill-group takes a window, not kill-task"),
         ),
+        (  # a stall of no time is no fault: refused before any run, not mid-schedule
+            "{type: kill-task, at: 3.0, target: random}",
+            "{type: clock-stall, at: 3.0, target: random}",
+            ":4: faults[0]: clock-stall needs a duration (how long it lasts)",
+        ),
         (
             "target: random",
             "target: two words",

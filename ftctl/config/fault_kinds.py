@@ -140,6 +140,7 @@ class FaultKind:
     description: str
     params: type[BaseModel] = NoParams
     takes_duration: bool = False
+    needs_duration: bool = False  # means nothing without one (a stall of no time)
     takes_window: bool = False
     scope: Scope = "instance"
     # "module:function(actuator, planned, rng, duration)": one scenario occurrence on the
@@ -309,7 +310,7 @@ FAULT_TYPES: dict[str, FaultKind] = {
         draw=f"{_CLOCK}:draw"),
     "clock-stall": FaultKind(
         "the target's clock stops for `duration`, then runs on (behind, unless `catch_up`)",
-        StallParams, takes_duration=True, sim=f"{_CLOCK}:realize",
+        StallParams, takes_duration=True, needs_duration=True, sim=f"{_CLOCK}:realize",
         spark="chaos.clock_faults:ClockStall", recovers=False, draw=f"{_CLOCK}:draw"),
 }
 

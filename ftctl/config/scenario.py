@@ -236,6 +236,8 @@ class Fault(_Strict):
             what = "none" if not given else " and ".join(f"'{k}'" for k in given)
             raise ValueError(f"give exactly one of 'at', 'every', 'trigger', 'during' or "
                              f"'after' (got {what})")
+        if self.duration is None and FAULT_TYPES[self.type].needs_duration:
+            raise ValueError(f"{self.type} needs a duration (how long it lasts)")
         if self.target == PHASE_HOLDER and self.phase is None:
             raise ValueError(f"target {PHASE_HOLDER} goes with 'during' or 'trigger': "
                              "only a phase has a holder")
