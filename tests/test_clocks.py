@@ -7,7 +7,7 @@ import math
 from itertools import pairwise
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ftctl.kernel.clocks import (
@@ -151,6 +151,8 @@ def test_time_goes_back_only_at_a_jump_back_or_a_skew(faults: list[tuple[float, 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(times, anything), max_size=6), times, st.floats(0.0, 50.0))
+# reached exactly as a jump back starts: the jump's own instant reads 0, not 1
+@example(faults=[(1.0, Jump(-1.0))], after=0.0, ahead=1.0)
 def test_when_is_the_first_instant_the_reading_is_reached(
         faults: list[tuple[float, ClockFault]], after: float, ahead: float) -> None:
     c = _build(faults)

@@ -139,7 +139,9 @@ class UnitClock:
         for p in self.pieces:
             if p.start <= after:
                 continue
-            if rate > 0 and now + rate * (p.start - t) >= local:
+            # Strictly before the piece: at its start its step applies (a jump back may
+            # take the reading below ``local`` again at that very instant).
+            if rate > 0 and now + rate * (p.start - t) > local:
                 return self._settle(t + (local - now) / rate, local, p.start)
             now += rate * (p.start - t) + p.step
             t, rate = p.start, p.rate
