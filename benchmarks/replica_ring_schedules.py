@@ -32,6 +32,7 @@ from pathlib import Path
 from ftctl.config.load import load_topology
 from ftctl.sim.faults import FailureSchedule, Strike
 from ftctl.sim.host import SimHost
+from ftctl.sim.nemesis import SimNemesis, drawn_faults, on_progress
 from ftctl.sim.runner import Simulator
 from ftctl.verify.checker import verify
 from protocols.contract.view import GraphView
@@ -93,11 +94,15 @@ def reinstated_predecessor(sim: Simulator, seed: int, host: SimHost) -> FailureS
 def host_for(sim: Simulator, scenario: str, seed: int) -> SimHost:
     host = SimHost(sim.graph, sim.protocol, sim.params, seed=seed, max_events=sim.stall_after)
     if scenario == "mixed":
-        host.schedule = list(schedule(sim, seed).strikes)
+        planned = schedule(sim, seed)
     elif scenario == "pair":
-        host.schedule = list(pair(sim, seed).strikes)
+        planned = pair(sim, seed)
     else:
-        host.schedule = list(reinstated_predecessor(sim, seed, host).strikes)
+        planned = reinstated_predecessor(sim, seed, host)
+    # Through the trigger engine, as SimHost(schedule=...) does: each strike is due once
+    # the host has processed its ``at_event`` events.
+    drawn = drawn_faults(planned.strikes)
+    SimNemesis(host, on_progress(drawn), drawn=drawn).install()
     return host
 
 
