@@ -8,8 +8,6 @@ from functools import cache
 from typing import Any
 
 from ftctl.config.load import load_topology
-from ftctl.config.topology import Topology
-from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
 from ftctl.sim.faults import ALL_KINDS, CRASH_ONLY, NEIGHBOUR_KINDS, FaultKind
 from ftctl.sim.runner import Simulator
@@ -34,19 +32,11 @@ from protocols.replica_ring.messages import (
 )
 from protocols.replica_ring.params import ReplicaRingParams
 from protocols.replica_ring.unit import RETRY, Arm, Host, ReplicaUnit, Reply, Reroute, Tell
+from tests.test_replica_ring_logic import G
 
 SHORT = {"ping_every": 0.002, "ping_timeout": 0.006, "retry_every": 0.002,
          "reinstate_after": 0.004}
-CHAIN = ExecutionGraph(Topology.model_validate({
-    "name": "chain", "input": {"records": 4, "batch": 1, "seed": 1},
-    "operators": [
-        {"name": "src", "type": "source.text", "params": {"words_per_line": 1}},
-        {"name": "A", "type": "map", "function": "identity", "parallelism": 3},
-        {"name": "B", "type": "map", "function": "identity", "parallelism": 3},
-        {"name": "out", "type": "sink"}],
-    "edges": [{"from": "src", "to": "A", "partition": "round-robin"},
-              {"from": "A", "to": "B", "partition": "round-robin"},
-              {"from": "B", "to": "out"}]}))
+CHAIN = G  # the logic tests' chain: three replicas per operator
 
 
 def ring_logic(iid: str) -> ReplicaRingInstance:
