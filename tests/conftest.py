@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import contextlib
+import queue
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,6 +13,7 @@ from ftctl.config.topology import Topology
 
 if TYPE_CHECKING:
     from ftctl.cluster import LocalCluster
+    from ftctl.spark.task import InstanceTask
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPOLOGIES = ROOT / "topologies"
@@ -26,6 +29,32 @@ def topology_file() -> object:
 
 def load(name: str) -> Topology:
     return load_topology(TOPOLOGIES / f"{name}.yaml")
+
+
+@contextlib.contextmanager
+def spark_task(topology: str, instance: str, protocol: str) -> Iterator[InstanceTask]:
+    """A Spark host's task for ``instance``, without Spark: registered with a driver's
+    control server of its own, closed on exit."""
+    from ftctl.runtime.graph import ExecutionGraph
+    from ftctl.spark import wire
+    from ftctl.spark.driver import ControlServer
+    from ftctl.spark.task import InstanceTask, TaskPayload
+    from protocols.contract.events import Started
+    from protocols.contract.names import InstanceId
+
+    token = wire.new_token()
+    server = ControlServer(token, queue.Queue(), wire.HOST, lambda _peer: None)
+    graph = ExecutionGraph(load(topology))
+    t = InstanceTask(TaskPayload(
+        run_id="r", instance=instance, inc=0, protocol=protocol, params={},
+        topology=graph.topology.model_dump(by_alias=True),
+        started=Started(InstanceId(instance), 0, "initial"), coordinator=server.address,
+        token=token))
+    try:
+        yield t
+    finally:
+        t._close()
+        server.close()
 
 
 @pytest.fixture(scope="session")

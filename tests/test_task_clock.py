@@ -4,7 +4,6 @@ and timers then go by it, and the system clock is not touched."""
 
 from __future__ import annotations
 
-import queue
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,11 +14,10 @@ import pytest
 from ftctl.config.load import load_topology
 from ftctl.kernel.clocks import Drift, Jump, Skew, Stall
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.spark import agent, wire
-from ftctl.spark.driver import ControlServer
-from ftctl.spark.task import InstanceTask, TaskPayload
-from protocols.contract.events import Started, TimerFired
-from protocols.contract.names import InstanceId
+from ftctl.spark import agent
+from ftctl.spark.task import InstanceTask
+from protocols.contract.events import TimerFired
+from tests.conftest import spark_task
 
 ROOT = Path(__file__).resolve().parent.parent
 IID = "count[0]"
@@ -27,19 +25,8 @@ IID = "count[0]"
 
 @pytest.fixture
 def task() -> Iterator[InstanceTask]:
-    token = wire.new_token()
-    server = ControlServer(token, queue.Queue(), wire.HOST, lambda _peer: None)
-    graph = ExecutionGraph(load_topology(ROOT / "topologies" / "wordcount.yaml"))
-    t = InstanceTask(TaskPayload(
-        run_id="r", instance=IID, inc=0, protocol="none", params={},
-        topology=graph.topology.model_dump(by_alias=True),
-        started=Started(InstanceId(IID), 0, "initial"), coordinator=server.address,
-        token=token))
-    try:
+    with spark_task("wordcount", IID, "none") as t:
         yield t
-    finally:
-        t._close()
-        server.close()
 
 
 def _spy(task: InstanceTask) -> list[tuple[float, Any]]:

@@ -211,6 +211,13 @@ class SparkHost:
         self.restarts = 0
         self.detections = 0
         self.peer_kinds: Counter[str] = Counter()  # peer messages relayed, by class
+        # Peer messages relayed, not yet sent: per receiving unit, in relay order. One
+        # frame per receiver per pass of the loop, not one per message: a ring's records,
+        # acks and fetches are thousands a second, and the driver, sending each on its
+        # own, fell so far behind on a busy machine that pongs came after the ping
+        # timeout, live replicas were fenced, and the resends that followed never let it
+        # catch up.
+        self.peer_out: dict[str, list[tuple[str, Msg, str]]] = {}
         # (instance, incarnation) -> its batches' piggyback counts as its job returned
         # them at the end: newer than its last heartbeat's.
         self.final_piggyback: dict[tuple[str, int], dict[str, int]] = {}
@@ -296,6 +303,11 @@ class SparkHost:
         self.history.write(kind, instance=instance, incarnation=incarnation, **data)
 
     def _tell(self, iid: str, frame: tuple[Any, ...]) -> None:
+        if iid in self.peer_out:
+            self._send_peers(iid)  # what was relayed to it before this frame goes first
+        self._send(iid, frame)
+
+    def _send(self, iid: str, frame: tuple[Any, ...]) -> None:
         task = self.live.get(iid)
         if task is None:
             return
@@ -340,6 +352,7 @@ class SparkHost:
                         self._handle(self.events_q.get_nowait())
                 except queue.Empty:
                     pass
+                self._flush_peers()
                 now = self.now()
                 self._fire_timers(now)
                 self._retry_starts(now)
@@ -535,7 +548,15 @@ class SparkHost:
         dest = unit if unit is not None else self.routing.unit_of(to)
         task = self.live.get(dest)
         if task is not None and task.gone:
-            self._tell(dest, (wire.PEER, sender, msg, to))
+            self.peer_out.setdefault(dest, []).append((sender, msg, to))
+
+    def _send_peers(self, iid: str) -> None:
+        self._send(iid, (wire.PEERS, self.peer_out.pop(iid)))
+
+    def _flush_peers(self) -> None:
+        for iid in list(self.peer_out):
+            if iid in self.peer_out:  # a failed send may drop another unit's
+                self._send_peers(iid)
 
     def _rewire(self, slot: str) -> None:
         """``slot`` moved to another unit: its upstream tasks connect to that unit."""

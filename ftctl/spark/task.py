@@ -377,9 +377,13 @@ class InstanceTask:
             elif kind == wire.CONTROL:
                 slot = msg[2] if len(msg) > 2 else None
                 self._do(self.unit.handle(ControlIn(msg[1], slot), time.monotonic()))
-            elif kind == wire.PEER:
-                _, sender, payload, to = msg
-                self._do(self.unit.handle(PeerIn(sender, payload, to), time.monotonic()))
+            elif kind == wire.PEERS:
+                # one frame of the driver's relays: carried out in order, sent as one
+                for sender, payload, to in msg[1]:
+                    acts = self.unit.handle(PeerIn(sender, payload, to), time.monotonic())
+                    if acts:
+                        perform(self.unit, _latest_persists(acts), self)
+                self._flush()
 
     def _roll_back(self, epoch: int, ev: RollBackTo) -> None:
         """``RollBack`` in place: from now on this unit's frames carry ``epoch``, and the

@@ -55,7 +55,7 @@ CONNECT = "connect"  # (CONNECT, downstream iid, address | None, epoch)
 FENCE = "fence"  # (FENCE, upstream iid, epoch): drop its frames from older epochs
 ROLLBACK = "rollback"  # (ROLLBACK, epoch, slot, to, restored blob): RollBackTo, in place
 CONTROL = "control"  # (CONTROL, msg[, slot]) for the instance protocol
-# PEER, driver -> task: (PEER, sender, msg, to)
+PEERS = "peers"  # (PEERS, [(sender, msg, to), ...]): relayed peer messages, in order
 EXIT = "exit"  # (EXIT,)
 ASSIGN = "assign"  # (ASSIGN, TaskPayload): a waiting slot hosts that instance
 
