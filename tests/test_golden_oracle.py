@@ -15,7 +15,8 @@ from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim import host
 from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost
-from ftctl.verify.golden import golden_for, topology_hash
+from ftctl.verify import oracle_cache
+from ftctl.verify.golden import canonical_json, golden_for, topology_hash
 from ftctl.verify.oracle import final_per_key, oracle_check, oracle_expected, oracle_for
 from protocols.registry import PROTOCOLS
 
@@ -130,26 +131,67 @@ def test_oracle_agrees_with_golden_and_catches_a_wrong_count(spark: Any,
     assert expected == final_per_key(outputs["out"], "max")
     assert sum(expected.values()) == 300 * 8
 
-    result = oracle_check(spark, topo, outputs)
+    result = oracle_check(spark, topo, outputs, cache=False)
     assert result is not None and result.passed
     assert result.keys == len(expected) and result.mismatches == []
 
     word = outputs["out"][-1][0]
     top = max(c for w, c in outputs["out"] if w == word)
     planted = {"out": [*outputs["out"], (word, top + 1)]}
-    bad = oracle_check(spark, topo, planted)
+    bad = oracle_check(spark, topo, planted, cache=False)
     assert bad is not None and not bad.passed
     assert bad.mismatches == [(word, top, top + 1)] and bad.total_mismatches == 1
+
+
+def test_the_oracle_cache_key_follows_the_input_and_the_oracle() -> None:
+    def key(topo: Topology, name: str = "word-count") -> str:
+        return oracle_cache.oracle_key(canonical_json(topo), name)
+
+    small = _topology("wordcount", 300)
+    assert key(small) == key(_topology("wordcount", 300))
+    assert key(small) != key(_topology("wordcount", 301))
+    reseeded = small.model_copy(update={"input": small.input.model_copy(update={"seed": 8})})
+    assert key(small) != key(reseeded)
+    assert key(small) != key(small, "vote-count")
+
+
+@pytest.mark.spark
+def test_the_oracle_answer_is_kept_and_a_damaged_entry_computed_again(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FTCTL_CACHE_DIR", str(tmp_path / "cache"))
+    topo = _topology("wordcount", 300)
+    outputs = golden_for(topo, golden_output, tmp_path)
+    first = oracle_check(spark, topo, outputs)
+    assert first is not None and first.passed and not first.cached
+    entries = list((tmp_path / "cache" / "oracle").iterdir())
+    assert len(entries) == 1
+    again = oracle_check(spark, topo, outputs)
+    assert again is not None and again.passed and again.cached
+    assert "from the cache" in again.describe() and again.to_json()["cached"] is True
+    # the kept answer still catches a wrong count
+    word = outputs["out"][-1][0]
+    top = max(c for w, c in outputs["out"] if w == word)
+    bad = oracle_check(spark, topo, {"out": [*outputs["out"], (word, top + 1)]})
+    assert bad is not None and bad.cached and bad.mismatches == [(word, top, top + 1)]
+    # another input is another entry
+    other = _topology("wordcount", 301)
+    fresh = oracle_check(spark, other, golden_for(other, golden_output, tmp_path / "g2"))
+    assert fresh is not None and fresh.passed and not fresh.cached
+    # a torn entry is computed again and replaced
+    entries[0].write_bytes(entries[0].read_bytes()[:20])
+    redone = oracle_check(spark, topo, outputs)
+    assert redone is not None and redone.passed and not redone.cached
+    assert oracle_check(spark, topo, outputs).cached  # type: ignore[union-attr]
 
 
 @pytest.mark.spark
 def test_vote_count_oracle_matches_golden(spark: Any, tmp_path: Path) -> None:
     topo = _topology("sharder", 300)
     outputs = golden_for(topo, golden_output, tmp_path)
-    result = oracle_check(spark, topo, outputs)
+    result = oracle_check(spark, topo, outputs, cache=False)
     assert result is not None
     assert result.passed, result.describe()
     missing = {"out": [(k, v) for k, v in outputs["out"] if k != outputs["out"][0][0]]}
-    lost = oracle_check(spark, topo, missing)
+    lost = oracle_check(spark, topo, missing, cache=False)
     assert lost is not None and not lost.passed
     assert lost.mismatches[0][2] is None  # the key the output lost

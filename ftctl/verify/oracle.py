@@ -107,13 +107,15 @@ class OracleResult:
     total_mismatches: int = 0
     oracle: str = ""
     sink: str = ""
+    cached: bool = False  # the expected values were kept from an earlier run's query
 
     def describe(self) -> str:
+        kept = " (expected values from the cache)" if self.cached else ""
         if self.passed:
-            return f"oracle {self.oracle}: {self.keys} keys match"
+            return f"oracle {self.oracle}: {self.keys} keys match{kept}"
         first = ", ".join(f"{k!r}: expected {e!r}, got {a!r}" for k, e, a in self.mismatches)
         return (f"oracle {self.oracle}: {self.total_mismatches} of {self.keys} keys differ"
-                f" ({first})")
+                f" ({first}){kept}")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -121,6 +123,7 @@ class OracleResult:
             "sink": self.sink,
             "passed": self.passed,
             "keys": self.keys,
+            "cached": self.cached,
             "total_mismatches": self.total_mismatches,
             "mismatches": [
                 {"key": repr(k), "expected": repr(e), "actual": repr(a)}
@@ -205,6 +208,24 @@ def oracle_expected(spark: SparkSession, topology: Topology) -> dict[Any, Any]:
     return {row["key"]: oracle.value(row) for row in rows}
 
 
+def expected_values(spark: SparkSession, topology: Topology) -> tuple[dict[Any, Any], bool]:
+    """``oracle_expected``, kept between runs (ftctl/verify/oracle_cache.py); True when
+    the values came from the cache."""
+    from ftctl.verify import oracle_cache
+    from ftctl.verify.golden import canonical_json
+
+    oracle = oracle_for(topology)
+    assert oracle is not None
+    path = oracle_cache.entry_path(oracle_cache.oracle_key(canonical_json(topology),
+                                                          oracle.name))
+    kept = oracle_cache.load(path)
+    if kept is not None:
+        return kept, True
+    expected = oracle_expected(spark, topology)
+    oracle_cache.keep(path, expected)
+    return expected, False
+
+
 # ------------------------------------------------------------------ comparison
 
 
@@ -246,17 +267,22 @@ def compare(expected: dict[Any, Any], actual: dict[Any, Any],
 
 
 def oracle_check(spark: SparkSession, topology: Topology,
-                 outputs: dict[str, list[tuple[Any, Any]]]) -> OracleResult | None:
-    """The sink's final values per key against the oracle; None without an oracle."""
+                 outputs: dict[str, list[tuple[Any, Any]]],
+                 cache: bool = True) -> OracleResult | None:
+    """The sink's final values per key against the oracle; None without an oracle.
+    ``cache``: take the expected values from the cache when an earlier run kept them."""
     oracle = oracle_for(topology)
     if oracle is None:
         return None
     sink = oracle_sink(topology)
-    expected = oracle_expected(spark, topology)
+    if cache:
+        expected, cached = expected_values(spark, topology)
+    else:
+        expected, cached = oracle_expected(spark, topology), False
     actual = final_per_key(outputs.get(sink, []), oracle.final)
     total, first = compare(expected, actual)
     return OracleResult(passed=total == 0, keys=len(expected), mismatches=first,
-                        total_mismatches=total, oracle=oracle.name, sink=sink)
+                        total_mismatches=total, oracle=oracle.name, sink=sink, cached=cached)
 
 
 def _sorted_keys(keys: set[Any]) -> list[Any]:
