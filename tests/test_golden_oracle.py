@@ -16,8 +16,15 @@ from ftctl.sim import host
 from ftctl.sim.golden import golden_output
 from ftctl.sim.host import SimHost
 from ftctl.verify import oracle_cache
-from ftctl.verify.golden import canonical_json, golden_for, topology_hash
-from ftctl.verify.oracle import final_per_key, oracle_check, oracle_expected, oracle_for
+from ftctl.verify.golden import golden_for, topology_hash
+from ftctl.verify.oracle import (
+    ORACLES,
+    final_per_key,
+    input_json,
+    oracle_check,
+    oracle_expected,
+    oracle_for,
+)
 from protocols.registry import PROTOCOLS
 
 TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
@@ -145,10 +152,11 @@ def test_oracle_agrees_with_golden_and_catches_a_wrong_count(spark: Any,
 
 def test_the_oracle_cache_key_follows_the_input_and_the_oracle() -> None:
     def key(topo: Topology, name: str = "word-count") -> str:
-        return oracle_cache.oracle_key(canonical_json(topo), name)
+        return oracle_cache.oracle_key(input_json(topo, ORACLES[name]), name)
 
     small = _topology("wordcount", 300)
     assert key(small) == key(_topology("wordcount", 300))
+    assert key(small) == key(small.with_input(rate=10))  # pacing is not input
     assert key(small) != key(_topology("wordcount", 301))
     reseeded = small.model_copy(update={"input": small.input.model_copy(update={"seed": 8})})
     assert key(small) != key(reseeded)

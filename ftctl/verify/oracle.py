@@ -12,6 +12,7 @@ output is reduced to its final value per key and compared.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -184,6 +185,16 @@ def _chunk_rows(
     return rows
 
 
+def input_json(topology: Topology, oracle: Oracle) -> str:
+    """What ``input_frame`` makes the oracle's input from, as canonical JSON: each source
+    of the oracle's type with its params, records and seed (not the rate, not the rest of
+    the topology)."""
+    return json.dumps([[op.type, dict(op.params), topology.source_records(op),
+                        topology.source_seed(op)]
+                       for op in topology.operators if op.type == oracle.source],
+                      sort_keys=True, default=repr)
+
+
 def input_frame(spark: SparkSession, topology: Topology, oracle: Oracle) -> DataFrame:
     """All records of every source of the oracle's type (each with its own records and
     seed where it overrides `input`), as one frame."""
@@ -212,11 +223,10 @@ def expected_values(spark: SparkSession, topology: Topology) -> tuple[dict[Any, 
     """``oracle_expected``, kept between runs (ftctl/verify/oracle_cache.py); True when
     the values came from the cache."""
     from ftctl.verify import oracle_cache
-    from ftctl.verify.golden import canonical_json
 
     oracle = oracle_for(topology)
     assert oracle is not None
-    path = oracle_cache.entry_path(oracle_cache.oracle_key(canonical_json(topology),
+    path = oracle_cache.entry_path(oracle_cache.oracle_key(input_json(topology, oracle),
                                                           oracle.name))
     kept = oracle_cache.load(path)
     if kept is not None:

@@ -1,12 +1,12 @@
 """The oracle's expected values, kept between runs in the machine-wide cache.
 
-An oracle's answer depends on the topology (its input: records, seed, source params) and
-on the code that regenerates the input and states the query, never on a run. Computing
-it is a Spark job of its own (Python workers on the executors, then the SQL query):
-10-14 s of every `ftctl run` or `ftctl chaos` on a busy 2-core machine, longer than many
-runs it checks. So the answer is kept under a hash of the topology's canonical JSON and
-of that code, in ``$FTCTL_CACHE_DIR/oracle`` (docs/chaos.md, Verification); a change to
-either computes it afresh, and an entry that does not read back is computed again.
+An oracle's answer depends on the topology's input (its sources' params, records and
+seed) and on the code that regenerates the input and states the query, never on a run.
+Computing it is a Spark job of its own (Python workers on the executors, then the SQL
+query): 10-14 s of every `ftctl run` or `ftctl chaos` on a busy 2-core machine, longer
+than many runs it checks. So the answer is kept under a hash of both in
+``$FTCTL_CACHE_DIR/oracle`` (docs/topologies.md, Oracles); a change to either computes
+it afresh, and an entry that does not read back is computed again.
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ _ORACLE_CODE = ("ftctl/verify/oracle.py", "ftctl/verify/nexmark_oracle.py",
                 "ftctl/runtime/records.py")
 
 
-def oracle_key(topology_json: str, oracle: str) -> str:
-    """The entry's name: a hash of the topology, the oracle's name, the oracle code and
-    the Spark version that ran the query."""
+def oracle_key(input_json: str, oracle: str) -> str:
+    """The entry's name: a hash of the input (``oracle.input_json``), the oracle's name,
+    the oracle code and the Spark version that ran the query."""
     import pyspark
 
     h = hashlib.sha256()
-    for part in (topology_json, oracle, pyspark.__version__):
+    for part in (input_json, oracle, pyspark.__version__):
         h.update(len(part).to_bytes(8, "big") + part.encode())
     for name in _ORACLE_CODE:
         h.update(name.encode())
