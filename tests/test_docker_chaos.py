@@ -1,14 +1,14 @@
 """``ftctl chaos`` on the docker backend: container faults and a rack failure, exactly-once.
 
-The first test drives the four container faults on a bare cluster (~18 s); each other
-test is one ``ftctl chaos`` process (its own cluster of containers, ~75-100 s on this
-2-core machine, most of it cluster and session start), kept short with
-``--records``/``--rate``. (``--kill N --target container`` plans the same container-kill
-and restore-capacity as the container-faults scenario: tests/test_container_faults.py
-checks that plan without a cluster.) Skipped as a whole only when no Docker engine
-answers. Every test
-removes, in ``finally``, any container its runs left (found by the state dir label, under
-the test's tmp dir) and asserts there was none.
+The first test drives the four container faults on a bare cluster (~18 s); the other is
+one ``ftctl chaos`` process (its own cluster of containers, ~75-100 s on this 2-core
+machine, most of it cluster and session start), kept short with ``--records``/``--rate``,
+with a pause and a rack failure in the one run. (``--kill N --target container`` plans
+the same container-kill and restore-capacity as the container-faults scenario:
+tests/test_container_faults.py checks that plan without a cluster.) Skipped as a whole
+only when no Docker engine answers. Every test removes, in ``finally``, any container its
+runs left (found by the state dir label, under the test's tmp dir) and asserts there was
+none.
 """
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDCOUNT = ROOT / "topologies" / "wordcount.yaml"
-CONTAINER_FAULTS = ROOT / "chaos" / "container-faults.yaml"
-RACK = ROOT / "chaos" / "rack-failure.yaml"
+# container-pause, kill-group of rack=a, restore-capacity: one run where chaos/
+# container-faults.yaml and chaos/rack-failure.yaml would take two clusters
+PAUSE_THEN_RACK = ROOT / "tests" / "fixtures" / "docker-pause-then-rack.yaml"
 SHORT = ["--records", "16000", "--rate", "1000"]  # a 16 s run
 FOUR_WORKERS = ["--workers", "4", "--label", "rack=a", "--label", "rack=a",
                 "--label", "rack=b", "--label", "rack=b"]  # fmt: skip
@@ -132,26 +133,17 @@ def test_every_container_fault_on_a_real_engine(image: str, workdir: Path) -> No
         cluster.down()
 
 
-def test_container_pause_and_kill_under_checkpoint_are_exactly_once(workdir: Path) -> None:
-    summary = _chaos(["--scenario", str(CONTAINER_FAULTS)], workdir)
+def test_a_paused_container_then_a_rack_failure_are_exactly_once(workdir: Path) -> None:
+    """One run, two kinds of container fault: a container frozen and thawed, then a
+    whole rack's containers killed and replaced worker by worker."""
+    summary = _chaos(["--scenario", str(PAUSE_THEN_RACK), *FOUR_WORKERS], workdir)
     injected = {e["type"]: e for e in _events(summary, "fault-injected")}
-    assert set(injected) == {"container-pause", "container-kill", "restore-capacity"}
-    # the targets are instances: each fault strikes the worker running its instance then
-    # (Spark often places all six tasks on one executor, so which one is a draw)
-    assert {injected[t]["resolved"] for t in ("container-pause", "container-kill")} <= {"w0", "w1"}
-    killed = injected["container-kill"]["resolved"]
+    assert set(injected) == {"container-pause", "kill-group", "restore-capacity"}
+    # the pause strikes the worker running count[0] then, whichever that is
+    assert injected["container-pause"]["resolved"] in {"w0", "w1", "w2", "w3"}
     (heal,) = _events(summary, "fault-healed")
     assert heal["type"] == "container-pause"
     assert 2.5 <= heal["at"] - injected["container-pause"]["at"] <= 5.0
-    started = [e for e in _events(summary, "fault-step") if e["step"] == "worker-started"]
-    assert [(e["worker"], e["replaces"]) for e in started] == [("w2", killed)]
-    assert _events(summary, "fault-error") == []
-    # lines[0] died with its container: the kill was detected and recovered, not missed
-    assert summary["detections"] >= 1 and summary["restarts"] > 0
-
-
-def test_rack_failure_on_containers_is_exactly_once(workdir: Path) -> None:
-    summary = _chaos(["--scenario", str(RACK), *FOUR_WORKERS], workdir)
     steps = _events(summary, "fault-step")
     kills = [e for e in steps if e["step"] == "worker-killed"]
     # --label cycles over workers in start order: w0 and w1 are rack a.
@@ -160,3 +152,6 @@ def test_rack_failure_on_containers_is_exactly_once(workdir: Path) -> None:
     started = [e for e in steps if e["step"] == "worker-started"]
     assert len(started) == 2 and all(e["labels"] == {"rack": "a"} for e in started)
     assert min(e["at"] for e in started) > max(e["at"] for e in kills)
+    assert _events(summary, "fault-error") == []
+    # the rack's instances died with it: detected and restarted, not missed
+    assert summary["detections"] >= 1 and summary["restarts"] > 0
