@@ -137,29 +137,6 @@ def cluster(spark_cluster: LocalCluster) -> LocalCluster:
     return spark_cluster  # tests/conftest.py: one warm cluster for the session
 
 
-def test_kill_under_none_loses_records(cluster: LocalCluster, tmp_path: Path) -> None:
-    """SIGKILL of the count instance's Python worker: `none` loses records. Its count
-    restarts empty, so on wordcount it promises nothing: the run finishes, exit 0."""
-    results = tmp_path / "results"
-    proc = _ftctl(["run", str(WORDCOUNT), "-p", "none", "--master", cluster.master_url,
-                   "--records", "20000", "--rate", "5000", "--json", "--results", str(results)],
-                  cwd=tmp_path)
-    try:
-        reg = _wait_event(results, "instance-registered", VICTIM, timeout=90, proc=proc)
-        _wait_event(results, "instance-running", None, timeout=60, proc=proc)
-        time.sleep(1.5)
-        os.kill(reg.data["pid"], signal.SIGKILL)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, err[-2000:]
-    summary = json.loads(out)
-    assert summary["guarantee"] == "none"
-    assert summary["complete"] and summary["detections"] >= 1 and summary["restarts"] >= 1
-    assert summary["anomalies"].get("lost", 0) > 0
-
-
 @pytest.fixture(scope="module")
 def spark(cluster: LocalCluster) -> Iterator[Any]:
     session = start_session(cluster.master_url, "ftctl-test-spark-host", slots=6)
