@@ -2,8 +2,9 @@
 
 A failed instance comes back empty; nothing is replayed. A source commits before it
 processes: with every batch it first persists the offset after that batch (its resume
-point) and only then sends the batch, so a crash can lose a batch but never send it twice.
-A restarted source resumes from that stored offset.
+point), reports it (by the contract the report waits until the write is durable, which a
+send does not) and only then sends the batch, so a crash can lose a batch but never send it
+twice. A restarted source resumes from that stored offset.
 
 What this promises depends on the topology (``promise``). Where no operator keeps state,
 a crash only loses what was in flight or not yet produced: at most once. A stateful
@@ -14,10 +15,10 @@ there, only that the run finishes.
 
 from __future__ import annotations
 
-from protocols.contract.actions import InstanceAction, Persist
+from protocols.contract.actions import InstanceAction, Persist, Report
 from protocols.contract.events import SourceReady, Started
 from protocols.contract.logic import CoordinatorLogic, InstanceLogic
-from protocols.contract.messages import SHARED_MESSAGES
+from protocols.contract.messages import SHARED_MESSAGES, Persisted
 from protocols.contract.names import InstanceId
 from protocols.contract.params import NoParams
 from protocols.contract.spec import Guarantee, ProtocolSpec, fixed
@@ -45,8 +46,11 @@ class NoneInstance(InstanceLogic[NoParams]):
         start = core.offset
         more = core.source_next()
         # Commit before process: the offset is durable before the batch it covers leaves.
+        # A send alone does not wait for the write (a crash could take it from the page
+        # cache, and the replacement would resend from an older offset); a report does.
         acts: list[InstanceAction] = [
-            Persist(ev.slot, OFFSET_REF, self.offset_to_store(start, core.offset))]
+            Persist(ev.slot, OFFSET_REF, self.offset_to_store(start, core.offset)),
+            Report(Persisted(OFFSET_REF), ev.slot)]
         acts += self.output(ev.slot)
         if not more:
             acts += self.finish(ev.slot)
