@@ -55,14 +55,17 @@ def test_sim_refuses_it_before_the_first_schedule_unless_turned_off() -> None:
 
 def test_the_check_varies_delivery_order_between_instances() -> None:
     """Seeds alone (the plain host's per-message delays) rarely reorder batches between
-    instances: the first three plain interleavings of the fixture all match golden,
-    while the check's lagging senders show the difference at once."""
+    instances: nine of the fixture's first ten plain interleavings match golden, while
+    the check's lagging senders show the difference within three."""
     graph = ExecutionGraph(load_topology(ORDER_DEPENDENT))
     golden = golden_output(graph)
     modes = graph.topology.sink_modes()
-    for seed in (1, 2, 3):
-        plain = SimHost(graph, PROTOCOLS["none"], NoParams(), seed=seed, max_events=None).run()
-        assert verify(modes, golden, plain.outputs, Guarantee.EXACTLY_ONCE).passed
+    matched = sum(
+        verify(modes, golden, SimHost(graph, PROTOCOLS["none"], NoParams(), seed=seed,
+                                      max_events=None).run().outputs,
+               Guarantee.EXACTLY_ONCE).passed
+        for seed in range(1, 11))
+    assert matched >= 8
     found = first_divergence(graph, 3, golden)
     assert found is not None and found.sink == "out"
     # ... and it keeps channels FIFO: an order-independent topology passes it.

@@ -245,7 +245,7 @@ def test_every_protocol_ships_five_mutants_with_a_description() -> None:
 def test_a_broken_guarantee_is_reported_with_a_replayable_seed() -> None:
     held = next(c for c in guarantee_cases("none") if c.topology.stem == "replica-chain")
     case = replace(held, protocol="none/rewind-one-batch")  # a planted bug breaks it
-    result = Kit(first_seed=2).run_case(case, 2)  # seed 3 breaks it
+    result = Kit(first_seed=1).run_case(case, 2)  # seed 1 breaks it
     assert not result.passed and result.reproduce()
     args = (result.reproduce() or "").split()[1:]
     res = CliRunner().invoke(app, args)
