@@ -554,9 +554,9 @@ class SparkHost:
         self._send(iid, (wire.PEERS, self.peer_out.pop(iid)))
 
     def _flush_peers(self) -> None:
-        for iid in list(self.peer_out):
-            if iid in self.peer_out:  # a failed send may drop another unit's
-                self._send_peers(iid)
+        pending, self.peer_out = self.peer_out, {}
+        for iid, msgs in pending.items():
+            self._send(iid, (wire.PEERS, msgs))
 
     def _rewire(self, slot: str) -> None:
         """``slot`` moved to another unit: its upstream tasks connect to that unit."""
