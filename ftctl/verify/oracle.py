@@ -210,28 +210,29 @@ def input_frame(spark: SparkSession, topology: Topology, oracle: Oracle) -> Data
     return spark.createDataFrame(rdd, oracle.schema)
 
 
-def oracle_expected(spark: SparkSession, topology: Topology) -> dict[Any, Any]:
-    """The oracle's value per key. Raises ConfigError when the topology has no oracle."""
-    oracle = oracle_for(topology)
+def oracle_expected(spark: SparkSession, topology: Topology,
+                    oracle: Oracle | None = None) -> dict[Any, Any]:
+    """The oracle's value per key (``oracle``: the topology's, looked up when not given).
+    Raises ConfigError when the topology has no oracle."""
+    oracle = oracle or oracle_for(topology)
     if oracle is None:
         raise ConfigError(topology.name, "oracle", "the topology declares no oracle")
     rows = spark.sql(oracle.query, input=input_frame(spark, topology, oracle)).collect()
     return {row["key"]: oracle.value(row) for row in rows}
 
 
-def expected_values(spark: SparkSession, topology: Topology) -> tuple[dict[Any, Any], bool]:
+def expected_values(spark: SparkSession, topology: Topology,
+                    oracle: Oracle) -> tuple[dict[Any, Any], bool]:
     """``oracle_expected``, kept between runs (ftctl/verify/oracle_cache.py); True when
     the values came from the cache."""
     from ftctl.verify import oracle_cache
 
-    oracle = oracle_for(topology)
-    assert oracle is not None
     path = oracle_cache.entry_path(oracle_cache.oracle_key(input_json(topology, oracle),
                                                           oracle.name))
     kept = oracle_cache.load(path)
     if kept is not None:
         return kept, True
-    expected = oracle_expected(spark, topology)
+    expected = oracle_expected(spark, topology, oracle)
     oracle_cache.keep(path, expected)
     return expected, False
 
@@ -286,9 +287,9 @@ def oracle_check(spark: SparkSession, topology: Topology,
         return None
     sink = oracle_sink(topology)
     if cache:
-        expected, cached = expected_values(spark, topology)
+        expected, cached = expected_values(spark, topology, oracle)
     else:
-        expected, cached = oracle_expected(spark, topology), False
+        expected, cached = oracle_expected(spark, topology, oracle), False
     actual = final_per_key(outputs.get(sink, []), oracle.final)
     total, first = compare(expected, actual)
     return OracleResult(passed=total == 0, keys=len(expected), mismatches=first,

@@ -12,12 +12,11 @@ it afresh, and an entry that does not read back is computed again.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import pickle
 from pathlib import Path
 from typing import Any
 
-from ftctl.docker.cache import cache_dir
+from ftctl.docker.cache import cache_dir, digest
 from ftctl.results import atomic_write_bytes
 
 _REPO = Path(__file__).resolve().parent.parent.parent
@@ -32,17 +31,12 @@ def oracle_key(input_json: str, oracle: str) -> str:
     the oracle code and the Spark version that ran the query."""
     import pyspark
 
-    h = hashlib.sha256()
-    for part in (input_json, oracle, pyspark.__version__):
-        h.update(len(part).to_bytes(8, "big") + part.encode())
-    for name in _ORACLE_CODE:
-        h.update(name.encode())
-        h.update((_REPO / name).read_bytes())
-    return h.hexdigest()[:32]
+    code = [part for name in _ORACLE_CODE for part in (name, (_REPO / name).read_bytes())]
+    return digest([input_json, oracle, pyspark.__version__, *code], length=32)
 
 
-def entry_path(key: str, root: Path | None = None) -> Path:
-    return (root if root is not None else cache_dir()) / "oracle" / f"{key}.pickle"
+def entry_path(key: str) -> Path:
+    return cache_dir() / "oracle" / f"{key}.pickle"
 
 
 def load(path: Path) -> dict[Any, Any] | None:
