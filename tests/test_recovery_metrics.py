@@ -106,6 +106,38 @@ def test_the_breakdown_parts_add_up_to_the_recovery_time() -> None:
     json.dumps(rec.to_json())
 
 
+def test_a_fault_detected_twice_has_a_breakdown_per_detection() -> None:
+    # A rack: its first worker's loss detected at 10.3, its instances restarted and
+    # running at 10.7; the second worker's at 10.9 (a restart placed there lost too),
+    # restarted at 11.0 and running at 11.4. A later fault at 12.5 is not this one's.
+    events = [*EVENTS,
+              HistoryEvent(5, 10.7, "spark", "recovered", {"seconds": 0.4}),
+              HistoryEvent(6, 10.9, "spark", "failure-detected", {"instances": ["out[0]"]}),
+              HistoryEvent(7, 11.0, "spark", "instance-started",
+                           {"reason": "restart", "start": "slot"}, instance="out[0]"),
+              HistoryEvent(8, 11.05, "spark", "instance-started",
+                           {"reason": "restart", "start": "job"}, instance="sum[0]"),
+              HistoryEvent(9, 11.4, "spark", "recovered", {"seconds": 0.5}),
+              HistoryEvent(10, 12.6, "spark", "failure-detected", {"instances": ["x[0]"]}),
+              HistoryEvent(11, 12.7, "spark", "instance-started", {"reason": "restart"},
+                           instance="x[0]")]
+    b = recovery_breakdown(T_FAULT, events, 11.0, None, until=12.5)
+    # The parts follow the first detection, as before.
+    assert b["detect"] == pytest.approx(0.3) and b["start"] == pytest.approx(0.35)
+    first, second = b["detections"]
+    assert first["at"] == pytest.approx(0.3) and first["plan"] == pytest.approx(0.05)
+    assert first["start"] == pytest.approx(0.35) and first["restarts"] == 2
+    assert first["started_by"] == {"job": 2}
+    assert second["at"] == pytest.approx(0.9) and second["plan"] == pytest.approx(0.1)
+    assert second["start"] == pytest.approx(0.4) and second["restarts"] == 2
+    assert second["started_by"] == {"slot": 1, "job": 1}
+    # Every restart of the fault counted, none of the next fault's.
+    assert b["restarts"] == 4 and b["started_by"] == {"job": 3, "slot": 1}
+    # Without a next fault, latency back at 11.7 ends the fault's detections.
+    assert len(recovery_breakdown(T_FAULT, events, 11.0, 11.7)["detections"]) == 2
+    assert len(recovery_breakdown(T_FAULT, events, 11.0, None)["detections"]) == 3
+
+
 def test_a_breakdown_stops_at_the_first_event_that_never_came() -> None:
     # Output before anything restarted running is clamped: replay is never negative.
     done = HistoryEvent(5, 12.0, "spark", "recovered", {"seconds": 1.7})
@@ -193,3 +225,29 @@ def test_series_helpers() -> None:
         {"t": 1.5, "instance": "out[0]", "records_out": 105},
     ]
     assert throughput_from_counts(rows, ["out[0]"]) == [(0.5, 200.0), (1.0, 0.0), (1.5, 200.0)]
+
+
+def test_the_terminal_breakdown_has_a_row_per_later_detection(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    import ftctl.console as consoles
+    from ftctl.run import chaos
+
+    out = io.StringIO()
+    monkeypatch.setattr(consoles, "console", Console(file=out, width=120, color_system=None))
+    two = {"detect": 0.3, "plan": 0.05, "start": 0.35, "replay": 0.3, "catch_up": 0.7,
+           "restarts": 3, "started_by": {"slot": 3},
+           "detections": [{"at": 0.3, "plan": 0.05, "start": 0.35, "restarts": 2,
+                           "started_by": {"slot": 2}},
+                          {"at": 0.9, "plan": 0.1, "start": 0.4, "restarts": 1,
+                           "started_by": {"slot": 1}}]}
+    chaos.print_breakdown([{"fault": "kill-group", "t_fault": 5.0, "breakdown": two}])
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]]
+            for line in out.getvalue().splitlines() if line.startswith("│")]
+    # The fault's row: the first detection's restarts; then the second detection's own.
+    assert rows == [
+        ["kill-group at 5.0", "0.30", "0.05", "0.35", "0.30", "0.70", "2 slot", "-"],
+        ["detected again at +0.90 s", "-", "0.10", "0.40", "-", "-", "1 slot", "-"]]

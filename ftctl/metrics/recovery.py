@@ -43,13 +43,14 @@ Definitions (``RecoverySettings`` holds the numbers):
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ftctl.config.fault_kinds import FAULT_TYPES
-from ftctl.kernel.history import Records, read_history
+from ftctl.kernel.history import HistoryEvent, Records, read_history
 
 Series = Sequence[tuple[float, float]]
 
@@ -150,6 +151,12 @@ class RecoveryReport:
 # ---------------------------------------------------------------------------- the report
 
 
+def _next_fault(ordered: Sequence[FaultWindow], k: int) -> float | None:
+    """When the next fault after ``ordered[k]`` that fails something struck; None if none."""
+    return next((f.t for f in ordered[k + 1:] if f.t > ordered[k].t and measured(f.fault)),
+                None)
+
+
 def recovery_report(
     faults: Sequence[FaultWindow],
     events: Records,
@@ -164,7 +171,9 @@ def recovery_report(
     evs = read_history(events)
     lat = sorted(latency)
     thr = sorted(throughput)
-    rows = [fault_recovery(f, evs, lat, thr, s) for f in sorted(faults, key=lambda f: f.t)]
+    ordered = sorted(faults, key=lambda f: f.t)
+    rows = [fault_recovery(f, evs, lat, thr, s, _next_fault(ordered, k))
+            for k, f in enumerate(ordered)]
     availability = None
     if latency_by_sink is not None and len(latency_by_sink) > 1 and faults:
         availability = available_queries(latency_by_sink, min(f.t for f in faults), s)
@@ -177,7 +186,10 @@ def fault_recovery(
     latency: Series,
     throughput: Series,
     settings: RecoverySettings | None = None,
+    until: float | None = None,
 ) -> FaultRecovery:
+    """One fault's recovery; ``until``: when the next fault struck (the breakdown counts
+    the detections and restarts before it as this fault's)."""
     s = settings or RecoverySettings()
     t_f = fault.t
     events = read_history(events)
@@ -200,7 +212,8 @@ def fault_recovery(
     if rec is not None and bucket is not None:
         # At least `hold` buckets, so a fault without visible impact still gets a window.
         end = max(end, t_f + s.hold * bucket)
-    parts = recovery_breakdown(t_f, events, first_out, t_f + rec if rec is not None else None)
+    parts = recovery_breakdown(t_f, events, first_out, t_f + rec if rec is not None else None,
+                               until)
     during = [v for t, v in throughput if t_f <= t <= end]
     min_thr = min(during) if during else None
     ratio = min_thr / base_thr if min_thr is not None and base_thr else None
@@ -219,7 +232,7 @@ BREAKDOWN_PARTS = ("detect", "plan", "start", "replay", "catch_up")
 
 
 def recovery_breakdown(t_fault: float, events: Records, first_output: float | None,
-                       recovered: float | None) -> dict[str, Any]:
+                       recovered: float | None, until: float | None = None) -> dict[str, Any]:
     """Where one fault's recovery went, as consecutive parts of it (seconds):
 
     - ``detect``: the fault to the coordinator's ``failure-detected``;
@@ -233,25 +246,20 @@ def recovery_breakdown(t_fault: float, events: Records, first_output: float | No
 
     Each boundary is the later of its event and the one before, so the parts are never
     negative and add up to the recovery time when there is one; a part whose event never
-    came is None, and so is every part after it. Also: how the restarts started
-    (``slot``: handed to a waiting slot, ``queued``: to a fenced survivor's slot,
-    ``job``: a Spark job launched; on the simulation host, ``sim``), the records the
-    restarted sources read again (``replayed``), and the restore within ``start``: the
-    snapshot bytes the restarts read (``restore_bytes``) and the longest any task took
-    to build its instance and restore it (``restore_s``)."""
+    came is None, and so is every part after it. These parts follow the fault's first
+    detection. A correlated fault (a rack whose workers die one after another, a restart
+    lost with its worker) is detected more than once: ``detections`` has one entry per
+    detection up to ``recovered`` and ``until`` (the next fault), each with its own
+    ``at`` (seconds after the fault), ``plan``, ``start``, ``restarts`` and
+    ``started_by``. Over all of them: how the restarts started (``slot``: handed to a
+    waiting slot, ``queued``: to a fenced survivor's slot, ``job``: a Spark job launched;
+    on the simulation host, ``sim``), the records the restarted sources read again
+    (``replayed``), and the restore within ``start``: the snapshot bytes the restarts read
+    (``restore_bytes``) and the longest any task took to build its instance and restore
+    it (``restore_s``)."""
     evs = read_history(events)
     detected = first_event_after(evs, DETECT_EVENTS, t_fault)
-    planned = (first_event_after(evs, PLAN_EVENTS, detected) if detected is not None
-               else None)
-    # Every restart running: the host's ``recovered`` record (in a history without one,
-    # the first release of a restarted group).
-    running = (first_event_after(evs, RECOVERED_EVENTS, planned)
-               or first_event_after(evs, ("instance-running",), planned)
-               if planned is not None else None)
-    # A rollback in place has nothing to start: its instances run all along.
-    if running is None and planned is not None and not any(
-            e.kind == "instance-started" and e.t >= planned for e in evs):
-        running = planned
+    planned, running = _plan_and_run(evs, detected)
     marks = [detected, planned, running, first_output, recovered]
     out: dict[str, Any] = {}
     prev: float | None = t_fault
@@ -261,18 +269,16 @@ def recovery_breakdown(t_fault: float, events: Records, first_output: float | No
             continue
         t = max(t, prev)
         out[name], prev = t - prev, t
-    until = recovered if recovered is not None else float("inf")
-    ends = [e.t for e in evs if e.kind in DETECT_EVENTS and e.t > t_fault]
-    # Restarts up to the next detection belong to this fault's recovery.
-    horizon = min([until, *[t for t in ends if detected is not None and t > detected]])
+    horizon = min(t for t in (recovered, until, math.inf) if t is not None)
+    found = sorted(e.t for e in evs if e.kind in DETECT_EVENTS and t_fault < e.t <= horizon)
+    if detected is not None and detected not in found:
+        found.insert(0, detected)  # a detection at the fault's own instant
     starts = [e for e in evs if e.kind == "instance-started" and t_fault <= e.t <= horizon]
-    how: dict[str, int] = {}
-    for e in starts:
-        kind = str(e.data.get("start") or ("sim" if e.host == "sim"
-                                           else "slot" if e.data.get("spare") else "job"))
-        how[kind] = how.get(kind, 0) + 1
+    out["detections"] = [_detection(evs, d, t_fault, [e for e in starts if d <= e.t < nxt])
+                         for d, nxt in zip(found, [*found[1:], math.inf][:len(found)],
+                                           strict=True)]
     out["restarts"] = len(starts)
-    out["started_by"] = how
+    out["started_by"] = _started_by(starts)
     out["replayed"] = sum(int(e.data.get("records", 0)) for e in evs
                           if e.kind == "source-rewound" and t_fault <= e.t <= horizon)
     # The restore inside ``start``: snapshot bytes the restarts read, and the longest a
@@ -282,6 +288,42 @@ def recovery_breakdown(t_fault: float, events: Records, first_output: float | No
             and e.data.get("restore_s") is not None and t_fault <= e.t <= horizon]
     out["restore_s"] = max(took) if took else None
     return out
+
+
+def _plan_and_run(evs: list[HistoryEvent], detected: float | None
+                  ) -> tuple[float | None, float | None]:
+    """After a detection: the protocol's first plan, and every restart it planned running
+    (the host's ``recovered`` record; in a history without one, the first release of a
+    restarted group; a rollback in place: the plan itself, nothing had to start)."""
+    if detected is None:
+        return None, None
+    planned = first_event_after(evs, PLAN_EVENTS, detected)
+    if planned is None:
+        return None, None
+    running = (first_event_after(evs, RECOVERED_EVENTS, planned)
+               or first_event_after(evs, ("instance-running",), planned))
+    if running is None and not any(e.kind == "instance-started" and e.t >= planned
+                                   for e in evs):
+        running = planned
+    return planned, running
+
+
+def _detection(evs: list[HistoryEvent], detected: float, t_fault: float,
+               starts: list[HistoryEvent]) -> dict[str, Any]:
+    planned, running = _plan_and_run(evs, detected)
+    plan = None if planned is None else planned - detected
+    start = None if planned is None or running is None else max(running, planned) - planned
+    return {"at": detected - t_fault, "plan": plan, "start": start,
+            "restarts": len(starts), "started_by": _started_by(starts)}
+
+
+def _started_by(starts: list[HistoryEvent]) -> dict[str, int]:
+    how: dict[str, int] = {}
+    for e in starts:
+        kind = str(e.data.get("start") or ("sim" if e.host == "sim"
+                                           else "slot" if e.data.get("spare") else "job"))
+        how[kind] = how.get(kind, 0) + 1
+    return how
 
 
 # ---------------------------------------------------------------------------- building blocks
@@ -385,4 +427,8 @@ def _since(t: float | None, t0: float) -> float | None:
 
 
 def _round(v: Any) -> Any:
+    if isinstance(v, list):
+        return [_round(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _round(x) for k, x in v.items()}
     return round(v, 6) if isinstance(v, float) else v

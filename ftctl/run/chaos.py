@@ -230,10 +230,24 @@ BREAKDOWN_LEGEND = {
 
 
 def print_breakdown(rows: list[dict[str, Any]]) -> None:
-    """Where each fault's recovery went: parts that add up to its recovery time."""
-    breakdown_table("where the recovery went (seconds)", "fault",
-                    [(f"{r['fault']} at {r['t_fault']:.1f}", r["breakdown"])
-                     for r in rows if r.get("breakdown")])
+    """Where each fault's recovery went: parts that add up to its recovery time, then a
+    row for each later detection of the same fault (a rack's second worker, a restart
+    lost with its worker), with its own plan, start and restarts."""
+    table: list[tuple[str, dict[str, Any]]] = []
+    for r in rows:
+        b = r.get("breakdown")
+        if not b:
+            continue
+        found = b.get("detections") or []
+        if len(found) < 2:
+            table.append((f"{r['fault']} at {r['t_fault']:.1f}", b))
+            continue
+        table.append((f"{r['fault']} at {r['t_fault']:.1f}",
+                      {**b, "started_by": found[0]["started_by"]}))
+        table.extend((f"  detected again at +{d['at']:.2f} s",
+                      {"plan": d["plan"], "start": d["start"], "started_by": d["started_by"]})
+                     for d in found[1:])
+    breakdown_table("where the recovery went (seconds)", "fault", table)
 
 
 def breakdown_table(title: str, first: str, rows: list[tuple[str, dict[str, Any]]]) -> None:
