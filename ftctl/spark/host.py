@@ -493,17 +493,22 @@ class SparkHost:
         kind = frame[0]
         if kind == wire.MULTI:
             self.counts[iid] = (frame[3], frame[4])
+            # A frame is one event's actions: all of them count, or none after the one
+            # that ends the incarnation. A unit already suspected (its worker gone, a
+            # send to it failed) is not stopped yet, and what it sent before it died is
+            # as real as any output: cutting its frame after the first item adopted a
+            # sink's persisted visible counts and dropped the output they count.
             for item in frame[2]:
-                self._on_item(iid, item)
-                if self.inc[iid] != inc or iid in self.suspects:
-                    return  # the coordinator stopped this very unit: drop the rest
+                if not self._on_item(iid, item) or self.inc[iid] != inc:
+                    return  # a write failed, or the coordinator stopped this very unit
         elif kind == wire.HB:
             task.last_hb = time.monotonic()
             task.records_in, task.records_out = frame[2], frame[3]
             self.counts[iid] = (frame[2], frame[3])
 
-    def _on_item(self, iid: str, item: tuple[Any, ...]) -> None:
-        """One action of unit ``iid``, carried out in the order the unit took it."""
+    def _on_item(self, iid: str, item: tuple[Any, ...]) -> bool:
+        """One action of unit ``iid``, carried out in the order the unit took it; False
+        when nothing more of its incarnation may count (a write of it failed)."""
         k = item[0]
         if k == wire.EMIT:
             self.sinks.append(item[1], item[2], item[3])
@@ -513,14 +518,13 @@ class SparkHost:
             except (OSError, StoreError) as exc:
                 # As a task whose own write fails: nothing more of it may count.
                 self._suspect(iid, f"snapshot {item[2]} not written: {exc}")
-                return
+                return False
         elif k == wire.PERSISTED:  # written by the task; ours once it is current
             try:
                 self.store.adopt(item[2], item[1], item[3], item[4])
             except (OSError, ValueError, StoreError) as exc:
-                # Nothing more of this incarnation may count (``_on_msg`` stops here).
                 self._suspect(iid, f"snapshot {item[2]} not adoptable: {exc}")
-                return
+                return False
         elif k == wire.REPORT:
             slot = item[1] if item[1] != iid else None
             self._apply(self.kernel.report(iid, self.inc[iid], item[2], self.now(), slot))
@@ -540,6 +544,7 @@ class SparkHost:
         elif k == wire.ROUTE:
             self._apply(self.kernel.route(item[1], item[2]))
             self._rewire(item[1])
+        return True
 
     def _relay_peer(self, sender: str, to: str, msg: Msg, unit: str | None) -> None:
         """A peer message goes to the unit that hosts ``to`` now (or the named unit);
