@@ -84,3 +84,18 @@ def test_bad_suite_is_one_line_exit_2(tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert "unknown protocol 'nope'" in res.output
     assert "Traceback" not in res.output
+
+
+def test_simulation_cases_side_by_side_judge_as_one_by_one(tmp_path: Path) -> None:
+    # Two processes or one: the same cases in the same order, with the same metrics and
+    # violations (a schedule is a pure function of its seed).
+    suite = _suite(tmp_path, BROKEN, GOOD)
+    runs = [_gate(suite, tmp_path / "none.json", "--jobs", j) for j in ("2", "1")]
+    (code2, two), (code1, one) = runs
+    assert code2 == code1 == 1
+    strip = [{k: v for k, v in c.items() if k != "seconds"}
+             for c in two["cases"]]  # type: ignore[union-attr]
+    assert strip == [{k: v for k, v in c.items() if k != "seconds"}
+                     for c in one["cases"]]  # type: ignore[union-attr]
+    assert [c["name"] for c in strip] == ["wc-none", "wc"]
+    assert strip[0]["violations"] and not strip[1]["violations"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -14,8 +15,8 @@ from ftctl.config.errors import ConfigError
 from ftctl.console import EXIT_FAILED, EXIT_OK, console
 from ftctl.gate.baseline import read_baseline, write_baseline
 from ftctl.gate.junit import write_junit
-from ftctl.gate.runner import CaseResult, run_case
-from ftctl.gate.suite import load_suite
+from ftctl.gate.runner import CaseResult, judge, measure_all
+from ftctl.gate.suite import GateCase, load_suite
 from ftctl.tables import print_table
 from protocols.registry import UnknownProtocol, resolve
 
@@ -34,6 +35,10 @@ def gate(
     list_cases: Annotated[bool, typer.Option(
         "--list", help="Print the suite's cases (registry ones included) and exit.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+    jobs: Annotated[int, typer.Option(
+        "--jobs", "-j", min=1, help="Simulation cases run side by side in this many "
+        "processes (default: one per CPU); Spark cases run one at a time after them.")
+    ] = os.cpu_count() or 1,
 ) -> None:
     """Run a suite of topology x protocol x scenario cases; exit 1 on a broken guarantee
     or a recovery-time regression against the baseline.
@@ -49,6 +54,8 @@ def gate(
       ftctl gate --suite gate/ci.yaml --junit results/gate.xml
 
       ftctl gate --update-baseline
+
+      ftctl gate --only wordcount-causal --jobs 1
 
       ftctl gate --list
     """
@@ -75,12 +82,17 @@ def gate(
     baseline_path = baseline_file or Path("results/baselines") / f"{suite.name}.json"
     baseline = read_baseline(baseline_path)
 
-    results: list[CaseResult] = []
-    with console.status("") as status:
-        for i, case in enumerate(cases, 1):
-            status.update(f"gate {suite.name}: case {i}/{len(cases)} {case.name}")
-            results.append(run_case(case, suite, None if update_baseline
-                                    else baseline.get(case.name)))
+    finished: list[str] = []
+    with console.status(f"gate {suite.name}: 0/{len(cases)} cases done") as status:
+
+        def done(case: GateCase) -> None:
+            finished.append(case.name)
+            status.update(f"gate {suite.name}: {len(finished)}/{len(cases)} cases done, "
+                          f"the last {case.name}")
+
+        measured = measure_all(cases, suite, jobs, done)
+    results = [judge(r, c, suite, None if update_baseline else baseline.get(c.name))
+               for r, c in zip(measured, cases, strict=True)]
 
     if junit is not None:
         write_junit(junit, suite.name, results)

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ftctl.config.load import load_topology
 from ftctl.gate.baseline import regressions
 from ftctl.gate.suite import GateCase, GateSuite
 from ftctl.sim.runner import Simulator
+from ftctl.sim.spread import tied_to_parent
 from protocols.registry import get_protocol
 
 
@@ -99,13 +104,19 @@ def run_spark_case(case: GateCase, repeat: int) -> CaseResult:
     return CaseResult(case.name, held, metrics, violations, details=details)
 
 
-def run_case(case: GateCase, suite: GateSuite, baseline: dict[str, float] | None) -> CaseResult:
+def measure(case: GateCase, suite: GateSuite) -> CaseResult:
+    """Run one case; its guarantee and metrics, not yet judged against a baseline."""
     started = time.perf_counter()
     if case.host == "sim":
         result = run_sim_case(case)
     else:
         result = run_spark_case(case, case.repeat or suite.repeat)
     result.seconds = time.perf_counter() - started
+    return result
+
+
+def judge(result: CaseResult, case: GateCase, suite: GateSuite,
+          baseline: dict[str, float] | None) -> CaseResult:
     if not result.guarantee_held:
         kinds = ", ".join(f"{k}={v}" for k, v in sorted(result.violations.items())) or "failed"
         result.reasons.append(f"guarantee broken: {kinds}")
@@ -113,3 +124,28 @@ def run_case(case: GateCase, suite: GateSuite, baseline: dict[str, float] | None
         tolerance = case.tolerance if case.tolerance is not None else suite.tolerance
         result.reasons += regressions(result.metrics, baseline, tolerance, suite.slack)
     return result
+
+
+def measure_all(cases: Sequence[GateCase], suite: GateSuite, jobs: int,
+                done: Callable[[GateCase], None] | None = None) -> list[CaseResult]:
+    """Every case's ``measure``, in case order. Simulation cases, each a pure function of
+    its inputs, are spread over ``jobs`` spawned processes (a CPU each); Spark cases run
+    here after them, one at a time, as each starts a cluster's worth of processes."""
+    sims = [c for c in cases if c.host == "sim"]
+    out: dict[str, CaseResult] = {}
+    if jobs > 1 and len(sims) > 1:
+        ctx = multiprocessing.get_context("spawn")
+        with ctx.Pool(min(jobs, len(sims)), initializer=tied_to_parent,
+                      initargs=(os.getpid(),)) as pool:
+            results = pool.imap(partial(measure, suite=suite), sims)
+            for case, result in zip(sims, results, strict=True):
+                out[case.name] = result
+                if done is not None:
+                    done(case)
+    for case in cases:
+        if case.name not in out:
+            out[case.name] = measure(case, suite)
+            if done is not None:
+                done(case)
+    return [out[c.name] for c in cases]
+

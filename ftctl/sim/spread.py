@@ -125,12 +125,17 @@ def _run_chunk(args: tuple[SimJob, range]) -> list[ScheduleRecord]:
 
 
 def _worker_init(parent: int, job: SimJob) -> None:
+    tied_to_parent(parent)
+    simulator_for(job)  # build it now, not inside the first chunk's timing
+
+
+def tied_to_parent(parent: int) -> None:
+    """A pool worker's start: it ignores Ctrl-C (the parent handles it and terminates
+    the pool), and the kernel kills it when its parent dies, SIGKILL included. The pool
+    must be created by the parent's main thread, which lives as long as the parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # The kernel kills this worker when its parent dies (SIGKILL included). The pool is
-    # created by the parent's main thread, which lives as long as the parent.
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
-    simulator_for(job)  # build it now, not inside the first chunk's timing
