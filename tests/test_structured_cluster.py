@@ -250,12 +250,12 @@ def test_a_rack_b_failure_spares_rack_a(tmp_path: Path, racks: FakeCluster) -> N
 def test_a_worker_kill_aimed_at_an_instance_strikes_the_worker_of_its_executor(
         racks: FakeCluster, monkeypatch: pytest.MonkeyPatch) -> None:
     # the query's executors run on w1 and w3; instance i stands for executor i mod 2
-    executors = sorted([racks.executor("w1"), racks.executor("w3")], key=lambda p: p.pid)
+    host = {racks.executor(w).pid: w for w in ("w1", "w3")}
+    executors = sorted((psutil.Process(pid) for pid in host), key=lambda p: p.pid)
     monkeypatch.setattr(driverproc, "executors",
                         lambda app: executors if app == "app-1" else [])
     faults = cli.kills(1, "worker", 1.0, 1, cluster=True, instances=ORDER, workers=True)
     target = faults[0].planned.target
-    host = {executors[0].pid: "w1", executors[1].pid: "w3"}
     expected = host[executors[ORDER.index(target) % 2].pid]
     events = _Events()
     _strike(faults[:1], racks, events)
