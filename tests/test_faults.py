@@ -603,10 +603,12 @@ def test_a_trigger_on_a_phase_the_protocol_never_enters_is_refused() -> None:
     assert res.exit_code == 2 and "lineage never enters 'snapshotting'" in res.output
 
 
-def test_compare_on_a_running_cluster_refuses_what_it_cannot_deliver_there() -> None:
+def test_compare_on_a_running_cluster_refuses_what_it_cannot_deliver_there(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`compare --master` attaches every run to a running cluster: a worker fault there is
     refused before anything starts, as `chaos --master` refuses it, and so is a URL that
-    is not a master's or the engine, which needs a cluster of its own."""
+    is not a master's, or a worker kill the engine would have to carry out on workers of a
+    cluster ftctl did not start (a protocol's task kills its own worker there)."""
     from typer.testing import CliRunner
 
     from ftctl.cli import app
@@ -620,7 +622,11 @@ def test_compare_on_a_running_cluster_refuses_what_it_cannot_deliver_there() -> 
                                    "spark://127.0.0.1:7077", "--scenario",
                                    str(ROOT / "chaos/rack-failure.yaml")])
     assert res.exit_code == 2 and "rack-failure.yaml" in res.output, res.output
-    res = CliRunner().invoke(app, ["compare", "protocols", topo, "--kill", "1", "--master",
-                                   "spark://127.0.0.1:7077", "--protocols",
+    monkeypatch.setenv("FTCTL_STATE_DIR", str(tmp_path / "none"))  # no `cluster up` here
+    worker = tmp_path / "worker.yaml"
+    worker.write_text("name: w\nfaults:\n  - {type: kill-worker, at: 2.0, target: 'count[0]'}\n")
+    res = CliRunner().invoke(app, ["compare", "protocols", topo, "--scenario", str(worker),
+                                   "--master", "spark://127.0.0.1:7077", "--protocols",
                                    "checkpoint,structured-streaming"])
-    assert res.exit_code == 2 and "cluster of its own" in res.output, res.output
+    assert res.exit_code == 2 and "needs the workers of a cluster ftctl started" in \
+        res.output, res.output

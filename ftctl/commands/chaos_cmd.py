@@ -60,7 +60,8 @@ def chaos(
                                              "tasks at random times mid-run.")] = None,
     target: Annotated[str, typer.Option("--target", help="What --kill kills: task, executor, "
                                         "worker or container (docker); with -p "
-                                        "structured-streaming: task or driver.")] = "task",
+                                        "structured-streaming: task, driver, executor or "
+                                        "worker.")] = "task",
     scenario: Annotated[Path | None, typer.Option("--scenario", help="Chaos-scenario YAML.")]
     = None,
     replay: Annotated[str | None, typer.Option("--replay", help="Apply the fault schedule "
@@ -158,21 +159,25 @@ def _engine_chaos(topology: Topology, file: str, mutant: str | None, param: list
     structured.compile_plan(topology, file)
     topology = structured.paced(topology, records, rate)
     duration = expected_seconds(ExecutionGraph(topology))
+    cluster = structured.workers_at(master)  # worker faults strike its workers
+    order = ExecutionGraph(topology).order
     if kill is not None:
         faults = structured.kills(kill, target, duration, seed if seed is not None else 1,
-                                  cluster=master is not None)
+                                  cluster=master is not None, instances=order,
+                                  workers=cluster is not None)
         name, source = f"kill-{kill}-{target}", f"--kill {kill} --target {target}"
     else:
         assert scenario is not None
-        schedule = from_scenario(scenario, ExecutionGraph(topology).order, duration, seed)
+        schedule = from_scenario(scenario, order, duration, seed)
         faults = structured.from_planned(schedule.faults, str(scenario),
-                                         cluster=master is not None)
+                                         cluster=master is not None,
+                                         workers=cluster is not None)
         name, source = schedule.name, str(scenario)
     config = {"chaos": {"schedule": source, "name": name, "seed": seed or 1,
                         "expected_s": round(duration, 3), "replay_of": None}}
     return structured.run(topology, mutant, params, master=master, results=results,
                           timeout=timeout, as_json=as_json, kind="chaos", faults=faults,
-                          config=config)
+                          config=config, cluster=cluster)
 
 
 def _inherit_input(topology: Topology, config: dict[str, Any], records: int | None,

@@ -127,9 +127,10 @@ def protocols_cmd(
         schedule = from_scenario(scenario, graph.order, duration, seed)
     check_cluster(schedule, master, worker_labels, backend)
     check_triggers(schedule, infos)
-    if master is not None and engines:
-        raise ConfigError("--master", None, "the structured-streaming engine runs on a "
-                          "cluster of its own; compare it without --master")
+    if engines:
+        from ftctl.engines.structured.compare import check_engine_cluster
+
+        check_engine_cluster(schedule, master, backend)
 
     bind, store_at, start = check_bind(bind), check_store(store_at), check_start(start)
     store = RunStore.create(results, topology=topology.name, protocol="compare", kind="compare")
@@ -147,11 +148,12 @@ def protocols_cmd(
             comp = (run_comparison(req, live.note, live.update) if infos
                     else Comparison(topology.name, schedule.name, repeat))
             if engines:
-                from ftctl.engines.structured.compare import engine_runs
+                from ftctl.engines.structured.compare import cluster_shape, engine_runs
 
+                shape = cluster_shape(req, needs_own_cluster(schedule))  # the protocols'
                 runs, failed = engine_runs(topology, schedule.faults, schedule.source, repeat,
                                            results, timeout, duration, engine_params,
-                                           live.note)
+                                           live.note, shape)
                 comp.runs += runs
                 comp.failed_runs += failed
                 comp.protocols.append(summarize(STRUCTURED, "exactly-once", runs))

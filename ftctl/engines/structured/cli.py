@@ -9,12 +9,16 @@ Its mutant: ``structured-streaming/ignore-batch-id``, a sink that does not key i
 by batch id.
 
 Faults: ``kill-task`` kills a Python worker running one of the driver's tasks;
-``kill-driver`` (``--target driver``) kills the whole driver process group. Without
-``--master`` the query runs in ``local[N]`` inside the driver, so a scenario's
-``kill-executor``, ``kill-worker``, ``kill-group`` and ``container-kill`` take its
-executors down with the driver: they are carried out as ``kill-driver``. With ``--master
-spark://...`` a ``kill-executor`` kills an executor of the query's application.
-``restore-capacity`` has nothing to restore (a restarted driver brings its cores).
+``kill-driver`` (``--target driver``) kills the whole driver process group. On a standalone
+cluster whose workers ftctl has (``compare`` starts one; ``--master`` the URL of the one
+``ftctl cluster up`` started), ``kill-worker``, ``kill-group`` and ``restore-capacity`` strike
+its workers as they do for the protocols (``workers``) and the driver lives; with any
+``--master spark://...`` a ``kill-executor`` kills an executor of the query's application.
+Without ``--master`` the query runs in ``local[N]`` inside the driver, so a scenario's
+``kill-executor``, ``kill-worker``, ``kill-group`` and ``container-kill`` take its executors
+down with the driver: they are carried out as ``kill-driver``, and the run says so in one
+line; ``restore-capacity`` has nothing to restore there (a restarted driver brings its
+cores). On a cluster whose workers ftctl has not, worker faults are refused in one line.
 ``corrupt``, ``truncate`` and ``delete`` damage a file of the checkpoint location of each
 sink downstream of their target (``checkpoint_faults``). Other faults, ``store-unavailable``
 among them, are refused in one line.
@@ -33,6 +37,7 @@ from ftctl.engines import STRUCTURED
 from ftctl.engines.structured.checkpoint_faults import DAMAGE, LOGS
 from ftctl.engines.structured.plan import compile_plan
 from ftctl.engines.structured.runner import KILL_POINTS, EngineRequest, Fault, execute
+from ftctl.engines.structured.workers import ON_WORKERS, attached
 
 MUTANTS = {"ignore-batch-id": "the sink writes every foreachBatch call anew, ignoring its "
                               "batch id: a batch replayed after a driver crash duplicates"}
@@ -92,25 +97,49 @@ def paced(topology: Topology, records: int | None, rate: float | None) -> Topolo
     return sized
 
 
-def kills(n: int, target: str, duration: float, seed: int,
-          cluster: bool = False) -> list[Fault]:
+def kills(n: int, target: str, duration: float, seed: int, cluster: bool = False,
+          instances: Sequence[str] = (), workers: bool = False) -> list[Fault]:
     """``--kill N``: N kills at random times in the middle 60% of the run. On a cluster
-    (``--master spark://``) an executor kill is one, else a driver kill."""
+    (``--master spark://``) an executor kill is one, else a driver kill. ``--target
+    worker`` is the protocols' schedule (``chaos.plan.from_kills``: each lost worker
+    restored 3 s later) carried out as ``from_planned`` carries it out (``workers``: a
+    cluster whose workers ftctl has)."""
+    if target == "worker":
+        from chaos.plan import from_kills
+
+        planned = from_kills(n, "worker", list(instances), duration, seed).faults
+        return from_planned(planned, "--target", cluster, workers)
     kinds = {"task": "kill-task", "driver": "kill-driver",
              "executor": "kill-executor" if cluster else "kill-driver"}
     if target not in kinds:
         raise ConfigError("--target", None, f"{STRUCTURED} kills a task (a Python worker of "
-                          f"the driver) or the driver, got {target!r}")
+                          f"the driver), the driver, an executor or a worker, got {target!r}")
     rng = random.Random(seed)
     times = sorted(round(rng.uniform(0.2, 0.8) * duration, 3) for _ in range(n))
-    return [Fault(t, kinds[target], i) for i, t in enumerate(times)]
+    instead = "" if kinds[target] != "kill-driver" or target == "driver" else "kill-executor"
+    return [Fault(t, kinds[target], i, instead_of=instead) for i, t in enumerate(times)]
 
 
-def from_planned(planned: Sequence[Any], file: str, cluster: bool = False) -> list[Fault]:
-    """A scenario's planned faults as this engine carries them out (on a cluster, a
-    ``kill-executor`` kills the query's executor, not its driver)."""
+def from_planned(planned: Sequence[Any], file: str, cluster: bool = False,
+                 workers: bool = False) -> list[Fault]:
+    """A scenario's planned faults as this engine carries them out: on a cluster
+    (``cluster``) a ``kill-executor`` kills the query's executor, not its driver; on one
+    whose workers ftctl has (``workers``) the worker faults strike them (the planned fault
+    rides along for ``workers.WorkerFaults``); on any other cluster they are refused; in
+    local mode they are one driver kill."""
     out = []
     for p in planned:
+        if workers and p.type in ON_WORKERS:
+            out.append(Fault(float(p.at or 0.0), p.type, p.index, planned=p))
+            continue
+        if cluster and p.type in ON_WORKERS:
+            raise ConfigError(file, "faults", f"{p.type} on {p.target} needs the workers of a "
+                              "cluster ftctl started (ftctl cluster up, then its --master); "
+                              "this --master is not one it recorded")
+        if (cluster or workers) and p.type.startswith("container-"):
+            raise ConfigError(file, "faults", f"{p.type} needs the docker backend's "
+                              f"containers; {STRUCTURED} runs on local processes (use "
+                              "kill-worker)")
         if p.type in IGNORED:
             continue
         if p.at is None:
@@ -119,7 +148,8 @@ def from_planned(planned: Sequence[Any], file: str, cluster: bool = False) -> li
         if p.type == "kill-task" or (cluster and p.type == "kill-executor"):
             out.append(Fault(float(p.at), p.type, p.index))
         elif p.type in AS_DRIVER_KILL:
-            out.append(Fault(float(p.at), "kill-driver", p.index))
+            out.append(Fault(float(p.at), "kill-driver", p.index,
+                             instead_of="" if p.type == "kill-driver" else p.type))
         elif p.type in DAMAGE:
             # where in the file: drawn from the fault's own seed, the same in every run
             out.append(Fault(float(p.at), p.type, p.index, target=p.target.split("[")[0],
@@ -147,11 +177,18 @@ def from_planned(planned: Sequence[Any], file: str, cluster: bool = False) -> li
 def run(topology: Topology, mutant: str | None, params: dict[str, Any], *,
         master: str | None, results: Path, timeout: float, as_json: bool, kind: str = "run",
         faults: list[Fault] | None = None, config: dict[str, Any] | None = None,
-        quiet: bool = False) -> int:
+        quiet: bool = False, cluster: Any = None) -> int:
+    """``cluster``: the cluster at ``master`` whose workers the worker faults strike."""
     check_mutant(mutant)
     compile_plan(topology)
     return execute(EngineRequest(
         topology, mutant=mutant, master=check_master(master), results=results,
         timeout=timeout, trigger_ms=params["trigger_ms"], kill_point=params["kill_point"],
         checkpoint_file=params["checkpoint_file"], faults=faults or [], kind=kind,
-        quiet=quiet, as_json=as_json, config=config or {}))
+        quiet=quiet, as_json=as_json, config=config or {}, cluster=cluster))
+
+
+def workers_at(master: str | None) -> Any:
+    """The cluster at ``master`` whose workers ftctl has (``ftctl cluster up``'s), else
+    None (local mode, or a cluster it did not start)."""
+    return attached(master) if master is not None and master.startswith("spark://") else None

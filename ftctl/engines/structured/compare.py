@@ -2,18 +2,24 @@
 schedule the protocols faced, as the same figures (``ftctl.compare.figures``).
 
 The faults strike at the same offsets into the input as in the protocols' runs, carried
-out as the engine carries them out (``cli.from_planned``: a rack's worker kills are one
-driver kill). Its input is at most ``ENGINE_RECORDS`` records, paced to last as long as
-theirs.
+out as the engine carries them out (``cli.from_planned``). Its query runs on a standalone
+cluster of the protocols' shape (workers, labels, cores), whose workers the scenario's
+worker faults strike as they strike the protocols': one cluster per run when the schedule
+kills workers (a run would leave the next fewer), else one for all its runs; or on the
+``--master`` the protocols attach to. Its input is at most ``ENGINE_RECORDS`` records,
+paced to last as long as theirs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ftctl.compare.figures import RunFigures, steady_figures
+from ftctl.config.errors import ConfigError
 from ftctl.config.topology import Topology
 from ftctl.engines import STRUCTURED
 from ftctl.engines.structured import cli
@@ -23,12 +29,74 @@ from ftctl.engines.structured.runner import EngineRequest, execute
 ENGINE_RECORDS = 2_000
 
 
+@dataclass
+class ClusterShape:
+    """The cluster the protocols ran on: ``master`` when they attached to one, else the
+    shape of the one compare starts (``start`` makes a not-yet-started one)."""
+
+    master: str | None
+    start: Callable[[], Any]
+    fresh_per_run: bool  # the schedule kills workers
+
+
+def cluster_shape(req: Any, fresh_per_run: bool) -> ClusterShape:
+    """The cluster of a ``CompareRequest``'s protocols, for the engine's runs."""
+    from ftctl.backends import make_cluster
+    from ftctl.run.execute import SLOTS_PER_INSTANCE
+    from ftctl.runtime.graph import ExecutionGraph
+
+    cores = SLOTS_PER_INSTANCE * len(ExecutionGraph(req.topology).order)
+    return ClusterShape(req.master, lambda: make_cluster(
+        req.backend, workers=req.workers, cores=cores, labels=req.labels,
+        state_dir=req.state_dir / STRUCTURED, owned=True), fresh_per_run)
+
+
+def check_engine_cluster(schedule: Any, master: str | None, backend: str) -> None:
+    """Refuse, before any run, what the engine's runs could not carry out: its input and
+    checkpoint location are this machine's folders, which containers do not see; on a
+    ``--master`` whose workers ftctl has not, worker faults."""
+    if backend != "local":
+        raise ConfigError("--backend", None, f"{STRUCTURED} runs on the local backend: its "
+                          "input and checkpoint location are folders of this machine")
+    workers = master is None or cli.workers_at(master) is not None
+    cli.from_planned(schedule.faults, schedule.source, cluster=True, workers=workers)
+
+
+@contextlib.contextmanager
+def _cluster(shape: ClusterShape, say: Callable[[str], None]) -> Iterator[tuple[str, Any]]:
+    """(master URL, the cluster whose workers faults strike or None), for as long as the
+    block runs; a cluster started here is stopped after it."""
+    if shape.master is not None:
+        yield shape.master, cli.workers_at(shape.master)
+        return
+    cluster = shape.start()
+    try:
+        say(f"starting a cluster for {STRUCTURED}")
+        cluster.up()
+        yield cluster.master_url, cluster
+    finally:
+        cluster.down()
+
+
 def engine_runs(topology: Topology, planned: Sequence[Any], source: str, repeat: int,
                 results: Path, timeout: float, duration: float, params: dict[str, Any],
-                say: Callable[[str], None]) -> tuple[list[RunFigures], list[str]]:
+                say: Callable[[str], None], shape: ClusterShape
+                ) -> tuple[list[RunFigures], list[str]]:
     """``repeat`` runs; the figures of those that finished and the names of those that
     did not."""
-    faults = cli.from_planned(planned, source)
+    with contextlib.ExitStack() as stack:
+        shared = None if shape.fresh_per_run else stack.enter_context(_cluster(shape, say))
+        done = _runs(topology, planned, source, repeat, results, timeout, duration, params,
+                     say, shape, shared)
+    return done
+
+
+def _runs(topology: Topology, planned: Sequence[Any], source: str, repeat: int,
+          results: Path, timeout: float, duration: float, params: dict[str, Any],
+          say: Callable[[str], None], shape: ClusterShape,
+          shared: tuple[str, Any] | None) -> tuple[list[RunFigures], list[str]]:
+    workers = shape.master is None or cli.workers_at(shape.master) is not None
+    faults = cli.from_planned(planned, source, cluster=True, workers=workers)
     # At most ENGINE_RECORDS (every record passes through Python in the driver's tasks),
     # paced over the protocols' duration, so the faults fall at the same points of the run.
     sized = topology.with_input(records=min(topology.input.records, ENGINE_RECORDS))
@@ -38,12 +106,15 @@ def engine_runs(topology: Topology, planned: Sequence[Any], source: str, repeat:
     failed: list[str] = []
     for k in range(repeat):
         say(f"run {k + 1}/{repeat}: {STRUCTURED}")
-        req = EngineRequest(paced, master=cli.DEFAULT_MASTER, results=results, timeout=timeout,
-                            trigger_ms=params["trigger_ms"], kill_point=params["kill_point"],
-                            checkpoint_file=params["checkpoint_file"], faults=faults,
-                            kind="compare", quiet=True,
-                            config={"chaos": {"schedule": source, "name": source}})
-        execute(req)
+        with contextlib.ExitStack() as stack:
+            master, cluster = shared or stack.enter_context(_cluster(shape, say))
+            req = EngineRequest(paced, master=master, results=results, timeout=timeout,
+                                trigger_ms=params["trigger_ms"],
+                                kill_point=params["kill_point"],
+                                checkpoint_file=params["checkpoint_file"], faults=faults,
+                                kind="compare", quiet=True, cluster=cluster,
+                                config={"chaos": {"schedule": source, "name": source}})
+            execute(req)
         s = req.summary
         if not s or not s.get("complete"):
             failed.append(f"{STRUCTURED}#{k + 1}")

@@ -28,8 +28,13 @@ _REPO = Path(__file__).resolve().parents[3]
 QUERY = Path(__file__).with_name("query.py")
 
 
-def conf(master: str, run_id: str) -> dict[str, str]:
-    """The driver's Spark configuration: loopback only, RocksDB state store, small."""
+def conf(master: str, run_id: str, executors: int | None = None) -> dict[str, str]:
+    """The driver's Spark configuration: loopback only, RocksDB state store, small.
+    ``executors``: on a cluster whose workers faults strike, one single-core executor on
+    each of that many workers (the standalone master spreads an application's cores over
+    its workers), so a worker's loss is an executor's; else at most 2 cores."""
+    spread = {} if executors is None else {"spark.executor.cores": "1",
+                                           "spark.cores.max": str(max(executors, 1))}
     return {
         "spark.master": master,
         "spark.driver.host": "127.0.0.1",
@@ -52,6 +57,7 @@ def conf(master: str, run_id: str) -> dict[str, str]:
         # On a cluster, the executors' Python workers import ftctl's operators too.
         "spark.executorEnv.PYTHONPATH": str(_REPO),
         "spark.cores.max": "2",
+        **spread,
     }
 
 

@@ -30,7 +30,9 @@ from ftctl.engines.structured import driverproc, sinkdir
 from ftctl.engines.structured.checkpoint_faults import DAMAGE, damage
 from ftctl.engines.structured.feed import Feed
 from ftctl.engines.structured.plan import compile_plan
+from ftctl.engines.structured.workers import WorkerFaults, live_workers
 from ftctl.results import RunStore, atomic_write_json
+from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.golden import golden_output
 from ftctl.verify.golden import golden_files
 from ftctl.verify.outofcore import verify_outputs
@@ -60,6 +62,11 @@ class Fault:
     target: str = ""
     snapshot: int | None = None
     where: float = 0.5
+    # A worker fault on a cluster: the scenario's planned fault, which the protocols'
+    # realization strikes (``workers``). Else None.
+    planned: Any = None
+    # In local mode, the worker or executor fault this driver kill stands for.
+    instead_of: str = ""
 
 
 @dataclass
@@ -78,6 +85,10 @@ class EngineRequest:
     as_json: bool = False
     config: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)  # filled in by ``execute``
+    # The standalone cluster ftctl started (or attached to) whose workers the worker
+    # faults strike; ``master`` is its URL. None: local mode, or a cluster ftctl has not
+    # the processes of.
+    cluster: Any = None
 
     @property
     def label(self) -> str:
@@ -158,7 +169,9 @@ def execute(req: EngineRequest) -> int:
     say(f"run {store.run_id} -> {store.path}")
     golden_files(topology, golden_output)
     spec = {"run_id": store.run_id, "topology": topology.model_dump(mode="json", by_alias=True),
-            "conf": driverproc.conf(req.master, store.run_id), "trigger_ms": req.trigger_ms,
+            "conf": driverproc.conf(req.master, store.run_id, executors=None
+                                    if req.cluster is None else live_workers(req.cluster)),
+            "trigger_ms": req.trigger_ms,
             "mutant": req.mutant, "events": str(eng / "driver-events.jsonl"),
             **{k: str(v) for k, v in dirs.items()}}
     spec_path = eng / "spec.json"
@@ -214,10 +227,38 @@ def _drive(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup, 
     store.event("run-started", instances=[DRIVER])
     store.event("chaos-schedule", name=req.config.get("chaos", {}).get("name", "none"),
                 seed=req.config.get("chaos", {}).get("seed", 0),
-                faults=[f.__dict__ for f in req.faults],
+                faults=[_fault_json(f) for f in req.faults],
                 expected_s=req.config.get("chaos", {}).get("expected_s", 0))
+    for what in sorted({f.instead_of for f in req.faults if f.instead_of}):
+        say(f"{what} carried out as a driver kill: in {req.master} the executors run "
+            "inside the driver (give --master of a cluster ftctl started to strike workers)")
+    on_workers = [f.planned for f in req.faults if f.planned is not None]
+    workers = None
+    if on_workers:
+        if req.cluster is None:
+            raise _Infra("worker faults need the cluster whose workers they strike")
+        workers = WorkerFaults(on_workers, req.cluster, ExecutionGraph(req.topology).order,
+                               lambda: _app(req, log), store.clock, store.event)
     feed.start()
-    pending = sorted(req.faults, key=lambda f: f.at)
+    if workers is not None:
+        workers.start()  # its offsets count from the feed's start, as the others' do
+    try:
+        out = _run_faults(req, store, driver, feed, log, spec_path, say, proc, lost)
+    finally:
+        if workers is not None:
+            workers.stop()
+    if workers is not None:
+        out.undelivered += workers.errors
+    return out
+
+
+def _run_faults(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup,
+                feed: Feed, log: _DriverLog, spec_path: Path, say: Any, proc: Any,
+                lost: _LostExecutors) -> _Outcome:
+    """The run from the feed's start: strike the engine's own faults, detect, restart."""
+    logs = store.path / "logs"
+    attempt = 0
+    pending = sorted((f for f in req.faults if f.planned is None), key=lambda f: f.at)
     out = _Outcome(complete=False)
     deadline = time.monotonic() + req.timeout
     killed_by_us = False
@@ -285,6 +326,13 @@ def _drive(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup, 
         time.sleep(0.05)
 
 
+def _fault_json(f: Fault) -> dict[str, Any]:
+    data = {k: v for k, v in f.__dict__.items() if k != "planned"}
+    if f.planned is not None:
+        data["planned"] = f.planned.to_json()
+    return data
+
+
 def _await_started(log: _DriverLog, proc: Any, attempt: int) -> None:
     end = time.monotonic() + START_TIMEOUT
     while time.monotonic() < end:
@@ -347,7 +395,9 @@ def _strike(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup,
         return False
     store.event("fault-injected", type=fault.type, at=store.clock(),
                 pids=[driver.proc.pid] if driver.proc is not None else [],
-                details={"kill_point": req.kill_point, "held_batch": held}, **ids)
+                details={"kill_point": req.kill_point, "held_batch": held,
+                         **({"instead_of": fault.instead_of} if fault.instead_of else {})},
+                **ids)
     driver.kill()
     hold.unlink(missing_ok=True)
     return True
