@@ -88,3 +88,16 @@ def test_no_consistent_choice_left_stops_the_run_naming_the_object() -> None:
     assert not _notes(result, "falkirk-fallback")
     assert verdict.stopped_safely
 
+
+def test_falling_back_alone_leaves_what_depends_on_the_bad_checkpoint_wrong() -> None:
+    # the shipped mutant: count[0] restarts empty while split keeps the frontier solved
+    # with the bad checkpoint, so count[0] never sees the epochs it lost again
+    result, verdict = _run("wordcount", "count[0]", 0.02, protocol="falkirk/fallback-alone")
+    (fell,) = _notes(result, "falkirk-fallback")
+    assert fell.data["data"]["frontiers"]["split[0]"] == 7
+    assert fell.data["data"]["frontiers"]["count[0]"] == -1
+    assert not verdict.passed and not verdict.stopped_safely
+    # the correct rule rolls split back with it
+    result, verdict = _run("wordcount", "count[0]", 0.02)
+    (fell,) = _notes(result, "falkirk-fallback")
+    assert fell.data["data"]["frontiers"]["split[0]"] == -1 and verdict.passed
