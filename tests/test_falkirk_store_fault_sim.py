@@ -76,15 +76,27 @@ def test_the_fallback_stays_exactly_once_away_from_defaults(
     assert result.stopped is None and result.complete and verdict.passed
 
 
-def test_no_consistent_choice_left_stops_the_run_naming_the_object() -> None:
-    # ones logs its output: segment 12 (epoch 4) of ones[0] is bad and GC kept only the
-    # entry at 4, which needs it. ones[0] could start over, but the windows that
-    # consumed its epochs 4-5 would have to roll back below their only checkpoint (3),
-    # to their initial state, and replaying epochs 0-3 of a log trimmed at the
-    # watermark is impossible: the run stops
+def test_a_bad_log_segment_falls_back_to_an_older_epoch_of_the_logger() -> None:
+    # ones logs its output: segment 12 (epoch 4) of ones[0] is bad and GC kept only its
+    # entry at 4, which needs it. Stateless, ones[0] restores epoch 3 without any object
+    # (its receivers keep epoch 3, nothing of its log below is needed) and re-executes
+    # 4; the windows that consumed its epochs 4-5 roll back to their checkpoint at 3 and
+    # the sink's channels with them; ones[1] keeps running
     result, verdict = _run("windowed", "ones[0]", 0.011, {"default_stateless": "log"})
-    assert result.stopped == "corrupt snapshot 12 of ones[0]"
     assert ref_epoch(12) == ("segment", 4)
+    (fell,) = _notes(result, "falkirk-fallback")
+    assert (fell.data["data"]["bad"], fell.data["data"]["instance"]) == (12, "ones[0]")
+    assert fell.data["data"]["frontiers"] == {
+        "tags[0]": -2, "ones[0]": 3, "ones[1]": -2, "win[0]": 3, "win[1]": 3,
+        "out[0]@6": 3, "out[0]@7": 3}
+    assert result.stopped is None and result.complete and verdict.passed
+
+
+def test_no_consistent_choice_left_stops_the_run_naming_the_object() -> None:
+    # win[0]'s only checkpoint (3, at the low-watermark) is bad; its initial state would
+    # need epochs 0-3 of ones' logs again, trimmed at the watermark: the run stops
+    result, verdict = _run("windowed", "win[0]", 0.011, {"default_stateless": "log"})
+    assert result.stopped == "corrupt snapshot 9 of win[0]"
     assert not _notes(result, "falkirk-fallback")
     assert verdict.stopped_safely
 

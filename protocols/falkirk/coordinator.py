@@ -43,7 +43,7 @@ from protocols.contract.logic import CoordinatorLogic
 from protocols.contract.messages import Ended
 from protocols.contract.names import InstanceId
 from protocols.contract.view import ClusterView, GraphView
-from protocols.falkirk.fallback import without
+from protocols.falkirk.fallback import ref_epoch, without
 from protocols.falkirk.fixedpoint import FixedPoint, NoFrontier
 from protocols.falkirk.frontier import EPOCHS, TOP, Frontier, sub
 from protocols.falkirk.gc import Watermark
@@ -372,36 +372,48 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
 
         Without a bad object a choice always exists (§3.6: the entry at the low-watermark
         fits). With one, what is left above the watermark may not fit; then the run falls
-        back further, to the initial state of every instance that can start from scratch."""
+        back further, below the watermark, where that needs nothing GC deleted."""
         try:
             return self._solve()
         except NoFrontier:
             if self.bad is None:
                 raise
-        if not self._add_initial():
+        if not self._add_below_watermark():
             return None
         try:
             return self._solve()
         except NoFrontier:
             return None
 
-    def _add_initial(self) -> bool:
-        """Put the initial entry back into F* (below the low-watermark, GC dropped it)
-        wherever starting from scratch needs nothing GC discarded: every input comes
-        from a source (whose input is replayable) or from an instance that does not log
-        (and so re-executes instead of replaying a log trimmed at the watermark). The
-        initial state itself needs no stored object."""
+    def _add_below_watermark(self) -> bool:
+        """Put entries GC dropped below the low-watermark back into F* wherever restoring
+        them needs nothing GC discarded: every input comes from a source (whose input is
+        replayable) or from an instance that does not log (and so re-executes instead of
+        replaying a log trimmed at the watermark). The initial state needs no stored
+        object, nor does a stateless instance at any epoch below its chain (a logger's
+        restart gets back only segments above its receivers' watermark, still stored)."""
         added = False
         for p, chain in self.chains.items():
-            first = chain[0].front if chain else None  # None: a bad object took them all
-            if first is TOP or first == -1 or not self._from_scratch(p):
+            if (chain and chain[0].front is TOP) or not self._from_scratch(p):
                 continue
             sink, _, ch = p.partition("@")
-            init = self._sink_entry(int(ch), -1) if ch else self._entry(sink, -1)
-            self.chains[p] = [init, *chain]
-            self.lw[p] = -1  # the next report's GC raises it again
-            added = True
+            stateless = not ch and not self.policy[sink].stateful
+            below = chain[0].front if chain else self._bad_epoch(p) if stateless else 0
+            # the initial state, and a stateless instance every epoch up to its chain
+            fronts = list(range(-1, below)) if stateless else [-1] if below != -1 else []
+            new = [self._sink_entry(int(ch), k) if ch else self._entry(sink, k)
+                   for k in fronts]
+            if new:
+                self.chains[p] = [*new, *chain]
+                self.lw[p] = new[0].front  # the next report's GC raises it again
+                added = True
         return added
+
+    def _bad_epoch(self, p: str) -> int:
+        """Below which a chain the bad object emptied may take entries back: its epoch."""
+        if self.bad is None or self.bad.instance != p:
+            return 0
+        return ref_epoch(self.bad.snapshot)[1]
 
     def _from_scratch(self, p: str) -> bool:
         ins = [int(p.partition("@")[2])] if "@" in p else self.graph.inputs(p)
