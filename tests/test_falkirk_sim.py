@@ -5,11 +5,11 @@ restart count; every shipped mutant caught by a recorded seed."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from ftctl.sim.faults import FailureSchedule, Strike
+from ftctl.sim.faults import CRASH_ONLY, FailureSchedule, FaultKind, Strike
 from ftctl.sim.host import SimHost
 from ftctl.sim.runner import ScheduleOutcome, Simulator
 from ftctl.verify.checker import verify
@@ -180,6 +180,7 @@ CAUGHT_AT = {
     "no-positional-skip": ("replica-chain", 27), "gc-too-eager": ("progressive-small", 2),
     "report-without-persist": ("diamond", 1), "stateful-not-aligned": ("diamond", 1),
     "stale-checkpoints-kept": ("diamond", 19),
+    "fallback-alone": ("wordcount", 1),  # on crash and corrupt schedules (its kinds)
 }
 
 
@@ -191,9 +192,11 @@ def test_at_least_thirteen_mutants_ship_each_with_a_seed() -> None:
 def test_every_shipped_mutant_is_caught(mutant: Mutant) -> None:
     topology, seed = CAUGHT_AT[mutant.name]
     info, params = resolve(f"falkirk/{mutant.name}")
-    assert replay(topology, params, seed).verdict.passed  # the protocol passes it
+    kinds = cast(tuple[FaultKind, ...], mutant.kinds or CRASH_ONLY)
+    # the protocol passes it
+    assert Simulator(load(topology), SPEC, params, kinds=kinds).run_one(seed).verdict.passed
     try:
-        got = Simulator(load(topology), info, params).run_one(seed)
+        got = Simulator(load(topology), info, params, kinds=kinds).run_one(seed)
     except Exception:  # the planted bug crashed the run: caught
         return
     assert not got.verdict.passed, f"{mutant.name} survived {topology} seed {seed}"

@@ -11,6 +11,11 @@ roll back (``RollBack``) the live ones whose frontier moved, rewind live receive
 rolled-back sender, and once all of them are ready, replay logged edges and resume.
 A failure during a round starts a new one over the union.
 
+A stored object a restart or rollback needs that is bad (``StoreFault``) is not
+available: the entries of F* that need it go (``fallback.py``) and a new round solves
+the fixed point over what is left, with the instance that needed it as failed. Where no
+consistent choice is left, the run stops, naming the object.
+
 Sinks are modelled per input channel (spec §2): node ``"<sink>@<channel>"``.
 """
 
@@ -31,13 +36,15 @@ from protocols.contract.actions import (
     Restart,
     RollBack,
     Stop,
+    StopRun,
 )
-from protocols.contract.events import FailureDetected, ReportIn
+from protocols.contract.events import FailureDetected, ReportIn, StoreFault
 from protocols.contract.logic import CoordinatorLogic
 from protocols.contract.messages import Ended
 from protocols.contract.names import InstanceId
 from protocols.contract.view import ClusterView, GraphView
-from protocols.falkirk.fixedpoint import FixedPoint
+from protocols.falkirk.fallback import ref_epoch, without
+from protocols.falkirk.fixedpoint import FixedPoint, NoFrontier
 from protocols.falkirk.frontier import EPOCHS, TOP, Frontier, sub
 from protocols.falkirk.gc import Watermark
 from protocols.falkirk.messages import (
@@ -122,6 +129,7 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
         self.edges = {str(c.id): Edge(c.src, self.dsts[c.id]) for c in graph.channels}
         self.shape: Dataflow | None = None  # the first flow built, for its edge lists
         self.rounds: list[dict[str, object]] = []
+        self.bad: StoreFault | None = None  # the bad object a round under way falls back past
 
     # ------------------------------------------------------------ the model
 
@@ -224,7 +232,8 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
 
     def _grow(self, i: str, epoch: int) -> list[CoordinatorAction]:
         chain = self.chains[i]
-        if chain[-1].front is not TOP and epoch > chain[-1].front:
+        # empty: a bad object took every entry and no round has solved without it yet
+        if not chain or (chain[-1].front is not TOP and epoch > chain[-1].front):
             chain.append(self._entry(i, epoch))
             return self._collect()
         return []
@@ -243,7 +252,12 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
 
     def _collect(self) -> list[CoordinatorAction]:
         flow = self.dataflow()
-        lw = self.watermark(flow).solve().fronts
+        try:
+            lw = self.watermark(flow).solve().fronts
+        except NoFrontier:
+            # only after a bad object took an entry out of F*: were everyone to fail now,
+            # no consistent choice would exist, so nothing is garbage yet
+            return []
         acts: list[CoordinatorAction] = []
         for p, k in lw.items():
             if k is TOP or not sub(EPOCHS, self.lw[p], k) or k == self.lw[p]:
@@ -293,8 +307,13 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
     # ------------------------------------------------------------ failures (R1-R9)
 
     def on_failure(self, ev: FailureDetected, view: ClusterView) -> list[CoordinatorAction]:
+        return [Stop(tuple(sorted(ev.instances))), *self._new_round(ev.instances)]
+
+    def _new_round(self, instances: frozenset[InstanceId]) -> list[CoordinatorAction]:
+        """Pause every live instance and solve once all paused, over ``instances`` and
+        whatever the round under way had restarted and not yet seen ready."""
         self.round += 1
-        self.failed |= set(ev.instances)
+        self.failed |= set(instances)
         self.failed |= self.awaiting_ready & self.restarted  # not yet running: failed
         live = [i for i in self.graph.order if i not in self.failed]
         self.awaiting_pause = set(live)
@@ -302,20 +321,104 @@ class FalkirkCoordinator(CoordinatorLogic[FalkirkParams]):
         self.after_ready = []
         self.paused = {}
         self.held |= set(live)
-        acts: list[CoordinatorAction] = [Stop(tuple(sorted(ev.instances)))]
-        acts += [Control(InstanceId(i), Pause(self.round)) for i in live]
+        acts: list[CoordinatorAction] = [Control(InstanceId(i), Pause(self.round))
+                                         for i in live]
         return acts + self._solve_when_paused()
+
+    def on_store_fault(self, ev: StoreFault, view: ClusterView) -> list[CoordinatorAction]:
+        """Fall back past a bad object: F* without what needs it, solved again with the
+        instance that needed it (stopped by the host, not started) as failed."""
+        chain = self.chains.get(ev.instance)
+        left = without(chain, ev.snapshot) if chain is not None else []
+        if ev.kind == "unavailable" or chain is None or len(left) == len(chain):
+            # unreachable, not bad; or nothing of F* needs it (a rule would loop on it)
+            return [self._stop(ev)]
+        self.chains[ev.instance] = left
+        self.bad = ev
+        if not ev.fenced:
+            return []  # its start was superseded already: that round solves without it
+        return self._new_round(ev.fenced)
+
+    def _stop(self, ev: StoreFault) -> StopRun:
+        return StopRun(f"{ev.kind} snapshot {ev.snapshot} of {ev.instance}", ev.instance,
+                       ev.snapshot)
 
     def _solve_when_paused(self) -> list[CoordinatorAction]:
         if self.awaiting_pause:
             return []
+        plan = self._plan()
+        if plan is None:  # only a bad object leaves no consistent choice
+            assert self.bad is not None
+            return [self._stop(self.bad)]
+        for p, f in plan.frontiers.items():  # never below the low-watermark (spec §9)
+            assert sub(EPOCHS, self.lw[p], f), f"{p} rolls back below its low-watermark"
+        fell: list[CoordinatorAction] = []
+        if self.bad is not None:
+            fell.append(Note("falkirk-fallback", {
+                "bad": self.bad.snapshot, "instance": self.bad.instance,
+                "kind": self.bad.kind, "round": self.round,
+                "frontiers": {p: (-2 if f is TOP else f) for p, f in plan.frontiers.items()}}))
+            self.bad = None
+        return fell + self._recover(plan)
+
+    def _solve(self) -> RollbackPlan:
         flow = self.dataflow(self.paused)
         fenced = {str(c.id) for c in self.graph.channels if c.dst in self.unsettled}
         fp = self.solver(flow, self.nodes_of(self.failed), fenced=fenced)
-        plan = solution_plan(fp, fp.solve())
-        for p, f in plan.frontiers.items():  # never below the low-watermark (spec §9)
-            assert sub(EPOCHS, self.lw[p], f), f"{p} rolls back below its low-watermark"
-        return self._recover(plan)
+        return solution_plan(fp, fp.solve())
+
+    def _plan(self) -> RollbackPlan | None:
+        """The round's plan; None where a bad object leaves no consistent choice.
+
+        Without a bad object a choice always exists (§3.6: the entry at the low-watermark
+        fits). With one, what is left above the watermark may not fit; then the run falls
+        back further, below the watermark, where that needs nothing GC deleted."""
+        try:
+            return self._solve()
+        except NoFrontier:
+            if self.bad is None:
+                raise
+        if not self._add_below_watermark():
+            return None
+        try:
+            return self._solve()
+        except NoFrontier:
+            return None
+
+    def _add_below_watermark(self) -> bool:
+        """Put entries GC dropped below the low-watermark back into F* wherever restoring
+        them needs nothing GC discarded: every input comes from a source (whose input is
+        replayable) or from an instance that does not log (and so re-executes instead of
+        replaying a log trimmed at the watermark). The initial state needs no stored
+        object, nor does a stateless instance at any epoch below its chain (a logger's
+        restart gets back only segments above its receivers' watermark, still stored)."""
+        added = False
+        for p, chain in self.chains.items():
+            if (chain and chain[0].front is TOP) or not self._from_scratch(p):
+                continue
+            sink, _, ch = p.partition("@")
+            stateless = not ch and not self.policy[sink].stateful
+            below = chain[0].front if chain else self._bad_epoch(p) if stateless else 0
+            # the initial state, and a stateless instance every epoch up to its chain
+            fronts = list(range(-1, below)) if stateless else [-1] if below != -1 else []
+            new = [self._sink_entry(int(ch), k) if ch else self._entry(sink, k)
+                   for k in fronts]
+            if new:
+                self.chains[p] = [*new, *chain]
+                self.lw[p] = new[0].front  # the next report's GC raises it again
+                added = True
+        return added
+
+    def _bad_epoch(self, p: str) -> int:
+        """Below which a chain the bad object emptied may take entries back: its epoch."""
+        if self.bad is None or self.bad.instance != p:
+            return 0
+        return ref_epoch(self.bad.snapshot)[1]
+
+    def _from_scratch(self, p: str) -> bool:
+        ins = [int(p.partition("@")[2])] if "@" in p else self.graph.inputs(p)
+        return all(self.graph.is_source(src) or not self.policy[src].logs
+                   for src in (self.graph.channels[c].src for c in ins))
 
     def _frontier(self, i: str, plan: RollbackPlan) -> Frontier:
         if self.graph.is_sink(i):

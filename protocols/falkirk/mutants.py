@@ -9,10 +9,11 @@ worked examples (tests/test_falkirk_mutants.py); they mirror the spec's referenc
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from protocols.contract.actions import DiscardStaged
+from protocols.contract.actions import CoordinatorAction, DiscardStaged
+from protocols.contract.events import StoreFault
 from protocols.contract.spec import Mutant
 from protocols.falkirk import gc, selective
 from protocols.falkirk.coordinator import FalkirkCoordinator
@@ -21,6 +22,7 @@ from protocols.falkirk.frontier import TOP, Domain, EpochDomain, Frontier, LoopD
 from protocols.falkirk.instance import FalkirkInstance
 from protocols.falkirk.model import Dataflow, Entry
 from protocols.falkirk.policy import Policy
+from protocols.falkirk.recovery import RollbackPlan
 
 
 def widen(dom: Domain, f: Frontier) -> Frontier:
@@ -212,6 +214,32 @@ def _keep_staged(self: FalkirkCoordinator, plan: Any) -> list[Any]:
             if not isinstance(a, DiscardStaged)]
 
 
+def _note_chain(self: FalkirkCoordinator, ev: StoreFault, view: Any) -> list[CoordinatorAction]:
+    self.__dict__["before"] = (ev.instance, list(self.chains.get(ev.instance, [])))
+    return FalkirkCoordinator.on_store_fault(self, ev, view)
+
+
+def _fall_back_alone(self: FalkirkCoordinator) -> RollbackPlan | None:
+    """The plan as if the bad entry were good, but its instance restarts at its newest
+    older entry (or its initial state): what depends on the bad entry keeps its frontier."""
+    before = self.__dict__.get("before")
+    if self.bad is None or before is None:
+        return FalkirkCoordinator._plan(self)
+    i, chain = before
+    left, self.chains[i] = self.chains[i], chain
+    try:
+        plan = FalkirkCoordinator._plan(self)
+    finally:
+        self.chains[i] = left
+    if plan is None:
+        return None
+    f = plan.frontiers[i]
+    older = [e.front for e in left if e.front is not TOP and (f is TOP or e.front <= f)]
+    back = max(older, default=-1)
+    self.lw[i] = min(self.lw[i], back)
+    return replace(plan, frontiers={**plan.frontiers, i: back})
+
+
 def _segment_before_last_send(self: FalkirkInstance, t: int) -> list[list[Any]]:
     return FalkirkInstance._segment(self, t)[:-1]  # the last batch was sent, not logged
 
@@ -251,4 +279,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "rewound sink channel's commits) stay restorable",
            coordinator=_coordinator("stale", _forget_above=lambda self, plan, r, w: None),
            params={"default_stateless": "log"}),
+    Mutant("fallback-alone", "a bad checkpoint is excluded for its own instance only: it "
+           "falls back to an older entry (or its initial state) while what depends on it "
+           "keeps the frontiers solved with the bad one",
+           coordinator=_coordinator("alone", on_store_fault=_note_chain,
+                                    _plan=_fall_back_alone),
+           kinds=("crash", "corrupt"), budget=30),
 )

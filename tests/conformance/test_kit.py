@@ -132,6 +132,7 @@ CATCH: dict[str, tuple[str, int]] = {
     "falkirk/report-without-persist": ("diamond", 1),
     "falkirk/stateful-not-aligned": ("diamond", 1),
     "falkirk/stale-checkpoints-kept": ("diamond", 19),
+    "falkirk/fallback-alone": ("wordcount", 1),  # crash and corrupt schedules
     # the phase contract, judged by the phase-triggered cases (on wordcount)
     "checkpoint/snapshot-left-open": ("wordcount", 1),
     "progressive/recovering-left-open": ("wordcount", 1),
@@ -144,6 +145,7 @@ CATCH_KINDS: dict[str, tuple[FaultKind, ...]] = {
     "replica-ring/confirm-released": NEIGHBOUR_KINDS,
     "progressive/no-resend-from-starting": STAGED_KINDS,
     "checkpoint/trust-unchecked": ("crash", "corrupt"),  # its Mutant.kinds
+    "falkirk/fallback-alone": ("crash", "corrupt"),  # likewise
     "lineage/visible-before-durable": ("crash", "lose-unsynced"),  # likewise
     "replica-ring/pong-peer-clock": ("crash", "clock-drift", "clock-stall"),  # likewise
 }
