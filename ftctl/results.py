@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import itertools
 import json
 import os
 import secrets
@@ -35,7 +36,7 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -226,11 +227,12 @@ class RunStore:
             f.write(line)
             f.flush()
 
-    def write_outputs(self, outputs: dict[str, list[tuple[Any, Any]]]) -> None:
+    def write_outputs(self, outputs: Mapping[str, Iterable[tuple[Any, Any]]]) -> None:
         """Each sink's output, in order, as ``outputs/<sink>.parquet``.
 
-        Written a row group at a time: encoding a whole sink at once held two strings per
-        record on top of the records (about 5 GB more at 50M records)."""
+        Written a row group at a time as the records are iterated (they may stream from a
+        spill): encoding a whole sink at once held two strings per record on top of the
+        records (about 5 GB more at 50M records)."""
         out_dir = self.path / "outputs"
         out_dir.mkdir(exist_ok=True)
         for sink, records in outputs.items():
@@ -239,13 +241,17 @@ class RunStore:
             os.close(fd)
             try:
                 with pq.ParquetWriter(tmp, OUTPUT_SCHEMA) as writer:
-                    for i in range(0, max(len(records), 1), OUTPUT_ROW_GROUP):
-                        part = records[i:i + OUTPUT_ROW_GROUP]
+                    rest = iter(records)
+                    part = list(itertools.islice(rest, OUTPUT_ROW_GROUP))
+                    while True:  # one (empty) row group for an empty sink, as before
                         writer.write_table(pa.table({
                             "key": pa.array([encode_value(k) for k, _ in part], pa.string()),
                             "value": pa.array([encode_value(v) for _, v in part],
                                               pa.string()),
                         }, schema=OUTPUT_SCHEMA))
+                        part = list(itertools.islice(rest, OUTPUT_ROW_GROUP))
+                        if not part:
+                            break
                 os.replace(tmp, target)
             except BaseException:
                 _unlink_quietly(Path(tmp))

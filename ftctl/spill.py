@@ -9,7 +9,7 @@ showed it. Each such record keeps a bounded tail in memory and hands full chunks
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,30 @@ class ChunkFile:
         with open(self.path, "rb") as f:
             for _ in range(self.chunks):
                 yield pickle.load(f)
+
+
+class SpilledRecords(Collection[Any]):
+    """One sink's records as ``parts`` hold them (each a ``ChunkFile`` or an in-memory
+    tail, in order): counted without reading the files, and read a chunk at a time each
+    time they are iterated, so a run's verdict, oracle and ``outputs/`` stream its output
+    instead of holding all of it. The files must outlive the iterations."""
+
+    def __init__(self, parts: Sequence[ChunkFile | list[Any]]) -> None:
+        self.parts = list(parts)
+
+    def __len__(self) -> int:
+        return sum(p.records if isinstance(p, ChunkFile) else len(p) for p in self.parts)
+
+    def __iter__(self) -> Iterator[Any]:
+        for part in self.parts:
+            if isinstance(part, ChunkFile):
+                for chunk in part:
+                    yield from chunk
+            else:
+                yield from part
+
+    def __contains__(self, record: object) -> bool:
+        return any(r == record for r in self)
 
 
 class RowLog:

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from ftctl import codec
-from ftctl.spill import ChunkFile
+from ftctl.spill import ChunkFile, SpilledRecords
 
 # Visible sink records held in memory per instance before a spilling store writes them out.
 SPILL_KEEP = 100_000
@@ -451,7 +451,8 @@ class SinkStore:
 
     With ``spill`` (a directory), an instance's visible records beyond ``keep`` in memory
     are appended to a file there, so a long run holds a bounded tail of its output, not
-    all of it; ``records``/``by_operator`` read the whole output back, in order.
+    all of it; ``records``/``by_operator`` read the whole output back, in order, and
+    ``streamed`` gives it to be read a chunk at a time.
     """
 
     def __init__(self, spill: Path | None = None, keep: int = SPILL_KEEP) -> None:
@@ -512,3 +513,14 @@ class SinkStore:
         for iid in sorted(self.visible.keys() | self._files.keys()):
             out[iid.split("[", 1)[0]].extend(self.records(iid))
         return dict(out)
+
+    def streamed(self) -> dict[str, SpilledRecords]:
+        """``by_operator`` without reading the spill back: each operator's records are
+        read from disk whenever they are iterated (the run's end: nothing is appended
+        after this)."""
+        parts: dict[str, list[ChunkFile | list[tuple[Any, Any]]]] = defaultdict(list)
+        for iid in sorted(self.visible.keys() | self._files.keys()):
+            if iid in self._files:
+                parts[iid.split("[", 1)[0]].append(self._files[iid])
+            parts[iid.split("[", 1)[0]].append(self.visible[iid])
+        return {op: SpilledRecords(p) for op, p in parts.items()}

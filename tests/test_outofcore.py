@@ -116,7 +116,7 @@ def test_golden_files_are_cached_and_judge_like_the_pickled_golden(tmp_path: Pat
     topo = topo.model_copy(update={"input": topo.input.model_copy(update={"records": 300})})
     files = golden_files(topo, golden_output, tmp_path)
 
-    def no_recompute(graph: Any) -> Any:
+    def no_recompute(graph: Any, spill: Path) -> Any:
         raise AssertionError("cache miss")
 
     assert golden_files(topo, no_recompute, tmp_path) == files

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ftctl.config.load import load_topology
+from ftctl.config.topology import Topology
 from ftctl.console import EXIT_INFRA
 from ftctl.results import list_runs
 from ftctl.run import execute as execute_mod
@@ -65,18 +66,21 @@ def test_a_spilling_latency_log_holds_a_bounded_tail_and_keeps_every_sample(
     assert log.rows(t0=1.0) == expected
 
 
-def _run_on(host: type, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
-    """``execute`` of wordcount under ``none`` with ``host`` for the Spark host and no
-    Spark session."""
+def run_on(host: type, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+           topology: Topology | None = None, protocol: str = "none",
+           quiet: bool = False) -> int:
+    """``execute`` of ``topology`` (default wordcount) under ``protocol`` with ``host`` for
+    the Spark host and no Spark session; ``--json`` unless ``quiet``."""
     session = SimpleNamespace(sparkContext=SimpleNamespace(applicationId="app-1"))
     monkeypatch.setattr(execute_mod, "start_session", lambda *a, **k: session)
     monkeypatch.setattr(execute_mod, "stop_session", lambda spark: None)
     monkeypatch.setattr(execute_mod, "SparkHost", host)
-    topology = load_topology(ROOT / "topologies" / "wordcount.yaml")
-    info = get_protocol("none")
+    topology = topology or load_topology(ROOT / "topologies" / "wordcount.yaml")
+    info = get_protocol(protocol)
     req = execute_mod.RunRequest(topology=topology, info=info, params=info.resolve({}),
                                  master="spark://127.0.0.1:7077", workers=1,
-                                 results=tmp_path / "results", timeout=60, as_json=True)
+                                 results=tmp_path / "results", timeout=60,
+                                 as_json=not quiet, quiet=quiet)
     return execute_mod.execute(req)
 
 
@@ -92,7 +96,7 @@ def test_a_failed_run_leaves_no_spill_behind(tmp_path: Path, monkeypatch: pytest
             ChunkFile(self.spill / "out[0].pickle").append([("k", 1)])
             raise RuntimeError("lost the driver's socket")
 
-    assert _run_on(DyingHost, tmp_path, monkeypatch) == EXIT_INFRA
+    assert run_on(DyingHost, tmp_path, monkeypatch) == EXIT_INFRA
     assert "lost the driver's socket" in capsys.readouterr().err
     (run,) = list_runs(tmp_path / "results")
     assert run.status() == "failed"
@@ -110,7 +114,7 @@ def test_the_golden_output_is_not_held_while_the_run_goes(
     made: list[weakref.ref[Outputs]] = []
     alive_during_run: list[bool] = []
 
-    def produce(graph: Any) -> Outputs:
+    def produce(graph: Any, spill: Path) -> Outputs:
         out = Outputs(out=[("k", 1)])
         made.append(weakref.ref(out))
         return out
@@ -128,7 +132,7 @@ def test_the_golden_output_is_not_held_while_the_run_goes(
             raise RuntimeError("stop after looking")
 
     monkeypatch.setattr(execute_mod, "golden_files", golden_files)
-    assert _run_on(WatchingHost, tmp_path, monkeypatch) == EXIT_INFRA
+    assert run_on(WatchingHost, tmp_path, monkeypatch) == EXIT_INFRA
     assert alive_during_run == [False]  # made once before the run, and let go
 
 
@@ -161,16 +165,8 @@ def test_the_verdict_is_judged_out_of_core_in_the_run_folder(
     monkeypatch.setattr(execute_mod, "golden_files", lambda topo, produce: real_golden_files(
         topo, produce, tmp_path / "golden"))
     monkeypatch.setattr(execute_mod, "verify_outputs", verify_outputs)
-    session = SimpleNamespace(sparkContext=SimpleNamespace(applicationId="app-1"))
-    monkeypatch.setattr(execute_mod, "start_session", lambda *a, **k: session)
-    monkeypatch.setattr(execute_mod, "stop_session", lambda spark: None)
-    monkeypatch.setattr(execute_mod, "SparkHost", LossyHost)
-    info = get_protocol("none")
-    req = execute_mod.RunRequest(topology=topology, info=info, params=info.resolve({}),
-                                 master="spark://127.0.0.1:7077", workers=1,
-                                 results=tmp_path / "results", timeout=60, as_json=False,
-                                 quiet=True)
-    assert execute_mod.execute(req) == execute_mod.EXIT_FAILED
+    assert run_on(LossyHost, tmp_path, monkeypatch, topology,
+                  quiet=True) == execute_mod.EXIT_FAILED
     (run,) = list_runs(tmp_path / "results")
     (sink,) = run.read_verdict()["sinks"]
     assert sink["lost"] == 1 and seen == [True]  # the one record each sink lost

@@ -19,7 +19,7 @@ import heapq
 import queue
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -113,7 +113,9 @@ class _Task:
 
 @dataclass
 class HostResult:
-    outputs: dict[str, list[tuple[Any, Any]]]
+    # Per sink operator; read from the run's spill as iterated when it has one (``len``
+    # needs no read), so iterate before that folder goes.
+    outputs: Mapping[str, Collection[tuple[Any, Any]]]
     complete: bool
     seconds: float
     events: list[HistoryEvent]  # the run's history (ftctl.kernel.history)
@@ -385,7 +387,9 @@ class SparkHost:
         if self.progress is not None:
             self.progress(dict(self.counts), seconds)
         return HostResult(
-            outputs=self.sinks.by_operator(), complete=complete, seconds=seconds,
+            # Spilled: streamed from the spill by whoever reads it, never whole in memory.
+            outputs=self.sinks.streamed() if self.spill is not None
+            else self.sinks.by_operator(), complete=complete, seconds=seconds,
             events=self.events, metrics=self._metrics(),
             records_in={i: c[0] for i, c in self.counts.items()},
             records_out={i: c[1] for i, c in self.counts.items()},

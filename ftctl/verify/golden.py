@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,10 @@ from ftctl.verify.sinkfile import write_sink
 Outputs = dict[str, list[tuple[Any, Any]]]
 # Computes a topology's fault-free output per sink.
 Producer = Callable[[ExecutionGraph], Outputs]
+# The same, given a scratch folder to spill to (removed once the files are written): each
+# sink's records in order, which may be read from that folder as they are iterated.
+StreamingProducer = Callable[[ExecutionGraph, Path],
+                             Mapping[str, Iterable[tuple[Any, Any]]]]
 DEFAULT_CACHE = Path("results/.golden")
 _REPO = Path(__file__).resolve().parent.parent.parent
 # The code a golden output depends on: the operators and sources, and the producer's (the
@@ -79,11 +85,12 @@ def files_path(topology: Topology, cache_dir: Path = DEFAULT_CACHE) -> Path:
     return cache_path(topology, cache_dir).with_suffix(".parquet.d")
 
 
-def golden_files(topology: Topology, produce: Producer,
+def golden_files(topology: Topology, produce: StreamingProducer,
                  cache_dir: Path = DEFAULT_CACHE) -> dict[str, Path]:
     """The fault-free output as one Parquet file per sink operator (``ftctl.verify.sinkfile``),
     for the out-of-core checker: from the cache when it holds them, else from ``produce``,
-    whose output is dropped once written."""
+    which spills to a scratch folder beside the cache (``golden_output`` keeps a bounded
+    tail per sink instance in memory) and whose output is streamed into the files."""
     folder = files_path(topology, cache_dir)
     index = folder / "sinks.json"  # written last: its presence means every file is whole
     try:
@@ -93,12 +100,18 @@ def golden_files(topology: Topology, produce: Producer,
         return {sink: folder / f for sink, f in names.items()}
     except (OSError, ValueError, AttributeError, pa.ArrowException):
         pass  # absent or unreadable: computed again
-    outputs = produce(ExecutionGraph(topology))
-    # Files are numbered, not named after the sink: an operator's name need not be a
-    # file name.
-    names = {sink: f"sink-{i}.parquet" for i, sink in enumerate(sorted(outputs))}
-    for sink, file in names.items():
-        write_sink(folder / file, outputs.pop(sink))
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    # Its own scratch folder: two runs computing the same golden output do not share one.
+    scratch = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.spill-"))
+    try:
+        outputs = produce(ExecutionGraph(topology), scratch)
+        # Files are numbered, not named after the sink: an operator's name need not be a
+        # file name.
+        names = {sink: f"sink-{i}.parquet" for i, sink in enumerate(sorted(outputs))}
+        for sink, file in names.items():
+            write_sink(folder / file, outputs[sink])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     atomic_write_bytes(index, json.dumps(names, sort_keys=True).encode())
     return {sink: folder / f for sink, f in names.items()}
 

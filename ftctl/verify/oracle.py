@@ -13,7 +13,7 @@ output is reduced to its final value per key and compared.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -278,9 +278,10 @@ def compare(expected: dict[Any, Any], actual: dict[Any, Any],
 
 
 def oracle_check(spark: SparkSession, topology: Topology,
-                 outputs: dict[str, list[tuple[Any, Any]]],
+                 outputs: Mapping[str, Iterable[tuple[Any, Any]]],
                  cache: bool = True) -> OracleResult | None:
     """The sink's final values per key against the oracle; None without an oracle.
+    The output is read once, in order, keeping one value per key (it may stream).
     ``cache``: take the expected values from the cache when an earlier run kept them."""
     oracle = oracle_for(topology)
     if oracle is None:

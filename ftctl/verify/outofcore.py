@@ -12,7 +12,7 @@ import heapq
 import shutil
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -224,14 +224,16 @@ def verify_files(modes: dict[str, str], golden: dict[str, Path], output: dict[st
     return Verdict(guarantee, sinks, complete, stopped=stopped, wrong=wrong)
 
 
-def write_outputs(outputs: dict[str, list[tuple[Any, Any]]], folder: Path) -> dict[str, Path]:
-    """Each sink's records as a file in ``folder``, for ``verify_files``."""
+def write_outputs(outputs: Mapping[str, Iterable[tuple[Any, Any]]],
+                  folder: Path) -> dict[str, Path]:
+    """Each sink's records as a file in ``folder``, for ``verify_files``: streamed, so
+    records read from a spill as iterated (``ftctl.spill.SpilledRecords``) stay on disk."""
     return {name: write_sink(Path(folder) / f"{name}.parquet", recs)
             for name, recs in outputs.items()}
 
 
 def verify_outputs(modes: dict[str, str], golden: dict[str, Path],
-                   outputs: dict[str, list[tuple[Any, Any]]], guarantee: Guarantee,
+                   outputs: Mapping[str, Iterable[tuple[Any, Any]]], guarantee: Guarantee,
                    folder: Path, complete: bool = True, stopped: str | None = None) -> Verdict:
     """A run's outputs against golden's files: the outputs are written to ``folder``
     (where DuckDB spills too), judged, and the folder removed."""
