@@ -172,8 +172,8 @@ def test_a_run_is_judged_summarised_and_stored_from_its_spill(
     monkeypatch.setattr(execute_mod, "golden_files", lambda topology, produce: golden_files(
         topology, produce, tmp_path / "golden"))
     expected = oracle_mod.final_per_key(store.records("out[0]"), "max")
-    monkeypatch.setattr(oracle_mod, "expected_values", lambda spark, topology: (expected,
-                                                                                 True))
+    monkeypatch.setattr(oracle_mod, "expected_values",
+                        lambda spark, topology, oracle: (expected, True))
     # checkpoint: exactly-once, so a record lost on the way would fail the run.
     assert run_on(SpilledHost, tmp_path, monkeypatch, topo, "checkpoint",
                   quiet=True) == execute_mod.EXIT_OK
