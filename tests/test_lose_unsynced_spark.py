@@ -18,6 +18,7 @@ from chaos.hostctx import HostFaultContext
 from chaos.store_faults import LoseUnsynced
 from ftctl.config.load import load_topology
 from ftctl.kernel.commands import Fence
+from ftctl.results import RunStore
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.spark import wire
 from ftctl.spark.driver import EV_LOST
@@ -197,3 +198,11 @@ def test_the_fault_needs_a_running_target_and_a_host_that_tracks_writes(
         LoseUnsynced(SINK).inject(_ctx(host))
     _end(host)
     assert host.store.snapshots_of(SINK) == [1]
+
+
+def test_a_run_of_a_mutant_gets_one_folder(tmp_path: Path) -> None:
+    # how visible-before-durable is measured on Spark: ftctl chaos -p lineage/<mutant>
+    run = RunStore.create(tmp_path, topology="wordcount",
+                          protocol="lineage/visible-before-durable", kind="chaos")
+    assert run.path.parent == tmp_path and "lineage-visible-before-durable" in run.path.name
+    assert RunStore.open(run.path).meta["protocol"] == "lineage/visible-before-durable"
