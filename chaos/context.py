@@ -11,11 +11,13 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ftctl.config.scenario import WORKER_KEY
 from ftctl.kernel.clocks import ClockFault
+from ftctl.spark.durability import LostWrites
 from ftctl.store import DirectoryStore
 
 ChannelKind = Literal["partition", "delay", "drop"]
@@ -186,6 +188,18 @@ class StoreAccess(Protocol):
 
     def snapshot_store(self) -> DirectoryStore | None:
         """The run's snapshot store; None if this host has none the driver can reach."""
+        ...
+
+
+@runtime_checkable
+class WriteLoss(Protocol):
+    """A context whose host knows which writes a crash of their writer takes (the Spark
+    host's ``ftctl.spark.durability``): ``lose-unsynced`` asks it before its kill."""
+
+    def lose_unsynced(self, instance: str, pid: int | None) -> Future[LostWrites] | None:
+        """Have ``instance``'s running task (``pid``, when given) lose its unsynced
+        writes when its frames end; what they were comes in the future (cancel it if
+        the task is not killed after all). None if it is not running now."""
         ...
 
 

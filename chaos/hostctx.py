@@ -12,6 +12,7 @@ refused with a FaultError, which the nemesis logs as ``fault-error``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,6 +21,7 @@ from chaos.context import ChannelFault, ContainerAction, WorkerRef
 from chaos.faults import FaultError
 from ftctl.cluster.errors import ClusterError
 from ftctl.kernel.clocks import ClockFault
+from ftctl.spark.durability import LostWrites
 from ftctl.store import DirectoryStore
 
 NO_CLUSTER = (
@@ -116,9 +118,18 @@ class HostFaultContext:
     clock_agent: Callable[[str, ClockFault], bool] | None = None
     # The run's snapshot store, which store faults damage or take down from the driver.
     store: DirectoryStore | None = None
+    # Marks a running task's unsynced writes to vanish when its frames end
+    # (``lose-unsynced``): the Spark host's ``expect_lost_writes``.
+    lost_writes: Callable[[str, int | None], Future[LostWrites] | None] | None = None
 
     def snapshot_store(self) -> DirectoryStore | None:
         return self.store
+
+    def lose_unsynced(self, instance: str, pid: int | None) -> Future[LostWrites] | None:
+        if self.lost_writes is None:
+            raise FaultError("lose-unsynced needs a host that knows which writes are "
+                             "not durable yet")
+        return self.lost_writes(instance, pid)
 
     def clock_fault(self, instance: str, fault: ClockFault) -> bool:
         if self.clock_agent is None:

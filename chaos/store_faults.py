@@ -16,8 +16,10 @@
   with the latency; every object read and write waits that long first. Overlapping ones:
   the file holds the largest latency of those under way.
 
-``lose-unsynced`` has no Spark realization: a file here is durable once written (the
-store does not model a page cache a crash could take), see docs/chaos.md.
+- lose-unsynced: the target's task is killed as by ``kill-task``, and the objects the
+  driver adopted from it since its last report or emit (``ftctl.spark.durability``) are
+  removed from the store when its frames end: the store no longer lists them, as on the
+  simulation host. The record names them (``lost``) and their ``bytes``.
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ from __future__ import annotations
 import contextlib
 import secrets
 import threading
+from concurrent.futures import CancelledError
 from typing import Literal, cast
 
 import pyarrow.fs as pafs
 
-from chaos.context import FaultContext, InjectRecord, StoreAccess
-from chaos.faults import ChaosFault, FaultError
+from chaos.context import FaultContext, InjectRecord, StoreAccess, WriteLoss
+from chaos.faults import ChaosFault, FaultError, KillTask, NotRunning
 from ftctl.config.fault_kinds import StoredObjectParams, StoreSlowParams
 from ftctl.store import DirectoryStore, damaged  # the simulation host's damage too
 
@@ -40,6 +43,9 @@ DamageKind = Literal["corrupt", "truncate", "delete"]
 # until the last one heals, and holds what the one that counts says (``_MarkerFault``).
 _markers: dict[tuple[str, str], dict[int, bytes]] = {}
 _markers_lock = threading.Lock()
+# Seconds a lose-unsynced waits for its target's frames to end: its control connection
+# closes as it dies; at worst a detection ends them (a hang is found within 4.5 s).
+LOSS_WAIT = 30.0
 
 
 def damage_object(store: DirectoryStore, snapshot: int, instance: str, kind: DamageKind,
@@ -113,6 +119,37 @@ class Truncate(_StoreDamage):
 
 class Delete(_StoreDamage):
     name = "delete"
+
+
+class LoseUnsynced(ChaosFault):
+    """The target's task is killed and its writes not yet durable vanish with it."""
+
+    name = "lose-unsynced"
+
+    def inject(self, ctx: FaultContext) -> InjectRecord:
+        if not isinstance(ctx, WriteLoss):
+            raise FaultError("lose-unsynced needs a host that knows which writes are not "
+                             "durable yet")
+        instance = self._instance(ctx)
+        loss = ctx.lose_unsynced(instance, ctx.task_pid(instance))
+        if loss is None:
+            raise NotRunning(f"{instance} is not running")
+        try:  # the kill as kill-task's: a signal here, or the task's agent
+            kill = KillTask(instance, seed=self.seed).inject(ctx)
+        except BaseException:
+            loss.cancel()
+            raise
+        record = InjectRecord(self.name, instance, kill.t, kill.pids, dict(kill.details))
+        try:
+            lost = loss.result(timeout=LOSS_WAIT)
+        except (TimeoutError, CancelledError, OSError) as exc:
+            # killed all the same: the record says the loss is not known
+            record.details.update(lost=None, error=str(exc) or type(exc).__name__)
+            return record
+        record.details.update(lost=[list(k) for k in lost.objects], bytes=lost.size)
+        if not lost.ended:
+            record.details["ended"] = False  # the run was over first: nothing taken
+        return record
 
 
 class _MarkerFault(ChaosFault):

@@ -167,7 +167,8 @@ class RunStore:
         root.mkdir(parents=True, exist_ok=True)
         while True:
             stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-            run_id = f"{stamp}-{topology}-{protocol}-{secrets.token_hex(2)}"
+            # a mutant's name (lineage/visible-before-durable) is one folder, not two
+            run_id = f"{stamp}-{topology}-{protocol.replace('/', '-')}-{secrets.token_hex(2)}"
             path = root / run_id
             try:
                 path.mkdir()

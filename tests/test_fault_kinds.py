@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import random
+from dataclasses import replace
 
 import pytest
 from pydantic import Field
@@ -48,12 +49,17 @@ def test_the_scenario_vocabulary_is_the_kinds_some_host_realizes() -> None:
         Scenario.model_validate({"name": "t", "faults": [
             {"type": "pair", "at": 1.0, "target": "random"}]})
     # the delivery needs come from the table
-    assert set(STORE_FAULTS) == {"lose-unsynced"}  # the store kinds Spark does not realize
+    assert STORE_FAULTS == ()  # every store kind has a Spark realization
     assert all(k.startswith("container-") for k in CONTAINER_FAULTS) and len(CONTAINER_FAULTS) == 4
     assert "kill-group" in CLUSTER_FAULTS and "kill-group" not in AGENT_FAULTS
 
 
-def test_a_kind_spark_does_not_realize_is_refused_for_spark_in_one_line() -> None:
+def test_a_kind_spark_does_not_realize_is_refused_for_spark_in_one_line(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    check_delivery("s.yaml", "lose-unsynced", "count[0]", None, None)
+    # every scenario kind has a Spark realization now: one without it, for the refusal
+    monkeypatch.setitem(FAULT_TYPES, "lose-unsynced",
+                        replace(FAULT_TYPES["lose-unsynced"], spark=None))
     with pytest.raises(ConfigError, match="simulation host only"):
         check_delivery("s.yaml", "lose-unsynced", "count[0]", None, None)
     check_delivery("s.yaml", "lose-unsynced", "count[0]", None, None, sim=True)
@@ -108,5 +114,5 @@ def test_list_faults_says_where_each_kind_runs() -> None:
     assert hosts["kill-driver"] == ["engine"]
     assert hosts["clock-skew"] == ["sim", "spark", "sim --faults"]
     assert hosts["corrupt"] == ["sim", "spark", "sim --faults"]
-    assert hosts["lose-unsynced"] == ["sim", "sim --faults"]
+    assert hosts["lose-unsynced"] == ["sim", "spark", "sim --faults"]
     assert hosts["pair"] == ["sim --faults"]

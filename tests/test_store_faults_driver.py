@@ -112,10 +112,10 @@ def test_an_outage_fails_every_read_and_write_until_the_last_one_heals(
     assert store.get(4, "count[1]") == {"n": 1}
 
 
-def test_spark_realizes_every_store_kind_but_lose_unsynced() -> None:
-    for kind in ("corrupt", "truncate", "delete", "store-unavailable"):
+def test_spark_realizes_every_store_kind() -> None:
+    for kind in ("corrupt", "truncate", "delete", "store-unavailable", "lose-unsynced"):
         assert FAULT_TYPES[kind].hosts == ("sim", "spark")
-    assert STORE_FAULTS == ("lose-unsynced",)
+    assert STORE_FAULTS == ()
     # damage fails nothing by itself: the kill that makes a recovery read it is measured
     assert not FAULT_TYPES["corrupt"].recovers and FAULT_TYPES["store-unavailable"].recovers
 

@@ -1,5 +1,6 @@
 """Store faults on Spark: a kill after a ``corrupt`` of the target's newest snapshot,
-then a slow store and a full one, in the same run (no Spark run of their own).
+then a slow store, a full one and a ``lose-unsynced``, in the same run (no Spark run of
+their own).
 
 The driver flips a byte of ``count[0]``'s newest snapshot file, then its task is killed:
 the recovery reads the damaged object. Aligned checkpoint falls back to an older snapshot
@@ -8,7 +9,10 @@ Snapshots every 3 s, the damage 4.5 s in (half way between two) and the kill 50 
 it: no newer snapshot completes in between, so the damaged one is the one the recovery
 reads. The aligned run goes on: the store is slow (20 ms an operation) from 5.5 s for 1 s,
 then full from 6.5 s for 3.5 s, long enough for a snapshot's writes to fail there: their
-writers die, and no restore uses the snapshot they could not write.
+writers die, and no restore uses the snapshot they could not write. ``count[1]`` loses its
+unsynced writes at 8 s, while the store is full: checkpoint reports each snapshot in the
+frame that adopts it, so there are none, and its recovery too restores what was complete
+before the store filled.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ faults:
 THEN_SLOW_AND_FULL = """\
   - {type: store-slow, at: 5.5, duration: 1.0, target: random, params: {latency: 0.02}}
   - {type: store-full, at: 6.5, duration: 3.5, target: random}
+  - {type: lose-unsynced, at: 8.0, target: "count[1]"}
 """
 
 
@@ -90,6 +95,12 @@ def test_aligned_checkpoint_recovers_from_an_older_snapshot(cluster: LocalCluste
                 if e.note == "snapshot-complete" and e.t < full.t}
     later = [e.data.get("restore") for e in restarts if e.t > full.t]
     assert later and set(later) <= complete
+    # lose-unsynced: killed through the task's agent (--master), nothing unsynced to take
+    (lose,) = _injected(events, "lose-unsynced")
+    assert lose.data["resolved"] == "count[1]" and full.t < lose.t
+    assert lose.data["details"] == {"via": "agent", "lost": [], "bytes": 0}
+    assert [e for e in events if e.kind == "failure-detected"
+            and e.data["pids"].get("count[1]") == lose.data["pids"][0]]
 
 
 def _injected(events: list[HistoryEvent], kind: str) -> list[HistoryEvent]:

@@ -15,7 +15,8 @@ DEFAULT_BIND = wire.HOST
 
 Master = Annotated[str | None, typer.Option(
     "--master", help="spark://host:port of a running cluster (default: start one); process "
-    "faults go through each task's own agent there (kill-task, kill-executor, pause, slow).")]
+    "faults go through each task's own agent there (kill-task, lose-unsynced, kill-executor, "
+    "pause, slow).")]
 
 
 def check_master(value: str | None) -> str | None:

@@ -258,9 +258,9 @@ FAULT_TYPES: dict[str, FaultKind] = {
         "take nodes down at once and return them one at a time (ftctl sim --faults only)",
         draw=f"{_DRAWS}:draw_staged"),
     # Store faults: on the simulation host's MemoryStore, and on Spark done by the driver
-    # on the run's DirectoryStore (``chaos/store_faults.py``); lose-unsynced: simulation
-    # only (Spark's store files are durable once written: no page cache to lose). Damage
-    # fails nothing by itself: the recovery measured is that of the failure that reads it.
+    # on the run's DirectoryStore (``chaos/store_faults.py``; lose-unsynced: with the
+    # driver's account of unsynced writes, ``ftctl/spark/durability.py``). Damage fails
+    # nothing by itself: the recovery measured is that of the failure that reads it.
     "corrupt": FaultKind(
         "flip a byte of one stored object of the target (`snapshot`, else its newest)",
         StoredObjectParams, sim=f"{_STORE}:damage", spark="chaos.store_faults:Corrupt",
@@ -289,7 +289,8 @@ FAULT_TYPES: dict[str, FaultKind] = {
         recovers=False),
     "lose-unsynced": FaultKind(
         "crash the target; its writes not yet acknowledged vanish",
-        sim=f"{_STORE}:lose_unsynced", draw=f"{_STORE}:draw_lose_unsynced"),
+        sim=f"{_STORE}:lose_unsynced", spark="chaos.store_faults:LoseUnsynced",
+        draw=f"{_STORE}:draw_lose_unsynced", agent=True),
     "kill-driver": FaultKind(
         "SIGKILL the driver process of an engine that has one (-p structured-streaming); "
         "it restarts from its checkpoint location (`target` is not used: give `random`)",

@@ -53,7 +53,7 @@ _INSTANCE_RE = re.compile(rf"^({_NAME})\[([0-9]+)\]$")
 
 # Fault types that act on a worker's container: only the docker backend has them.
 CONTAINER_FAULTS: tuple[str, ...] = kinds_where(docker=True)
-# Fault types no Spark host realizes (the snapshot store's): simulation host only.
+# Fault types no Spark host realizes: simulation host only (none at present).
 STORE_FAULTS: tuple[str, ...] = tuple(n for n in SCENARIO_KINDS
                                    if FAULT_TYPES[n].hosts == ("sim",))
 # A selector key every worker carries: its ftctl name (`worker=w1` targets worker w1).

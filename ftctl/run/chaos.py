@@ -101,7 +101,8 @@ class ChaosExtension(RunExtension):
             pid_mismatch=host.pid_mismatch,
             # A cluster ftctl did not start: its pids are not ours to signal.
             agent=partial(_agent_fault, host) if ctx.request.master is not None else None,
-            clock_agent=partial(_clock_fault, host), store=host.store)
+            clock_agent=partial(_clock_fault, host), store=host.store,
+            lost_writes=host.expect_lost_writes)
         counters = ctx.counters
 
         def log(kind: str, **data: Any) -> None:

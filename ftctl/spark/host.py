@@ -20,6 +20,7 @@ import queue
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -53,6 +54,7 @@ from ftctl.spark.driver import (
     ControlServer,
     JobRunner,
 )
+from ftctl.spark.durability import Durability, LostWrites
 from ftctl.spark.identity import Identity, is_local, mismatch
 from ftctl.spark.placement import live_executors, placement
 from ftctl.spark.task import TaskPayload
@@ -165,6 +167,9 @@ class SparkHost:
         self.events_q: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=EVENT_QUEUE)
         self.topology_data = graph.topology.model_dump(by_alias=True)
         self.store = DirectoryStore(store_dir)
+        # What each unit wrote and has not synced yet, for ``lose-unsynced``
+        # (``ftctl.spark.durability``).
+        self.durability = Durability()
         # ``spill``: a directory for what grows with the run's length (committed output,
         # latency samples, metrics) beyond a bounded tail, so a long run's driver does not
         # hold it all in memory. It is read back once, when the run is over.
@@ -266,6 +271,15 @@ class SparkHost:
 
     def clear_channel(self, fault_id: str) -> None:
         self.events_q.put((EV_CHAOS, "clear", fault_id))
+
+    def expect_lost_writes(self, iid: str, pid: int | None) -> Future[LostWrites] | None:
+        """A ``lose-unsynced`` of ``iid``'s running task (``pid``, when given, must be
+        its): its unsynced writes vanish when its frames end (``_writes_end``). None if it
+        is not running now."""
+        task = self.live.get(iid)
+        if task is None or (pid is not None and task.pid != pid):
+            return None
+        return self.durability.expect(iid, task.inc)
 
     def agent_fault(self, iid: str, payload: dict[str, Any]) -> bool:
         """Have ``iid``'s task carry out a process fault on itself (``ftctl.spark.agent``);
@@ -427,6 +441,7 @@ class SparkHost:
             self.jobs.cancel_all()
             self.jobs.wait_all(5.0)
         self.server.close()
+        self.durability.abandon()
         # The tasks' final counters come back as their jobs' results.
         while True:
             try:
@@ -466,6 +481,8 @@ class SparkHost:
             self._on_reg(*ev[1:])
         elif kind == EV_LOST:
             _, iid, inc = ev
+            if inc == self.inc[iid]:
+                self._writes_end(iid, inc)  # nothing more of it comes
             if inc == self.inc[iid] and not self.finishing:
                 self._suspect(iid, "control connection lost")
         elif kind == EV_JOB_FAILED:
@@ -515,6 +532,7 @@ class SparkHost:
         when nothing more of its incarnation may count (a write of it failed)."""
         k = item[0]
         if k == wire.EMIT:
+            self.durability.synced(iid)  # the contract: an emit waits for its writes
             self.sinks.append(item[1], item[2], item[3])
         elif k == wire.PERSIST:
             try:
@@ -523,13 +541,16 @@ class SparkHost:
                 # As a task whose own write fails: nothing more of it may count.
                 self._suspect(iid, f"snapshot {item[2]} not written: {exc}")
                 return False
+            self.durability.adopted(iid, item[2], item[1])
         elif k == wire.PERSISTED:  # written by the task; ours once it is current
             try:
                 self.store.adopt(item[2], item[1], item[3], item[4])
             except (OSError, ValueError, StoreError) as exc:
                 self._suspect(iid, f"snapshot {item[2]} not adoptable: {exc}")
                 return False
+            self.durability.adopted(iid, item[2], item[1])
         elif k == wire.REPORT:
+            self.durability.synced(iid)  # as an emit: its writes are durable now
             slot = item[1] if item[1] != iid else None
             self._apply(self.kernel.report(iid, self.inc[iid], item[2], self.now(), slot))
         elif k == wire.STAGE:
@@ -748,6 +769,9 @@ class SparkHost:
         to go (its slot then waits for the next instance, unless ``alive`` is False: it
         failed), its job cancelled if it lingers, its peers told."""
         old = self.inc[iid] - 1
+        self._writes_end(iid, old)
+        # A plain crash or stop loses nothing: the machine flushes what the task wrote.
+        self.durability.synced(iid)
         self._refresh_counts()
         (din, dout), (rin, rout) = self.done_counts[iid], self.counts[iid]
         self.done_counts[iid] = (din + rin, dout + rout)
@@ -763,6 +787,28 @@ class SparkHost:
         self.jobs.cancel_later(iid, old, CANCEL_AFTER)
         hosted = [s for s in self.graph.order if self.routing.unit_of(s) == iid]
         self._fence_channels(iid, hosted, None)
+
+    def _writes_end(self, iid: str, inc: int) -> None:
+        """Incarnation ``inc`` of ``iid`` sends nothing more (its control connection
+        closed, or it was dropped): a ``lose-unsynced`` waiting for it removes what it
+        adopted and had not synced from the store, which no longer lists it."""
+        future = self.durability.ended(iid, inc)
+        if future is None or not future.set_running_or_notify_cancel():
+            return
+        objects: list[tuple[int, str]] = []
+        size = 0
+        try:
+            for snapshot, instance in self.durability.take(iid):
+                n = self.store.size_of(snapshot, instance)
+                if n is None:
+                    continue  # discarded by the coordinator meanwhile
+                self.store.delete(snapshot, instance)
+                objects.append((snapshot, instance))
+                size += n
+        except OSError as exc:
+            future.set_exception(exc)
+            return
+        future.set_result(LostWrites(tuple(objects), size))
 
     def _fence_channels(self, unit: str, slots: list[str], addr: wire.Address | None) -> None:
         """``unit``'s data epoch moved on: its receivers drop what it sent before, and the
