@@ -43,7 +43,8 @@ KNOWN_KINDS: tuple[FaultKind, ...] = tuple(k.sim_name or n for n, k in FAULT_TYP
 # The mixed set the conformance kit draws (without ``drop``, the correlated kinds and the
 # store kinds, so its pinned schedules keep their draws); order is part of the draw.
 FAULT_KINDS: tuple[FaultKind, ...] = ("crash", "pause", "partition", "delay", "slow", "node")
-# Faults of the snapshot store (``ftctl/sim/store_faults.py``); simulation host only.
+# Faults of the snapshot store, drawn by `ftctl sim --faults` (``ftctl/sim/store_faults.py``;
+# Spark realizes the same kinds in ``chaos/store_faults.py``).
 STORE_KINDS: tuple[FaultKind, ...] = ("corrupt", "truncate", "delete", "store-unavailable",
                                       "lose-unsynced")
 # A full or slow store: drawn on top like the store kinds, but outside the kit's
