@@ -17,8 +17,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from ftctl.config.scenario import WORKER_KEY
 from ftctl.kernel.clocks import ClockFault
-from ftctl.spark.durability import LostWrites
-from ftctl.store import DirectoryStore
+from ftctl.store import DirectoryStore, LostWrites
 
 ChannelKind = Literal["partition", "delay", "drop"]
 # What a container fault asks of a worker's container (docker backend only).

@@ -21,8 +21,7 @@ from chaos.context import ChannelFault, ContainerAction, WorkerRef
 from chaos.faults import FaultError
 from ftctl.cluster.errors import ClusterError
 from ftctl.kernel.clocks import ClockFault
-from ftctl.spark.durability import LostWrites
-from ftctl.store import DirectoryStore
+from ftctl.store import DirectoryStore, LostWrites
 
 NO_CLUSTER = (
     "this fault needs process access to the workers, which ftctl has only on a cluster it "

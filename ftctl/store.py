@@ -15,6 +15,7 @@ import time
 import zlib
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -33,6 +34,20 @@ SPILL_KEEP = 100_000
 # (version 0) start with a ``codec`` tag (b"M" or 0x80), never with MAGIC's b"F".
 MAGIC = b"FTS\x01"
 _HEADER = struct.Struct(">4sQI")
+
+
+StoredKey = tuple[int, str]  # (snapshot, instance): one stored object
+
+
+@dataclass(frozen=True)
+class LostWrites:
+    """What a ``lose-unsynced`` took: the objects removed from the store, their bytes.
+    ``ended`` is False when the run ended before the writer's last frames did (a host
+    that keeps the account: ``ftctl/spark/durability.py``)."""
+
+    objects: tuple[StoredKey, ...] = ()
+    size: int = 0
+    ended: bool = True
 
 
 class StoreError(Exception):

@@ -19,19 +19,8 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future
-from dataclasses import dataclass
 
-Key = tuple[int, str]  # (snapshot, instance): one stored object
-
-
-@dataclass(frozen=True)
-class LostWrites:
-    """What a ``lose-unsynced`` took: the objects removed from the store, their bytes.
-    ``ended`` is False when the run ended before the incarnation's frames did."""
-
-    objects: tuple[Key, ...] = ()
-    size: int = 0
-    ended: bool = True
+from ftctl.store import LostWrites, StoredKey
 
 
 class Durability:
@@ -40,7 +29,7 @@ class Durability:
 
     def __init__(self) -> None:
         # unit -> objects not yet synced, in adopt order. Driver loop only.
-        self.unsynced: dict[str, list[Key]] = {}
+        self.unsynced: dict[str, list[StoredKey]] = {}
         # (unit, incarnation) -> the fault waiting for what it took. Filled from the
         # nemesis thread, emptied by the driver: under the lock.
         self._expected: dict[tuple[str, int], Future[LostWrites]] = {}
@@ -56,7 +45,7 @@ class Durability:
         """``writer``'s report or emit took effect: what it wrote so far is durable."""
         self.unsynced.pop(writer, None)
 
-    def take(self, writer: str) -> list[Key]:
+    def take(self, writer: str) -> list[StoredKey]:
         """``writer``'s unsynced objects, once each, in adopt order; it has none after."""
         return list(dict.fromkeys(self.unsynced.pop(writer, ())))
 

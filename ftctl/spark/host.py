@@ -54,12 +54,18 @@ from ftctl.spark.driver import (
     ControlServer,
     JobRunner,
 )
-from ftctl.spark.durability import Durability, LostWrites
+from ftctl.spark.durability import Durability
 from ftctl.spark.identity import Identity, is_local, mismatch
 from ftctl.spark.placement import live_executors, placement
 from ftctl.spark.task import TaskPayload
 from ftctl.spill import RowLog
-from ftctl.store import DirectoryStore, SinkStore, StoreError, StoreUnavailable
+from ftctl.store import (
+    DirectoryStore,
+    LostWrites,
+    SinkStore,
+    StoreError,
+    StoreUnavailable,
+)
 from protocols.contract.actions import DeclarePhase
 from protocols.contract.events import Suspected
 from protocols.contract.messages import Msg
