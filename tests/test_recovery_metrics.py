@@ -251,3 +251,39 @@ def test_the_terminal_breakdown_has_a_row_per_later_detection(
     assert rows == [
         ["kill-group at 5.0", "0.30", "0.05", "0.35", "0.30", "0.70", "2 slot", "-"],
         ["detected again at +0.90 s", "-", "0.10", "0.40", "-", "-", "1 slot", "-"]]
+
+
+def test_a_fault_window_starts_when_the_fault_struck_not_when_it_was_recorded() -> None:
+    """A container kill returns after Spark already saw the loss: the window starts at the
+    record's ``at``, so the detection before the record was written is still this fault's."""
+    history = [
+        HistoryEvent(1, 20.2, "spark", "failure-detected", {"instances": ["executor 0"],
+                                                            "cause": "executor-lost"}),
+        HistoryEvent(2, 20.6, "spark", "fault-injected", {"type": "container-kill",
+                                                          "target": "w1", "at": 20.0}),
+    ]
+    [window] = fault_windows(history)
+    assert window.t == 20.0
+    rec = fault_recovery(window, history, [], [])
+    assert rec.detection_s == pytest.approx(0.2)
+    # an ``at`` after the record (a clock of another origin) is not taken
+    odd = [replace(history[1], data={**history[1].data, "at": 99.0})]
+    assert fault_windows(odd)[0].t == 20.6
+
+
+def test_a_fault_nobody_detected_takes_no_detection_from_the_next_fault() -> None:
+    """A 3 s pause under a 120 s heartbeat timeout is seen by nobody; the kill 6 s later is
+    detected at once. The pause shows no detection or restart; the kill shows its own."""
+    history = [
+        HistoryEvent(1, 36.2, "spark", "failure-detected", {"instances": ["executor 1"]}),
+        HistoryEvent(2, 37.4, "spark", "instance-started", {"reason": "rescheduled",
+                                                            "start": "task"},
+                     instance="executor 1"),
+    ]
+    pause = FaultWindow(30.0, 33.0, "container-pause", "w0")
+    kill = FaultWindow(36.0, None, "container-kill", "w1")
+    report = recovery_report([pause, kill], history, [], [])
+    first, second = report.faults
+    assert (first.detection_s, first.restart_s) == (None, None)
+    assert second.detection_s == pytest.approx(0.2)
+    assert second.restart_s == pytest.approx(1.4)
