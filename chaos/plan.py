@@ -83,6 +83,13 @@ def check_cluster(schedule: Schedule, master: str | None,
     simulation host's, which takes the store faults too)."""
     for p in schedule.faults:
         check_delivery(schedule.source, p.type, p.target, p.duration, master, backend, sim)
+    check_selectors(schedule, worker_labels)
+
+
+def check_selectors(schedule: Schedule, worker_labels: Sequence[Mapping[str, str]]) -> None:
+    """Refuse a selector no worker of the cluster ftctl starts matches, and a random
+    ``kill-group`` where no worker is labelled."""
+    for p in schedule.faults:
         parsed = parse_target(p.target)
         if parsed.kind == "selector":
             _check_selector(schedule, p.type, dict(parsed.labels), p.target, worker_labels)

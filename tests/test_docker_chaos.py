@@ -1,11 +1,13 @@
 """``ftctl chaos`` on the docker backend: container faults and a rack failure, exactly-once.
 
-The first test drives the four container faults on a bare cluster (~18 s); the other is
+The first test drives the four container faults on a bare cluster (~18 s); the second is
 one ``ftctl chaos`` process (its own cluster of containers, ~75-100 s on this 2-core
 machine, most of it cluster and session start), kept short with ``--records``/``--rate``,
-with a pause and a rack failure in the one run. (``--kill N --target container`` plans
-the same container-kill and restore-capacity as the container-faults scenario:
-tests/test_container_faults.py checks that plan without a cluster.) Skipped as a whole
+with a pause and a rack failure in the one run; the third puts the Structured Streaming
+engine through a container kill on a docker cluster its run starts (~80 s). (``--kill N
+--target container`` plans the same container-kill and restore-capacity as the
+container-faults scenario: tests/test_container_faults.py checks that plan without a
+cluster.) Skipped as a whole
 only when no Docker engine answers. Every test removes, in ``finally``, any container its
 runs left (found by the state dir label, under the test's tmp dir) and asserts there was
 none.
@@ -155,3 +157,33 @@ def test_a_paused_container_then_a_rack_failure_are_exactly_once(workdir: Path) 
     assert _events(summary, "fault-error") == []
     # the rack's instances died with it: detected and restarted, not missed
     assert summary["detections"] >= 1 and summary["restarts"] > 0
+
+
+def test_structured_streaming_takes_a_container_kill_on_a_cluster_of_its_own(
+        workdir: Path) -> None:
+    """The engine's query on a docker cluster its chaos run starts (no ``--master``): a
+    container killed under one of its executors is Spark's executor loss, the driver
+    lives, the lost work is launched again on a live executor (the restart), and the
+    output is exactly-once; the run's containers are gone after it."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "ftctl.cli", "chaos", str(ROOT / "topologies" / "windowed.yaml"),
+         "-p", "structured-streaming", "--backend", "docker", "--kill", "1", "--target",
+         "container", "--json", "--results", str(workdir / "results")],
+        cwd=workdir, text=True, capture_output=True, timeout=400,
+        env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)
+    assert summary["passed"] and summary["complete"] and summary["anomalies"] == {}, summary
+    injected = _events(summary, "fault-injected")
+    assert [e["type"] for e in injected] == ["container-kill", "restore-capacity"]
+    lines = (Path(summary["path"]) / "events.jsonl").read_text().splitlines()
+    history = list(read_history(map(json.loads, lines)))
+    killed = next(e.data["at"] for e in history if e.kind == "fault-injected")
+    lost = [e for e in history if e.kind == "failure-detected"
+            and e.data["cause"] == "executor-lost"]
+    assert lost and lost[0].t > killed  # seen by Spark, not by a driver that ended
+    restarted = [e for e in history if e.kind == "instance-started" and e.t >= lost[0].t]
+    assert restarted and restarted[0].data["start"] == "task"
+    assert not any(e.kind == "instance-started" and e.instance == "driver" for e in history)
+    [kill] = [f for f in summary["faults"] if f["fault"] == "container-kill"]
+    assert kill["detection_s"] is not None and kill["restart_s"] >= kill["detection_s"]

@@ -349,8 +349,111 @@ def test_compare_refuses_what_the_engine_cannot_carry_out_before_any_run(
     schedule = from_kills(1, "worker", ORDER, 20.0, 1)
     with pytest.raises(ConfigError, match="needs the workers of a cluster ftctl started"):
         compare.check_engine_cluster(schedule, "spark://127.0.0.1:1", "local")
-    with pytest.raises(ConfigError, match="runs on the local backend"):
-        compare.check_engine_cluster(schedule, None, "docker")
     compare.check_engine_cluster(schedule, None, "local")  # compare starts the cluster
+    compare.check_engine_cluster(schedule, None, "docker")  # ...in containers
+    containers = from_kills(1, "container", ORDER, 20.0, 1)
+    with pytest.raises(ConfigError, match=r"container-kill needs the docker backend"):
+        compare.check_engine_cluster(containers, None, "local")
+    compare.check_engine_cluster(containers, None, "docker")
     kills = from_kills(1, "task", ORDER, 20.0, 1)
     compare.check_engine_cluster(kills, "spark://127.0.0.1:1", "local")
+
+
+# ------------------------------------------------------------------ chaos starts its own cluster
+
+
+@dataclass
+class _Started:
+    """What ``ftctl chaos`` handed the engine, and the clusters it made and stopped."""
+
+    shapes: list[dict[str, Any]] = field(default_factory=list)
+    clusters: list[FakeCluster] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+
+
+@pytest.fixture
+def own_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Started]:
+    from ftctl.engines.structured import cluster as engine_cluster
+
+    seen = _Started()
+
+    def starter(backend: str, workers: int, cores: int | None, labels: list[str] | None,
+                results: Path, state_dir: Path) -> Any:
+        seen.shapes.append({"backend": backend, "workers": workers, "cores": cores,
+                            "labels": labels})
+
+        def start() -> FakeCluster:
+            seen.clusters.append(FakeCluster([{}] * workers, master_url="spark://own:7077"))
+            return seen.clusters[-1]
+        return start
+
+    def run(topology: Any, mutant: Any, params: Any, **kw: Any) -> int:
+        seen.runs.append(kw)
+        return 0
+
+    monkeypatch.setattr(engine_cluster, "starter", starter)
+    monkeypatch.setattr(cli, "run", run)
+    yield seen
+    for c in seen.clusters:
+        for w in c.members:
+            with contextlib.suppress(ProcessLookupError):
+                w.proc.kill()
+            w.proc.wait()
+
+
+def _chaos(*args: str) -> Any:
+    return CliRunner().invoke(app, ["chaos", str(WORDCOUNT), "-p", "structured-streaming",
+                                    *args])
+
+
+def test_chaos_starts_a_cluster_for_worker_faults_and_stops_it_after(
+        tmp_path: Path, own_cluster: _Started) -> None:
+    res = _chaos("--scenario", str(ROOT / "chaos" / "rack-failure.yaml"), "--workers", "4",
+                 "--label", "rack=a", "--label", "rack=a", "--label", "rack=b",
+                 "--label", "rack=b", "--cores", "3", "--results", str(tmp_path))
+    assert res.exit_code == 0, res.output
+    assert own_cluster.shapes == [{"backend": "local", "workers": 4, "cores": 3,
+                                   "labels": ["rack=a", "rack=a", "rack=b", "rack=b"]}]
+    [made] = own_cluster.clusters
+    assert (made.ups, made.downs) == (1, 1)
+    [run] = own_cluster.runs
+    assert run["master"] == "spark://own:7077" and run["cluster"] is made
+    assert [(f.type, f.planned is not None) for f in run["faults"]] == [
+        ("kill-group", True), ("restore-capacity", True)]
+
+
+def test_chaos_keeps_local_mode_when_nothing_needs_a_cluster(
+        tmp_path: Path, own_cluster: _Started) -> None:
+    res = _chaos("--kill", "1", "--target", "task", "--results", str(tmp_path))
+    assert res.exit_code == 0, res.output
+    assert own_cluster.clusters == []
+    assert [(r["master"], r["cluster"]) for r in own_cluster.runs] == [(None, None)]
+
+
+@pytest.mark.parametrize("target", ["worker", "executor", "container"])
+def test_chaos_kill_target_on_a_cluster_gets_one_of_its_own(
+        tmp_path: Path, own_cluster: _Started, target: str) -> None:
+    backend = "docker" if target == "container" else "local"
+    res = _chaos("--kill", "1", "--target", target, "--backend", backend,
+                 "--results", str(tmp_path))
+    assert res.exit_code == 0, res.output
+    assert [s["backend"] for s in own_cluster.shapes] == [backend]
+    [run] = own_cluster.runs
+    kinds = {f.type: f.planned is not None for f in run["faults"]}
+    wanted = {"worker": {"kill-worker": True, "restore-capacity": True},
+              "executor": {"kill-executor": False},
+              "container": {"container-kill": True, "restore-capacity": True}}[target]
+    assert kinds == wanted and not any(f.instead_of for f in run["faults"])
+
+
+def test_chaos_refuses_container_faults_on_process_workers_and_unknown_labels(
+        tmp_path: Path, own_cluster: _Started) -> None:
+    res = _chaos("--kill", "1", "--target", "container", "--results", str(tmp_path))
+    assert res.exit_code == 2, res.output
+    one_line(res.output, "container-kill needs the docker backend")
+    res = _chaos("--scenario", str(ROOT / "chaos" / "rack-failure.yaml"),
+                 "--results", str(tmp_path))  # no worker has rack=a
+    assert res.exit_code == 2, res.output
+    one_line(res.output, "rack-failure.yaml")
+    assert "no worker has labels rack=a" in res.output
+    assert own_cluster.clusters == [] and own_cluster.runs == []

@@ -310,20 +310,52 @@ def test_a_stored_engine_run_is_reverified_exactly_once(tmp_path: Path) -> None:
 
 
 def test_an_executor_loss_is_read_from_the_driver_log_as_it_grows(tmp_path: Path) -> None:
-    from ftctl.engines.structured.runner import _LostExecutors
+    from ftctl.engines.structured.runner import _SchedulerLog
 
     log = tmp_path / "driver-0.log"
     log.write_text("26/11/28 10:03:40 WARN Something else\n")
-    lost = _LostExecutors()
+    lost = _SchedulerLog()
     lost.follow(log)
     assert lost.poll() == []
     with open(log, "a") as f:  # a whole line, then half of the next
         f.write("26/11/28 10:03:48 ERROR TaskSchedulerImpl: Lost executor 0 on 127.0.0.1: "
                 "Command exited with code 137\n26/11/28 10:03:49 ERROR TaskSchedulerImpl: Lost")
-    assert lost.poll() == ["Lost executor 0 on 127.0.0.1: Command exited with code 137"]
+    assert lost.poll() == [("lost", "Lost executor 0 on 127.0.0.1: Command exited with code 137")]
     with open(log, "a") as f:
-        f.write(" executor 1 on 127.0.0.1: gone\n")
-    assert lost.poll() == ["Lost executor 1 on 127.0.0.1: gone"]
+        f.write(" executor 1 on 127.0.0.1: gone\n26/11/28 10:03:50 INFO TaskSetManager: "
+                "Starting task 0.1 in stage 7.0 (TID 31) (127.0.0.1,executor 2, partition 0, "
+                "PROCESS_LOCAL, 9342 bytes)\n")
+    assert lost.poll() == [("lost", "Lost executor 1 on 127.0.0.1: gone"),
+                           ("start", "Starting task 0.1 in stage 7.0 (TID 31) (127.0.0.1,"
+                                     "executor 2, partition 0, PROCESS_LOCAL, 9342 bytes)")]
+
+
+def test_the_first_task_launch_after_an_executor_loss_is_its_restart(tmp_path: Path) -> None:
+    """Each lost executor gets one ``instance-started`` (start ``task``): at the first task
+    launch after its loss, not at a launch before it; the recovery report then has a
+    restart for the worker fault."""
+    from ftctl.engines.structured.runner import _Outcome, _Rescheduled
+    from ftctl.metrics.recovery import FaultWindow, fault_recovery
+    from ftctl.results import RunStore
+
+    store = RunStore.create(tmp_path, topology="t", protocol="structured-streaming")
+    out = _Outcome(complete=False)
+    resched = _Rescheduled()
+    start = ("start", "Starting task 0.0 in stage 3.0 (TID 9) (127.0.0.1,executor 1, ...)")
+    resched.lines(store, out, [start])  # a launch with nothing lost: no restart
+    t_fault = store.clock()
+    resched.lines(store, out, [("lost", "Lost executor 1 on 127.0.0.1: worker lost"),
+                               ("lost", "Lost executor 3 on 127.0.0.1: worker lost")])
+    resched.lines(store, out, [start, start])
+    events = store.read_events()
+    started = [e for e in events if e["kind"] == "instance-started"]
+    assert [(e["instance"], e["data"]["start"]) for e in started] == [
+        ("executor 1", "task"), ("executor 3", "task")]
+    assert out.detections == 2 and out.rescheduled == 2
+    rec = fault_recovery(FaultWindow(t_fault, fault="kill-worker", target="w0"), events, [], [])
+    assert rec.restart_s is not None and rec.detection_s is not None
+    assert rec.restart_s >= rec.detection_s
+    assert rec.breakdown["started_by"] == {"task": 2}
 
 
 def test_a_scenarios_kill_driver_is_the_engines_and_refused_for_a_protocol(

@@ -8,12 +8,22 @@ and a steady pre-fault baseline for the recovery metrics.
 
 from __future__ import annotations
 
+import os
+import shutil
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from chaos.plan import check_cluster, check_triggers, from_kills, from_scenario
+from chaos.plan import (
+    check_cluster,
+    check_selectors,
+    check_triggers,
+    from_kills,
+    from_scenario,
+)
 from ftctl.cluster.labels import LabelSyntaxError, expand_labels
 from ftctl.commands.cluster_options import (
     DEFAULT_BIND,
@@ -36,6 +46,7 @@ from ftctl.commands.common import (
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
+from ftctl.console import err_console
 from ftctl.engines import engine_of
 from ftctl.results import DEFAULT_ROOT
 from ftctl.run.chaos import (
@@ -60,8 +71,9 @@ def chaos(
                                              "tasks at random times mid-run.")] = None,
     target: Annotated[str, typer.Option("--target", help="What --kill kills: task, executor, "
                                         "worker or container (docker); with -p "
-                                        "structured-streaming: task, driver, executor or "
-                                        "worker.")] = "task",
+                                        "structured-streaming: task, driver, executor, "
+                                        "worker or container (on a cluster of the run's "
+                                        "own unless --master).")] = "task",
     scenario: Annotated[Path | None, typer.Option("--scenario", help="Chaos-scenario YAML.")]
     = None,
     replay: Annotated[str | None, typer.Option("--replay", help="Apply the fault schedule "
@@ -112,7 +124,9 @@ def chaos(
     if engine is not None:  # an engine with its own fault tolerance (ftctl/engines)
         raise typer.Exit(_engine_chaos(topology, str(topology_file), engine[1], param, kill,
                                        target, scenario, replay, seed, records, rate, master,
-                                       results, timeout, as_json))
+                                       results, timeout, as_json,
+                                       _Shape(workers, cores, label,
+                                              [dict(w) for w in worker_labels], backend)))
     info, given = protocol_and_params(protocol, param)
     params = info.resolve(given)
     check_scope(params, topology, str(topology_file))
@@ -142,13 +156,28 @@ def chaos(
     raise typer.Exit(execute(request, ChaosExtension(schedule, duration)))
 
 
+@dataclass
+class _Shape:
+    """The cluster a chaos run would start: ``--workers``, ``--cores``, ``--label`` (as
+    given, and as each worker's labels), ``--backend``."""
+
+    workers: int
+    cores: int | None
+    label: list[str] | None
+    labels: list[dict[str, str]]
+    backend: str
+
+
 def _engine_chaos(topology: Topology, file: str, mutant: str | None, param: list[str] | None,
                   kill: int | None, target: str, scenario: Path | None, replay: str | None,
                   seed: int | None, records: int | None, rate: float | None,
-                  master: str | None, results: Path, timeout: float, as_json: bool) -> int:
+                  master: str | None, results: Path, timeout: float, as_json: bool,
+                  shape: _Shape) -> int:
     """``ftctl chaos -p structured-streaming``: the schedule as the engine carries it out
-    (``ftctl.engines.structured.cli``)."""
+    (``ftctl.engines.structured.cli``), on a cluster of its own when it strikes what only
+    a cluster has (``ftctl.engines.structured.cluster``)."""
     from ftctl.engines.structured import cli as structured
+    from ftctl.engines.structured import cluster as engine_cluster
 
     if replay is not None:
         raise ConfigError("--replay", None, "not for structured-streaming yet: give --kill or "
@@ -159,25 +188,51 @@ def _engine_chaos(topology: Topology, file: str, mutant: str | None, param: list
     structured.compile_plan(topology, file)
     topology = structured.paced(topology, records, rate)
     duration = expected_seconds(ExecutionGraph(topology))
-    cluster = structured.workers_at(master)  # worker faults strike its workers
     order = ExecutionGraph(topology).order
+    schedule = None
+    if scenario is not None:
+        schedule = from_scenario(scenario, order, duration, seed)
+    # Without --master: a cluster of the run's own when the faults need one (or docker
+    # is asked for); else local mode, every executor inside the driver.
+    own = master is None and (shape.backend == "docker" or (
+        target in engine_cluster.CLUSTER_TARGETS if schedule is None
+        else engine_cluster.needs_cluster(schedule.faults)))
+    attached = None if own else structured.workers_at(master)  # faults strike its workers
+    workers = own or attached is not None
+    containers = shape.backend == "docker" if own else engine_cluster.has_containers(attached)
     if kill is not None:
         faults = structured.kills(kill, target, duration, seed if seed is not None else 1,
-                                  cluster=master is not None, instances=order,
-                                  workers=cluster is not None)
+                                  cluster=own or master is not None, instances=order,
+                                  workers=workers, containers=containers)
         name, source = f"kill-{kill}-{target}", f"--kill {kill} --target {target}"
     else:
-        assert scenario is not None
-        schedule = from_scenario(scenario, order, duration, seed)
+        assert schedule is not None
+        if own:
+            check_selectors(schedule, shape.labels)
         faults = structured.from_planned(schedule.faults, str(scenario),
-                                         cluster=master is not None,
-                                         workers=cluster is not None)
+                                         cluster=own or master is not None, workers=workers,
+                                         containers=containers)
         name, source = schedule.name, str(scenario)
     config = {"chaos": {"schedule": source, "name": name, "seed": seed or 1,
                         "expected_s": round(duration, 3), "replay_of": None}}
-    return structured.run(topology, mutant, params, master=master, results=results,
-                          timeout=timeout, as_json=as_json, kind="chaos", faults=faults,
-                          config=config, cluster=cluster)
+
+    def go(at: str | None, cluster: Any) -> int:
+        return structured.run(topology, mutant, params, master=at, results=results,
+                              timeout=timeout, as_json=as_json, kind="chaos", faults=faults,
+                              config=config, cluster=cluster)
+
+    if not own:
+        return go(master, attached)
+    state_dir = Path(".ftctl") / "engine" / f"{os.getpid()}-{time.time_ns()}"
+    start = engine_cluster.starter(shape.backend, shape.workers, shape.cores, shape.label,
+                                   results, state_dir.resolve())
+    say = (lambda _m: None) if as_json else (
+        lambda m: err_console.print(f"[dim]{m}[/dim]", highlight=False))
+    try:
+        with engine_cluster.started(start, say) as (url, cluster):
+            return go(url, cluster)
+    finally:
+        shutil.rmtree(state_dir, ignore_errors=True)
 
 
 def _inherit_input(topology: Topology, config: dict[str, Any], records: int | None,

@@ -4,8 +4,8 @@ and a wheel of the project itself.
 Executors unpickle the driver's task functions, so the container needs the project code
 and the same pyspark, numpy and pydantic the driver has: the pins are read from the host's
 installed distributions, not from pyproject ranges. Only what tasks import is installed
-(pyarrow for the snapshot store's filesystems; no matplotlib, typer, ...): the image stays
-smaller and builds faster.
+(pyarrow for the snapshot store's filesystems, pandas for the Structured Streaming
+engine's UDFs; no matplotlib, typer, ...): the image stays smaller and builds faster.
 
 The dependency wheels come from ``pip wheel`` once per pin set and are cached by the
 pins' hash (pyspark alone is ~400 MB and is built from an sdist); the project wheel is
@@ -35,8 +35,9 @@ from packaging.utils import canonicalize_name
 from ftctl.cluster.errors import ClusterUsageError, InfraError
 from ftctl.docker.cache import cache_dir, digest
 
-# What the code running inside executors imports (ftctl.spark.task and the runtime).
-RUNTIME_DISTS = ("pyspark", "numpy", "pyyaml", "pydantic", "psutil", "pyarrow")
+# What the code running inside executors imports (ftctl.spark.task and the runtime;
+# pandas for the Structured Streaming engine's pandas UDFs, which executors run).
+RUNTIME_DISTS = ("pyspark", "numpy", "pyyaml", "pydantic", "psutil", "pyarrow", "pandas")
 PROJECT_PACKAGES = ("ftctl", "protocols", "chaos")
 PROJECT_NAME = "ftctl"
 _MANIFEST = "pins.txt"  # written last: its presence marks a complete wheel directory

@@ -9,20 +9,22 @@ Its mutant: ``structured-streaming/ignore-batch-id``, a sink that does not key i
 by batch id.
 
 Faults: ``kill-task`` kills a Python worker running one of the driver's tasks;
-``kill-driver`` (``--target driver``) kills the whole driver process group. On a standalone
-cluster whose workers ftctl has (``compare`` starts one; ``--master`` the URL of the one
-``ftctl cluster up`` started), ``kill-worker``, ``kill-group`` and ``restore-capacity`` strike
-its workers as they do for the protocols (``workers``) and the driver lives; with any
-``--master spark://...`` a ``kill-executor`` kills an executor of the query's application.
-Without ``--master`` the query runs in ``local[N]`` inside the driver, so a scenario's
-``kill-executor``, ``kill-worker``, ``kill-group`` and ``container-kill`` take its executors
-down with the driver: they are carried out as ``kill-driver``, and the run says so in one
-line; ``restore-capacity`` has nothing to restore there (a restarted driver brings its
-cores). On a cluster whose workers ftctl has not, worker faults are refused in one line.
+``kill-driver`` (``--target driver``) kills the whole driver process group. Executor,
+worker and container faults need a standalone cluster: a schedule with ``kill-executor``,
+``kill-worker``, ``kill-group``, ``restore-capacity`` or a container fault, run without
+``--master``, gets one of its own (``cluster``: ``--workers``, ``--label``, ``--cores``,
+``--backend``), as ``compare`` does. On a cluster whose workers ftctl has (that one, or
+the ``--master`` of ``ftctl cluster up``'s) the worker faults strike its workers as they do
+for the protocols (``workers``), container faults its containers (docker backend), and the
+driver lives; with any ``--master spark://...`` a ``kill-executor`` kills an executor of
+the query's application. With ``--master local[N]`` the executors live inside the driver,
+so those faults are carried out as ``kill-driver`` and the run says so in one line;
+``restore-capacity`` has nothing to restore there (a restarted driver brings its cores).
+On a cluster whose workers ftctl has not, worker faults are refused in one line, and
+container faults wherever the workers are processes.
 ``corrupt``, ``truncate`` and ``delete`` damage a file of the checkpoint location of each
 sink downstream of their target (``checkpoint_faults``). Other faults, ``store-unavailable``
-among them, are refused in one line.
-"""
+among them, are refused in one line."""
 
 from __future__ import annotations
 
@@ -98,22 +100,24 @@ def paced(topology: Topology, records: int | None, rate: float | None) -> Topolo
 
 
 def kills(n: int, target: str, duration: float, seed: int, cluster: bool = False,
-          instances: Sequence[str] = (), workers: bool = False) -> list[Fault]:
+          instances: Sequence[str] = (), workers: bool = False,
+          containers: bool = False) -> list[Fault]:
     """``--kill N``: N kills at random times in the middle 60% of the run. On a cluster
     (``--master spark://``) an executor kill is one, else a driver kill. ``--target
-    worker`` is the protocols' schedule (``chaos.plan.from_kills``: each lost worker
-    restored 3 s later) carried out as ``from_planned`` carries it out (``workers``: a
-    cluster whose workers ftctl has)."""
-    if target == "worker":
+    worker`` and ``container`` are the protocols' schedules (``chaos.plan.from_kills``:
+    each lost worker restored 3 s later) carried out as ``from_planned`` carries them out
+    (``workers``: a cluster whose workers ftctl has; ``containers``: they are containers)."""
+    if target in ("worker", "container"):
         from chaos.plan import from_kills
 
-        planned = from_kills(n, "worker", list(instances), duration, seed).faults
-        return from_planned(planned, "--target", cluster, workers)
+        planned = from_kills(n, target, list(instances), duration, seed).faults
+        return from_planned(planned, "--target", cluster, workers, containers)
     kinds = {"task": "kill-task", "driver": "kill-driver",
              "executor": "kill-executor" if cluster else "kill-driver"}
     if target not in kinds:
         raise ConfigError("--target", None, f"{STRUCTURED} kills a task (a Python worker of "
-                          f"the driver), the driver, an executor or a worker, got {target!r}")
+                          f"the driver), the driver, an executor, a worker or a container, "
+                          f"got {target!r}")
     rng = random.Random(seed)
     times = sorted(round(rng.uniform(0.2, 0.8) * duration, 3) for _ in range(n))
     instead = "" if kinds[target] != "kill-driver" or target == "driver" else "kill-executor"
@@ -121,15 +125,17 @@ def kills(n: int, target: str, duration: float, seed: int, cluster: bool = False
 
 
 def from_planned(planned: Sequence[Any], file: str, cluster: bool = False,
-                 workers: bool = False) -> list[Fault]:
+                 workers: bool = False, containers: bool = False) -> list[Fault]:
     """A scenario's planned faults as this engine carries them out: on a cluster
     (``cluster``) a ``kill-executor`` kills the query's executor, not its driver; on one
-    whose workers ftctl has (``workers``) the worker faults strike them (the planned fault
-    rides along for ``workers.WorkerFaults``); on any other cluster they are refused; in
+    whose workers ftctl has (``workers``) the worker faults strike them, and container
+    faults their containers where they are containers (``containers``): the planned fault
+    rides along for ``workers.WorkerFaults``. On any other cluster they are refused; in
     local mode they are one driver kill."""
     out = []
     for p in planned:
-        if workers and p.type in ON_WORKERS:
+        if workers and (p.type in ON_WORKERS or
+                        (containers and p.type.startswith("container-"))):
             out.append(Fault(float(p.at or 0.0), p.type, p.index, planned=p))
             continue
         if cluster and p.type in ON_WORKERS:
@@ -138,8 +144,8 @@ def from_planned(planned: Sequence[Any], file: str, cluster: bool = False,
                               "this --master is not one it recorded")
         if (cluster or workers) and p.type.startswith("container-"):
             raise ConfigError(file, "faults", f"{p.type} needs the docker backend's "
-                              f"containers; {STRUCTURED} runs on local processes (use "
-                              "kill-worker)")
+                              "containers (--backend docker); this cluster's workers are "
+                              "processes (use kill-worker)")
         if p.type in IGNORED:
             continue
         if p.at is None:

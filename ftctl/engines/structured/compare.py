@@ -3,11 +3,11 @@ schedule the protocols faced, as the same figures (``ftctl.compare.figures``).
 
 The faults strike at the same offsets into the input as in the protocols' runs, carried
 out as the engine carries them out (``cli.from_planned``). Its query runs on a standalone
-cluster of the protocols' shape (workers, labels, cores), whose workers the scenario's
-worker faults strike as they strike the protocols': one cluster per run when the schedule
-kills workers (a run would leave the next fewer), else one for all its runs; or on the
-``--master`` the protocols attach to. Its input is at most ``ENGINE_RECORDS`` records,
-paced to last as long as theirs.
+cluster of the protocols' shape (workers, labels, cores, backend), whose workers and
+containers the scenario's faults strike as they strike the protocols': one cluster per
+run when the schedule kills workers (a run would leave the next fewer), else one for all
+its runs; or on the ``--master`` the protocols attach to. Its input is at most
+``ENGINE_RECORDS`` records, paced to last as long as theirs.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ftctl.compare.figures import RunFigures, steady_figures
-from ftctl.config.errors import ConfigError
 from ftctl.config.topology import Topology
 from ftctl.engines import STRUCTURED
 from ftctl.engines.structured import cli
+from ftctl.engines.structured.cluster import has_containers, started, starter
 from ftctl.engines.structured.recovery import series_of
 from ftctl.engines.structured.runner import EngineRequest, execute
 
@@ -37,29 +37,33 @@ class ClusterShape:
     master: str | None
     start: Callable[[], Any]
     fresh_per_run: bool  # the schedule kills workers
+    containers: bool = False  # its workers are containers (the docker backend)
 
 
 def cluster_shape(req: Any, fresh_per_run: bool) -> ClusterShape:
     """The cluster of a ``CompareRequest``'s protocols, for the engine's runs."""
-    from ftctl.backends import make_cluster
     from ftctl.run.execute import SLOTS_PER_INSTANCE
     from ftctl.runtime.graph import ExecutionGraph
 
     cores = SLOTS_PER_INSTANCE * len(ExecutionGraph(req.topology).order)
-    return ClusterShape(req.master, lambda: make_cluster(
-        req.backend, workers=req.workers, cores=cores, labels=req.labels,
-        state_dir=req.state_dir / STRUCTURED, owned=True), fresh_per_run)
+    return ClusterShape(req.master, starter(req.backend, req.workers, cores, req.labels,
+                                            req.results, req.state_dir / STRUCTURED),
+                        fresh_per_run, containers=_containers(req.master, req.backend))
+
+
+def _containers(master: str | None, backend: str) -> bool:
+    if master is not None:
+        return has_containers(cli.workers_at(master))
+    return backend == "docker"
 
 
 def check_engine_cluster(schedule: Any, master: str | None, backend: str) -> None:
-    """Refuse, before any run, what the engine's runs could not carry out: its input and
-    checkpoint location are this machine's folders, which containers do not see; on a
-    ``--master`` whose workers ftctl has not, worker faults."""
-    if backend != "local":
-        raise ConfigError("--backend", None, f"{STRUCTURED} runs on the local backend: its "
-                          "input and checkpoint location are folders of this machine")
+    """Refuse, before any run, what the engine's runs could not carry out: on a
+    ``--master`` whose workers ftctl has not, worker faults; container faults anywhere but
+    on the docker backend's containers."""
     workers = master is None or cli.workers_at(master) is not None
-    cli.from_planned(schedule.faults, schedule.source, cluster=True, workers=workers)
+    cli.from_planned(schedule.faults, schedule.source, cluster=True, workers=workers,
+                     containers=_containers(master, backend))
 
 
 @contextlib.contextmanager
@@ -69,13 +73,8 @@ def _cluster(shape: ClusterShape, say: Callable[[str], None]) -> Iterator[tuple[
     if shape.master is not None:
         yield shape.master, cli.workers_at(shape.master)
         return
-    cluster = shape.start()
-    try:
-        say(f"starting a cluster for {STRUCTURED}")
-        cluster.up()
-        yield cluster.master_url, cluster
-    finally:
-        cluster.down()
+    with started(shape.start, say) as pair:
+        yield pair
 
 
 def engine_runs(topology: Topology, planned: Sequence[Any], source: str, repeat: int,
@@ -96,7 +95,8 @@ def _runs(topology: Topology, planned: Sequence[Any], source: str, repeat: int,
           say: Callable[[str], None], shape: ClusterShape,
           shared: tuple[str, Any] | None) -> tuple[list[RunFigures], list[str]]:
     workers = shape.master is None or cli.workers_at(shape.master) is not None
-    faults = cli.from_planned(planned, source, cluster=True, workers=workers)
+    faults = cli.from_planned(planned, source, cluster=True, workers=workers,
+                              containers=shape.containers)
     # At most ENGINE_RECORDS (every record passes through Python in the driver's tasks),
     # paced over the protocols' duration, so the faults fall at the same points of the run.
     sized = topology.with_input(records=min(topology.input.records, ENGINE_RECORDS))

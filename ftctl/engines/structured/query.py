@@ -52,6 +52,9 @@ def main(spec_path: str, attempt: int) -> int:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    if str(spark.sparkContext.master).startswith("spark://"):
+        _log_task_starts(spark)
+        _await_executors(spark, int(spec.get("executors") or 0), events)
     events("session", master=spark.sparkContext.master,
            app=spark.sparkContext.applicationId)
     queries = [_start(spark, plan, sink, spec, events) for sink in plan.sinks]
@@ -73,6 +76,29 @@ def main(spec_path: str, attempt: int) -> int:
     except Exception as exc:
         events("query-failed", error=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
         return EXIT_QUERY_FAILED
+
+
+def _log_task_starts(spark: Any) -> None:
+    """Log each task launch (``Starting task ...``, the task set manager's INFO line) into
+    the driver's log: after an executor is lost, the first launch is its work running again
+    on another executor, which ftctl reads as the restart. The rest stays at WARN."""
+    jvm = spark.sparkContext._jvm
+    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+        "org.apache.spark.scheduler.TaskSetManager", jvm.org.apache.logging.log4j.Level.INFO)
+
+
+def _await_executors(spark: Any, want: int, events: Events, timeout: float = 120.0) -> None:
+    """Hold the start until ``want`` executors have registered (or ``timeout``): the run's
+    input, and the faults timed from it, start on a query whose executors are up. An
+    executor killed before it registers is one Spark never had: no loss, no restart."""
+    end = time.monotonic() + timeout
+    got = 0
+    while time.monotonic() < end:
+        got = int(spark.sparkContext._jsc.sc().getExecutorIds().size())
+        if got >= want:
+            break
+        time.sleep(0.2)
+    events("executors", registered=got, wanted=want)
 
 
 def _start(spark: Any, plan: Any, sink: str, spec: dict[str, Any], events: Events) -> Any:

@@ -118,12 +118,15 @@ class _DriverLog:
         return new
 
 
-class _LostExecutors:
-    """Spark's own word that an executor is gone (``Lost executor N``, a line the driver's
-    scheduler logs), read from the driver's log as it grows: on a cluster, an executor
-    loss is detected there, not by a driver that ends."""
+class _SchedulerLog:
+    """Spark's own word on the query's executors, read from the driver's log as it grows:
+    ``Lost executor N`` (the scheduler's line) is a detection, and the first ``Starting
+    task`` after it (the task set manager's, which the driver logs on a cluster) is the
+    lost work launched again on a live executor: the restart. On a cluster an executor
+    loss is seen there, not by a driver that ends."""
 
-    MARK = "Lost executor "
+    LOST = "Lost executor "
+    START = "Starting task "
 
     def __init__(self) -> None:
         self.path: Path | None = None
@@ -132,7 +135,8 @@ class _LostExecutors:
     def follow(self, path: Path) -> None:
         self.path, self.pos = path, 0
 
-    def poll(self) -> list[str]:
+    def poll(self) -> list[tuple[str, str]]:
+        """The new lines, as (``lost`` or ``start``, the line from the mark on)."""
         if self.path is None or not self.path.exists():
             return []
         with open(self.path, "rb") as f:
@@ -140,9 +144,36 @@ class _LostExecutors:
             chunk = f.read()
         complete = chunk[:chunk.rfind(b"\n") + 1]
         self.pos += len(complete)
-        text = complete.decode(errors="replace")
-        return [line[line.index(self.MARK):].strip() for line in text.splitlines()
-                if self.MARK in line]
+        out = []
+        for line in complete.decode(errors="replace").splitlines():
+            for kind, mark in (("lost", self.LOST), ("start", self.START)):
+                if mark in line:
+                    out.append((kind, line[line.index(mark):].strip()))
+        return out
+
+
+class _Rescheduled:
+    """Executors lost and not yet followed by a task launch: each detection's restart is
+    the first launch after it (one launch answers every loss before it)."""
+
+    def __init__(self) -> None:
+        self.waiting: list[str] = []
+
+    def lines(self, store: RunStore, out: _Outcome, lines: list[tuple[str, str]]) -> None:
+        for kind, line in lines:
+            if kind == "lost":
+                executor = f"executor {line.split()[2]}"
+                out.detections += 1
+                store.event("failure-detected", instances=[executor], cause="executor-lost",
+                            reasons=[line])
+                if executor not in self.waiting:
+                    self.waiting.append(executor)
+            elif self.waiting:
+                for executor in self.waiting:
+                    out.rescheduled += 1
+                    store.event("instance-started", instance=executor, reason="rescheduled",
+                                start="task")
+                self.waiting = []
 
 
 def execute(req: EngineRequest) -> int:
@@ -168,9 +199,10 @@ def execute(req: EngineRequest) -> int:
         lambda m: err_console.print(f"[dim]{m}[/dim]", highlight=False))
     say(f"run {store.run_id} -> {store.path}")
     golden_files(topology, golden_output)
+    executors = None if req.cluster is None else live_workers(req.cluster)
     spec = {"run_id": store.run_id, "topology": topology.model_dump(mode="json", by_alias=True),
-            "conf": driverproc.conf(req.master, store.run_id, executors=None
-                                    if req.cluster is None else live_workers(req.cluster)),
+            "conf": driverproc.conf(req.master, store.run_id, executors=executors),
+            "executors": executors,  # the driver waits for them before its queries start
             "trigger_ms": req.trigger_ms,
             "mutant": req.mutant, "events": str(eng / "driver-events.jsonl"),
             **{k: str(v) for k, v in dirs.items()}}
@@ -208,7 +240,8 @@ class _Infra(Exception):
 @dataclass
 class _Outcome:
     complete: bool
-    restarts: int = 0
+    restarts: int = 0  # of the driver
+    rescheduled: int = 0  # lost executors whose work Spark launched again
     detections: int = 0
     undelivered: list[str] = field(default_factory=list)
 
@@ -219,7 +252,7 @@ def _drive(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup, 
     logs = store.path / "logs"
     attempt = 0
     proc = driver.start(spec_path, attempt, logs / "driver-0.log")
-    lost = _LostExecutors()
+    lost = _SchedulerLog()
     lost.follow(logs / "driver-0.log")
     say(f"driver started (spark-submit --master {req.master}); waiting for its queries")
     _await_started(log, proc, attempt)
@@ -254,7 +287,7 @@ def _drive(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup, 
 
 def _run_faults(req: EngineRequest, store: RunStore, driver: driverproc.DriverGroup,
                 feed: Feed, log: _DriverLog, spec_path: Path, say: Any, proc: Any,
-                lost: _LostExecutors) -> _Outcome:
+                lost: _SchedulerLog) -> _Outcome:
     """The run from the feed's start: strike the engine's own faults, detect, restart."""
     logs = store.path / "logs"
     attempt = 0
@@ -271,12 +304,10 @@ def _run_faults(req: EngineRequest, store: RunStore, driver: driverproc.DriverGr
                                 records=ev["records"])
 
     log.hook = committed
+    rescheduled = _Rescheduled()
     while True:
         log.poll()
-        for line in lost.poll():
-            out.detections += 1
-            store.event("failure-detected", instances=[f"executor {line.split()[2]}"],
-                        cause="executor-lost", reasons=[line])
+        rescheduled.lines(store, out, lost.poll())
         if pending and feed.anchor is not None and time.time() >= feed.anchor + pending[0].at:
             fault = pending[0]
             struck = _strike(req, store, driver, log, fault, out, deferred)
@@ -468,7 +499,8 @@ def _verdict(req: EngineRequest, store: RunStore, sinks: list[str], sink_root: P
         "passed": passed, "output_passed": verdict.passed, "complete": outcome.complete,
         "records": n_sources, "records_per_s": round(n_sources / max(seconds, 1e-9), 1),
         "processing_s": round(seconds, 3), "timings": {"total_s": round(seconds, 2)},
-        "detections": outcome.detections, "restarts": outcome.restarts,
+        "detections": outcome.detections,
+        "restarts": outcome.restarts + outcome.rescheduled,
         "anomalies": verdict.totals(), "oracle": None, "faults": faults}
     req.summary.update(summary)
     if outcome.undelivered:
