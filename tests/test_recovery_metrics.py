@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -250,7 +251,36 @@ def test_the_terminal_breakdown_has_a_row_per_later_detection(
     # The fault's row: the first detection's restarts; then the second detection's own.
     assert rows == [
         ["kill-group at 5.0", "0.30", "0.05", "0.35", "0.30", "0.70", "2 slot", "-"],
-        ["detected again at +0.90 s", "-", "0.10", "0.40", "-", "-", "1 slot", "-"]]
+        ["again at +0.90 s", "-", "0.10", "0.40", "-", "-", "1 slot", "-"]]
+
+
+def test_the_terminal_breakdown_keeps_names_and_counts_whole_at_80_columns(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A later detection's name fits its column, and a restarts cell of several kinds
+    gives each count its kind on the same line, on an 80-column terminal."""
+    import io
+
+    from rich.console import Console
+
+    import ftctl.console as consoles
+    from ftctl.run import chaos
+
+    out = io.StringIO()
+    monkeypatch.setattr(consoles, "console", Console(file=out, width=80, color_system=None))
+    mixed = {"job": 4, "queued": 6, "slot": 1}
+    b = {"detect": 0.12, "plan": 0.01, "start": 12.34, "replay": 1.5, "catch_up": 17.6,
+         "restarts": 11, "started_by": mixed, "restore_s": 0.41, "restore_bytes": 123456,
+         "detections": [{"at": 0.12, "plan": 0.01, "start": 12.34, "restarts": 11,
+                         "started_by": mixed},
+                        {"at": 1.88, "plan": 0.02, "start": 3.1, "restarts": 3,
+                         "started_by": {"job": 2, "slot": 1}}]}
+    chaos.print_breakdown([{"fault": "kill-group", "t_fault": 5.0, "breakdown": b}])
+    text = out.getvalue()
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert "kill-group at 5.0" in text and "again at +1.88 s" in text
+    # every count beside its kind: a count wrapped away from it would not be found
+    assert re.findall(r"(\d+) (job|queued|slot)\b", text) == [
+        ("4", "job"), ("6", "queued"), ("1", "slot"), ("2", "job"), ("1", "slot")]
 
 
 def test_a_fault_window_starts_when_the_fault_struck_not_when_it_was_recorded() -> None:

@@ -245,7 +245,7 @@ def print_breakdown(rows: list[dict[str, Any]]) -> None:
             continue
         table.append((f"{r['fault']} at {r['t_fault']:.1f}",
                       {**b, "started_by": found[0]["started_by"]}))
-        table.extend((f"  detected again at +{d['at']:.2f} s",
+        table.extend((f"  again at +{d['at']:.2f} s",
                       {"plan": d["plan"], "start": d["start"], "started_by": d["started_by"]})
                      for d in found[1:])
     breakdown_table("where the recovery went (seconds)", "fault", table)
@@ -260,7 +260,8 @@ def breakdown_table(title: str, first: str, rows: list[tuple[str, dict[str, Any]
                 "restore"):
         table.add_column(col, justify="left" if col in (first, "restarts") else "right")
     for name, b in rows:
-        how = ", ".join(f"{n} {k}" for k, n in sorted((b.get("started_by") or {}).items()))
+        # One kind a line: at 80 columns a count never parts from its kind.
+        how = "\n".join(f"{n} {k}" for k, n in sorted((b.get("started_by") or {}).items()))
         table.add_row(name, _s(b.get("detect")), _s(b.get("plan")), _s(b.get("start")),
                       _s(b.get("replay")), _s(b.get("catch_up")), how or "-",
                       _restore(b))
