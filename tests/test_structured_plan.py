@@ -409,3 +409,32 @@ def test_the_drivers_spec_holds_absolute_paths(tmp_path: Path,
     paths = [seen["spec"]] + [seen[k] for k in ("events", "input", "sinks", "control",
                                                 "checkpoints")]
     assert all(Path(str(p)).is_absolute() for p in paths), paths
+
+
+def test_an_engine_runs_summary_names_no_cluster_or_session_it_did_not_start(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's summary has only a total: the line says no ``cluster 0.0 s``; a
+    protocol's run that started both still names both."""
+    import io
+
+    from rich.console import Console
+
+    import ftctl.console as consoles
+    from ftctl.run.execute import show_summary
+    from ftctl.verify.checker import Verdict
+    from protocols.contract.spec import Guarantee
+
+    out = io.StringIO()
+    monkeypatch.setattr(consoles, "console", Console(file=out, width=200, color_system=None))
+    monkeypatch.setattr("ftctl.run.execute.console", consoles.console)
+    base = {"run_id": "r", "path": "p", "topology": "t", "protocol": "structured-streaming",
+            "guarantee": "exactly-once", "passed": True, "records": 10, "records_per_s": 1.0,
+            "processing_s": 10.0, "detections": 1, "restarts": 1, "complete": True}
+    verdict = Verdict(Guarantee.EXACTLY_ONCE, [])
+    show_summary({**base, "timings": {"total_s": 74.1}}, verdict, None, quiet=False,
+                 as_json=False)
+    show_summary({**base, "timings": {"total_s": 53.8, "cluster_s": 9.7, "session_s": 18.9}},
+                 verdict, None, quiet=False, as_json=False)
+    lines = [x for x in out.getvalue().splitlines() if "records in" in x]
+    assert lines[0].endswith("restarts 1; total 74.1 s")
+    assert lines[1].endswith("total 53.8 s (cluster 9.7 s, session 18.9 s)")

@@ -429,12 +429,14 @@ def _print_summary(summary: dict[str, Any], verdict: Verdict, oracle: OracleResu
         console.print(("[green]" if oracle.passed else "[red]") + oracle.describe() + "[/]",
                       highlight=False)
     t = summary["timings"]
+    # Only the parts the run had: none started on --master, an engine run has neither.
+    parts = ", ".join(f"{name} {t[key]:.1f} s" for key, name in
+                      (("cluster_s", "cluster"), ("session_s", "session")) if key in t)
     console.print(
         f"{summary['records']:,} records in {summary['processing_s']:.2f} s "
         f"({summary['records_per_s']:,.0f} records/s); detections {summary['detections']}, "
-        f"restarts {summary['restarts']}; total {t.get('total_s', 0):.1f} s "
-        f"(cluster {t.get('cluster_s', 0):.1f} s, session {t.get('session_s', 0):.1f} s)",
-        highlight=False)
+        f"restarts {summary['restarts']}; total {t.get('total_s', 0):.1f} s"
+        + (f" ({parts})" if parts else ""), highlight=False)
     verdict_text = "[green]PASSED[/green]" if summary["passed"] else "[red]FAILED[/red]"
     if not judged and summary["passed"]:
         verdict_text = f"{summary['protocol']}: {no_guarantee_words(verdict.totals())}"
