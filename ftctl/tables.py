@@ -3,7 +3,8 @@
 rich's defaults cut a cell that does not fit to "…" or fold it mid-word: at 80 columns
 (or in a CI log, where rich assumes 80) the compare table read `0.06`/`69` for 0.0669 and
 the sim summary printed `duplicated` one letter per line. ``print_table`` never makes a
-column narrower than its longest word. The first layout that fits the width is printed:
+column narrower than its longest word (a figure and its unit, `495,062 B`, count as
+one). The first layout that fits the width is printed:
 
 1. the table as built (rich's box), if it fits on one line per row;
 2. compact (no box, two spaces between columns), headers wrapped at their spaces;
@@ -20,6 +21,7 @@ so in a pipe (where the console soft-wraps, see ``ftctl.console``) they stay who
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -45,8 +47,14 @@ def _text(cell: RenderableType) -> Text:
     return Text.from_markup(cell) if isinstance(cell, str) else Text(str(cell))
 
 
+# A figure and its unit ("495,062 B", "0.21 s") count as one word: a column is never
+# narrower than the pair, so a cell line holding just the pair is never parted.
+_FIGURE = re.compile(r"\d[\d,.]* (?:s|ms|B|KB|MB|GB|KiB|MiB|GiB|%)(?=$|[\s,;)])")
+
+
 def _longest_word(text: str) -> int:
-    return max((cell_len(w) for w in text.split()), default=0)
+    words = text.split() + _FIGURE.findall(text)
+    return max((cell_len(w) for w in words), default=0)
 
 
 def _line_len(text: str) -> int:

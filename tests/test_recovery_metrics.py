@@ -278,9 +278,24 @@ def test_the_terminal_breakdown_keeps_names_and_counts_whole_at_80_columns(
     text = out.getvalue()
     assert all(len(line) <= 80 for line in text.splitlines())
     assert "kill-group at 5.0" in text and "again at +1.88 s" in text
+    assert "0.41 s" in text and "123,456 B" in text  # the restore's figures with units
     # every count beside its kind: a count wrapped away from it would not be found
     assert re.findall(r"(\d+) (job|queued|slot)\b", text) == [
         ("4", "job"), ("6", "queued"), ("1", "slot"), ("2", "job"), ("1", "slot")]
+    # compare's breakdown: a long protocol name squeezes the other columns
+    out.seek(0)
+    out.truncate(0)
+    chaos.breakdown_table("where it went", "protocol", [  # a rack failure's, as measured
+        ("checkpoint", {"detect": 0.25, "plan": 0.07, "start": 0.47, "replay": 0.72,
+                        "started_by": {"queued": 3, "slot": 9}, "restore_s": 0.32,
+                        "restore_bytes": 23_618}),
+        ("causal", {"detect": 0.13, "plan": 0.04, "start": 0.11, "replay": 0.0,
+                    "catch_up": 14.74, "started_by": {"job": 1, "slot": 5},
+                    "restore_s": 0.21, "restore_bytes": 495_062}),
+        ("structured-streaming", {"detect": 0.15, "plan": 22.58, "started_by": {"task": 2}})])
+    text = out.getvalue()
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert "0.21 s" in text and "495,062 B" in text
 
 
 def test_a_fault_window_starts_when_the_fault_struck_not_when_it_was_recorded() -> None:

@@ -218,7 +218,7 @@ def _restore(b: dict[str, Any]) -> str:
     took, size = b.get("restore_s"), b.get("restore_bytes")
     if took is None and not size:
         return "-"
-    return f"{_s(took)} s, {int(size or 0):,} B"
+    return f"{_s(took)} s\n{int(size or 0):,} B"  # a line each: they never part
 
 
 BREAKDOWN_LEGEND = {
