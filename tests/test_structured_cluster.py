@@ -457,3 +457,16 @@ def test_chaos_refuses_container_faults_on_process_workers_and_unknown_labels(
     one_line(res.output, "rack-failure.yaml")
     assert "no worker has labels rack=a" in res.output
     assert own_cluster.clusters == [] and own_cluster.runs == []
+
+
+def test_chaos_on_master_local_carries_worker_faults_out_as_driver_kills(
+        tmp_path: Path, own_cluster: _Started) -> None:
+    """``--master local[2]`` is local mode, not a cluster ftctl lacks the workers of: a
+    worker kill there is a driver kill that says what it stands for, not a refusal."""
+    res = _chaos("--kill", "1", "--target", "worker", "--master", "local[2]",
+                 "--results", str(tmp_path))
+    assert res.exit_code == 0, res.output
+    assert own_cluster.clusters == []
+    [run] = own_cluster.runs
+    assert run["master"] == "local[2]" and run["cluster"] is None
+    assert [(f.type, f.instead_of) for f in run["faults"]] == [("kill-driver", "kill-worker")]

@@ -112,7 +112,9 @@ def chaos(
     """Run TOPOLOGY under scripted faults, verify exactly-once and measure recovery."""
     if sum(x is not None for x in (kill, scenario, replay)) != 1:
         raise ConfigError("ftctl chaos", None, "give exactly one of --kill, --scenario, --replay")
-    master = check_master(master)
+    engine = engine_of(protocol)
+    if engine is None:  # the engine also takes local[N] (its own check)
+        master = check_master(master)
     if backend not in ("local", "docker"):
         raise ConfigError("--backend", None, f"expected local or docker, got {backend!r}")
     try:
@@ -120,7 +122,6 @@ def chaos(
     except LabelSyntaxError as exc:
         raise ConfigError("--label", None, str(exc)) from None
     topology = load_topology(topology_file)
-    engine = engine_of(protocol)
     if engine is not None:  # an engine with its own fault tolerance (ftctl/engines)
         raise typer.Exit(_engine_chaos(topology, str(topology_file), engine[1], param, kill,
                                        target, scenario, replay, seed, records, rate, master,
@@ -199,10 +200,12 @@ def _engine_chaos(topology: Topology, file: str, mutant: str | None, param: list
         else engine_cluster.needs_cluster(schedule.faults)))
     attached = None if own else structured.workers_at(master)  # faults strike its workers
     workers = own or attached is not None
+    # ``--master local[N]`` is local mode: its executors are the driver
+    on_cluster = own or (master is not None and master.startswith("spark://"))
     containers = shape.backend == "docker" if own else engine_cluster.has_containers(attached)
     if kill is not None:
         faults = structured.kills(kill, target, duration, seed if seed is not None else 1,
-                                  cluster=own or master is not None, instances=order,
+                                  cluster=on_cluster, instances=order,
                                   workers=workers, containers=containers)
         name, source = f"kill-{kill}-{target}", f"--kill {kill} --target {target}"
     else:
@@ -210,7 +213,7 @@ def _engine_chaos(topology: Topology, file: str, mutant: str | None, param: list
         if own:
             check_selectors(schedule, shape.labels)
         faults = structured.from_planned(schedule.faults, str(scenario),
-                                         cluster=own or master is not None, workers=workers,
+                                         cluster=on_cluster, workers=workers,
                                          containers=containers)
         name, source = schedule.name, str(scenario)
     config = {"chaos": {"schedule": source, "name": name, "seed": seed or 1,
