@@ -25,6 +25,9 @@ class Operator:
 
     stateful: ClassVar[bool] = False
     inputs: ClassVar[int] = 1
+    # ``process`` is a pure function of its batch (no state, no user code that could keep
+    # any): a simulator may reuse its output for the same batch (``ftctl.runtime.memo``).
+    pure: bool = False
 
     def process(self, records: list[Record], port: int) -> list[Record]:
         return records
@@ -144,6 +147,7 @@ class _FunctionOp(Operator):
     def __init__(self, fn: Callable[[Record], Any], name: str = "function"):
         self.fn = fn
         self.name = name
+        self.pure = name in BUILTIN_FUNCTIONS and fn is BUILTIN_FUNCTIONS[name]
 
     def process(self, records: list[Record], port: int) -> list[Record]:
         try:
@@ -428,6 +432,8 @@ class JoinOp(Operator):
 
 class KeyByOp(Operator):
     """Re-keys: key := value[field], or key := ts - ts % time_bucket."""
+
+    pure = True
 
     def __init__(self, field: int | None, bucket: int | None):
         self.field, self.bucket = field, bucket

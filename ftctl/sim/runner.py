@@ -13,6 +13,7 @@ from ftctl.config.topology import Topology
 from ftctl.kernel.piggyback import FIELDS as PIGGYBACK_FIELDS
 from ftctl.kernel.piggyback import merge as merge_piggyback
 from ftctl.runtime.graph import ExecutionGraph
+from ftctl.runtime.memo import BatchMemo
 from ftctl.sim.cluster import SimCluster
 from ftctl.sim.faults import CRASH_ONLY, HANG_TIMEOUT, FailureSchedule, FaultKind, SimFault
 from ftctl.sim.golden import golden_output
@@ -198,8 +199,12 @@ class Simulator:
                  given: Mapping[str, Any] | ProtocolParams,
                  guarantee: Guarantee | None = None, max_failures: int = 3, max_burst: int = 3,
                  kinds: tuple[FaultKind, ...] = CRASH_ONLY, scenario: SimScenario | None = None,
-                 during: str | None = None):
+                 during: str | None = None, memo: bool = True):
         self.graph = ExecutionGraph(topology)
+        # Every run (golden, fault-free, each schedule) makes the same source batches and
+        # the same stateless work on them: made once (``ftctl.runtime.memo``). ``memo``
+        # False makes them anew each run (tests and benchmarks compare the two).
+        self.graph.memo = BatchMemo() if memo else None
         self.protocol = protocol
         # Idle time between paced batches is skipped (MAX_STEP): schedules cost what
         # their events cost, not their simulated seconds.
