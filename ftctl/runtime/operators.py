@@ -12,6 +12,7 @@ import inspect
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, ClassVar
 
 from ftctl.runtime.nexmark import FUNCTIONS as NEXMARK_FUNCTIONS
@@ -361,8 +362,10 @@ class WindowOp(Operator):
             # Keys in the order of their str (ties: first inserted first, as a stable
             # sort of the items by str would give), without a Python call per key.
             names = list(map(str, keys))
-            ranked = map(keys.__getitem__, sorted(range(len(keys)), key=names.__getitem__))
-            out += [(k, (end, w[k]), end - 1) for k in ranked]
+            ranked = list(map(keys.__getitem__, sorted(range(len(keys)),
+                                                       key=names.__getitem__)))
+            # (key, (end, acc), end - 1) per key, the tuples made by zip in C.
+            out += zip(ranked, zip(repeat(end), map(w.__getitem__, ranked)), repeat(end - 1))
         return out
 
     def snapshot(self) -> Any:
