@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from ftctl.cli import app
 from ftctl.cluster.process import wait_until
 from ftctl.sim.runner import SimSummary
-from ftctl.sim.spread import SimJob, chunks, fold, run_parallel
+from ftctl.sim.spread import CHUNK, SimJob, chunks, fold, run_parallel, spread
 from protocols.contract.params import validate
 from tests.conftest import TOPOLOGIES, load
 
@@ -53,6 +53,13 @@ def test_two_processes_give_exactly_the_summary_of_one() -> None:
     assert serial.failing_seeds and len(serial.failing_seeds) < 30, "a mix, not all one way"
     _same(serial, spread)
     assert seen[-1] == 30 and seen == sorted(seen)
+
+
+def test_a_few_seeds_still_go_to_every_process() -> None:
+    few = spread(7, 5, 2)  # five schedules of a large topology, two processes
+    assert len(few) >= 2 and [s for c in few for s in c] == list(range(7, 12))
+    many = spread(1, 300, 2)
+    assert {len(c) for c in many[:-1]} == {CHUNK} and many[-1][-1] == 300
 
 
 def test_fail_fast_stops_at_the_same_seed_in_any_order_of_arrival() -> None:

@@ -6,6 +6,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ftctl.runtime.memo import BatchMemo
 from ftctl.runtime.operators import OPERATORS, Operator, build_operator, is_source
 from ftctl.runtime.records import ANY, Record
 from ftctl.runtime.sources import make_source
@@ -56,6 +57,8 @@ class ExecutionGraph:
 
     def __init__(self, topology: Topology):
         self.topology = topology
+        # Set by an owner that runs this graph many times (``Simulator``).
+        self.memo: BatchMemo | None = None
         self.instances: dict[str, InstanceSpec] = {}
         self.channels: list[Channel] = []
         order = topo_order(topology)

@@ -11,6 +11,7 @@ filtered; they change the core only through its public methods.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ftctl.runtime.actions import Action, Emit, Send
@@ -42,6 +43,9 @@ class InstanceCore:
         made = graph.make_operator(iid)
         self.op: Operator = Operator() if self.is_source else made  # type: ignore[assignment]
         self.gen: Callable[[int, int], list[Record]] | None = made if self.is_source else None  # type: ignore[assignment]
+        # Batches every run of this graph makes alike (a simulator's); None: made anew.
+        self.memo = graph.memo
+        self.pure = self.memo is not None and self.op.pure
         self.lo, self.hi = graph.source_range(iid) if self.is_source else (0, 0)
         self.offset = self.lo
         # What the steps produced since the last take, in order: sends, and a sink's
@@ -70,7 +74,15 @@ class InstanceCore:
         """Run the operator on a batch from channel ``ch`` and route what it produces."""
         recs = batch.records
         try:
-            out = self.op.process(recs, self.port_of[ch]) if recs else []
+            out: list[Record]
+            if not recs:
+                out = []
+            elif self.pure:
+                port = self.port_of[ch]
+                out = self.memo.derive(self.spec.op, recs,  # type: ignore[union-attr]
+                                       lambda r: self.op.process(r, port))
+            else:
+                out = self.op.process(recs, self.port_of[ch])
         except FunctionFailed as exc:
             raise FunctionFailed(exc.message, self.spec.op) from None
         self.records_in += len(recs)
@@ -108,7 +120,8 @@ class InstanceCore:
             return False
         end = min(self.offset + self.batch_size, self.hi)
         assert self.gen is not None
-        recs = self.gen(self.offset, end)
+        recs = (self.gen(self.offset, end) if self.memo is None
+                else self.memo.source(self.id, self.offset, end, self.gen))
         self.offset = end
         if self.needs_wm and recs:
             self.wm = recs[-1][2]
@@ -151,7 +164,9 @@ class InstanceCore:
             elif len(chans) == 1 or group.partition == "broadcast":
                 parts = dict.fromkeys(chans, records)
             elif group.partition == "hash":
-                parts = hash_split(records, chans)
+                parts = (hash_split(records, chans) if self.memo is None else
+                         self.memo.derive(f"hash{chans}", records, partial(hash_split,
+                                                                           chans=chans)))
             else:  # round-robin by whole batches: deterministic given the instance's state
                 turn = self.rr_time() if self.rr_time is not None else self.rr[gi]
                 parts = {chans[turn % len(chans)]: records}

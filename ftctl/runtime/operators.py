@@ -9,8 +9,10 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, ClassVar
 
 from ftctl.runtime.nexmark import FUNCTIONS as NEXMARK_FUNCTIONS
@@ -24,6 +26,9 @@ class Operator:
 
     stateful: ClassVar[bool] = False
     inputs: ClassVar[int] = 1
+    # ``process`` is a pure function of its batch (no state, no user code that could keep
+    # any): a simulator may reuse its output for the same batch (``ftctl.runtime.memo``).
+    pure: bool = False
 
     def process(self, records: list[Record], port: int) -> list[Record]:
         return records
@@ -143,6 +148,7 @@ class _FunctionOp(Operator):
     def __init__(self, fn: Callable[[Record], Any], name: str = "function"):
         self.fn = fn
         self.name = name
+        self.pure = name in BUILTIN_FUNCTIONS and fn is BUILTIN_FUNCTIONS[name]
 
     def process(self, records: list[Record], port: int) -> list[Record]:
         try:
@@ -291,6 +297,50 @@ class WindowOp(Operator):
         self.windows: dict[int, dict[Any, Any]] = {}
 
     def process(self, records: list[Record], port: int) -> list[Record]:
+        if not records or self.size % self.slide:
+            self._process_each(records)
+            return []
+        slide = self.slide
+        # With size a multiple of slide, the windows a record falls in depend only on
+        # its slide bucket (ts - ts % slide), and the buckets of a batch are usually one
+        # or two: look each bucket's windows up once, not per record and window. The
+        # windows and keys are created, and folded, in the order the per-record loop
+        # would (a run's first record creates its windows; keys in first-seen order), so
+        # the state and its snapshots are the same.
+        stamps = [r[2] for r in records]
+        lo, hi = min(stamps), max(stamps)
+        if lo - lo % slide == hi - hi % slide and self.agg == "count":
+            # One bucket (the bucket is monotone in ts): a count adds how often each key
+            # occurs to every window of the bucket.
+            tally = Counter([r[0] for r in records])
+            for w in self._bucket(lo - lo % slide):
+                get = w.get
+                for k, c in tally.items():
+                    w[k] = get(k, 0) + c
+            return []
+        fold, init = self._fold, _INIT[self.agg]
+        bucket, targets = None, []
+        for k, v, ts in records:
+            last = ts - ts % slide
+            if last != bucket:
+                bucket, targets = last, self._bucket(last)
+            for w in targets:
+                w[k] = fold(w.get(k, init), v)
+        return []
+
+    def _bucket(self, last: int) -> list[dict[Any, Any]]:
+        """The windows holding the slide bucket starting at ``last``, newest first,
+        created (in that order) where missing."""
+        wins, out, start = self.windows, [], last
+        while start > last - self.size:
+            w = wins.get(start)
+            if w is None:
+                w = wins[start] = {}
+            out.append(w)
+            start -= self.slide
+        return out
+
+    def _process_each(self, records: list[Record]) -> None:
         size, slide, fold, init = self.size, self.slide, self._fold, _INIT[self.agg]
         wins = self.windows
         for k, v, ts in records:
@@ -302,14 +352,20 @@ class WindowOp(Operator):
                     w = wins[start] = {}
                 w[k] = fold(w.get(k, init), v)
                 start -= slide
-        return []
 
     def on_watermark(self, watermark: int) -> list[Record]:
         out: list[Record] = []
         for start in sorted(s for s in self.windows if s + self.size <= watermark):
             end = start + self.size
-            for k, acc in sorted(self.windows.pop(start).items(), key=lambda kv: str(kv[0])):
-                out.append((k, (end, acc), end - 1))
+            w = self.windows.pop(start)
+            keys = list(w)
+            # Keys in the order of their str (ties: first inserted first, as a stable
+            # sort of the items by str would give), without a Python call per key.
+            names = list(map(str, keys))
+            ranked = list(map(keys.__getitem__, sorted(range(len(keys)),
+                                                       key=names.__getitem__)))
+            # (key, (end, acc), end - 1) per key, the tuples made by zip in C.
+            out += zip(ranked, zip(repeat(end), map(w.__getitem__, ranked)), repeat(end - 1))
         return out
 
     def snapshot(self) -> Any:
@@ -379,6 +435,8 @@ class JoinOp(Operator):
 
 class KeyByOp(Operator):
     """Re-keys: key := value[field], or key := ts - ts % time_bucket."""
+
+    pure = True
 
     def __init__(self, field: int | None, bucket: int | None):
         self.field, self.bucket = field, bucket

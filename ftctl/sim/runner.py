@@ -13,6 +13,7 @@ from ftctl.config.topology import Topology
 from ftctl.kernel.piggyback import FIELDS as PIGGYBACK_FIELDS
 from ftctl.kernel.piggyback import merge as merge_piggyback
 from ftctl.runtime.graph import ExecutionGraph
+from ftctl.runtime.memo import BatchMemo
 from ftctl.sim.cluster import SimCluster
 from ftctl.sim.faults import CRASH_ONLY, HANG_TIMEOUT, FailureSchedule, FaultKind, SimFault
 from ftctl.sim.golden import golden_output
@@ -22,7 +23,7 @@ from ftctl.sim.phase_faults import phase_problems
 from ftctl.sim.recovery import FaultTimes, fault_times, summarize
 from ftctl.sim.restores import Stage, restore_stages
 from ftctl.sim.suspicions import CLOCK_PREFIX, false_suspicions
-from ftctl.verify.checker import Verdict, index_by_key, verify
+from ftctl.verify.checker import Verdict, index_by_key, record_counts, verify
 from protocols.contract.params import ProtocolParams, RunShape
 from protocols.contract.spec import Guarantee, ProtocolSpec
 from protocols.contract.view import GraphView
@@ -198,8 +199,12 @@ class Simulator:
                  given: Mapping[str, Any] | ProtocolParams,
                  guarantee: Guarantee | None = None, max_failures: int = 3, max_burst: int = 3,
                  kinds: tuple[FaultKind, ...] = CRASH_ONLY, scenario: SimScenario | None = None,
-                 during: str | None = None):
+                 during: str | None = None, memo: bool = True):
         self.graph = ExecutionGraph(topology)
+        # Every run (golden, fault-free, each schedule) makes the same source batches and
+        # the same stateless work on them: made once (``ftctl.runtime.memo``). ``memo``
+        # False makes them anew each run (tests and benchmarks compare the two).
+        self.graph.memo = BatchMemo() if memo else None
         self.protocol = protocol
         # Idle time between paced batches is skipped (MAX_STEP): schedules cost what
         # their events cost, not their simulated seconds.
@@ -208,6 +213,7 @@ class Simulator:
         self.modes = topology.sink_modes()
         self.golden = golden_output(self.graph)
         self.golden_index = {s: index_by_key(out) for s, out in self.golden.items()}
+        self.golden_counts = record_counts(self.golden, self.modes)
         self.max_failures = max_failures
         self.max_burst = max_burst
         self.kinds = kinds
@@ -246,7 +252,7 @@ class Simulator:
         result = host.run()
         verdict = verify(self.modes, self.golden, result.outputs, self.guarantee,
                          complete=result.complete, golden_index=self.golden_index,
-                         stopped=result.stopped)
+                         stopped=result.stopped, golden_counts=self.golden_counts)
         if self.during is not None:
             verdict.phases = phase_problems(result.events, self.protocol.phases,
                                             result.complete)

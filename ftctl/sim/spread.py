@@ -78,6 +78,13 @@ def chunks(first: int, n: int, size: int = CHUNK) -> list[range]:
     return [range(s, min(s + size, first + n)) for s in range(first, first + n, size)]
 
 
+def spread(first: int, n: int, processes: int) -> list[range]:
+    """The chunks ``processes`` processes share: of ``CHUNK`` seeds, or fewer when there
+    are fewer than that per process (a few schedules of a large topology, each seconds
+    long), so that every process gets some."""
+    return chunks(first, n, max(1, min(CHUNK, n // processes)))
+
+
 def fold(sim: Simulator, batches: Iterable[Sequence[ScheduleRecord]],
          progress: Callable[[int], None] | None = None,
          fail_fast: bool = False) -> SimSummary:
@@ -109,12 +116,13 @@ def run_parallel(sim: Simulator, job: SimJob, n: int, first: int, processes: int
     """
     if processes <= 1:
         return sim.run_many(n, first, progress, fail_fast)
+    work = spread(first, n, processes)
     ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(min(processes, max(1, n // CHUNK)), initializer=_worker_init,
+    with ctx.Pool(min(processes, len(work)), initializer=_worker_init,
                   initargs=(os.getpid(), job)) as pool:
         # ``imap`` yields in submission order: the fold sees seeds in order.
-        batches: Iterator[list[ScheduleRecord]] = pool.imap(
-            _run_chunk, [(job, c) for c in chunks(first, n)])
+        batches: Iterator[list[ScheduleRecord]] = pool.imap(_run_chunk,
+                                                            [(job, c) for c in work])
         return fold(sim, batches, progress, fail_fast)
     # Leaving the ``with`` (done, fail-fast or an exception) terminates the workers.
 

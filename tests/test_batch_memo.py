@@ -1,0 +1,106 @@
+"""A simulator makes each source batch, and the built-in stateless work on it, once per
+process (``ftctl.runtime.memo``). Runs must be what they were without it: same trace,
+same output, same verdict, a planted bug caught the same way, and nothing kept across
+topologies or inputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ftctl.config.topology import Topology
+from ftctl.runtime.graph import ExecutionGraph
+from ftctl.runtime.memo import BatchMemo
+from ftctl.runtime.operators import build_operator
+from ftctl.sim.golden import golden_output
+from ftctl.sim.runner import Simulator
+from protocols.registry import get_protocol
+from tests.conftest import load
+
+pytestmark = pytest.mark.sim
+
+SEEDS = range(1, 5)
+
+
+def _q5(records: int = 12_000) -> Topology:
+    return load("nexmark/q5").with_input(records=records)
+
+
+def _q3() -> Topology:  # one source batch feeds two filters: each keeps its own output
+    return load("nexmark/q3").with_input(records=12_000)
+
+
+def _runs(sim: Simulator) -> list[tuple[Any, ...]]:
+    out = []
+    for seed in SEEDS:
+        got = sim.run_one(seed, trace=True)
+        out.append((got.result.trace_hash, got.result.outputs, got.verdict.passed,
+                    sorted(got.verdict.totals().items())))
+    return out
+
+
+@pytest.mark.parametrize("topology, protocol", [
+    (_q5, "causal"), (_q5, "checkpoint"), (_q5, "none"), (_q3, "causal"), (_q3, "lineage")])
+def test_memo_changes_no_run(topology: Any, protocol: str) -> None:
+    spec = get_protocol(protocol)
+    kept = Simulator(topology(), spec, {})
+    plain = Simulator(topology(), spec, {}, memo=False)
+    assert plain.graph.memo is None
+    assert kept.golden == plain.golden
+    assert _runs(kept) == _runs(plain)
+    memo = kept.graph.memo
+    assert memo is not None and memo.hits > 0 and memo.kept > 0  # it was used
+
+
+def test_a_planted_bug_is_caught_the_same_with_the_memo() -> None:
+    spec = get_protocol("checkpoint/rollback-failed-only")
+    kept = _runs(Simulator(_q5(), spec, {}))
+    assert kept == _runs(Simulator(_q5(), spec, {}, memo=False))
+    assert any(not passed for _, _, passed, _ in kept)  # the mutant does lose records
+
+
+def test_no_memo_is_shared_between_inputs() -> None:
+    spec = get_protocol("checkpoint")
+    small, large = Simulator(_q5(8_000), spec, {}), Simulator(_q5(12_000), spec, {})
+    assert small.graph.memo is not large.graph.memo
+    for sim, records in ((small, 8_000), (large, 12_000)):
+        assert sim.golden == golden_output(ExecutionGraph(_q5(records)))
+
+
+def test_a_bounded_memo_keeps_what_fits_and_changes_nothing() -> None:
+    spec = get_protocol("causal")
+    sim = Simulator(_q5(), spec, {})
+    sim.graph.memo = BatchMemo(max_kept=3_000)  # a few batches; the rest made each time
+    plain = Simulator(_q5(), spec, {}, memo=False)
+    assert _runs(sim) == _runs(plain)
+    assert 0 < sim.graph.memo.kept <= 3_000
+
+
+def test_only_batches_the_memo_holds_are_looked_up() -> None:
+    memo = BatchMemo()
+    calls: list[int] = []
+
+    def make(records: list[Any]) -> list[Any]:
+        calls.append(len(records))
+        return [r for r in records if r[0] % 2]
+
+    loose = [(1, "a", 0), (2, "b", 0)]
+    assert memo.derive("odd", loose, make) == [(1, "a", 0)]
+    assert memo.derive("odd", loose, make) == [(1, "a", 0)]
+    assert calls == [2, 2] and memo.kept == 0  # not the memo's: made each time, not kept
+    held = memo.source("s[0]", 0, 2, lambda lo, hi: list(loose))
+    first = memo.derive("odd", held, make)
+    assert memo.derive("odd", held, make) is first and calls == [2, 2, 2]
+    assert memo.source("s[0]", 0, 2, lambda lo, hi: []) is held
+
+
+def test_user_functions_are_not_memoized() -> None:
+    assert build_operator("filter", {}, "nexmark.is_bid", "nexmark.event").pure
+    assert build_operator("key_by", {"field": 1}, None, "nexmark.bid").pure
+    assert not build_operator("filter", {}, "tests.test_batch_memo:_odd", "any").pure
+    assert not build_operator("window", {"size": 4, "slide": 2}, None, "any").pure
+
+
+def _odd(record: Any) -> bool:
+    return bool(record[0] % 2)
