@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ftctl.config.errors import ConfigError
+from ftctl.config.scenario import CONTAINER_FAULTS
 from ftctl.config.topology import Topology
 from ftctl.engines import STRUCTURED
 from ftctl.engines.structured.checkpoint_faults import DAMAGE, LOGS
@@ -135,14 +136,14 @@ def from_planned(planned: Sequence[Any], file: str, cluster: bool = False,
     out = []
     for p in planned:
         if workers and (p.type in ON_WORKERS or
-                        (containers and p.type.startswith("container-"))):
+                        (containers and p.type in CONTAINER_FAULTS)):
             out.append(Fault(float(p.at or 0.0), p.type, p.index, planned=p))
             continue
         if cluster and p.type in ON_WORKERS:
             raise ConfigError(file, "faults", f"{p.type} on {p.target} needs the workers of a "
                               "cluster ftctl started (ftctl cluster up, then its --master); "
                               "this --master is not one it recorded")
-        if (cluster or workers) and p.type.startswith("container-"):
+        if (cluster or workers) and p.type in CONTAINER_FAULTS:
             raise ConfigError(file, "faults", f"{p.type} needs the docker backend's "
                               "containers (--backend docker); this cluster's workers are "
                               "processes (use kill-worker)")

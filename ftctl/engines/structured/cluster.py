@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from chaos.hostctx import ContainerBackend
+from ftctl.config.scenario import CONTAINER_FAULTS
 from ftctl.engines import STRUCTURED
 from ftctl.engines.structured.workers import ON_WORKERS
 
-CONTAINER_FAULTS = ("container-kill", "container-stop", "container-pause",
-                    "container-restart")
 # What only a cluster has: the query's executors, its workers, their containers.
 ON_CLUSTER = (*ON_WORKERS, *CONTAINER_FAULTS, "kill-executor")
 # ``--kill N --target T``: the targets that strike a cluster.
@@ -35,7 +34,7 @@ def needs_cluster(planned: Sequence[Any]) -> bool:
 
 def has_containers(cluster: Any) -> bool:
     """True for a cluster whose workers are containers (the docker backend)."""
-    return cluster is not None and isinstance(cluster, ContainerBackend)
+    return isinstance(cluster, ContainerBackend)
 
 
 def starter(backend: str, workers: int, cores: int | None, labels: list[str] | None,
