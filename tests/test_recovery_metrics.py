@@ -332,3 +332,31 @@ def test_a_fault_nobody_detected_takes_no_detection_from_the_next_fault() -> Non
     assert (first.detection_s, first.restart_s) == (None, None)
     assert second.detection_s == pytest.approx(0.2)
     assert second.restart_s == pytest.approx(1.4)
+
+
+def test_the_engine_prints_its_faults_with_each_figure_under_its_label_at_80_columns(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Structured Streaming's per-fault figures are a table row, as the protocols' are: a
+    label never parts from its figure, however wide the numbers."""
+    import io
+
+    from rich.console import Console
+
+    import ftctl.console as consoles
+    from ftctl.engines.structured import runner
+
+    out = io.StringIO()
+    monkeypatch.setattr(consoles, "console", Console(file=out, width=80, color_system=None))
+    runner._print_faults([  # the docker run's two faults, as measured
+        {"fault": "container-pause", "t_fault": 6.02, "detection_s": None,
+         "restart_s": None, "first_output_s": None, "recovery_s": None},
+        {"fault": "container-kill", "t_fault": 33.9, "detection_s": 0.13,
+         "restart_s": 0.13, "first_output_s": 37.23, "recovery_s": None}])
+    text = out.getvalue()
+    assert all(len(line) <= 80 for line in text.splitlines())
+    header = next([c.strip() for c in line.split("┃")[1:-1]]
+                  for line in text.splitlines() if line.startswith("┃"))
+    kill = next([c.strip() for c in line.split("│")[1:-1]]
+                for line in text.splitlines() if line.startswith("│ container-kill"))
+    assert dict(zip(header, kill, strict=True))["first out s"] == "37.23"
+    assert dict(zip(header, kill, strict=True))["detect s"] == "0.13"

@@ -24,7 +24,7 @@ import psutil
 
 from ftctl.cluster.watchdog import Watchdog
 from ftctl.config.topology import Topology
-from ftctl.console import EXIT_FAILED, EXIT_INFRA, EXIT_OK, console, err_console
+from ftctl.console import EXIT_FAILED, EXIT_INFRA, EXIT_OK, err_console
 from ftctl.engines import STRUCTURED
 from ftctl.engines.structured import driverproc, sinkdir
 from ftctl.engines.structured.checkpoint_faults import DAMAGE, damage
@@ -514,9 +514,20 @@ def _verdict(req: EngineRequest, store: RunStore, sinks: list[str], sink_root: P
 
 
 def _print_faults(faults: list[dict[str, Any]]) -> None:
+    """The engine's faults in the table protocols print (``recovery per fault``), so no
+    label parts from its figure at any width."""
+    from rich.table import Table
+
+    from ftctl.run.chaos import RECOVERY_LEGEND, _s
+    from ftctl.tables import print_table
+
+    if not faults:
+        return
+    table = Table(title="recovery per fault")
+    cols = ("fault", "at s", "detect s", "restart s", "first out s", "recover 10% s")
+    for col in cols:
+        table.add_column(col, justify="left" if col == "fault" else "right")
     for f in faults:
-        def s(x: Any) -> str:
-            return "-" if x is None else f"{x:.2f} s"
-        console.print(f"  {f['fault']} at {f['t_fault']:.1f} s: detected {s(f['detection_s'])}, "
-                      f"restarted {s(f['restart_s'])}, first output {s(f['first_output_s'])}, "
-                      f"back within 10% {s(f['recovery_s'])}", highlight=False)
+        table.add_row(f["fault"], f"{f['t_fault']:.2f}", _s(f["detection_s"]),
+                      _s(f["restart_s"]), _s(f["first_output_s"]), _s(f["recovery_s"]))
+    print_table(table, RECOVERY_LEGEND)
