@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from chaos.plan import from_kills, from_scenario
 from ftctl.cli import app
+from ftctl.cluster.abandoned import RUNS_DIR
 from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.engines.structured import cli, compare, driverproc
@@ -369,6 +370,7 @@ class _Started:
     shapes: list[dict[str, Any]] = field(default_factory=list)
     clusters: list[FakeCluster] = field(default_factory=list)
     runs: list[dict[str, Any]] = field(default_factory=list)
+    state_dirs: list[Path] = field(default_factory=list)
 
 
 @pytest.fixture
@@ -381,6 +383,7 @@ def own_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Started]:
                 results: Path, state_dir: Path) -> Any:
         seen.shapes.append({"backend": backend, "workers": workers, "cores": cores,
                             "labels": labels})
+        seen.state_dirs.append(state_dir)
 
         def start() -> FakeCluster:
             seen.clusters.append(FakeCluster([{}] * workers, master_url="spark://own:7077"))
@@ -418,6 +421,9 @@ def test_chaos_starts_a_cluster_for_worker_faults_and_stops_it_after(
     assert (made.ups, made.downs) == (1, 1)
     [run] = own_cluster.runs
     assert run["master"] == "spark://own:7077" and run["cluster"] is made
+    # its state where ``ftctl cluster prune`` looks for abandoned clusters
+    [state] = own_cluster.state_dirs
+    assert state.parent == RUNS_DIR.resolve()
     assert [(f.type, f.planned is not None) for f in run["faults"]] == [
         ("kill-group", True), ("restore-capacity", True)]
 

@@ -24,6 +24,7 @@ from chaos.plan import (
     from_kills,
     from_scenario,
 )
+from ftctl.cluster.abandoned import RUNS_DIR
 from ftctl.cluster.labels import LabelSyntaxError, expand_labels
 from ftctl.commands.cluster_options import (
     DEFAULT_BIND,
@@ -47,7 +48,7 @@ from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
 from ftctl.console import err_console
-from ftctl.engines import engine_of
+from ftctl.engines import STRUCTURED, engine_of
 from ftctl.results import DEFAULT_ROOT
 from ftctl.run.chaos import (
     DEFAULT_RECORDS,
@@ -226,7 +227,8 @@ def _engine_chaos(topology: Topology, file: str, mutant: str | None, param: list
 
     if not own:
         return go(master, attached)
-    state_dir = Path(".ftctl") / "engine" / f"{os.getpid()}-{time.time_ns()}"
+    # beside the protocols' per-run state dirs, where ``cluster prune`` looks
+    state_dir = RUNS_DIR / f"{STRUCTURED}-{os.getpid()}-{time.time_ns()}"
     start = engine_cluster.starter(shape.backend, shape.workers, shape.cores, shape.label,
                                    results, state_dir.resolve())
     say = (lambda _m: None) if as_json else (
