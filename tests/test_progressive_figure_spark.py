@@ -22,6 +22,9 @@ def _events(runs: list[tuple[float, list[str]]]) -> list[HistoryEvent]:
         (KILL + 1.5, "fault-injected", {"type": "kill-group", "details": {"kills": [
             {"worker": "w0", "t": KILL}, {"worker": "w1", "t": KILL + 0.1}]}}),
         (KILL + 0.2, "failure-detected", {"instances": LOST}),
+        # ftctl starts each worker again; the master sees it 2 s later.
+        (KILL + 2.0, "fault-step", {"step": "worker-started", "worker": "w3"}),
+        (KILL + 6.0, "fault-step", {"step": "worker-started", "worker": "w4"}),
         (KILL + 4.0, "capacity-changed", {"total": 8, "free": 4, "alive": ["w2", "w3"],
                                           "joined": ["w3"], "left": []}),
         (KILL + 8.0, "capacity-changed", {"total": 12, "free": 8, "alive": ["w2", "w3", "w4"],
@@ -82,12 +85,13 @@ def test_queries_come_back_in_steps_under_prg_and_at_once_under_blocking(
     assert seen[1].params.model_dump()["schedule"] == "blocking"
     assert (tmp_path / "fig5-spark-scenario.yaml").read_text() == QUICK.scenario()
     rows = {r[0]: r for r in result.rows}
-    assert rows["PRG"][1:7] == ("4.0 8.0", "5.5 9.5", "out1=6.0 out2=10.0 out3=10.0", "6.0",
-                                "10.0", "7.0")
-    assert rows["OPC (blocking)"][1:7] == ("4.0 8.0", "5.5 9.5",
+    assert rows["PRG"][1:8] == ("2.0 6.0", "4.0 8.0", "5.5 9.5",
+                                "out1=6.0 out2=10.0 out3=10.0", "6.0", "10.0", "7.0")
+    assert rows["OPC (blocking)"][1:8] == ("2.0 6.0", "4.0 8.0", "5.5 9.5",
                                            "out1=10.0 out2=10.0 out3=10.0", "10.0", "10.0",
                                            "11.0")
     assert result.summary["PRG"]["offered"] == [5.5, 9.5]
+    assert result.summary["PRG"]["started"] == [2.0, 6.0]
     prg = result.summary["PRG"]
     opc = result.summary["OPC (blocking)"]
     at = {t: n for t, n in zip(prg["t"], prg["available"], strict=True)}
@@ -104,7 +108,7 @@ def test_threshold_decides_what_counts_as_available(tmp_path: Path) -> None:
     result = spark_level(FigureOptions(tmp_path, host="spark", quick=True,
                                        options={"threshold": "6"}), fake_runner([]))
     # With Θ = 6 the backlog second already counts: out1 is available from 6 s.
-    assert {r[0]: r[6] for r in result.rows} == {"PRG": "6.0", "OPC (blocking)": "10.0"}
+    assert {r[0]: r[7] for r in result.rows} == {"PRG": "6.0", "OPC (blocking)": "10.0"}
 
 
 def test_a_global_rollback_takes_every_query_down_until_its_group_runs() -> None:
