@@ -39,6 +39,26 @@ def test_a_chunk_file_gives_back_its_chunks_in_order(tmp_path: Path) -> None:
     assert f.records == 9 and f.chunks == 4
 
 
+def test_a_chunk_file_gives_back_every_type_and_shape_as_written(tmp_path: Path) -> None:
+    """Without the memo a chunk still reads back exactly: arrays stay arrays (marshal
+    would make them bytes), a value shared twice comes back twice, a cycle is kept."""
+    from array import array
+    from fractions import Fraction
+
+    f = ChunkFile(tmp_path / "x.pickle")
+    shared = ("w1", 3)
+    plain = [shared, shared, ("w2", 1)]
+    other = [(array("d", [1.5, 2.5]), Fraction(1, 3)), ("k", frozenset({1}))]
+    cycle: list[Any] = ["loop"]
+    cycle.append(cycle)
+    for chunk in (plain, other, cycle, plain):
+        f.append(chunk)
+    back = list(f)
+    assert back[0] == plain == back[3] and back[1] == other
+    assert type(back[1][0][0]) is array and type(back[1][0][1]) is Fraction
+    assert back[2][0] == "loop" and back[2][1] is back[2]
+
+
 def test_a_row_log_keeps_a_bounded_tail_and_reads_every_row_back(tmp_path: Path) -> None:
     log = RowLog(tmp_path / "rows.pickle", keep=4)
     for k in range(11):
