@@ -8,6 +8,7 @@ showed it. Each such record keeps a bounded tail in memory and hands full chunks
 
 from __future__ import annotations
 
+import contextlib
 import io
 import pickle
 from collections.abc import Collection, Iterator, Sequence
@@ -49,7 +50,11 @@ class ChunkFile:
 def _dump(chunk: Any, f: BinaryIO) -> None:
     buf = io.BytesIO()
     fast = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
-    fast.fast = True  # no memo: nothing shared to remember in a chunk of records
+    # No memo: nothing shared to remember in a chunk of records. The docs have called the
+    # attribute deprecated since Python 3.0, with no replacement and no warning; should it
+    # go, chunks are pickled with the memo, as before.
+    with contextlib.suppress(AttributeError):
+        fast.fast = True
     try:
         fast.dump(chunk)
     except (ValueError, RecursionError):  # a cycle, which only the memo can write

@@ -195,3 +195,23 @@ def test_the_verdict_is_judged_out_of_core_in_the_run_folder(
     # the host clock's offset (the fake host's clock is ahead of the run's).
     series = json.loads((run.path / "series.json").read_text())
     assert series["shift"] < 0 and series["throughput"] == series["latency_p50"] == []
+
+
+def test_a_chunk_file_writes_with_the_memo_where_fast_mode_is_gone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Pickler.fast`` is marked deprecated: a Python without it still spills."""
+    import pickle
+
+    class NoFast(pickle.Pickler):
+        @property  # type: ignore[override]
+        def fast(self) -> bool:
+            return False
+
+        @fast.setter
+        def fast(self, _on: bool) -> None:
+            raise AttributeError("fast")
+
+    monkeypatch.setattr(pickle, "Pickler", NoFast)
+    f = ChunkFile(tmp_path / "x.pickle")
+    f.append([("w1", 3), ("w1", 3)])
+    assert list(f) == [[("w1", 3), ("w1", 3)]]
