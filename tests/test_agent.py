@@ -129,7 +129,8 @@ def test_kill_worker_kills_the_worker_and_executor_the_task_runs_under() -> None
         # The executor and the task died too (reparented: gone or a zombie, never left).
         assert _until(lambda: not [p for p in psutil.process_iter(["cmdline"])
                                    if _KILL_WORKER in (p.info["cmdline"] or [])
-                                   and p.status() != psutil.STATUS_ZOMBIE], 10)
+                                   and _status(p.pid) not in ("gone", psutil.STATUS_ZOMBIE)],
+                      10)
     finally:
         worker.kill()
         worker.wait(10)
@@ -241,8 +242,8 @@ def test_a_local_pid_is_signalled_only_under_one_of_the_clusters_workers() -> No
             KillTask("count[0]").inject(ctx)
         assert stranger.poll() is None, "a process outside the cluster is never signalled"
         assert KillTask("count[1]").inject(ctx).pids == [task]
-        assert _until(lambda: not psutil.pid_exists(task) or
-                      psutil.Process(task).status() == psutil.STATUS_ZOMBIE, 5)
+        # gone, or a zombie; read in one call, as the process may be reaped between two
+        assert _until(lambda: _status(task) in ("gone", psutil.STATUS_ZOMBIE), 5)
     finally:
         for p in (worker, stranger):
             p.kill()
