@@ -169,6 +169,8 @@ def main() -> None:
     sizes = args.sizes
     if max(sizes) > 10_000_000 and not args.allow_100m:
         ap.error("sizes above 10M need --allow-100m")
+    if args.dir is not None:
+        Path(args.dir).mkdir(parents=True, exist_ok=True)
     print(f"load {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} at start, "
           f"{os.cpu_count()} CPUs")
     print(f"{'shape':<18} {'records':>12} {'write s':>8} {'verify s':>9} "
