@@ -269,3 +269,8 @@ def print_table(table: Table, legend: Mapping[str, str] | None = None,
             notes[head] = legend[head]
     if notes:
         _print_legend(con, [f"{k}: {v}" for k, v in notes.items()], width)
+
+
+def seconds_cell(v: float | None) -> str:
+    """A time in seconds as a table cell: two decimals, "-" when there is none."""
+    return "-" if v is None else f"{v:.2f}"

@@ -38,6 +38,7 @@ from ftctl.run.execute import RunContext, execute, snapshot_location
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.topology import RateChange
 from ftctl.spark.host import HostResult
+from ftctl.tables import seconds_cell
 
 from . import Figure, FigureOptions, FigureResult
 from . import spark_points as sp
@@ -194,10 +195,6 @@ def run(options: FigureOptions, runner: Runner = execute) -> FigureResult:
     return result(points, setup, out)
 
 
-def _s(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2f}"
-
-
 def ratios(points: Sequence[Point]) -> dict[int, dict[str, Any]]:
     """Per size: lineage / causal first output and recovery. When lineage's latency did
     not settle before the input ended, its recovery is at least its first output (output
@@ -236,7 +233,7 @@ def _ratio_note(n: int, r: Mapping[str, Any]) -> str:
 def result(points: Sequence[Point], setup: Setup, out: Path) -> FigureResult:
     """The table, ratios and plot over measured (or, in tests, made-up) points."""
     rows = tuple((f"{p.n:,}", p.protocol, "yes" if p.passed else "NO", p.restarts,
-                  _s(p.detect_s), _s(p.first_out_s), _s(p.recovery_s),
+                  seconds_cell(p.detect_s), seconds_cell(p.first_out_s), seconds_cell(p.recovery_s),
                   "-" if p.snapshot_read is None else f"{p.snapshot_read:,}",
                   f"{p.reprocessed:,}", p.load) for p in points)
     per_size = ratios(points)

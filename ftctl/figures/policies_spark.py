@@ -43,6 +43,7 @@ from ftctl.run.chaos import ChaosExtension, expected_seconds
 from ftctl.run.execute import SLOTS_PER_INSTANCE, RunContext, RunExtension, RunRequest, execute
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.spark.host import HostResult
+from ftctl.tables import seconds_cell
 from protocols.registry import get_protocol
 
 from . import FigureOptions, FigureResult
@@ -194,10 +195,6 @@ def _measure(plan: Sequence[tuple[str, str, dict[str, Any]]], topo: Topology, sc
     return runs
 
 
-def _s(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2f}"
-
-
 def result(runs: Sequence[SparkRun], setup: Setup, instances: int, out: Path) -> FigureResult:
     """The table and plot over measured (or, in tests, made-up) runs."""
     free = next((r for r in runs if r.config == FAULT_FREE), None)
@@ -207,7 +204,8 @@ def result(runs: Sequence[SparkRun], setup: Setup, instances: int, out: Path) ->
     for r in measured:
         rows.append((r.config, r.failures, r.rolled_back, r.restarted, r.in_place,
                      f"{r.rolled_back / instances:.2f}", max(0, r.processed - base),
-                     _s(r.detection_s), _s(r.recovery_s), "yes" if r.passed else "NO"))
+                     seconds_cell(r.detection_s), seconds_cell(r.recovery_s),
+                     "yes" if r.passed else "NO"))
     ckpt = next((r for r in measured if r.config == BASELINE), None)
     summary: dict[str, Any] = {
         "host": "spark", "setup": asdict(setup), "instances": instances,

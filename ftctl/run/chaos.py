@@ -29,7 +29,7 @@ from ftctl.run.execute import RunContext, RunExtension
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.pace import Pace
 from ftctl.spark.host import HostResult
-from ftctl.tables import print_table
+from ftctl.tables import print_table, seconds_cell
 
 DEFAULT_RECORDS = 50_000
 TARGET_SECONDS = 25.0  # default run length: room for a baseline before and after faults
@@ -159,10 +159,6 @@ def _injected(events: list[HistoryEvent]) -> list[dict[str, Any]]:
     return injected(events)
 
 
-def _s(v: Any) -> str:
-    return "-" if v is None else f"{v:.2f}"
-
-
 RECOVERY_LEGEND = {
     "at s": "fault time into the run", "detect s": "fault to detection",
     "restart s": "fault to restart", "first out s": "fault to first output after restart",
@@ -187,9 +183,9 @@ def print_recovery(summary: dict[str, Any]) -> None:
         table.add_column(col, justify="left" if col in ("fault", "target") else "right")
     for r in summary.get("recovery", []):
         dip = r.get("throughput_dip")
-        table.add_row(r["fault"], r["target"], f"{r['t_fault']:.2f}", _s(r["detection_s"]),
-                      _s(r["restart_s"]), _s(r["first_output_s"]), _s(r["recovery_s"]),
-                      _s(r["recovery_rl_s"]), dip_words(dip))
+        times = ("detection_s", "restart_s", "first_output_s", "recovery_s", "recovery_rl_s")
+        table.add_row(r["fault"], r["target"], f"{r['t_fault']:.2f}",
+                      *(seconds_cell(r[k]) for k in times), dip_words(dip))
     print_table(table, RECOVERY_LEGEND)
     print_breakdown(summary.get("recovery", []))
     where = summary.get("placement") or {}
@@ -218,7 +214,7 @@ def _restore(b: dict[str, Any]) -> str:
     took, size = b.get("restore_s"), b.get("restore_bytes")
     if took is None and not size:
         return "-"
-    return f"{_s(took)} s\n{int(size or 0):,} B"  # a line each: they never part
+    return f"{seconds_cell(took)} s\n{int(size or 0):,} B"  # a line each: they never part
 
 
 BREAKDOWN_LEGEND = {
@@ -262,9 +258,8 @@ def breakdown_table(title: str, first: str, rows: list[tuple[str, dict[str, Any]
     for name, b in rows:
         # One kind a line: at 80 columns a count never parts from its kind.
         how = "\n".join(f"{n} {k}" for k, n in sorted((b.get("started_by") or {}).items()))
-        table.add_row(name, _s(b.get("detect")), _s(b.get("plan")), _s(b.get("start")),
-                      _s(b.get("replay")), _s(b.get("catch_up")), how or "-",
-                      _restore(b))
+        table.add_row(name, *(seconds_cell(b.get(k)) for k in (
+            "detect", "plan", "start", "replay", "catch_up")), how or "-", _restore(b))
     print_table(table, BREAKDOWN_LEGEND)
 
 

@@ -518,8 +518,8 @@ def _print_faults(faults: list[dict[str, Any]]) -> None:
     label parts from its figure at any width."""
     from rich.table import Table
 
-    from ftctl.run.chaos import RECOVERY_LEGEND, _s
-    from ftctl.tables import print_table
+    from ftctl.run.chaos import RECOVERY_LEGEND
+    from ftctl.tables import print_table, seconds_cell
 
     if not faults:
         return
@@ -528,6 +528,6 @@ def _print_faults(faults: list[dict[str, Any]]) -> None:
     for col in cols:
         table.add_column(col, justify="left" if col == "fault" else "right")
     for f in faults:
-        table.add_row(f["fault"], f"{f['t_fault']:.2f}", _s(f["detection_s"]),
-                      _s(f["restart_s"]), _s(f["first_output_s"]), _s(f["recovery_s"]))
+        table.add_row(f["fault"], f"{f['t_fault']:.2f}", *(seconds_cell(f[k]) for k in (
+            "detection_s", "restart_s", "first_output_s", "recovery_s")))
     print_table(table, RECOVERY_LEGEND)
