@@ -57,6 +57,7 @@ TOPOLOGY = Path(__file__).resolve().parents[2] / "topologies" / "progressive-sma
 # lost its source and maps (5 instances); with 4 nothing fits before both are back.
 WORKERS, CORES = 3, 5
 LABELS = ["rack=a", "rack=a", "rack=b"]
+KILLED = "rack=a"  # the group the kill takes and the restore brings back
 RATE = 400.0  # records/s of the source: light enough for 2 cores with room to catch up
 RUNS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("PRG", "progressive", {}),
@@ -80,15 +81,17 @@ class Setup:
     def returns(self) -> str:
         """When the workers are started again, s after the kill: ``restore-capacity``
         at ``restore_after``, its fixed gaps putting the first one ``gap`` after that."""
-        return " and ".join(f"{self.restore_after + k * self.gap:g}" for k in (1, 2))
+        killed = LABELS.count(KILLED)
+        return " and ".join(f"{self.restore_after + k * self.gap:g}"
+                            for k in range(1, killed + 1))
 
     def scenario(self) -> str:
-        return (f"name: fig5-spark\ndescription: both rack=a workers die at {self.kill_at:g} s "
+        return (f"name: fig5-spark\ndescription: the {KILLED} workers die at {self.kill_at:g} s "
                 f"and are started again one at a time, {self.returns()} s after it\n"
                 "seed: 1\nfaults:\n"
-                f"  - {{type: kill-group, at: {self.kill_at:g}, target: rack=a, window: 0.2}}\n"
+                f"  - {{type: kill-group, at: {self.kill_at:g}, target: {KILLED}, window: 0.2}}\n"
                 f"  - type: restore-capacity\n    at: {self.kill_at + self.restore_after:g}\n"
-                "    target: rack=a\n    params: {mode: progressive, distribution: fixed, "
+                f"    target: {KILLED}\n    params: {{mode: progressive, distribution: fixed, "
                 f"scale: {self.gap:g}}}\n")
 
 
