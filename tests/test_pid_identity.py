@@ -30,9 +30,22 @@ def _identity_of(pid: int) -> Identity:
     return Identity("here", process_table(), pid, proc.create_time(), tuple(proc.cmdline()))
 
 
+def _sleeping() -> subprocess.Popen[bytes]:
+    """A process that sleeps, returned once it runs its own command line: until its exec,
+    a forked child still shows this one's, and an identity read then is not the one it
+    would register."""
+    cmd = [sys.executable, "-c", "import time; time.sleep(60)"]
+    proc = subprocess.Popen(cmd)
+    deadline = time.monotonic() + 10
+    while psutil.Process(proc.pid).cmdline() != cmd:
+        assert time.monotonic() < deadline, "the sleeper never ran its own command line"
+        time.sleep(0.01)
+    return proc
+
+
 @pytest.fixture
 def sleeper() -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    proc = _sleeping()
     try:
         yield proc
     finally:
@@ -67,7 +80,7 @@ def test_a_pid_that_is_not_the_registered_process_here_is_refused(
 
 def test_a_kill_signals_only_the_pid_of_a_task_registered_on_this_host(
         sleeper: subprocess.Popen[bytes]) -> None:  # fmt: skip
-    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    victim = _sleeping()
     try:
         # count[0]'s task registered from another host (or a container with its own PID
         # namespace) under a number that, here, is ``sleeper``.
