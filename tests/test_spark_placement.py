@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.spark.placement import location, spread
 from protocols.contract.view import GraphView
@@ -39,3 +41,47 @@ def test_replica_ring_spreads_every_ring_of_replica_chain() -> None:
     for group in groups:
         assert len({got[i] for i in group}) == 3
     assert execs[0] == "executor_127.0.0.1_0"
+
+
+
+class _Clock:
+    """``time`` for the placement module: sleeping moves the clock on at once."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_placement_waits_for_every_alive_workers_executor_then_spreads(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Executors that register late (a busy machine, containers: the last one 25 s after
+    the first) are waited for: placed on the first one alone, every instance would share
+    a worker, and one worker's loss would take them all."""
+    from ftctl.config.load import load_topology
+    from ftctl.spark import placement as module
+    from protocols.checkpoint.spec import SPEC as CHECKPOINT
+
+    clock = _Clock()
+    monkeypatch.setattr(module, "time", clock)
+    root = Path(__file__).resolve().parent.parent
+    graph = GraphView(ExecutionGraph(load_topology(root / "topologies" / "wordcount.yaml")))
+
+    def executors(_sc: object) -> list[str]:  # e1 comes at 10 s, e2 and e3 at 25 s
+        return ["e0", *(["e1"] if clock.now >= 10 else []),
+                *(["e2", "e3"] if clock.now >= 25 else [])]
+
+    got = module.placement(None, CHECKPOINT, graph, workers=4, executors_of=executors)
+    assert 25 <= clock.now < 26  # it waited until all four were there, no longer
+    assert set(got.values()) == {"e0", "e1", "e2", "e3"}
+    for op in ("split", "count"):  # an operator's instances on distinct executors
+        assert len({got[i] for i in got if i.startswith(op)}) == 2
+    # no other worker's executor ever comes: it gives up after ``wait``, spreads over one
+    clock.now = 0.0
+    assert set(module.placement(None, CHECKPOINT, graph, wait=30, workers=4,
+                                executors_of=lambda _sc: ["e0"]).values()) == {"e0"}
+    assert 30 <= clock.now < 31

@@ -18,13 +18,17 @@ an idle spare runs where the spare is.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from protocols.contract.spec import ProtocolSpec
 from protocols.contract.view import GraphView
 
-EXECUTOR_WAIT = 5.0  # seconds to wait for one executor per group member (see placement)
+# Seconds to wait for one executor per alive worker (or group member) before placing. An
+# executor's launch is only waited for while one is missing, and on a busy machine, or in
+# containers, the last of them can come 20 s after the first: placed on the first ones
+# alone, every instance would share a worker and one worker's loss would take them all.
+EXECUTOR_WAIT = 60.0
 
 
 def spread(groups: Sequence[frozenset[str]], executors: Sequence[str]) -> dict[str, str]:
@@ -62,7 +66,8 @@ def live_executors(sc: Any) -> list[str]:
 
 
 def placement(sc: Any, protocol: ProtocolSpec[Any], graph: GraphView,
-              wait: float = EXECUTOR_WAIT, workers: int = 0) -> dict[str, str]:
+              wait: float = EXECUTOR_WAIT, workers: int = 0,
+              executors_of: Callable[[Any], list[str]] | None = None) -> dict[str, str]:
     """Instance -> preferred executor location: ``protocol``'s groups on distinct
     executors, and the instances of every other operator spread over them too
     (anti-affinity: one worker's loss takes as few of one operator as it can).
@@ -70,15 +75,17 @@ def placement(sc: Any, protocol: ProtocolSpec[Any], graph: GraphView,
     The run starts once the executors offer enough cores, which a cluster's first
     executors may do alone: wait up to ``wait`` seconds for as many executors as the
     largest group has members, or as the cluster has alive ``workers`` (one executor
-    each), then spread over those there are."""
+    each), then spread over those there are. ``executors`` reads them (tests pass a
+    list maker)."""
     groups = list(protocol.spared(graph)) if protocol.spared is not None else []
-    executors = live_executors(sc)
+    read = executors_of or live_executors
+    executors = read(sc)
     need = max([workers, *(len(g) for g in groups)])
     if need:
         deadline = time.monotonic() + wait
         while len(executors) < need and time.monotonic() < deadline:
             time.sleep(0.2)
-            executors = live_executors(sc)
+            executors = read(sc)
     grouped = {i for g in groups for i in g}
     by_op: dict[str, set[str]] = {}
     for iid in graph.order:
