@@ -206,3 +206,37 @@ def test_a_run_of_a_mutant_gets_one_folder(tmp_path: Path) -> None:
                           protocol="lineage/visible-before-durable", kind="chaos")
     assert run.path.parent == tmp_path and "lineage-visible-before-durable" in run.path.name
     assert RunStore.open(run.path).meta["protocol"] == "lineage/visible-before-durable"
+
+
+class _DeadConn:
+    """The control connection of a task killed a moment ago: sending finds it gone."""
+
+    def send(self, _frame: Any) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+class _Released(_Jobs):
+    def __init__(self) -> None:
+        super().__init__()
+        self.released_as: list[tuple[str, int, bool]] = []
+
+    def released(self, iid: str, inc: int, alive: bool) -> None:
+        self.released_as.append((iid, inc, alive))
+
+
+def test_a_task_killed_just_before_a_rollback_fences_it_is_not_held_against_the_next(
+        tmp_path: Path) -> None:
+    """A kill lands on a task a moment before another failure's rollback stops it: the
+    stop's EXIT finds it dead. That suspicion was of the fenced incarnation; held, it
+    would fail the restarted one at the next detection, a second recovery for nothing."""
+    host = _host(tmp_path)
+    jobs = _Released()
+    host.jobs = jobs  # type: ignore[assignment]
+    old = host.inc[SINK]
+    host.live[SINK] = _Task(old, _DeadConn(), 1, None, 0.0)  # type: ignore[arg-type]
+    host.kernel._fence(SINK)  # the rollback's stop: the kernel fences it, the host drops it
+    host._apply([Fence((SINK,))])
+    assert host.inc[SINK] == old + 1
+    assert SINK not in host.suspects and SINK not in host.live
+    # its slot died with it: a restart does not wait for it to come back
+    assert jobs.released_as == [(SINK, old, False)]

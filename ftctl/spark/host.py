@@ -784,10 +784,14 @@ class SparkHost:
         self.counts[iid] = (0, 0)
         alive = alive and (iid in self.live or iid in self.pending)
         self.pending.pop(iid, None)
-        self.suspects.pop(iid, None)
         if iid in self.live:
             self._tell(iid, (wire.EXIT,))
             del self.live[iid]
+        # What was suspected of the fenced incarnation (the EXIT above finds it dead, say,
+        # killed a moment before the fence) is not held against the next one; its slot is
+        # not counted on to come back.
+        if self.suspects.pop(iid, None) is not None:
+            alive = False
         assert self.jobs is not None
         self.jobs.released(iid, old, alive)
         self.jobs.cancel_later(iid, old, CANCEL_AFTER)
