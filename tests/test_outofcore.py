@@ -138,3 +138,30 @@ def test_damaged_golden_files_are_computed_again(tmp_path: Path) -> None:
         p.write_bytes(b"PAR1 truncated")
     assert golden_files(topo, golden_output, tmp_path) == files
     assert {s: p.read_bytes() for s, p in files.items()} == whole
+
+
+def _skewed(n: int, changed: int) -> Any:
+    """wordcount's shape, more skewed: 80% of the records are one key's ("the")."""
+    for i in range(n):
+        yield ("the" if i % 10 < 8 else f"w{i % 1000}", i + (i == changed))
+
+
+def test_a_key_holding_most_records_is_judged_within_the_memory_limit(tmp_path: Path
+                                                                        ) -> None:
+    """Positions per key of an ordered sink, where one key's records are far more than
+    the memory limit holds: ranked in one window with their payload, DuckDB ran out of
+    memory (a 10M-line wordcount's verdict did)."""
+    n = 1_000_000
+    g = write_sink(tmp_path / "g.parquet", _skewed(n, -1))
+    o = write_sink(tmp_path / "o.parquet", _skewed(n, n - 5))  # one value differs
+    for stopped in (None, "stopped"):
+        verdict = verify_files({"out": "ordered-per-key"}, {"out": g}, {"out": o},
+                               Guarantee.EXACTLY_ONCE, temp=tmp_path / "spill",
+                               memory_limit="48MB", stopped=stopped)
+        (sink,) = verdict.sinks
+        assert (sink.lost, sink.unexpected, sink.duplicated) == (1, 0, 1)  # n-4 twice
+        (div,) = sink.divergences
+        # record n-5 is "the"'s (n-5) // 10 * 8 + 5 th
+        assert (div.key, div.index, div.expected, div.actual) == (
+            "the", (n - 5) // 10 * 8 + 5, n - 5, n - 4)
+        assert verdict.wrong == (1 if stopped else 0)  # not a start of golden's

@@ -37,6 +37,7 @@ def connect(temp: Path | None = None, memory_limit: str = MEMORY_LIMIT,
     con.execute(f"SET temp_directory = '{spill.as_posix()}'")
     con.execute(f"SET threads = {int(threads)}")
     con.execute("SET preserve_insertion_order = false")
+    con.execute("SET enable_progress_bar = false")  # it drew over the run's own output
     # "special": the function sees nulls (``vo`` is null for most values) instead of
     # DuckDB answering null for it.
     con.create_function("vrepr", _vrepr, ["BLOB", "BLOB"], "VARCHAR",  # type: ignore[call-overload]
@@ -71,6 +72,8 @@ def compare_files(con: duckdb.DuckDBPyConnection, sink: str, mode: str,
                   golden: Path | None, output: Path | None,
                   max_divergences: int = 5) -> SinkVerdict:
     """Judge one sink from its golden and output files, as ``checker.compare`` would."""
+    for table in ("gc", "oc", "gr", "orr"):  # another sink's
+        con.execute(f"DROP TABLE IF EXISTS {table}")
     v = SinkVerdict(sink, mode, _sink_view(con, "g", golden), _sink_view(con, "o", output))
     if mode == "final-per-key":
         _final_per_key(con, v)
@@ -97,11 +100,13 @@ def _final_per_key(con: duckdb.DuckDBPyConnection, v: SinkVerdict) -> None:
 
 def _per_key(con: duckdb.DuckDBPyConnection, v: SinkVerdict, mode: str) -> None:
     # Per (key, value): copies in golden and in the output, as the checker's Counters.
+    # Each side's counts are a table of their own first: one query grouping both sides and
+    # joining them holds all three operators' memory at once, beyond the limit at tens
+    # of millions of distinct records.
+    _counts(con)
     con.execute("""
         CREATE OR REPLACE TEMP TABLE c AS
-        WITH gc AS (SELECT k, v, count(*) n FROM g GROUP BY k, v),
-             oc AS (SELECT k, v, count(*) n FROM o GROUP BY k, v),
-             j AS (SELECT coalesce(gc.k, oc.k) k, coalesce(gc.n, 0) gn, coalesce(oc.n, 0) n
+        WITH j AS (SELECT coalesce(gc.k, oc.k) k, coalesce(gc.n, 0) gn, coalesce(oc.n, 0) n
                    FROM gc FULL OUTER JOIN oc ON gc.k = oc.k AND gc.v = oc.v
                    WHERE gc.n IS DISTINCT FROM oc.n)
         SELECT k, sum(CASE WHEN gn > n THEN gn - n ELSE 0 END)::BIGINT lost,
@@ -116,15 +121,47 @@ def _per_key(con: duckdb.DuckDBPyConnection, v: SinkVerdict, mode: str) -> None:
         con.execute("CREATE OR REPLACE TEMP TABLE d AS SELECT k, NULL::BIGINT i FROM c")
         return
     # Ordered: every key whose sequence differs, at its first differing position.
+    _ranks(con)
     con.execute("""
         CREATE OR REPLACE TEMP TABLE d AS
-        WITH gr AS (SELECT k, v, row_number() OVER (PARTITION BY k ORDER BY seq) i FROM g),
-             orr AS (SELECT k, v, row_number() OVER (PARTITION BY k ORDER BY seq) i FROM o)
         SELECT coalesce(gr.k, orr.k) k, min(coalesce(gr.i, orr.i)) - 1 i
         FROM gr FULL OUTER JOIN orr ON gr.k = orr.k AND gr.i = orr.i
         WHERE gr.v IS DISTINCT FROM orr.v GROUP BY 1""")
     # A key out of order with every count equal is reordered.
     v.reordered = _one(con, "SELECT count(*) FROM d ANTI JOIN c ON d.k = c.k")
+
+
+def _made(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    return bool(_one(con, "SELECT count(*) FROM duckdb_tables() "
+                          "WHERE table_name = ? AND temporary", [table]))
+
+
+def _counts(con: duckdb.DuckDBPyConnection) -> None:
+    """The tables ``gc`` and ``oc``: copies of each (k, v) in ``g`` and in ``o``."""
+    for side, table in (("g", "gc"), ("o", "oc")):
+        if not _made(con, table):
+            con.execute(f"CREATE TEMP TABLE {table} AS "
+                        f"SELECT k, v, count(*) n FROM {side} GROUP BY k, v")
+
+
+def _ranks(con: duckdb.DuckDBPyConnection) -> None:
+    """The tables ``gr`` and ``orr``: ``g``'s and ``o``'s records as (k, v, i), ``i`` a
+    record's position among its key's records, from 1 (none made if they are there).
+
+    A window ranking over ``(k, v)`` holds a partition's payload in memory: one key with
+    tens of millions of records (wordcount's most frequent word) exceeds the memory
+    limit, and so does one query doing it all, its operators holding memory at once. So:
+    the positions alone (``seq`` and ``i``), stored; then joined back to the records on
+    ``seq``; each step a table DuckDB can spill."""
+    for side, table in (("g", "gr"), ("o", "orr")):
+        if _made(con, table):
+            continue
+        con.execute(f"""CREATE TEMP TABLE {table}_at AS
+            SELECT seq, row_number() OVER (PARTITION BY k ORDER BY seq) i FROM {side}""")
+        con.execute(f"""CREATE TEMP TABLE {table} AS
+            SELECT {side}.k, {side}.v, {side}.vo, r.i
+            FROM {side} JOIN {table}_at r USING (seq)""")
+        con.execute(f"DROP TABLE {table}_at")
 
 
 def _divergences(con: duckdb.DuckDBPyConnection, mode: str, limit: int) -> list[Divergence]:
@@ -165,10 +202,19 @@ def _divergence(con: duckdb.DuckDBPyConnection, mode: str, k: bytes, i: int | No
                               [k]).fetchone()
             return original(*row) if row else None
         return Divergence(key, 0, last("g"), last("o"))
+    if mode != "multiset":  # ordered: the record at the first differing position
+        assert i is not None
+        first = i + 1  # the tables count from 1
+
+        def nth(t: str) -> Any:
+            row = con.execute(f"SELECT v, vo FROM {t} WHERE k = $k AND i = $i",
+                              {"k": k, "i": first}).fetchone()
+            return original(*row) if row else None
+        return Divergence(key, i, nth("gr"), nth("orr"))
     # Multiset: both sides sorted by repr (stable: ties in output order), as the checker.
-    order = "vrepr(v, vo), seq" if mode == "multiset" else "seq"
-    ranked = f"""(SELECT v, vo, row_number() OVER (ORDER BY {order}) - 1 i
-                  FROM (SELECT * FROM {{t}} WHERE k = $k))"""
+    # (The key's values are sorted in memory: one key's, only for the few shown.)
+    ranked = """(SELECT v, vo, row_number() OVER (ORDER BY vrepr(v, vo), seq) - 1 i
+                 FROM (SELECT * FROM {t} WHERE k = $k))"""
     if i is None:
         i = _one(con, f"""
             SELECT coalesce(min(coalesce(a.i, b.i)), 0)
@@ -191,17 +237,15 @@ def not_prefix_files(con: duckdb.DuckDBPyConnection, mode: str,
         return 0
     if guarantee is Guarantee.EXACTLY_ONCE and mode != "multiset":
         # Not a start of golden's: some position of the key's output differs.
+        _ranks(con)
         return int(_one(con, """
-            WITH gr AS (SELECT k, v, row_number() OVER (PARTITION BY k ORDER BY seq) i FROM g),
-                 orr AS (SELECT k, v, row_number() OVER (PARTITION BY k ORDER BY seq) i FROM o)
             SELECT count(DISTINCT orr.k) FROM orr LEFT JOIN gr ON gr.k = orr.k AND gr.i = orr.i
             WHERE gr.v IS DISTINCT FROM orr.v"""))
     # at-least-once: a record golden lacks; otherwise more copies than golden has.
     over = "gc.n IS NULL" if guarantee is Guarantee.AT_LEAST_ONCE \
         else "oc.n > coalesce(gc.n, 0)"
+    _counts(con)
     return int(_one(con, f"""
-        WITH gc AS (SELECT k, v, count(*) n FROM g GROUP BY k, v),
-             oc AS (SELECT k, v, count(*) n FROM o GROUP BY k, v)
         SELECT count(DISTINCT oc.k) FROM oc LEFT JOIN gc ON gc.k = oc.k AND gc.v = oc.v
         WHERE {over}"""))
 
