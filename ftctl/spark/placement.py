@@ -75,7 +75,7 @@ def placement(sc: Any, protocol: ProtocolSpec[Any], graph: GraphView,
     The run starts once the executors offer enough cores, which a cluster's first
     executors may do alone: wait up to ``wait`` seconds for as many executors as the
     largest group has members, or as the cluster has alive ``workers`` (one executor
-    each), then spread over those there are. ``executors`` reads them (tests pass a
+    each), then spread over those there are. ``executors_of`` reads them (tests pass a
     list maker)."""
     groups = list(protocol.spared(graph)) if protocol.spared is not None else []
     read = executors_of or live_executors
