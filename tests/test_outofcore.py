@@ -11,12 +11,14 @@ from hypothesis import strategies as st
 
 from ftctl.config.load import load_topology
 from ftctl.sim.golden import golden_output
-from ftctl.verify import canon
+from ftctl.verify import canon, outofcore
 from ftctl.verify.checker import SinkVerdict, compare, verify
 from ftctl.verify.golden import golden_files, golden_for
 from ftctl.verify.outofcore import (
+    MEMORY_LIMIT,
     compare_files,
     connect,
+    not_prefix_files,
     verify_files,
     verify_outputs,
     write_outputs,
@@ -57,9 +59,12 @@ def _files(tmp: Path, golden: list[Any], output: list[Any]) -> tuple[Path, Path]
 @settings(max_examples=200, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(golden=records, output=records, mode=st.sampled_from(MODES),
-       edits=st.lists(st.integers(0, 11), max_size=3))
-def test_out_of_core_equals_in_memory(tmp_path: Path, golden: list[Any], output: list[Any],
-                                      mode: str, edits: list[int]) -> None:
+       edits=st.lists(st.integers(0, 11), max_size=3), budget=st.sampled_from([0, 1, 2, 5]),
+       guarantee=st.sampled_from(list(Guarantee)))
+def test_out_of_core_equals_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      golden: list[Any], output: list[Any], mode: str,
+                                      edits: list[int], budget: int,
+                                      guarantee: Guarantee) -> None:
     # Half the time the output is golden with a few records lost, repeated or swapped:
     # the near misses the checker exists for.
     if edits and golden:
@@ -72,11 +77,18 @@ def test_out_of_core_equals_in_memory(tmp_path: Path, golden: list[Any], output:
                 output.insert(i, output[i])
             elif len(output) > 1:
                 output[i - 1], output[i] = output[i], output[i - 1]
+    if budget:  # records a part: counted in several parts, as tens of millions are
+        monkeypatch.setattr(outofcore, "ROW_BYTES", outofcore.parse_bytes(MEMORY_LIMIT)
+                            // budget)
     g, o = _files(tmp_path, golden, output)
     con = connect(tmp_path / "tmp")
     try:
         _same(compare_files(con, "out", mode, g, o, max_divergences=3),
               compare("out", mode, golden, output, max_divergences=3))
+        # what a run the protocol stopped must not have made visible
+        assert not_prefix_files(con, mode, guarantee) == verify(
+            {"out": mode}, {"out": golden}, {"out": output}, guarantee,
+            stopped="stopped").wrong
     finally:
         con.close()
 
