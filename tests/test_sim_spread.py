@@ -109,7 +109,11 @@ def test_workers_die_with_a_killed_parent(tmp_path: Path) -> None:
         workers = _workers(parent)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-        _gone, alive = psutil.wait_procs(workers, timeout=10)
+        # A worker ties itself to its parent in the pool's initializer, after its spawn
+        # has imported ftctl: seconds on a loaded machine. One that was still importing
+        # finds its parent gone there and exits; a worker left untied would instead run
+        # its share of 100,000 schedules, far longer than this wait.
+        _gone, alive = psutil.wait_procs(workers, timeout=60)
         assert not alive, f"workers outlived their parent: {alive}"
     finally:
         for p in [parent, *_workers(parent)]:
