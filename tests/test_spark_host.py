@@ -30,6 +30,7 @@ from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.golden import golden_output
 from ftctl.sim.spread import SimJob
 from ftctl.spark.host import SparkHost
+from ftctl.spark.placement import free_cores, launched_executors, live_executors
 from ftctl.spark.session import start_session, stop_session
 from ftctl.verify.checker import verify
 from ftctl.verify.golden import golden_for
@@ -144,6 +145,19 @@ def spark(cluster: LocalCluster) -> Iterator[Any]:
         yield session
     finally:
         stop_session(session)
+
+
+def test_launched_executors_read_free_cores_from_the_scheduler(spark: Any) -> None:
+    """On a warm cluster every registered executor has launched with free cores, read
+    through py4j from the scheduler backend (a call that fails would fall back to the
+    registered executors and hide that placement no longer waits for launches)."""
+    sc = spark.sparkContext
+    backend = sc._jsc.sc().schedulerBackend()
+    registered = live_executors(sc)
+    assert len(registered) == 3  # one executor per worker
+    for where in registered:
+        assert free_cores(backend.getExecutorAvailableCpus(where.rsplit("_", 1)[-1])) > 0
+    assert launched_executors(sc) == registered
 
 
 def test_kill_under_checkpoint_is_exactly_once(spark: Any, tmp_path: Path) -> None:

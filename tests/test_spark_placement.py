@@ -85,3 +85,58 @@ def test_placement_waits_for_every_alive_workers_executor_then_spreads(
     assert set(module.placement(None, CHECKPOINT, graph, wait=30, workers=4,
                                 executors_of=lambda _sc: ["e0"]).values()) == {"e0"}
     assert 30 <= clock.now < 31
+
+
+class _Option:
+    """A Scala ``Option[BigDecimal]`` as py4j hands it over: only its text can be read."""
+
+    def __init__(self, cores: float | None) -> None:
+        self.cores = cores
+
+    def toString(self) -> str:  # Scala's name
+        return "None" if self.cores is None else f"Some({self.cores:.9f})"
+
+
+class _Context:
+    """A SparkContext whose scheduler backend reports each executor's free cores, which
+    ``launched(now)`` gives: zero until the executor has launched."""
+
+    def __init__(self, launched: dict[str, float], clock: _Clock) -> None:
+        self.launched, self.clock = launched, clock
+
+    @property
+    def _jsc(self) -> _Context:
+        return self
+
+    def sc(self) -> _Context:
+        return self
+
+    def schedulerBackend(self) -> _Context:
+        return self
+
+    def getExecutorAvailableCpus(self, executor: str) -> _Option:
+        if executor not in self.launched:
+            return _Option(None)
+        return _Option(4.0 if self.clock.now >= self.launched[executor] else 0.0)
+
+
+def test_placement_waits_for_executors_to_launch_not_only_register(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """All four executors registered at once, three launching 10 s later (a loaded
+    machine): a task that prefers an executor with no free core yet runs anywhere
+    (locality wait 0), so placing on them then put the whole first plan on executor 0."""
+    from ftctl.config.load import load_topology
+    from ftctl.spark import placement as module
+    from protocols.checkpoint.spec import SPEC as CHECKPOINT
+
+    clock = _Clock()
+    monkeypatch.setattr(module, "time", clock)
+    registered = [location(str(i), "127.0.0.1") for i in range(4)]
+    monkeypatch.setattr(module, "live_executors", lambda _sc: registered)
+    sc = _Context({"0": 0.0, "1": 10.0, "2": 10.0, "3": 10.0}, clock)
+    root = Path(__file__).resolve().parent.parent
+    graph = GraphView(ExecutionGraph(load_topology(root / "topologies" / "wordcount.yaml")))
+    assert module.launched_executors(sc) == registered[:1]
+    got = module.placement(sc, CHECKPOINT, graph, workers=4)
+    assert 10 <= clock.now < 11
+    assert set(got.values()) == set(registered)

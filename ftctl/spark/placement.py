@@ -17,6 +17,7 @@ an idle spare runs where the spare is.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -65,6 +66,36 @@ def live_executors(sc: Any) -> list[str]:
     return [location(eid, host) for eid in ids]
 
 
+def launched_executors(sc: Any) -> list[str]:
+    """``live_executors`` less those that registered but have not launched yet.
+
+    An executor registers with the driver, then builds its ``Executor`` and says it has
+    launched; until then the driver holds its cores at zero free. A task preferring it
+    meanwhile, with ``spark.locality.wait`` at 0, runs on whichever executor has a free
+    core: on a loaded machine the whole first plan went to the one executor that had
+    launched first, and a rack failure elsewhere took nothing. Free cores are what the
+    scheduler backend reports; nothing runs before the first plan, so a launched
+    executor has some. Without that report (another backend or Spark version) the
+    registered executors are taken."""
+    from py4j.protocol import Py4JError
+
+    executors = live_executors(sc)
+    try:
+        backend = sc._jsc.sc().schedulerBackend()
+        return [e for e in executors
+                if free_cores(backend.getExecutorAvailableCpus(e.rsplit("_", 1)[-1])) > 0]
+    except Py4JError:
+        return executors
+
+
+def free_cores(option: Any) -> float:
+    """A Scala ``Option[BigDecimal]`` of free cores as a number (0 when empty). Read from
+    its text, ``Some(4.000000000)``: py4j cannot bring a Scala BigDecimal over (it sends
+    it as an integer and fails to parse the decimals)."""
+    found = re.fullmatch(r"Some\((.*)\)", str(option.toString()))
+    return float(found.group(1)) if found else 0.0
+
+
 def placement(sc: Any, protocol: ProtocolSpec[Any], graph: GraphView,
               wait: float = EXECUTOR_WAIT, workers: int = 0,
               executors_of: Callable[[Any], list[str]] | None = None) -> dict[str, str]:
@@ -73,12 +104,12 @@ def placement(sc: Any, protocol: ProtocolSpec[Any], graph: GraphView,
     (anti-affinity: one worker's loss takes as few of one operator as it can).
 
     The run starts once the executors offer enough cores, which a cluster's first
-    executors may do alone: wait up to ``wait`` seconds for as many executors as the
-    largest group has members, or as the cluster has alive ``workers`` (one executor
-    each), then spread over those there are. ``executors_of`` reads them (tests pass a
-    list maker)."""
+    executors may do alone: wait up to ``wait`` seconds for as many launched executors
+    as the largest group has members, or as the cluster has alive ``workers`` (one
+    executor each), then spread over those there are. ``executors_of`` reads them (tests
+    pass a list maker)."""
     groups = list(protocol.spared(graph)) if protocol.spared is not None else []
-    read = executors_of or live_executors
+    read = executors_of or launched_executors
     executors = read(sc)
     need = max([workers, *(len(g) for g in groups)])
     if need:
