@@ -148,13 +148,17 @@ def spark(cluster: LocalCluster) -> Iterator[Any]:
 
 
 def test_launched_executors_read_free_cores_from_the_scheduler(spark: Any) -> None:
-    """On a warm cluster every registered executor has launched with free cores, read
-    through py4j from the scheduler backend (a call that fails would fall back to the
-    registered executors and hide that placement no longer waits for launches)."""
+    """Every executor of the cluster launches with free cores, read through py4j from the
+    scheduler backend (a call that failed would fall back to the registered executors and
+    hide that placement no longer waits for launches). The session waits for its slots
+    only, which one executor holds: the others may still be registering or launching."""
     sc = spark.sparkContext
-    backend = sc._jsc.sc().schedulerBackend()
+    deadline = time.monotonic() + 60
+    while len(launched_executors(sc)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)
     registered = live_executors(sc)
     assert len(registered) == 3  # one executor per worker
+    backend = sc._jsc.sc().schedulerBackend()
     for where in registered:
         assert free_cores(backend.getExecutorAvailableCpus(where.rsplit("_", 1)[-1])) > 0
     assert launched_executors(sc) == registered
