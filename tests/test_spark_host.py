@@ -30,7 +30,12 @@ from ftctl.runtime.graph import ExecutionGraph
 from ftctl.sim.golden import golden_output
 from ftctl.sim.spread import SimJob
 from ftctl.spark.host import SparkHost
-from ftctl.spark.placement import free_cores, launched_executors, live_executors
+from ftctl.spark.placement import (
+    executor_id,
+    free_cores,
+    launched_executors,
+    live_executors,
+)
 from ftctl.spark.session import start_session, stop_session
 from ftctl.verify.checker import verify
 from ftctl.verify.golden import golden_for
@@ -160,7 +165,7 @@ def test_launched_executors_read_free_cores_from_the_scheduler(spark: Any) -> No
     assert len(registered) == 3  # one executor per worker
     backend = sc._jsc.sc().schedulerBackend()
     for where in registered:
-        assert free_cores(backend.getExecutorAvailableCpus(where.rsplit("_", 1)[-1])) > 0
+        assert free_cores(backend.getExecutorAvailableCpus(executor_id(where))) > 0
     assert launched_executors(sc) == registered
 
 

@@ -98,8 +98,8 @@ class _Option:
 
 
 class _Context:
-    """A SparkContext whose scheduler backend reports each executor's free cores, which
-    ``launched(now)`` gives: zero until the executor has launched."""
+    """A SparkContext whose scheduler backend reports each executor's free cores: zero
+    until the clock reaches the executor's time in ``launched``."""
 
     def __init__(self, launched: dict[str, float], clock: _Clock) -> None:
         self.launched, self.clock = launched, clock

@@ -22,7 +22,7 @@ from typing import Any
 from ftctl.spark import wire
 from ftctl.spark.identity import Identity
 from ftctl.spark.latency import LatencyLog
-from ftctl.spark.placement import pinned_rdd
+from ftctl.spark.placement import executor_id, pinned_rdd
 from ftctl.spark.task import SparePayload, TaskPayload, run_partition
 
 # Events put on the queue (all tuples, first element the kind).
@@ -384,7 +384,7 @@ class JobRunner:
             same = [h for h in hosting if operator_of(h.key[0]) == op]  # type: ignore[index]
             return (shaken(s, dom),
                     not (want is not None and s.executor is not None
-                         and want.rsplit("_", 1)[-1] == s.executor),
+                         and executor_id(want) == s.executor),
                     sum(1 for h in same if self.domain(h) == dom),
                     sum(1 for h in same if h.executor == s.executor),
                     sum(1 for h in hosting if h.executor == s.executor), s.sid)
@@ -658,9 +658,9 @@ def _closed(conn: Connection | None) -> bool:
         return True
 
 
-def _by_id(executors: list[str], executor_id: str) -> str | None:
+def _by_id(executors: list[str], wanted: str) -> str | None:
     for e in executors:
-        if e.rsplit("_", 1)[-1] == executor_id:
+        if executor_id(e) == wanted:
             return e
     return None
 

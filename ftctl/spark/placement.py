@@ -49,6 +49,11 @@ def location(executor_id: str, host: str) -> str:
     return f"executor_{host}_{executor_id}"
 
 
+def executor_id(where: str) -> str:
+    """The executor id of a task location made by ``location``."""
+    return where.rsplit("_", 1)[-1]
+
+
 def live_executors(sc: Any) -> list[str]:
     """The application's executors as task locations, in executor-id order.
 
@@ -83,7 +88,7 @@ def launched_executors(sc: Any) -> list[str]:
     try:
         backend = sc._jsc.sc().schedulerBackend()
         return [e for e in executors
-                if free_cores(backend.getExecutorAvailableCpus(e.rsplit("_", 1)[-1])) > 0]
+                if free_cores(backend.getExecutorAvailableCpus(executor_id(e))) > 0]
     except Py4JError:
         return executors
 
