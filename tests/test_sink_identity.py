@@ -17,7 +17,7 @@ from typing import Any
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
-from protocols.causal.instance import RESUME, SINK_SLOT, CausalInstance
+from protocols.causal.instance import RESUME, SINK_REF, CausalInstance, sink_refs
 from protocols.causal.messages import CausalInit, Plan, Restored
 from protocols.causal.mutants import SinkDedupPerKey as CausalPerKey
 from protocols.causal.params import CausalParams
@@ -55,6 +55,17 @@ def _emitted(acts: list[InstanceAction]) -> list[tuple[Any, Any]]:
     return [r for a in acts if isinstance(a, Emit) for r in a.records]
 
 
+def _chain(slots: dict[int, Any]) -> dict[int, Any]:
+    """What a replacement sink is given to read: its chain's refs, None where absent."""
+    return {r: slots.get(r) for r in sink_refs(CausalParams(), len(CH))}
+
+
+def _last_delta(slots: dict[int, Any]) -> Any:
+    """The newest delta of the sink's chain (the one with the highest ``j``)."""
+    return max((b for r, b in slots.items() if r >= SINK_REF),
+               key=lambda b: (b["epoch"], b["snap"], b["j"]))
+
+
 def _slots(acts: list[InstanceAction], into: dict[int, Any]) -> dict[int, Any]:
     for a in acts:
         if isinstance(a, Persist):
@@ -87,7 +98,7 @@ def _causal_restart(cls: type[CausalInstance], slots: dict[int, Any], epoch: int
     inst = _make(cls, CausalParams())
     init = CausalInit(epoch, epoch == 0, dict(CH))
     acts = inst.handle(Started(SINK, 1, "restart", restored=slots[SLOT],
-                               extra={SINK_SLOT: slots.get(SINK_SLOT)}, init=init), 0.0)
+                               extra=_chain(slots), init=init), 0.0)
     if epoch == 0:
         inst.handle(ControlIn(Plan([], {}, TreeClock(SINK))), 0.0)
         # Each parent's resend starts with where it resumes: 1 + R[parent] (spec R4).
@@ -101,7 +112,7 @@ def test_e4_causal_sink_resumes_after_what_it_made_visible() -> None:
     before, slots = _causal_crash(CausalInstance)
     assert before == [A[:2]]
     # The persisted vector.
-    assert slots[SINK_SLOT]["vis"] == {CH[P1]: 1, CH[P2]: 0, CH[P3]: 0}
+    assert _last_delta(slots)["vis"] == {CH[P1]: 1, CH[P2]: 0, CH[P3]: 0}
     inst, acts = _causal_restart(CausalInstance, slots)
     # R4 with R := the persisted vector: parents resend after what is visible.
     [restored] = [a.msg for a in acts if isinstance(a, Report) and isinstance(a.msg, Restored)]
@@ -113,6 +124,44 @@ def test_e4_causal_sink_resumes_after_what_it_made_visible() -> None:
     # resumes after it (spec R1 reads the sink's level-1 entry).
     assert isinstance(inst, CausalInstance)
     assert inst.clock.children[P1].time == 2 and inst.clock.children[P2].time == 1
+
+
+def _persisted(acts: list[InstanceAction]) -> list[int]:
+    return [a.ref for a in acts if isinstance(a, Persist)]
+
+
+def test_causal_sink_persists_each_output_once_and_a_replacement_goes_on_after_it() -> None:
+    # Each output's delta holds what changed since the one before: output j after the
+    # snapshot goes to SINK_REF + j, and a replacement's first output goes after the
+    # chain it restored (overwriting a delta would lose what it held, below).
+    first = _make(CausalInstance, CausalParams())
+    slots = _slots(first.handle(Started(SINK, 0, "initial",
+                                        init=CausalInit(0, False, dict(CH))), 0.0), {})
+    acts = first.handle(_batch(P1, 1, A), 0.0)
+    assert _persisted(acts) == [SINK_REF] and _emitted(acts) == [A[:2]]
+    acts += first.handle(_batch(P2, 1, B), 0.0)
+    assert _persisted(acts) == [SINK_REF, SINK_REF + 1]
+    slots = _slots(acts, slots)
+    second = slots[SINK_REF + 1]
+    assert list(second["emitted"]) == [record_identity("multiset")(*B[:2])]
+    assert second["dlog"] == {CH[P1]: [], CH[P2]: [(1, second["dlog"][CH[P2]][0][1])],
+                              CH[P3]: []}
+    assert isinstance(first, CausalInstance)
+    inst, _ = _causal_restart(CausalInstance, slots)
+    assert isinstance(inst, CausalInstance)
+    # The chain rebuilt the clock the crashed sink had, not only its level-1 entries
+    # (without the first delta, P1's cause below it is missing).
+    assert first.clock.leq(inst.clock)
+    acts = inst.handle(_batch(P1, 2, C), 0.0)
+    assert _persisted(acts) == [SINK_REF + 2] and _emitted(acts) == [C[:2]]
+    slots = _slots(acts, slots)
+    # A whole-graph fallback: channels renumber, and only the visible counts of all three
+    # deltas tell the same records apart from new ones.
+    again, acts = _causal_restart(CausalInstance, slots, epoch=1)
+    shown = _emitted(acts)
+    for ev in (_batch(P2, 1, B), _batch(P1, 1, A), _batch(P1, 2, C)):
+        shown += _emitted(again.handle(ev, 0.0))
+    assert shown == []
 
 
 def test_causal_sink_knows_a_duplicate_by_parent_time_not_by_position() -> None:
@@ -185,10 +234,10 @@ def test_a_suppressed_record_stays_counted_across_a_restart_in_the_same_epoch() 
     acts = inst.handle(_batch(P2, 1, B), 0.0)
     shown += _emitted(acts)
     slots = _slots(acts, slots)
-    assert slots[SINK_SLOT]["vis"] == {CH[P1]: 1, CH[P2]: 1, CH[P3]: 0}
+    assert _last_delta(slots)["vis"] == {CH[P1]: 1, CH[P2]: 1, CH[P3]: 0}
     again = _make(CausalInstance, CausalParams())
     again.handle(Started(SINK, 2, "restart", restored=slots[SLOT],
-                         extra={SINK_SLOT: slots[SINK_SLOT]},
+                         extra=_chain(slots),
                          init=CausalInit(1, True, dict(CH))), 0.0)
     again.handle(ControlIn(Plan([], {}, TreeClock(SINK))), 0.0)
     for ch in CH.values():

@@ -24,11 +24,13 @@ Normal operation (per instance, no coordination):
   its own store slot, its operator state, per-input positions, clock, diff log and payload
   log (the payload log, because batches in flight when it crashes must be resent). No
   instance waits for another. A sink also persists, with every output it makes visible
-  and in the same step (a second slot, ``SINK_SLOT``; spec causal.md S1), per input
-  channel the position of the last batch made visible, the diff-log entries and counts
-  per record identity since its last local snapshot. A replacement sink stands exactly
-  where its last output left it: its parents resend after those positions, so nothing
-  visible arrives again whatever order the channels interleave in (spec E4).
+  and in the same step (spec causal.md S1), per input channel the position of the last
+  batch made visible, and the diff-log entries and counts per record identity that
+  changed since its previous output: one delta of a chain that starts after each local
+  snapshot (refs ``SINK_REF + j``; a chain at its longest ends in a snapshot). A
+  replacement sink restores the snapshot, then the chain, and stands exactly where its
+  last output left it: its parents resend after those positions, so nothing visible
+  arrives again whatever order the channels interleave in (spec E4).
   Operators without state (map, filter, flat_map) persist nothing (spec R3): a
   replacement starts from T* and t_min, given with its plan, with or without event time.
   The ``RESUME`` marker each parent puts before a resend carries the channel's watermark

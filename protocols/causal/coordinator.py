@@ -7,7 +7,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocols.causal.instance import SINK_SLOT, restarts_from_tstar
+from protocols.causal.instance import restarts_from_tstar, sink_refs
 from protocols.causal.messages import (
     Answer,
     CausalInit,
@@ -328,7 +328,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
             self.incarnation[b] = self.rid
             acts.append(Restart(InstanceId(b), restore=None if self.stateless(b) else SLOT,
                                 init=self._init(b, recover=True),
-                                extra=self._sink_slot(b)))
+                                extra=self._sink_chain(b)))
         for b in members:  # every replacement is up before any is asked
             acts += [Control(InstanceId(x), Query(b, via, recs[b].rid))
                      for x, via in sorted(recs[b].waiting)]
@@ -389,7 +389,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
                                      **cause}),
         ]
         acts += [Restart(iid, restore=SLOT if self.graph.is_sink(iid) else None,
-                         init=self._init(iid), extra=self._sink_slot(iid))
+                         init=self._init(iid), extra=self._sink_chain(iid))
                  for iid in order]
         return acts
 
@@ -397,5 +397,6 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         """An operator without state persists nothing and restores nothing (spec R3)."""
         return restarts_from_tstar(self.graph.execution.instances[iid].kind)
 
-    def _sink_slot(self, iid: str) -> tuple[int, ...]:
-        return (SINK_SLOT,) if self.graph.is_sink(iid) else ()
+    def _sink_chain(self, iid: str) -> tuple[int, ...]:
+        return (sink_refs(self.params, len(self.graph.inputs(iid)))
+                if self.graph.is_sink(iid) else ())

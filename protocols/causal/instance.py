@@ -59,10 +59,23 @@ def restarts_from_tstar(kind: str) -> bool:
     return kind in STATELESS
 
 
-# A sink's de-duplication state with each output (spec causal.md S1): per input channel,
-# the sender time of the last batch made visible, and the counts per record identity that
-# changed since its last local snapshot (see ``persist_sink``).
-SINK_SLOT = 2
+# A sink's de-duplication state with each output (spec causal.md S1), as a chain of
+# deltas: output j after a local snapshot persists, under ref ``SINK_REF + j``, what
+# changed since output j - 1 (see ``persist_sink``). A replacement restores the snapshot,
+# then the chain.
+SINK_REF = 2
+
+
+def sink_chain(params: CausalParams, inputs: int) -> int:
+    """The longest chain a sink with ``inputs`` input channels writes: one output per
+    processed batch, and a local snapshot every ``snapshot_every`` of them per channel
+    (``CausalInstance.every``). A chain that would grow longer ends in a snapshot."""
+    return params.snapshot_every * max(1, inputs)
+
+
+def sink_refs(params: CausalParams, inputs: int) -> tuple[int, ...]:
+    """The refs a sink's chain may occupy: what its replacement is given to read."""
+    return tuple(range(SINK_REF, SINK_REF + sink_chain(params, inputs)))
 
 
 class CausalInstance(LoggedInstance[CausalParams]):
@@ -76,7 +89,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.clocks = params.clocks == "on"
         # Per input channel: a merging instance (a sink behind 20 shards) gets many small
         # batches, each a slice of one upstream batch.
-        self.every = params.snapshot_every * max(1, len(core.inputs))
+        self.every = sink_chain(params, len(core.inputs))
         self.epoch = 0
         self.incarnation = 0  # ``CausalInit.incarnation``: the RESUMEs meant for it
         self.clock = TreeClock(core.id)
@@ -103,8 +116,12 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.awaiting = False
         self.since = 0
         self.snaps = 0
-        self.touched: set[Any] = set()  # sinks: identities counted since the last snapshot
-        self.snap_pos: Mapping[int, int] = {}  # sinks: input positions of that snapshot
+        # Sinks: the identities counted since the last delta of the chain, the chain's
+        # length since the last local snapshot, and per input channel the highest
+        # diff-log ``seq`` already persisted (by a snapshot or a delta).
+        self.touched: set[Any] = set()
+        self.chain = 0
+        self.dmark: dict[int, int] = {}
         # The coordinator names each input channel's parent: a diff names instances.
         self.chan_of: dict[str, int] = {}
         # Round-robin output goes to channel (own time mod n) (spec change 2): where a
@@ -154,9 +171,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
             self._restore(blob)
         elif blob is not None:
             self.emitted = dict(blob["emitted"])  # visible output outlives epochs
-        sink = ev.extra.get(SINK_SLOT)
-        if sink is not None:
-            self._restore_sink(sink)
+        if self.core.is_sink:
+            self._restore_chain([b for b in ev.extra.values() if b is not None])
         if not current and not self.from_tstar:
             self._persist()  # a slot exists before any failure can need it
         if self.awaiting:
@@ -214,8 +230,10 @@ class CausalInstance(LoggedInstance[CausalParams]):
         # then loses a snapshot the coordinator never learned of.
         self.out.append(DeclarePhase(SNAPSHOTTING, True, self.time))
         blob = self._blob()
-        self.touched = set()  # the snapshot holds every count
-        self.snap_pos = blob["pos"]
+        # The snapshot holds every count and every diff-log entry: a new chain starts.
+        self.touched = set()
+        self.chain = 0
+        self.dmark = dict(blob["pos"])
         self.persist(SLOT, blob)
         self.report(LocalSnapshot(blob["ptime"], self.time))
 
@@ -235,18 +253,36 @@ class CausalInstance(LoggedInstance[CausalParams]):
         - the counts per record identity changed since the snapshot: a whole-graph
           fallback renumbers every channel, and then only record identity tells a
           duplicate (spec S2).
+
+        Each output persists only what changed since the one before, as the next delta of
+        the chain (``SINK_REF + j``): storing everything since the snapshot with every
+        output cost a sink the square of its outputs between snapshots (on Nexmark q1,
+        whose identities are nearly all distinct, 90% of a simulated run). The chain is
+        tagged with the epoch and the snapshot it follows; a chain at its longest ends in
+        a local snapshot instead, which holds everything.
         """
-        touched = self.touched
-        seen, emitted, snap = self.seen, self.emitted, self.snap_pos
-        self.persist(SINK_SLOT, {
-            "epoch": self.epoch, "time": self.time,
+        if self.chain >= self.every:
+            self._persist()
+            return
+        touched, self.touched = self.touched, set()
+        seen, emitted, dmark = self.seen, self.emitted, self.dmark
+        dlog: dict[int, list[tuple[int, Plain]]] = {}
+        for ch, log in self.dlog.items():
+            mark, k = dmark.get(ch, 0), len(log)
+            while k and log[k - 1][0] > mark:
+                k -= 1
+            dlog[ch] = log[k:]
+            if log:
+                dmark[ch] = max(mark, log[-1][0])
+        self.persist(SINK_REF + self.chain, {
+            "epoch": self.epoch, "snap": self.snaps, "j": self.chain, "time": self.time,
             "vis": dict(self.ptime),
             "pos": {ch: self.pos[ch] - len(q) for ch, q in self.pending.items()},
-            "dlog": {ch: [e for e in log if e[0] > snap.get(ch, 0)]
-                     for ch, log in self.dlog.items()},
+            "dlog": dlog,
             "emitted": {i: emitted.get(i, 0) for i in touched},
             # seen <= emitted, and equal except after a fallback: only differences stored.
             "seen": {i: n for i in touched if (n := seen.get(i, 0)) != emitted.get(i, 0)}})
+        self.chain += 1
 
     def counted(self, idents: list[Any]) -> None:
         # Suppressed records count too: the positions stored with the next output cover
@@ -255,17 +291,28 @@ class CausalInstance(LoggedInstance[CausalParams]):
         # (topologies/joins/join-window.yaml, seed 884 with every fault kind).
         self.touched.update(idents)
 
+    def _restore_chain(self, deltas: list[dict[str, Any]]) -> None:
+        """What the last incarnations made visible after the restored local snapshot: the
+        deltas of its chain, in order. Everything only grows within an epoch and visible
+        counts across epochs, so a delta the snapshot already covers (left over from an
+        earlier chain) changes nothing, and every delta present is applied. This
+        incarnation's chain goes on after the restored one, whose deltas it must not
+        overwrite before its next snapshot covers them."""
+        deltas.sort(key=lambda d: (d["epoch"] != self.epoch, d["snap"], d["j"]))
+        for d in deltas:
+            self._restore_sink(d)
+        self.chain = 1 + max((d["j"] for d in deltas
+                              if (d["epoch"], d["snap"]) == (self.epoch, self.snaps)),
+                             default=-1)
+        self.dmark = {ch: max(self.pos[ch], 0) for ch in self.core.inputs}
+
     def _restore_sink(self, sink: dict[str, Any]) -> None:
-        """What the last incarnation made visible after its local snapshot. Everything
-        only grows within an epoch, so the larger of snapshot and ``SINK_SLOT`` is the
-        newer; from an older epoch only the visible counts still hold."""
+        """One delta of the chain. From an older epoch only its visible counts still
+        hold."""
         emitted = self.emitted
         for i, n in sink["emitted"].items():
             if n > emitted.get(i, 0):
                 emitted[i] = n
-        # Until the next local snapshot, SINK_SLOT must keep what the last incarnation
-        # made visible, or this incarnation's first output would overwrite it.
-        self.touched = set(sink["emitted"])
         if sink["epoch"] != self.epoch:
             return
         seen, differ = self.seen, sink["seen"]
