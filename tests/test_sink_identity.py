@@ -61,7 +61,8 @@ def _chain(slots: dict[int, Any]) -> dict[int, Any]:
 
 
 def _last_delta(slots: dict[int, Any]) -> Any:
-    """The newest delta of the sink's chain (the one with the highest ``j``)."""
+    """The newest delta of the sink's chain: of the newest epoch and snapshot, the
+    highest ``j``."""
     return max((b for r, b in slots.items() if r >= SINK_REF),
                key=lambda b: (b["epoch"], b["snap"], b["j"]))
 
@@ -162,6 +163,23 @@ def test_causal_sink_persists_each_output_once_and_a_replacement_goes_on_after_i
     for ev in (_batch(P2, 1, B), _batch(P1, 1, A), _batch(P1, 2, C)):
         shown += _emitted(again.handle(ev, 0.0))
     assert shown == []
+
+
+def test_causal_sink_chain_at_its_longest_ends_in_a_snapshot() -> None:
+    # Past the refs a replacement is given, a delta would never be read back: the
+    # output's state goes into a local snapshot instead, and a new chain starts.
+    inst = _make(CausalInstance, CausalParams())
+    assert isinstance(inst, CausalInstance)
+    refs = sink_refs(CausalParams(), len(CH))
+    slots = _slots(inst.handle(Started(SINK, 0, "initial",
+                                       init=CausalInit(0, False, dict(CH))), 0.0), {})
+    inst.chain = len(refs)
+    acts = inst.handle(_batch(P1, 1, A), 0.0)
+    assert _persisted(acts) == [SLOT] and _emitted(acts) == [A[:2]]
+    assert inst.chain == 0
+    slots = _slots(acts, slots)
+    again, _ = _causal_restart(CausalInstance, slots, epoch=1)
+    assert _emitted(again.handle(_batch(P1, 1, A), 0.0)) == []
 
 
 def test_causal_sink_knows_a_duplicate_by_parent_time_not_by_position() -> None:

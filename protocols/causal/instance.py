@@ -66,16 +66,17 @@ def restarts_from_tstar(kind: str) -> bool:
 SINK_REF = 2
 
 
-def sink_chain(params: CausalParams, inputs: int) -> int:
-    """The longest chain a sink with ``inputs`` input channels writes: one output per
-    processed batch, and a local snapshot every ``snapshot_every`` of them per channel
-    (``CausalInstance.every``). A chain that would grow longer ends in a snapshot."""
+def snapshot_interval(params: CausalParams, inputs: int) -> int:
+    """Processed batches between an instance's local snapshots: ``snapshot_every`` per
+    input channel."""
     return params.snapshot_every * max(1, inputs)
 
 
 def sink_refs(params: CausalParams, inputs: int) -> tuple[int, ...]:
-    """The refs a sink's chain may occupy: what its replacement is given to read."""
-    return tuple(range(SINK_REF, SINK_REF + sink_chain(params, inputs)))
+    """The refs a sink's chain may occupy: what its replacement is given to read. A sink
+    outputs at most once per processed batch, so a chain is never longer than the
+    snapshot interval; one that would be ends in a snapshot (``persist_sink``)."""
+    return tuple(range(SINK_REF, SINK_REF + snapshot_interval(params, inputs)))
 
 
 class CausalInstance(LoggedInstance[CausalParams]):
@@ -89,7 +90,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.clocks = params.clocks == "on"
         # Per input channel: a merging instance (a sink behind 20 shards) gets many small
         # batches, each a slice of one upstream batch.
-        self.every = sink_chain(params, len(core.inputs))
+        self.every = snapshot_interval(params, len(core.inputs))
         self.epoch = 0
         self.incarnation = 0  # ``CausalInit.incarnation``: the RESUMEs meant for it
         self.clock = TreeClock(core.id)
