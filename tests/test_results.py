@@ -9,10 +9,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ftctl.config.errors import ConfigError
 from ftctl.kernel.history import HistoryError
-from ftctl.results import RunStore, atomic_write_json, list_runs, mark_abandoned
+from ftctl.results import (
+    RunStore,
+    atomic_write_json,
+    decode_value,
+    encode_value,
+    encode_values,
+    list_runs,
+    mark_abandoned,
+)
 
 
 def _store(tmp_path: Path) -> RunStore:
@@ -120,6 +130,22 @@ def test_numpy_scalars_are_stored_as_plain_values(tmp_path: Path) -> None:
     run = _store(tmp_path)
     run.write_outputs({"out": [(np.int64(3), (np.int64(1), np.float64(0.5)))]})
     assert run.read_outputs() == {"out": [(3, (1, 0.5))]}
+
+
+_scalars = st.one_of(st.text(), st.integers(), st.booleans(), st.none())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(
+    _scalars, _scalars,
+    st.floats(allow_nan=False, allow_infinity=False), st.tuples(st.integers(), st.text()),
+    st.integers(-(2**63), 2**63 - 1).map(lambda i: __import__("numpy").int64(i)))))
+def test_a_column_encodes_as_its_values_do(values: list[Any]) -> None:
+    # A column of plain scalars takes a faster path; any column must give the same text.
+    assert encode_values(values) == [encode_value(v) for v in values]
+    plain = [v for v in values if type(v) in (str, int, bool, type(None))]
+    assert encode_values(plain) == [encode_value(v) for v in plain]
+    assert [decode_value(t) for t in encode_values(plain)] == plain
 
 
 def test_non_literal_output_value_is_refused(tmp_path: Path) -> None:
