@@ -11,7 +11,11 @@ and the ratios; then the wall time of a cold ``ftctl run topologies/wordcount.ya
                                           [--no-cold]
 
 Spark throughput is measured from the moment every instance is running to the end of
-the run (the host's ``processing_s``); task start-up is in the wall times below. Every
+the run (the host's ``processing_s``); task start-up is in the wall times below. For the
+same window it prints the CPU each group of processes used per 1,000 lines (driver,
+driver JVM, executors' JVMs, cluster daemons, each operator's tasks; ``process_cpu.py``),
+beside the plain loop's: on 2 cores the Spark run keeps up with the loop only while all
+of them together use less than twice the loop's. Every
 run is printed; figures and ratios use the median of ``--repeat`` runs, because other
 work on a small machine makes single runs noisy (the load average is printed too).
 ``--batch`` overrides the topology's ``input.batch`` (lines per source batch).
@@ -29,6 +33,9 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from process_cpu import CpuSampler, processing_window  # a sibling script, not a package
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDCOUNT = ROOT / "topologies" / "wordcount.yaml"
@@ -73,13 +80,38 @@ def ftctl(args: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str, fl
 
 def spark_run(master: str, protocol: list[str], records: int, env: dict[str, str],
               cwd: Path, topology: Path = WORDCOUNT) -> dict[str, Any]:
-    code, out, wall = ftctl(["run", str(topology), "--master", master, "--records",
-                             str(records), "--json", *protocol], env, cwd)
-    if code != 0:
-        raise SystemExit(f"ftctl run {' '.join(protocol)} exited {code}: {out[-2000:]}")
-    summary = json.loads(out)
-    summary["wall_s"] = wall
+    """One ``ftctl run``'s summary, with ``wall_s`` and ``cpu``: CPU seconds per process
+    group while its records flowed (``process_cpu``)."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "ftctl.cli", "run", str(topology),
+                             "--master", master, "--records", str(records), "--json",
+                             *protocol], cwd=cwd, env=env, stdout=subprocess.PIPE, text=True)
+    sampler = CpuSampler(proc.pid)
+    out, _ = proc.communicate()
+    sampler.stop()
+    if proc.returncode != 0:
+        raise SystemExit(f"ftctl run {' '.join(protocol)} exited {proc.returncode}: "
+                         f"{out[-2000:]}")
+    summary: dict[str, Any] = json.loads(out)
+    summary["wall_s"] = time.monotonic() - t0
+    start, end, tasks = processing_window(Path(summary["path"]), summary["processing_s"])
+    summary["cpu"] = sampler.window(start, end, tasks)
     return summary
+
+
+def cpu_table(runs: dict[str, list[dict[str, float]]], ceiling: float, records: int) -> None:
+    """CPU ms per 1,000 source lines while records flowed, per process group (medians
+    over the runs), beside the plain loop's (its wall time: one process, one core)."""
+    groups = sorted({g for rs in runs.values() for r in rs for g in r},
+                    key=lambda g: (not g.startswith("task"), g))
+    names = list(runs)
+    print(f"{'CPU ms per 1,000 lines':<24}" + "".join(f"{n:>12}" for n in names))
+    per = {n: {g: statistics.median(r.get(g, 0.0) for r in rs) * 1e6 / records
+               for g in groups} for n, rs in runs.items()}
+    for g in groups:
+        print(f"  {g:<22}" + "".join(f"{per[n][g]:12.1f}" for n in names))
+    print(f"  {'all':<22}" + "".join(f"{sum(per[n].values()):12.1f}" for n in names))
+    print(f"  {'plain Python loop':<22}{1e6 / ceiling:12.1f}")
 
 
 def with_batch(work: Path, batch: int | None) -> Path:
@@ -124,11 +156,13 @@ def main() -> None:
         protocols = (("none", ["--protocol", "none"]),
                      ("checkpoint", ["--protocol", "checkpoint", "--param", "interval=1.0"]))
         runs: dict[str, list[float]] = {name: [] for name, _ in protocols}
+        cpu: dict[str, list[dict[str, float]]] = {name: [] for name, _ in protocols}
         # Interleaved, so a burst of other load on the machine hits both protocols alike.
         for _ in range(args.repeat):
             for name, proto in protocols:
                 s = spark_run(master, proto, args.records, env, work, topology)
                 runs[name].append(s["records_per_s"])
+                cpu[name].append(s["cpu"])
                 if s["detections"]:  # a (false) failure detection makes a run slow: say so
                     print(f"  {name} run {len(runs[name])}: {s['detections']} detection(s), "
                           f"{s['restarts']} restart(s), {s['records_per_s']:,.0f} records/s")
@@ -139,6 +173,7 @@ def main() -> None:
         none, ckpt = median["none"], median["checkpoint"]
         print(f"none / plain loop      {none / ceiling:12.1%}")
         print(f"checkpoint overhead    {1 - ckpt / none:12.1%}")
+        cpu_table(cpu, ceiling, args.records)
         print(f"load average           {os.getloadavg()}")
         warm = spark_run(master, [], 2000, env, work)
         print(f"warm ftctl run         {warm['wall_s']:12.1f} s (default wordcount)")
