@@ -94,7 +94,7 @@ def spark_run(master: str, protocol: list[str], records: int, env: dict[str, str
                          f"{out[-2000:]}")
     summary: dict[str, Any] = json.loads(out)
     summary["wall_s"] = time.monotonic() - t0
-    start, end, tasks = processing_window(Path(summary["path"]), summary["processing_s"])
+    start, end, tasks = processing_window(cwd / summary["path"], summary["processing_s"])
     summary["cpu"] = sampler.window(start, end, tasks)
     return summary
 
