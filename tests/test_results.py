@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -98,7 +99,6 @@ def test_records_the_schema_does_not_declare_are_refused(tmp_path: Path) -> None
 
 
 def test_outputs_round_trip_with_str_int_and_tuple_values(tmp_path: Path) -> None:
-    np = pytest.importorskip("numpy")
     run = _store(tmp_path)
     outputs: dict[str, list[tuple[Any, Any]]] = {
         "out": [("w1", 1), ("w2", 1), ("w1", 2)],
@@ -126,7 +126,6 @@ def test_outputs_span_row_groups_in_order(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_numpy_scalars_are_stored_as_plain_values(tmp_path: Path) -> None:
-    np = pytest.importorskip("numpy")
     run = _store(tmp_path)
     run.write_outputs({"out": [(np.int64(3), (np.int64(1), np.float64(0.5)))]})
     assert run.read_outputs() == {"out": [(3, (1, 0.5))]}
@@ -139,7 +138,7 @@ _scalars = st.one_of(st.text(), st.integers(), st.booleans(), st.none())
 @given(st.lists(st.one_of(
     _scalars, _scalars,
     st.floats(allow_nan=False, allow_infinity=False), st.tuples(st.integers(), st.text()),
-    st.integers(-(2**63), 2**63 - 1).map(lambda i: __import__("numpy").int64(i)))))
+    st.integers(-(2**63), 2**63 - 1).map(np.int64))))
 def test_a_column_encodes_as_its_values_do(values: list[Any]) -> None:
     # A column of plain scalars takes a faster path; any column must give the same text.
     assert encode_values(values) == [encode_value(v) for v in values]
