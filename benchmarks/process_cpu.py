@@ -5,9 +5,9 @@ A sampler thread reads the CPU time (user + system) of every process of the mach
 inside the run's processing window (from its ``instance-running`` history record, for
 ``processing_s``) and groups it: the driver's Python process, its JVM, the executors'
 JVMs, the cluster's daemons (``soak.kind_of``), and the tasks by operator (their pids are
-in the run's ``instance-registered`` records; other Python workers are ``tasks``). On a
-busy 2-core machine records/s swing by a quarter from run to run; CPU seconds per record
-vary much less, and say where the time goes.
+in the run's ``instance-registered`` records; other Python workers are ``tasks``).
+Records/s say how fast a run went on a machine shared with other work; CPU seconds say
+which process the time went to.
 """
 
 from __future__ import annotations

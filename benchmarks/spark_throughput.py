@@ -101,7 +101,8 @@ def spark_run(master: str, protocol: list[str], records: int, env: dict[str, str
 
 def cpu_table(runs: dict[str, list[dict[str, float]]], ceiling: float, records: int) -> None:
     """CPU ms per 1,000 source lines while records flowed, per process group (medians
-    over the runs), beside the plain loop's (its wall time: one process, one core)."""
+    over the runs; ``all`` is the sum of those medians), beside the plain loop's (its
+    wall time: one process, one core)."""
     groups = sorted({g for rs in runs.values() for r in rs for g in r},
                     key=lambda g: (not g.startswith("task"), g))
     names = list(runs)
