@@ -8,12 +8,12 @@ showed it. Each such record keeps a bounded tail in memory and hands full chunks
 
 from __future__ import annotations
 
-import contextlib
-import io
 import pickle
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
+
+from ftctl.codec import encode_blob
 
 
 class ChunkFile:
@@ -21,9 +21,8 @@ class ChunkFile:
 
     The file is written and read by this process only (pickle is safe here); it is
     created with its directory on the first append. A chunk is pickled without the memo
-    (``Pickler.fast``): a sink's chunk of ``(word, count)`` pairs takes an eighth of the
-    time, on the driver's critical path while a run's output streams in. Records hold no
-    cycles; a chunk that does is pickled with the memo.
+    (``codec.encode_blob``): a sink's chunk of ``(word, count)`` pairs takes an eighth of
+    the time, on the driver's critical path while a run's output streams in.
     """
 
     def __init__(self, path: Path) -> None:
@@ -35,7 +34,7 @@ class ChunkFile:
         """Append ``chunk``, which holds ``records`` records (by default ``len(chunk)``)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "ab") as f:
-            _dump(chunk, f)
+            f.write(encode_blob(chunk))
         self.chunks += 1
         self.records += len(chunk) if records is None else records
 
@@ -45,22 +44,6 @@ class ChunkFile:
         with open(self.path, "rb") as f:
             for _ in range(self.chunks):
                 yield pickle.load(f)
-
-
-def _dump(chunk: Any, f: BinaryIO) -> None:
-    buf = io.BytesIO()
-    fast = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
-    # No memo: nothing shared to remember in a chunk of records. The docs have called the
-    # attribute deprecated since Python 3.0, with no replacement and no warning; should it
-    # go, chunks are pickled with the memo, as before.
-    with contextlib.suppress(AttributeError):
-        fast.fast = True
-    try:
-        fast.dump(chunk)
-    except (ValueError, RecursionError):  # a cycle, which only the memo can write
-        buf = io.BytesIO()
-        pickle.dump(chunk, buf, protocol=pickle.HIGHEST_PROTOCOL)
-    f.write(buf.getbuffer())
 
 
 class SpilledRecords(Collection[Any]):

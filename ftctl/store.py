@@ -84,9 +84,15 @@ class StoreFull(StoreError):
     """A write found no space left (``store-full``): nothing of it was stored. Reads work."""
 
 
+class Sealed(bytes):
+    """A blob ``seal`` already framed (by a task without the store's disk): stored as it
+    is, so it keeps the types its writer pickled."""
+
+
 def seal(blob: Any) -> bytes:
-    """``blob`` as a framed object: header (magic, length, checksum), then its bytes."""
-    data = codec.encode(blob)
+    """``blob`` as a framed object: header (magic, length, checksum), then its bytes
+    (``codec.encode_blob``)."""
+    data = codec.encode_blob(blob)
     return _HEADER.pack(MAGIC, len(data), zlib.crc32(data)) + data
 
 
@@ -197,6 +203,10 @@ class MemoryStore:
         self.writes += 1
         if writer is not None:
             self.unsynced.setdefault(writer, set()).add((snapshot, instance))
+
+    def payload_bytes(self, snapshot: int, instance: str) -> int:
+        """Bytes of a stored blob as encoded, without its frame's header."""
+        return len(self.blobs[(snapshot, instance)]) - _HEADER.size
 
     def get(self, snapshot: int, instance: str) -> Any:
         return unseal(self._read(snapshot, instance), snapshot, instance)
@@ -375,9 +385,7 @@ class DirectoryStore:
     def _write(self, directory: str, prefix: str, blob: Any) -> tuple[str, int]:
         self.fs.create_dir(directory, recursive=True)
         name = f"{prefix}{secrets.token_hex(8)}"
-        # ``codec``: marshal for plain values. A sink's held output, a second of it per
-        # snapshot, took a sink half its time to pickle. Framed with its checksum (``seal``).
-        data = seal(blob)
+        data = blob if isinstance(blob, Sealed) else seal(blob)  # framed with its checksum
         with self.fs.open_output_stream(f"{directory}/{name}") as f:
             f.write(data)
         return name, len(data)

@@ -12,10 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ftctl import codec
 from ftctl.config.load import load_topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.spark import wire
 from ftctl.spark.host import SparkHost, _Task
+from ftctl.store import seal
 from protocols.registry import get_protocol
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,3 +71,17 @@ def test_a_stopped_incarnations_frames_count_not_at_all(tmp_path: Path) -> None:
     host.inc[SINK] += 1  # the coordinator stopped it before its frame was read
     host._on_msg(SINK, frame)
     assert host.sinks.records(SINK) == [] and host.store.snapshots_of(SINK) == []
+
+
+def test_a_blob_sent_in_a_frame_is_stored_with_its_types(tmp_path: Path) -> None:
+    """A task without the store's disk sends its blob framed (``store.seal``), through a
+    marshalled frame: it is stored as the task pickled it, an array still an array."""
+    from array import array
+
+    host = _host(tmp_path)
+    blob = {"counts": array("q", [3, 1])}
+    frame = codec.decode(codec.encode(
+        (wire.MULTI, host.inc[SINK], [(wire.PERSIST, SINK, 4, seal(blob))], 0, 0)))
+    host._on_msg(SINK, frame)
+    back = host.store.get(4, SINK)
+    assert back == blob and type(back["counts"]) is array

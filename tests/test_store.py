@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import struct
+import zlib
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
@@ -13,7 +15,7 @@ from ftctl.config.load import load_topology
 from ftctl.kernel.unit import Unit
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch, Marker
-from ftctl.store import DirectoryStore, SinkStore
+from ftctl.store import MAGIC, DirectoryStore, MemoryStore, Sealed, SinkStore, seal
 from protocols.checkpoint.instance import SNAPSHOT, CheckpointInstance
 from protocols.checkpoint.params import CheckpointParams
 from protocols.contract.actions import Persist, StageOutput
@@ -57,17 +59,42 @@ class Opaque:
         return isinstance(other, Opaque) and other.n == self.n
 
 
-def test_plain_blobs_are_marshalled_and_others_pickled(tmp_path: Path) -> None:
-    store = DirectoryStore(tmp_path)
-    plain = {"output": [("a", 1)] * 3, "finished": {1, 2}, "wm": (-1, -1)}
-    store.put(1, "out[0]", plain)
-    store.put(2, "out[0]", {"state": Opaque(7)})
-    # past the frame's header (magic, length, checksum): the codec's own tag
-    body = HEADER_BYTES
-    assert (tmp_path / "00000001" / "out[0].pkl").read_bytes()[body:body + 1] == MARSHAL_TAG
-    assert (tmp_path / "00000002" / "out[0].pkl").read_bytes()[body:body + 1] != MARSHAL_TAG
-    assert store.get(1, "out[0]") == plain
-    assert store.get(2, "out[0]") == {"state": Opaque(7)}
+def test_a_blob_comes_back_with_its_exact_types_from_either_store(tmp_path: Path) -> None:
+    """Blobs are pickled without the memo (``codec.encode_blob``): a buffer stays the
+    type it was (marshal would make it ``bytes``), a value held twice comes back twice,
+    a cycle is kept, and an object of the protocol's own class is pickled whole. A frame
+    written before, with a marshal payload, still reads."""
+    from array import array
+    from fractions import Fraction
+
+    shared = ("w1", 3)
+    cycle: list[Any] = ["loop"]
+    cycle.append(cycle)
+    blob = {"counts": {shared: 1, ("w2",): 2}, "twice": [shared, shared],
+            "buffers": (array("q", [1, 2]), bytearray(b"ab")), "ratio": Fraction(1, 3),
+            "state": Opaque(7), "finished": {1, 2}}
+    directory, memory = DirectoryStore(tmp_path), MemoryStore()
+    directory.put(1, "out[0]", blob)
+    directory.put(2, "out[0]", cycle)
+    memory.put(1, "out[0]", blob)
+    for back in (directory.get(1, "out[0]"), memory.get(1, "out[0]")):
+        assert back == blob and back["twice"][0] == back["twice"][1] == shared
+        assert [type(b) for b in back["buffers"]] == [array, bytearray]
+        assert type(back["ratio"]) is Fraction
+    looped = directory.get(2, "out[0]")
+    assert looped[0] == "loop" and looped[1] is looped
+    # A task without the store's disk sends the blob framed (``Sealed``): stored as is.
+    directory.put(3, "out[0]", Sealed(seal(blob)))
+    assert type(directory.get(3, "out[0]")["buffers"][0]) is array
+    # The costed simulation charges what the store holds, without the frame's header.
+    assert memory.payload_bytes(1, "out[0]") == len(codec.encode_blob(blob))
+    # Framed objects written with a marshal payload (before blobs were pickled) read.
+    old = codec.encode({"output": [("a", 1)]})
+    assert old[:1] == MARSHAL_TAG
+    (tmp_path / "00000004").mkdir()
+    (tmp_path / "00000004" / "out[0].pkl").write_bytes(
+        struct.pack(">4sQI", MAGIC, len(old), zlib.crc32(old)) + old)
+    assert directory.get(4, "out[0]") == {"output": [("a", 1)]}
 
 
 def test_a_checkpoint_blob_with_channel_state_is_plain_and_restores() -> None:

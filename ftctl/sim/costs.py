@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ftctl.codec import encode
+from ftctl.codec import encode_blob
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch
 from ftctl.sim.faults import FailureSchedule
@@ -129,7 +129,7 @@ class CostedSimHost(SimHost):
 
     def persist(self, slot: str, ref: int, blob: Any) -> None:
         super().persist(slot, ref, blob)
-        size = len(encode(blob))
+        size = self.store.payload_bytes(ref, slot)
         self.persisted_bytes += size
         self.refs.add(ref)
         self._charge(slot, self.costs.persist + self.costs.byte * size)
@@ -138,7 +138,7 @@ class CostedSimHost(SimHost):
         # A transactional sink's output is written with its part of a snapshot: its bytes
         # cost what they would inside the snapshot blob.
         super().stage(slot, epoch, records)
-        size = len(encode(list(records)))
+        size = len(encode_blob(list(records)))
         self.persisted_bytes += size
         self._charge(slot, self.costs.byte * size)
 

@@ -62,6 +62,7 @@ from ftctl.spill import RowLog
 from ftctl.store import (
     DirectoryStore,
     LostWrites,
+    Sealed,
     SinkStore,
     StoreError,
     StoreUnavailable,
@@ -542,7 +543,7 @@ class SparkHost:
             self.sinks.append(item[1], item[2], item[3])
         elif k == wire.PERSIST:
             try:
-                self.store.put(item[2], item[1], item[3])
+                self.store.put(item[2], item[1], Sealed(item[3]))
             except (OSError, StoreError) as exc:
                 # As a task whose own write fails: nothing more of it may count.
                 self._suspect(iid, f"snapshot {item[2]} not written: {exc}")

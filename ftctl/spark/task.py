@@ -34,7 +34,7 @@ from ftctl.spark.gcpolicy import ManualGC
 from ftctl.spark.latency import LatencyProbe
 from ftctl.spark.links import LinkFaults, is_link_payload
 from ftctl.spark.placement import where_this_runs
-from ftctl.store import DirectoryStore, StoreError
+from ftctl.store import DirectoryStore, StoreError, seal
 from protocols.contract.actions import Persist, Report
 from protocols.contract.events import (
     BatchIn,
@@ -559,7 +559,8 @@ class InstanceTask:
 
     def persist(self, slot: str, ref: int, blob: Any) -> None:
         if self.store is None:
-            self.frames.append((wire.PERSIST, slot, ref, blob))
+            # Framed here: a blob crossing as a frame would be marshalled (``codec``).
+            self.frames.append((wire.PERSIST, slot, ref, seal(blob)))
             return
         try:
             name, size = self.store.write_pending(ref, slot, blob)

@@ -37,7 +37,7 @@ MULTI = "multi"  # (MULTI, inc, [item, ...], records_in, records_out): one flush
 # Items of a MULTI frame, one per instance action (``slot``: the slot it is for).
 EMIT = "emit"  # (EMIT, slot, records, uids | None)
 STAGE = "stage"  # (STAGE, slot, epoch, records)
-PERSIST = "persist"  # (PERSIST, slot, ref, blob)
+PERSIST = "persist"  # (PERSIST, slot, ref, the blob as ``store.seal`` frames it)
 PERSISTED = "persisted"  # (PERSISTED, slot, ref, file name, bytes): the task wrote the blob
 REPORT = "report"  # (REPORT, slot, msg)
 PEER = "peer"  # (PEER, sender, to, msg, unit | None); relayed to the receiver as below
