@@ -262,3 +262,24 @@ def test_a_suppressed_record_stays_counted_across_a_restart_in_the_same_epoch() 
         again.handle(MarkerIn(SINK, ch, Marker(RESUME, meta=(again.got[ch] + 1, None))), 0.0)
     shown += _emitted(again.handle(_batch(P1, 2, A), 0.0))
     assert before + shown == [A[:2], B[:2], A[:2]]
+
+
+def test_a_snapshot_stores_seen_counts_only_where_they_differ_and_restores_them() -> None:
+    # After a fallback the sink's visible (k, a) is not yet seen in the new epoch: the
+    # epoch's first snapshot stores that one difference, not a copy of every count. A
+    # crash before anything else arrives restores it from the snapshot alone, so the
+    # recomputed (k, a) is still taken for the visible one, and (k, c) is new.
+    before, slots = _causal_crash(CausalInstance)
+    _, acts = _causal_restart(CausalInstance, slots, epoch=1)
+    slots = _slots(acts, dict(slots))
+    ident = record_identity("multiset")(*A[:2])
+    assert slots[SLOT]["emitted"] == {ident: 1} and slots[SLOT]["seen"] == {ident: 0}
+    again = _make(CausalInstance, CausalParams())
+    again.handle(Started(SINK, 2, "restart", restored=slots[SLOT], extra=_chain(slots),
+                         init=CausalInit(1, True, dict(CH))), 0.0)
+    again.handle(ControlIn(Plan([], {}, TreeClock(SINK))), 0.0)
+    for ch in CH.values():
+        again.handle(MarkerIn(SINK, ch, Marker(RESUME, meta=(again.got[ch] + 1, None))), 0.0)
+    shown = _emitted(again.handle(_batch(P1, 1, A), 0.0))
+    shown += _emitted(again.handle(_batch(P1, 2, C), 0.0))
+    assert before + shown == [A[:2], C[:2]]
