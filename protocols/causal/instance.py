@@ -174,6 +174,9 @@ class CausalInstance(LoggedInstance[CausalParams]):
             self.emitted = dict(blob["emitted"])  # visible output outlives epochs
         if self.core.is_sink:
             self._restore_chain([b for b in ev.extra.values() if b is not None])
+            # Restored counts are often equal again (no fallback since the snapshot):
+            # then the sink counts in bulk (``LoggedInstance.count_all``) from the start.
+            self.apart = self.seen != self.emitted
         if not current and not self.from_tstar:
             self._persist()  # a slot exists before any failure can need it
         if self.awaiting:
@@ -205,10 +208,12 @@ class CausalInstance(LoggedInstance[CausalParams]):
         """A sink's ``seen`` counts where they differ from its visible ones: ``seen`` never
         exceeds ``emitted`` and equals it except after a fallback, so stored whole it
         would double the snapshot (nearly every record's identity, on Nexmark q1)."""
-        seen, emitted = self.seen, self.emitted
-        if seen == emitted:  # until a fallback: compared in C, a pass in Python is not
+        if not self.apart:  # until a restore: comparing the dicts took a q1 sink seconds
             return {}
-        return {i: m for i, n in emitted.items() if (m := seen.get(i, 0)) != n}
+        seen = self.seen
+        apart = {i: m for i, n in self.emitted.items() if (m := seen.get(i, 0)) != n}
+        self.apart = bool(apart)
+        return apart
 
     def _plog_of(self, plain: Iterable[tuple[Any, int, int | None, Plain]]) -> PayloadLog:
         log = PayloadLog()
@@ -291,7 +296,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
             "dlog": dlog,
             "emitted": {i: emitted.get(i, 0) for i in touched},
             # seen <= emitted, and equal except after a fallback: only differences stored.
-            "seen": {i: n for i in touched if (n := seen.get(i, 0)) != emitted.get(i, 0)}})
+            "seen": {i: n for i in touched if (n := seen.get(i, 0)) != emitted.get(i, 0)}
+            if self.apart else {}})
         self.chain += 1
 
     def counted(self, idents: list[Any]) -> None:
@@ -319,6 +325,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
     def _restore_sink(self, sink: dict[str, Any]) -> None:
         """One delta of the chain. From an older epoch only its visible counts still
         hold."""
+        self.apart = True  # raised in place, past the setters
         emitted = self.emitted
         for i, n in sink["emitted"].items():
             if n > emitted.get(i, 0):
