@@ -174,8 +174,9 @@ class CausalInstance(LoggedInstance[CausalParams]):
             self.emitted = dict(blob["emitted"])  # visible output outlives epochs
         if self.core.is_sink:
             self._restore_chain([b for b in ev.extra.values() if b is not None])
-            # Restored counts are often equal again (no fallback since the snapshot):
-            # then the sink counts in bulk (``LoggedInstance.count_all``) from the start.
+            # The chain raised counts in place, past the setters. Restored counts are
+            # often equal again (no fallback since the snapshot): then the sink counts in
+            # bulk (``LoggedInstance.count_all``) from the start.
             self.apart = self.seen != self.emitted
         if not current and not self.from_tstar:
             self._persist()  # a slot exists before any failure can need it
@@ -325,7 +326,6 @@ class CausalInstance(LoggedInstance[CausalParams]):
     def _restore_sink(self, sink: dict[str, Any]) -> None:
         """One delta of the chain. From an older epoch only its visible counts still
         hold."""
-        self.apart = True  # raised in place, past the setters
         emitted = self.emitted
         for i, n in sink["emitted"].items():
             if n > emitted.get(i, 0):
