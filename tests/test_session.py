@@ -42,6 +42,36 @@ def test_a_failed_session_start_kills_the_driver_it_launched(
             p.wait()
 
 
+def test_a_driver_caught_inside_exec_is_killed_all_the_same(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Just after fork, and while the launcher script execs the JVM, a process reads as
+    # having no arguments; the first look must not decide it is not ours.
+    import psutil
+
+    started: list[subprocess.Popen[bytes]] = []
+    real_cmdline = psutil.Process.cmdline
+    looked: set[int] = set()
+
+    def empty_at_first(self: psutil.Process) -> list[str]:
+        if self.pid not in looked:
+            looked.add(self.pid)
+            return []
+        return real_cmdline(self)
+
+    monkeypatch.setattr(psutil.Process, "cmdline", empty_at_first)
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate",
+                        _fake_start(RuntimeError("Java gateway exited"), started))
+    try:
+        with pytest.raises(InfraError):
+            start_session("spark://127.0.0.1:1", "ftctl-test", slots=1)
+        (driver,) = started
+        assert driver.wait(10) is not None
+    finally:
+        for p in started:
+            p.kill()
+            p.wait()
+
+
 def test_the_driver_heap_pinned_is_the_driver_memory_whatever_set_it() -> None:
     from ftctl.spark.session import heap_pinned, spark_conf
 

@@ -223,11 +223,26 @@ def _kill_driver_jvms() -> None:
 
     for child in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.Error):
-            if DRIVER_CLASS in child.cmdline():
+            if DRIVER_CLASS in _command_line(child):
                 child.kill()
                 child.wait(10)
     SparkContext._gateway = None
     SparkContext._jvm = None
+
+
+def _command_line(proc: Any, patience: float = 2.0) -> list[str]:
+    """``proc``'s arguments, waited for while they read empty.
+
+    A process caught inside ``execve`` (the launcher script becoming the JVM, or a child
+    just forked) shows no arguments for a moment, even to its parent once ``Popen`` has
+    returned; read then, a driver would look like a stranger and outlive us.
+    """
+    deadline = time.monotonic() + patience
+    while True:
+        args: list[str] = proc.cmdline()
+        if args or time.monotonic() >= deadline or proc.status() == "zombie":
+            return args
+        time.sleep(0.01)
 
 
 def first_line(exc: BaseException) -> str:
