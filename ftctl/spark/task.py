@@ -26,6 +26,7 @@ from ftctl.config.topology import Topology
 from ftctl.kernel.clocks import ClockFault, UnitClock
 from ftctl.kernel.piggyback import Piggyback
 from ftctl.kernel.unit import Unit, perform
+from ftctl.kernel.writes import fewer_writes
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch
 from ftctl.runtime.pace import Pace
@@ -35,7 +36,6 @@ from ftctl.spark.latency import LatencyProbe
 from ftctl.spark.links import LinkFaults, is_link_payload
 from ftctl.spark.placement import where_this_runs
 from ftctl.store import DirectoryStore, StoreError, seal
-from protocols.contract.actions import Persist, Report
 from protocols.contract.events import (
     BatchIn,
     ControlIn,
@@ -382,7 +382,7 @@ class InstanceTask:
                 for sender, payload, to in msg[1]:
                     acts = self.unit.handle(PeerIn(sender, payload, to), time.monotonic())
                     if acts:
-                        perform(self.unit, _latest_persists(acts), self)
+                        perform(self.unit, fewer_writes(acts), self)
                 self._flush()
 
     def _roll_back(self, epoch: int, ev: RollBackTo) -> None:
@@ -517,7 +517,7 @@ class InstanceTask:
         produced: data frames first, then one control frame to the driver."""
         if not acts:
             return
-        perform(self.unit, _latest_persists(acts), self)
+        perform(self.unit, fewer_writes(acts), self)
         self._flush()
 
     def _flush(self) -> None:
@@ -612,30 +612,3 @@ class InstanceTask:
         data = wire.encode(frame)  # outside the lock: the heavy part
         with self.ctrl_lock:
             self.ctrl.send_bytes(data)
-
-
-def _latest_persists(acts: list[Any]) -> list[Any]:
-    """``acts`` without the Persists a later Persist of the same snapshot part overwrites.
-
-    A log-based sink persists its de-duplication state with every batch it outputs; one
-    file write per batch capped the sharder topology at a few thousand records/s. All of
-    a flush reaches the coordinator in one frame, so only the newest blob of a part is
-    needed, unless a Report lies between: the coordinator may act on it (read the store,
-    stop this instance) before the rest of the frame, so a Persist before one is kept.
-    """
-    if sum(1 for a in acts if type(a) is Persist) < 2:
-        return acts
-    later: set[tuple[int, str]] = set()
-    keep: list[Any] = []
-    for a in reversed(acts):
-        t = type(a)
-        if t is Report:
-            later.clear()
-        elif t is Persist:
-            key = (a.ref, a.slot)
-            if key in later:
-                continue
-            later.add(key)
-        keep.append(a)
-    keep.reverse()
-    return keep

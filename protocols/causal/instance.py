@@ -26,7 +26,7 @@ from protocols.causal.messages import (
 )
 from protocols.causal.params import CausalParams
 from protocols.causal.recovery import CausalIncomplete, ReplayEvent, observations, unobserved
-from protocols.contract.actions import SNAPSHOTTING, DeclarePhase, InstanceAction, Send
+from protocols.contract.actions import SNAPSHOTTING, Chain, DeclarePhase, InstanceAction, Send
 from protocols.contract.events import BatchIn, MarkerIn, Started
 from protocols.contract.messages import Ended, Msg
 from protocols.contract.names import InstanceId
@@ -77,6 +77,24 @@ def sink_refs(params: CausalParams, inputs: int) -> tuple[int, ...]:
     outputs at most once per processed batch, so a chain is never longer than the
     snapshot interval; one that would be ends in a snapshot (``persist_sink``)."""
     return tuple(range(SINK_REF, SINK_REF + snapshot_interval(params, inputs)))
+
+
+def fold_sink_deltas(older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
+    """Two consecutive deltas of one chain as one, stored under the newer's ref.
+
+    What the newer one states whole (visible vector, positions, time) it states for both;
+    counts are absolute, so for an identity both touched the newer one's hold, ``seen``
+    included: an identity the newer touched with no ``seen`` entry had ``seen`` equal to
+    ``emitted`` then. Diff-log entries are each delta's own, so they are joined in order.
+    Restoring the result (``_restore_sink``) leaves what restoring both would.
+    """
+    dlog = {ch: [*older["dlog"].get(ch, ()), *entries] for ch, entries in newer["dlog"].items()}
+    for ch, entries in older["dlog"].items():
+        dlog.setdefault(ch, entries)
+    emitted = newer["emitted"]
+    return {**newer, "dlog": dlog, "emitted": {**older["emitted"], **emitted},
+            "seen": {**{i: n for i, n in older["seen"].items() if i not in emitted},
+                     **newer["seen"]}}
 
 
 class CausalInstance(LoggedInstance[CausalParams]):
@@ -275,7 +293,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
         output cost a sink the square of its outputs between snapshots (on Nexmark q1,
         whose identities are nearly all distinct, 90% of a simulated run). The chain is
         tagged with the epoch and the snapshot it follows; a chain at its longest ends in
-        a local snapshot instead, which holds everything.
+        a local snapshot instead, which holds everything. A host that carries out several
+        outputs at once may write their deltas as one (``fold_sink_deltas``).
         """
         if self.chain >= self.every:
             self._persist()
@@ -298,7 +317,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
             "emitted": {i: emitted.get(i, 0) for i in touched},
             # seen <= emitted, and equal except after a fallback: only differences stored.
             "seen": {i: n for i in touched if (n := seen.get(i, 0)) != emitted.get(i, 0)}
-            if self.apart else {}})
+            if self.apart else {}}, Chain((self.epoch, self.snaps), fold_sink_deltas))
         self.chain += 1
 
     def counted(self, idents: list[Any]) -> None:

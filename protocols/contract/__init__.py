@@ -8,6 +8,7 @@ or draws random numbers; the kernel (``ftctl/kernel/``) interprets the actions.
 from protocols.contract.actions import (
     AdoptSlot,
     CancelTimer,
+    Chain,
     CommitOutput,
     Control,
     CoordinatorAction,
@@ -72,7 +73,7 @@ from protocols.contract.view import Capacity, ClusterView, GraphView, InstanceVi
 
 __all__ = [
     "KV", "SHARED_MESSAGES", "AdoptSlot", "BatchIn", "Blob", "CancelTimer", "Capacity",
-    "CapacityChanged", "ChannelId", "ClusterView", "CommitOutput", "Control", "ControlIn",
+    "CapacityChanged", "Chain", "ChannelId", "ClusterView", "CommitOutput", "Control", "ControlIn",
     "CoordinatorAction", "CoordinatorEvent", "CoordinatorLogic", "DeclarePhase",
     "DiscardSnapshots", "DiscardStaged", "Emit", "Ended", "FailureDetected", "GraphView",
     "Guarantee", "InputEnded", "InstanceAction", "InstanceEvent", "InstanceId",

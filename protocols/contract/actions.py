@@ -6,7 +6,7 @@ after a ``Persist`` or ``StageOutput`` takes effect only once those writes are d
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,12 +35,29 @@ class StageOutput:
 
 
 @dataclass(frozen=True, slots=True)
+class Chain:
+    """Marks a ``Persist`` as one delta of a chain of them (``key`` names the chain).
+
+    A host that carries out the actions of several events at once may write consecutive
+    deltas of one slot and chain as one, ``fold(older, newer)``, under the newer one's
+    ref and in the older one's place, when only ``Emit`` and ``Send`` lie between them
+    (``ftctl/kernel/writes.py``). ``fold`` must be pure, and restoring its result must
+    leave an instance where restoring both deltas would, whatever the other refs of
+    the chain then hold.
+    """
+
+    key: Hashable
+    fold: Callable[[Blob, Blob], Blob]
+
+
+@dataclass(frozen=True, slots=True)
 class Persist:
     """Write ``blob`` to stable storage as ``slot``'s ``ref`` (replacing what was there)."""
 
     slot: InstanceId
     ref: SnapshotRef
     blob: Blob
+    chain: Chain | None = None  # one delta of a chain: see ``Chain``
 
 
 @dataclass(frozen=True, slots=True)

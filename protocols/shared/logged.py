@@ -49,6 +49,7 @@ from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
 from protocols.contract.actions import (
     REPLAYING,
+    Chain,
     DeclarePhase,
     Emit,
     InstanceAction,
@@ -208,8 +209,8 @@ class LoggedInstance(InstanceLogic[P]):
     def report(self, msg: Msg) -> None:
         self.out.append(Report(msg))
 
-    def persist(self, ref: int, blob: Any) -> None:
-        self.out.append(Persist(self.me.id, ref, blob))
+    def persist(self, ref: int, blob: Any, chain: Chain | None = None) -> None:
+        self.out.append(Persist(self.me.id, ref, blob, chain))
 
     def flush(self) -> list[InstanceAction]:
         """This event's actions, without the batches a child already has (a replacement
