@@ -35,6 +35,7 @@ from protocols.contract.view import InstanceView
 from protocols.lineage.instance import LineageInstance
 from protocols.lineage.mutants import SinkDedupPerKey as LineagePerKey
 from protocols.shared.logged import SLOT, Ready, record_identity
+from protocols.shared.packed_counts import unpack
 from protocols.shared.treeclock import TreeClock
 from tests.conftest import load
 
@@ -277,7 +278,7 @@ def test_a_snapshot_stores_seen_counts_only_where_they_differ_and_restores_them(
     _, acts = _causal_restart(CausalInstance, slots, epoch=1)
     slots = _slots(acts, dict(slots))
     ident = record_identity("multiset")(*A[:2])
-    assert slots[SLOT]["emitted"] == {ident: 1} and slots[SLOT]["seen"] == {ident: 0}
+    assert unpack(slots[SLOT]["emitted"]) == {ident: 1} and slots[SLOT]["seen"] == {ident: 0}
     again = _make(CausalInstance, CausalParams())
     again.handle(Started(SINK, 2, "restart", restored=slots[SLOT], extra=_chain(slots),
                          init=CausalInit(1, True, dict(CH))), 0.0)
@@ -403,3 +404,29 @@ def test_deltas_written_as_one_restore_what_each_written_alone_does(
     for p, f in _written(inst, _arriving(again + first), plain, folded):
         assert _restored(p, 1) == _restored(f, 1)
         assert _restored(p, 2) == _restored(f, 2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(batches=_RECORDS, packs=st.lists(st.booleans(), min_size=6, max_size=6),
+       shown=st.dictionaries(st.tuples(st.sampled_from("kl"), st.integers(0, 2)),
+                             st.integers(1, 2), max_size=3))
+def test_a_snapshots_counts_encoded_in_parts_read_back_whole(
+        batches: list[list[tuple[str, int]]], packs: list[bool],
+        shown: dict[tuple[str, int], int]) -> None:
+    # A snapshot encodes only the identities added since the one before
+    # (``PackedCounts``); a count that rose in place, in bulk or record by record, must
+    # make it encode everything again, or a replacement would restore the older count.
+    bulk, one_by_one = (_make(LineageInstance, NoParams()) for _ in range(2))
+    assert isinstance(bulk, LineageInstance) and isinstance(one_by_one, LineageInstance)
+    one_by_one.emitted = dict(shown)  # restored counts: records below them are suppressed
+    one_by_one.seen = {}
+    for inst in (bulk, one_by_one):
+        inst.identity = record_identity("multiset")
+        for records, pack in zip(batches, packs, strict=False):
+            inst.sink_records = list(records)
+            inst.flush_sink()
+            if pack:
+                assert unpack(inst.packed.pack(inst.emitted)) == inst.emitted
+        assert unpack(inst.packed.pack(inst.emitted)) == inst.emitted
+    bulk.emitted = dict(shown)  # replaced whole, as a restore does
+    assert unpack(bulk.packed.pack(bulk.emitted)) == bulk.emitted

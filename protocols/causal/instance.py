@@ -32,6 +32,7 @@ from protocols.contract.messages import Ended, Msg
 from protocols.contract.names import InstanceId
 from protocols.contract.view import InstanceView
 from protocols.shared.logged import SLOT, LoggedInstance
+from protocols.shared.packed_counts import unpack
 from protocols.shared.payload_log import PayloadLog
 from protocols.shared.treeclock import Plain, TreeClock, plain_child
 
@@ -189,13 +190,14 @@ class CausalInstance(LoggedInstance[CausalParams]):
             assert blob is not None
             self._restore(blob)
         elif blob is not None:
-            self.emitted = dict(blob["emitted"])  # visible output outlives epochs
+            self.emitted = unpack(blob["emitted"])  # visible output outlives epochs
         if self.core.is_sink:
             self._restore_chain([b for b in ev.extra.values() if b is not None])
             # The chain raised counts in place, past the setters. Restored counts are
             # often equal again (no fallback since the snapshot): then the sink counts in
             # bulk (``LoggedInstance.count_all``) from the start.
             self.apart = self.seen != self.emitted
+            self.packed.stale()  # the chain raised counts in place
         if not current and not self.from_tstar:
             self._persist()  # a slot exists before any failure can need it
         if self.awaiting:
@@ -220,7 +222,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
                      for ch, v in self.plog.items()},
             "floor_wm": dict(self.floor_wm),
             "dlog": {ch: list(v) for ch, v in self.dlog.items()},
-            "done": self.done, "emitted": dict(self.emitted), "seen": self._seen_apart(),
+            "done": self.done, "emitted": self.packed.pack(self.emitted),
+            "seen": self._seen_apart(),
         }
 
     def _seen_apart(self) -> dict[Any, int]:
@@ -254,7 +257,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.floor_wm = dict(blob["floor_wm"])
         self.dlog = {ch: list(v) for ch, v in blob["dlog"].items()}
         self.done = blob["done"]
-        self.emitted = dict(blob["emitted"])
+        self.emitted = unpack(blob["emitted"])
         self.seen = {**self.emitted, **blob["seen"]}
 
     def _persist(self) -> None:

@@ -64,6 +64,7 @@ from protocols.contract.messages import Ended, Msg
 from protocols.contract.names import ChannelId, InstanceId
 from protocols.contract.params import P
 from protocols.contract.view import InstanceView
+from protocols.shared.packed_counts import PackedCounts
 from protocols.shared.payload_log import PayloadLog
 
 RESEND_TIMER = "resend:"  # + the channel: the next chunk of a resend on it
@@ -146,6 +147,8 @@ class LoggedInstance(InstanceLogic[P]):
         # apart, by assigning one (the setters below) or by raising counts in place (a
         # protocol that does must set this itself).
         self.apart = False
+        # ``emitted`` as a snapshot stores it: parts encoded once, while counts only grow.
+        self.packed = PackedCounts()
         self.out: list[InstanceAction] = []  # the current event's actions, in order
         # Sinks: records the core produced, not visible until ``flush_sink`` filters them.
         self.sink_records: list[tuple[Any, Any]] = []
@@ -280,6 +283,7 @@ class LoggedInstance(InstanceLogic[P]):
     def emitted(self, counts: dict[Any, int]) -> None:
         self._emitted = counts
         self.apart = True
+        self.packed.stale()
 
     @property
     def seen(self) -> dict[Any, int]:
@@ -323,9 +327,12 @@ class LoggedInstance(InstanceLogic[P]):
         whose identities are nearly all distinct. ``update`` reads each count just before
         it writes it, so an identity twice in one batch counts twice."""
         seen, emitted = self._seen, self._emitted
+        before = len(emitted)
         counts = map(add, map(seen.get, idents, repeat(0)), repeat(1))  # lazy: read as written
         seen.update(zip(idents, counts, strict=True))
         emitted.update(zip(idents, map(seen.__getitem__, idents), strict=True))
+        if len(emitted) - before != len(idents):  # a count already there rose
+            self.packed.stale()
         return records
 
     def dedup(self, records: list[tuple[Any, Any]], idents: list[Hashable]
@@ -333,12 +340,15 @@ class LoggedInstance(InstanceLogic[P]):
         """The records whose count of their identity exceeds what is visible."""
         out = []
         seen, emitted = self._seen, self._emitted
+        before = len(emitted)
         for r, i in zip(records, idents, strict=True):
             n = seen.get(i, 0) + 1
             seen[i] = n
             if n > emitted.get(i, 0):
                 emitted[i] = n
                 out.append(r)
+        if len(emitted) - before != len(out):  # a count already there rose
+            self.packed.stale()
         return out
 
     def counted(self, idents: list[Hashable]) -> None:
