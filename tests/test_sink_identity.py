@@ -430,3 +430,17 @@ def test_a_snapshots_counts_encoded_in_parts_read_back_whole(
         assert unpack(inst.packed.pack(inst.emitted)) == inst.emitted
     bulk.emitted = dict(shown)  # replaced whole, as a restore does
     assert unpack(bulk.packed.pack(bulk.emitted)) == bulk.emitted
+
+
+def test_a_long_runs_count_parts_are_merged_once_there_are_many() -> None:
+    from protocols.shared.packed_counts import MAX_PARTS, PackedCounts
+
+    counts: dict[Any, int] = {}
+    packed = PackedCounts()
+    for i in range(MAX_PARTS + 1):
+        counts[("k", i)] = 1
+        parts = packed.pack(counts)
+        assert unpack(parts) == counts
+    assert len(parts) == 1  # the 65th snapshot encoded them all as one
+    counts[("k", -1)] = 1
+    assert len(packed.pack(counts)) == 2 and unpack(packed.pack(counts)) == counts

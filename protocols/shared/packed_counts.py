@@ -14,6 +14,10 @@ from typing import Any
 
 from ftctl.codec import decode, encode_blob
 
+# Parts kept before they are encoded again as one: a long run's snapshots would otherwise
+# each add one, however few identities they bring.
+MAX_PARTS = 64
+
 
 class PackedCounts:
     """The encoded parts of one counts dict, covering its first ``covered`` entries."""
@@ -29,8 +33,8 @@ class PackedCounts:
 
     def pack(self, counts: dict[Any, int]) -> list[bytes]:
         """``counts`` as parts to store; ``unpack`` reads them back."""
-        if len(counts) < self.covered:
-            self.stale()  # not the dict the parts were made of
+        if len(counts) < self.covered or len(self.parts) >= MAX_PARTS:
+            self.stale()  # not the dict the parts were made of, or parts to merge
         if len(counts) > self.covered or not self.parts:
             self.parts.append(encode_blob(dict(islice(counts.items(), self.covered, None))))
             self.covered = len(counts)
