@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import psutil
 import pytest
@@ -337,7 +338,7 @@ def test_after_a_fault_strikes_its_delay_after_that_fault_was_injected(
         {"id": "a", "type": "kill-task", "at": 0.05, "target": "count[1]"},
         {"id": "b", "type": "kill-task", "after": {"fault": "a", "delay": "300ms"},
          "target": "split[0]"},
-        {"type": "kill-task", "after": {"fault": "b", "delay": 0.1}, "target": "count[0]"},
+        {"type": "kill-task", "after": {"fault": "b", "delay": 0.3}, "target": "count[0]"},
     )
     nemesis, events = _started(ctx, sc)
     try:
@@ -347,8 +348,9 @@ def test_after_a_fault_strikes_its_delay_after_that_fault_was_injected(
     hits = [(d["target"], d["at"]) for k, d in events if k == "fault-injected"]
     assert [t for t, _ in hits] == ["count[1]", "split[0]", "count[0]"]
     (_, a), (_, b), (_, c) = hits
-    # the poll (10 ms) and the kill itself come on top of the delay, never before it
-    assert 0.3 <= b - a < 0.4 and 0.1 <= c - b < 0.2  # type: ignore[operator]
+    # The poll (10 ms) and the kill itself come on top of the delay, never before it; a
+    # busy machine can add a few tenths, a delay counted twice would add 0.3 s.
+    assert 0.3 <= b - a < 0.55 and 0.3 <= c - b < 0.55  # type: ignore[operator]
     recorded = nemesis.recorded()["faults"]
     assert [f["after_fault"] for f in recorded if f["fired_at"] is not None] == [None, 0, 1]
 
@@ -459,11 +461,15 @@ def test_record_and_replay_round_trip(ctx: FakeContext) -> None:
     replay = Nemesis.from_record(record, ctx)
     got = [(p.type, p.target, p.at, p.seed) for p in replay.schedule]
     want = sorted((f["type"], f["target"], f["fired_at"], f["seed"]) for f in fired)
-    assert sorted(got, key=lambda g: (g[0], g[2])) == sorted(want, key=lambda g: (g[0], g[2]))
+    # Two occurrences a busy nemesis fired late can share a firing time: compare whole.
+    assert sorted(got) == sorted(want)
     assert all(p.trigger is None for p in replay.schedule)
     from_log = Nemesis.from_events(history.events, ctx)
-    assert sorted(from_log.schedule, key=lambda p: (p.type, p.at or 0)) == sorted(
-        replay.schedule, key=lambda p: (p.type, p.at or 0))
+
+    def order(p: Any) -> tuple[Any, ...]:
+        return (p.type, p.at or 0, str(p.target), p.seed)
+
+    assert sorted(from_log.schedule, key=order) == sorted(replay.schedule, key=order)
 
 
 def test_run_store_event_is_the_event_callback(ctx: FakeContext, tmp_path: Path) -> None:
