@@ -50,10 +50,10 @@ def _make(cls: type[InstanceLogic[Any]], params: Any) -> InstanceLogic[Any]:
     return cls(InstanceView.of(GRAPH, SINK), {SINK: InstanceCore(GRAPH, SINK)}, params)
 
 
-def _batch(parent: str, seq: int, rec: tuple[Any, ...]) -> BatchIn:
+def _batch(parent: str, seq: int, *recs: tuple[Any, ...]) -> BatchIn:
     # The diff a parent piggybacks: its own time (== seq here) and one cause.
     meta = (parent, seq, (("evens[0]", seq, ()),))
-    return BatchIn(SINK, CH[parent], Batch([rec], seq, None, meta))
+    return BatchIn(SINK, CH[parent], Batch(list(recs), seq, None, meta))
 
 
 def _emitted(acts: list[InstanceAction]) -> list[tuple[Any, Any]]:
@@ -329,10 +329,7 @@ def _arriving(arrivals: list[tuple[str, list[tuple[str, int]], bool]]
     out = []
     for parent, records, flush in arrivals:
         seqs[parent] += 1
-        seq = seqs[parent]
-        meta = (parent, seq, (("evens[0]", seq, ()),))
-        out.append((BatchIn(SINK, CH[parent], Batch([(k, v, 0) for k, v in records], seq,
-                                                    None, meta)), flush))
+        out.append((_batch(parent, seqs[parent], *[(k, v, 0) for k, v in records]), flush))
     return out
 
 
