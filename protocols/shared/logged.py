@@ -145,7 +145,7 @@ class LoggedInstance(InstanceLogic[P]):
         # Whether ``seen`` may differ from ``emitted``. Counting keeps them equal (a record
         # of a count n arrives as the (n+1)-th, which is shown); only a restore sets them
         # apart, by assigning one (the setters below) or by raising counts in place (a
-        # protocol that does must set this itself).
+        # protocol that does must set this itself, and call ``packed.stale()``).
         self.apart = False
         # ``emitted`` as a snapshot stores it: parts encoded once, while counts only grow.
         self.packed = PackedCounts()
