@@ -1,5 +1,5 @@
 """One channel's payload log (``protocols/shared/payload_log.py``): kept as objects or
-encoded, it answers every resend and trim alike."""
+encoded, it answers every resend and trim alike, and packs for a snapshot what it holds."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ from protocols.contract.params import NoParams
 from protocols.contract.view import InstanceView
 from protocols.lineage.instance import LineageInstance
 from protocols.shared.logged import Resend
-from protocols.shared.payload_log import PayloadLog
+from protocols.shared.payload_log import MAX_PARTS, PayloadLog
 from tests.conftest import load
 
-# An op: ("send", n records) | ("trim", upto) | ("resend", start) | ("drop", 0)
-OPS = st.lists(st.tuples(st.sampled_from(["send", "send", "trim", "resend", "drop"]),
+# An op: ("send", n records) | ("trim", upto) | ("resend", start) | ("drop", 0) | ("pack", 0)
+OPS = st.lists(st.tuples(st.sampled_from(["send", "send", "trim", "resend", "drop", "pack"]),
                          st.integers(0, 30)), max_size=60)  # fmt: skip
 LIMITS = st.one_of(st.none(), st.integers(1, 5))
 
@@ -62,11 +62,39 @@ def test_a_log_answers_like_the_list_of_what_was_sent(
         elif op == "resend":
             assert [_as_tuple(b) for b in log.since(arg, limit)] == [
                 _as_tuple(b) for b in model if b.seq >= arg][:limit]
+        elif op == "pack":
+            assert [(list(r), *rest) for r, *rest in PayloadLog.unpack(log.pack())] == [
+                _as_tuple(b) for b in model]
         elif model:
             log.drop_oldest()
             del model[0]
         assert len(log) == len(model)
         assert [_as_tuple(b) for b in log] == [_as_tuple(b) for b in model]
+
+
+def test_a_pack_encodes_only_the_batches_sent_since_the_last() -> None:
+    """A snapshot packs the whole log every time; the parts an earlier pack encoded are
+    reused while their batches are in the log, and dropped once trimmed past."""
+    log = PayloadLog()
+    for seq in range(1, 6):
+        log.append(seq, _batch(seq, 2))
+    skip, first = log.pack()
+    assert skip == 0 and len(first) == 1
+    assert log.pack()[1][0] is first[0]  # nothing new: nothing encoded again
+    for seq in range(6, 9):
+        log.append(seq, _batch(seq, 2))
+    log.trim(2)
+    skip, parts = log.pack()
+    assert parts[0] is first[0] and len(parts) == 2 and skip == 2
+    assert [b[1] for b in PayloadLog.unpack((skip, parts))] == [3, 4, 5, 6, 7, 8]
+    log.trim(5)
+    skip, parts = log.pack()
+    assert len(parts) == 1 and parts[0] is not first[0] and skip == 0
+    assert [b[1] for b in PayloadLog.unpack((skip, parts))] == [6, 7, 8]
+    for seq in range(9, 9 + 2 * MAX_PARTS):  # a pack per batch: the parts are merged
+        log.append(seq, _batch(seq, 1))
+        assert len(log.pack()[1]) <= MAX_PARTS
+    assert [b[1] for b in PayloadLog.unpack(log.pack())] == list(range(6, 9 + 2 * MAX_PARTS))
 
 
 def test_an_encoded_log_keeps_the_batch_as_it_was_sent() -> None:
@@ -147,3 +175,17 @@ def test_resend_chunk_benchmark_resends_the_whole_log_in_bounded_events() -> Non
     chunked = bench.measure(20_000, 7)
     assert chunked["batches"] == whole["batches"]
     assert chunked["events"] == whole["batches"] // 7 + 1
+
+
+def test_snapshot_benchmark_stores_the_same_batches_packed_as_whole() -> None:
+    """``benchmarks/snapshot_payload_log.py`` at a test's size: both ways of storing the
+    log hold the batches still in it after trims, and packing stores them in parts."""
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "snapshot_payload_log.py"
+    spec = importlib.util.spec_from_file_location("snapshot_payload_log_benchmark", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    whole = bench.run(50, 45, 3, 4, packed=False)
+    packed = bench.run(50, 45, 3, 4, packed=True)
+    assert len(whole["kept"]) == 50 + 45 * 3 - 3 * 4 * (45 // 4)
+    assert packed["kept"] == whole["kept"]

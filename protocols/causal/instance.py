@@ -218,8 +218,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
             "pos": done, "time": self.time, "clock": self.clock.to_plain(),
             "ptime": dict(self.ptime),
             "last": self.last_diff,
-            "plog": {ch: [(b.records, b.seq, b.watermark, b.meta) for b in v]
-                     for ch, v in self.plog.items()},
+            "plog": {ch: v.pack() for ch, v in self.plog.items()},  # encoded once
             "floor_wm": dict(self.floor_wm),
             "dlog": {ch: list(v) for ch, v in self.dlog.items()},
             "done": self.done, "emitted": self.packed.pack(self.emitted),
@@ -253,7 +252,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.ptime = dict(blob["ptime"])
         self.got = dict(self.ptime)
         self.last_diff = blob["last"]
-        self.plog = {ch: self._plog_of(v) for ch, v in blob["plog"].items()}
+        self.plog = {ch: self._plog_of(PayloadLog.unpack(v)) for ch, v in blob["plog"].items()}
         self.floor_wm = dict(blob["floor_wm"])
         self.dlog = {ch: list(v) for ch, v in blob["dlog"].items()}
         self.done = blob["done"]

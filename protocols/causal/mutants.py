@@ -39,6 +39,7 @@ from protocols.contract.actions import Control, CoordinatorAction, Restart
 from protocols.contract.messages import Msg
 from protocols.contract.spec import Mutant
 from protocols.shared.logged import Resend
+from protocols.shared.payload_log import PayloadLog
 from protocols.shared.treeclock import Plain, TreeClock, t_min_of
 
 
@@ -164,7 +165,7 @@ class SnapshotWithoutPayloadLog(CausalInstance):
 
     def _blob(self) -> dict[str, Any]:
         blob = super()._blob()
-        blob["plog"] = {ch: [] for ch in blob["plog"]}
+        blob["plog"] = {ch: PayloadLog().pack() for ch in blob["plog"]}
         return blob
 
 
