@@ -194,6 +194,13 @@ def test_fig3_medians_and_paired_overheads(tmp_path: Path) -> None:
     assert png in res.files and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_fig3_says_when_a_protocol_kept_no_load_on_schedule() -> None:
+    assert fig_000_fig3.kept_note("none", 32000.0) == (
+        "none: highest load kept on schedule here 32,000 votes/s")
+    assert fig_000_fig3.kept_note("causal", None) == (
+        "causal: behind schedule in some run at every load measured")
+
+
 def test_fig3_keeps_each_runs_piggyback_from_the_hosts_traffic() -> None:
     keep = fig_000_fig3._Keep("causal", 4000.0, 0)
     host = HostResult(outputs={}, complete=True, seconds=7.0, events=[], metrics=[],

@@ -113,6 +113,13 @@ class _Keep(Capture):
                                      ctx.store.run_id, result.stats.get("piggyback"))
 
 
+def kept_note(protocol: str, rate: float | None) -> str:
+    """The highest load ``protocol`` kept on schedule in every run; ``None``: none."""
+    if rate is None:  # not "here none": that reads as the protocol of the name
+        return f"{protocol}: behind schedule in some run at every load measured"
+    return f"{protocol}: highest load kept on schedule here {rate:,.0f} votes/s"
+
+
 def setup_of(options: FigureOptions) -> Setup:
     base = QUICK if options.quick else FULL
     opts = options.options
@@ -235,8 +242,7 @@ def result(samples: Sequence[Sample], setup: Setup, out: Path) -> FigureResult:
                 *(f"{what} overhead" for what, _ in OVERHEADS),
                 f"{CLOCKS} piggyback B/batch mean (max)", f"{CLOCKS} clock-only batches"),
         rows=tuple(rows), files=(js, png), summary=summary,
-        notes=(*(f"{p}: highest load kept on schedule here "
-                 + ("none" if r is None else f"{r:,.0f} votes/s") for p, r in kept.items()),
+        notes=(*(kept_note(p, r) for p, r in kept.items()),
                "p50: median of a run's sink latencies after its first second, median over "
                "the runs; overheads: median of the paired per-run ratios (each run's in "
                "brackets); 'behind': runs whose worst latency passed "
