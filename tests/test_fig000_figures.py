@@ -194,6 +194,24 @@ def test_fig3_medians_and_paired_overheads(tmp_path: Path) -> None:
     assert png in res.files and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_fig3_compares_a_causal_variant_with_none_when_causal_did_not_run(
+        tmp_path: Path) -> None:
+    """A sweep of ``none`` and one form of causal (another snapshot rate) gives that
+    form's overhead over none; its clocks' overhead needs its own clocks-off run."""
+    variant = "causal:snapshot_every=100"
+    samples = [fig_000_fig3.latency_sample(p, 4000.0, k, True, _latency(ms), "r")
+               for k, (a, b) in enumerate([(2.0, 3.0), (2.0, 2.4)])
+               for p, ms in (("none", a), (variant, b))]
+    res = fig_000_fig3.result(samples, fig_000_fig3.QUICK, tmp_path)
+    assert res.header[:4] == ("votes/s", "none p50 ms", f"{variant} p50 ms",
+                              "clocks' overhead")
+    assert res.header[4] == f"{variant} vs none overhead"
+    assert res.rows[0][1:5] == ("2.0", "2.7", "-", "+35% (+50%, +20%)")
+    assert res.summary["overheads_of"] == variant
+    assert fig_000_fig3.subject_of(["none", "causal:clocks=off", "causal", variant]) == (
+        "causal")
+
+
 def test_fig3_says_when_a_protocol_kept_no_load_on_schedule() -> None:
     assert fig_000_fig3.kept_note("none", 32000.0) == (
         "none: highest load kept on schedule here 32,000 votes/s")
