@@ -45,6 +45,7 @@ from ftctl.runtime.messages import Batch, Message
 from ftctl.sim.cluster import ClusterSlots, SimCluster
 from ftctl.sim.correlated import CorrelatedFaults
 from ftctl.sim.faults import HANG_TIMEOUT, NET_DELAY, FailureSchedule
+from ftctl.sim.gcpolicy import CHECK_EVERY, PausedCollection
 from ftctl.sim.link_faults import Link, LinkFaults
 from ftctl.sim.nemesis import SimNemesis, drawn_faults, on_progress
 from ftctl.sim.ports import UnitPorts
@@ -208,25 +209,32 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults, StoreFaults):
     # ------------------------------------------------------------------ run
 
     def run(self) -> SimResult:
-        self._apply(self.kernel.start(self.now))
-        heap = self.heap
-        while heap:
-            t, _, kind, data = heapq.heappop(heap)
-            self.now = t
-            self.stats.events += 1
-            getattr(self, "_on_" + kind)(data)
-            self._settle_capacity()
-            if self.progress_due is not None and self.stats.events >= self.progress_due:
-                self.progress_due = self.on_progress(self.stats.events)
-            if self.max_events is not None and self.stats.events > self.max_events:
-                break
-            if self.kernel.halted is not None:
-                break  # the protocol stopped the run (StopRun)
+        with PausedCollection() as collection:  # ftctl/sim/gcpolicy.py
+            self._run(collection)
         complete = self.kernel.finished()
         self._log("run-finished", complete=complete, seconds=round(self.now, 4))
         return SimResult(self.sinks.by_operator(), complete, self.stats,
                          self.hasher.hexdigest() if self.hasher else "", self.trace,
                          self.events, self.now, self.output_times, self.kernel.halted)
+
+    def _run(self, collection: PausedCollection) -> None:
+        self._apply(self.kernel.start(self.now))
+        heap = self.heap
+        stats = self.stats
+        while heap:
+            t, _, kind, data = heapq.heappop(heap)
+            self.now = t
+            stats.events += 1
+            getattr(self, "_on_" + kind)(data)
+            self._settle_capacity()
+            if self.progress_due is not None and stats.events >= self.progress_due:
+                self.progress_due = self.on_progress(stats.events)
+            if self.max_events is not None and stats.events > self.max_events:
+                break
+            if self.kernel.halted is not None:
+                break  # the protocol stopped the run (StopRun)
+            if not stats.events % CHECK_EVERY:
+                collection.check()
 
     def watch_progress(self, due: int, then: Callable[[int], int | None]) -> None:
         """Call ``then(events)`` once ``due`` events are processed (after the event and
