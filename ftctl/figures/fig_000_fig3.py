@@ -189,6 +189,14 @@ def subject_of(protocols: Sequence[str]) -> str:
     return CLOCKS if CLOCKS in forms or not forms else forms[0]
 
 
+def shown_overheads(protocols: Sequence[str], subject: str) -> list[str]:
+    """The overheads the table has a column for: those whose two runs were both asked
+    for (a column of dashes says nothing)."""
+    return [what for what, base in OVERHEADS
+            if subject in protocols and base in protocols
+            and not (base == NO_CLOCKS and subject != CLOCKS)]
+
+
 def overheads(samples: Sequence[Sample], subject: str = CLOCKS
               ) -> dict[float, dict[str, list[float]]]:
     """Per rate and overhead: ``subject`` / base - 1 for every repeat where both ran."""
@@ -227,8 +235,9 @@ def result(samples: Sequence[Sample], setup: Setup, out: Path) -> FigureResult:
     protos = list(dict.fromkeys(m.protocol for m in meds))
     subject = subject_of(protos)
     over = overheads(samples, subject)
+    shown = shown_overheads(protos, subject)
     # the headers' names: "causal vs none" reads as the run it is of
-    names = {what: what.replace(CLOCKS, subject, 1) for what, _ in OVERHEADS}
+    names = {what: what.replace(CLOCKS, subject, 1) for what in shown}
     by = {(m.protocol, m.rate): m for m in meds}
     rows = []
     for rate in dict.fromkeys(m.rate for m in meds):
@@ -236,7 +245,7 @@ def result(samples: Sequence[Sample], setup: Setup, out: Path) -> FigureResult:
                                                   if by[(p, rate)].behind else "")
                  if (p, rate) in by else "-" for p in protos]
         rows.append((f"{rate:,.0f}", *cells,
-                     *(_pct(over.get(rate, {}).get(what)) for what, _ in OVERHEADS),
+                     *(_pct(over.get(rate, {}).get(what)) for what in shown),
                      *_wire(by.get((subject, rate)))))
     kept = {p: max((m.rate for m in meds if m.protocol == p and not m.behind), default=None)
             for p in protos}
@@ -253,7 +262,7 @@ def result(samples: Sequence[Sample], setup: Setup, out: Path) -> FigureResult:
         title=f"000 Figure 3: sink latency vs offered load, sharder fault-free (Spark; "
               f"{setup.seconds:g} s per point, {setup.repeat} interleaved sweep(s))",
         header=("votes/s", *(f"{p} p50 ms" for p in protos),
-                *(f"{names[what]} overhead" for what, _ in OVERHEADS),
+                *(f"{names[what]} overhead" for what in shown),
                 f"{subject} piggyback B/batch mean (max)", f"{subject} clock-only batches"),
         rows=tuple(rows), files=(js, png), summary=summary,
         notes=(*(kept_note(p, r) for p, r in kept.items()),
