@@ -1,4 +1,4 @@
-"""Garbage collection during a simulated run: paused, with a valve, one young collection after.
+"""Garbage collection during a simulated run: paused, with a valve, one collection after.
 
 A simulated run allocates tens of millions of small containers (records, batches, events,
 actions, snapshot blobs), nearly all freed by reference counting as soon as they are
@@ -9,11 +9,19 @@ older one: a third of the CPU of a q5 schedule under causal went there
 (``benchmarks/sim_at_size.py``).
 
 So ``SimHost.run`` turns automatic collection off for the run (``PausedCollection``) and
-collects the young generation once when it ends. The cycles a run makes wait until then,
-unless the valve opens first: ``check``, called every few thousand events, collects the
-young generation once more than ``VALVE`` tracked objects were allocated, net, since the
-last collection, so a run that makes cycles without end cannot take the machine's memory.
-Runs are the same either way: collection frees memory, it never changes what a run does.
+collects once when it ends; ``Simulator.run_one`` does the same around a whole schedule,
+its verdict included. The cycles a run makes wait until then, unless the valve opens
+first: ``check``, called every few thousand events, collects the young generation once
+more than ``VALVE`` tracked objects were allocated, net, since the last collection, so a
+run that makes cycles without end cannot take the machine's memory. Runs are the same
+either way: collection frees memory, it never changes what a run does.
+
+Where the collection at the end comes matters. A host's state is full of cycles (its
+units, ports, nemesis): collected while the host still lives, all of it moves to an
+older generation and waits there for a collection that comes far less often, while the
+next schedule, paused, builds its own beside it (a q1 schedule's state is some 300 MB).
+So a schedule is collected once its host is gone, and the end's collection takes the
+second generation too, where a valve's collection put what it kept.
 
 A caller that had collection off already (a process managing it itself, as Spark tasks
 do with ``ftctl.spark.gcpolicy``) keeps it off, and no collection is made for it at the
@@ -56,4 +64,6 @@ class PausedCollection:
                  tb: TracebackType | None) -> None:
         if self._was_enabled:
             gc.enable()
-            gc.collect(0)
+            # What a valve (this one's or a nested one's) kept alive went to the next
+            # generation: a cycle partly there is only found by collecting that one too.
+            gc.collect(1)

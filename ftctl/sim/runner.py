@@ -16,6 +16,7 @@ from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.memo import BatchMemo
 from ftctl.sim.cluster import SimCluster
 from ftctl.sim.faults import CRASH_ONLY, HANG_TIMEOUT, FailureSchedule, FaultKind, SimFault
+from ftctl.sim.gcpolicy import PausedCollection
 from ftctl.sim.golden import golden_output
 from ftctl.sim.host import MAX_EVENTS, MAX_STEP, SimHost, SimResult, source_step
 from ftctl.sim.nemesis import SimNemesis, drawn_faults, on_progress, phase_strike
@@ -232,6 +233,14 @@ class Simulator:
         self.fault_free_records = fault_free.stats.records_sent
 
     def run_one(self, seed: int, trace: bool = False) -> ScheduleOutcome:
+        # Paused for the whole schedule, its verdict included, and collected once its host
+        # is gone: the host's state is full of cycles (units, ports, the nemesis), so a
+        # collection while it lived kept every object of it for a later, older one, and
+        # the next schedule, paused, ran beside all of it (ftctl/sim/gcpolicy.py).
+        with PausedCollection():
+            return self._run_one(seed, trace)
+
+    def _run_one(self, seed: int, trace: bool) -> ScheduleOutcome:
         rng = random.Random(seed)
         drawn: dict[int, SimFault] = {}
         if self.scenario is None:
