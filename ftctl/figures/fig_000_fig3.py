@@ -194,6 +194,7 @@ def shown_overheads(protocols: Sequence[str], subject: str) -> list[str]:
     for (a column of dashes says nothing)."""
     return [what for what, base in OVERHEADS
             if subject in protocols and base in protocols
+            # clocks off is the default's counterpart, not a variant's
             and not (base == NO_CLOCKS and subject != CLOCKS)]
 
 
@@ -201,11 +202,12 @@ def overheads(samples: Sequence[Sample], subject: str = CLOCKS
               ) -> dict[float, dict[str, list[float]]]:
     """Per rate and overhead: ``subject`` / base - 1 for every repeat where both ran."""
     by = {(s.protocol, s.rate, s.rep): s.p50_ms for s in samples}
+    shown = shown_overheads(list(dict.fromkeys(s.protocol for s in samples)), subject)
     out: dict[float, dict[str, list[float]]] = {}
     for rate in dict.fromkeys(s.rate for s in samples):
         for what, base in OVERHEADS:
-            if base == NO_CLOCKS and subject != CLOCKS:
-                continue  # clocks off is the default's counterpart, not the variant's
+            if what not in shown:
+                continue
             paired = [by[(subject, rate, k)] / by[(base, rate, k)] - 1
                       for k in sorted({s.rep for s in samples})
                       if (subject, rate, k) in by and by.get((base, rate, k))]
