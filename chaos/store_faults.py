@@ -2,8 +2,8 @@
 
 - corrupt / truncate / delete: one stored object, the scenario's ``snapshot`` of the
   target, else the target's newest (the one a recovery would read), has a byte flipped,
-  loses its tail, or its file is removed. The damaged bytes replace the file atomically
-  (written beside it, then moved over it), so no reader sees half of it. Nothing happens
+  loses its tail, or is removed (``DirectoryStore.damage``: the damaged bytes are written
+  anew and take the object's place, so no reader sees half of them). Nothing happens
   until a recovery reads it: the coordinator's read then fails (``CorruptObject``,
   ``MissingObject``) and the protocol hears ``StoreFault``, as on the simulation host.
 - store-unavailable: for ``duration`` the store holds its outage file
@@ -30,12 +30,10 @@ import threading
 from concurrent.futures import CancelledError
 from typing import Literal, cast
 
-import pyarrow.fs as pafs
-
 from chaos.context import FaultContext, InjectRecord, StoreAccess, WriteLoss
 from chaos.faults import ChaosFault, FaultError, KillTask, NotRunning
 from ftctl.config.fault_kinds import StoredObjectParams, StoreSlowParams
-from ftctl.store import DirectoryStore, damaged  # the simulation host's damage too
+from ftctl.store import DirectoryStore
 
 DamageKind = Literal["corrupt", "truncate", "delete"]
 
@@ -46,26 +44,6 @@ _markers_lock = threading.Lock()
 # Seconds a lose-unsynced waits for its target's frames to end: its control connection
 # closes as it dies; at worst a detection ends them (a hang is found within 4.5 s).
 LOSS_WAIT = 30.0
-
-
-def damage_object(store: DirectoryStore, snapshot: int, instance: str, kind: DamageKind,
-                  at: float) -> int:
-    """Damage one stored object in place (``at``: where, as a fraction of its bytes);
-    returns its size before. Raises FileNotFoundError if it is gone meanwhile."""
-    path = store.object_path(snapshot, instance)
-    info = store.fs.get_file_info(path)
-    if info.type != pafs.FileType.File:
-        raise FileNotFoundError(path)
-    if kind == "delete":
-        store.fs.delete_file(path)
-        return int(info.size)
-    with store.fs.open_input_stream(path) as f:
-        data = f.read()
-    tmp = f"{path.rsplit('/', 1)[0]}/.damaged-{secrets.token_hex(8)}"
-    with store.fs.open_output_stream(tmp) as f:
-        f.write(damaged(data, kind, at))
-    store.fs.move(tmp, path)
-    return len(data)
 
 
 def _store(ctx: FaultContext, what: str) -> DirectoryStore:
@@ -91,8 +69,8 @@ class _StoreDamage(ChaosFault):
         snapshot = max(refs)
         record = self._record(ctx, instance, [], snapshot=snapshot)
         try:
-            record.details["bytes"] = damage_object(store, snapshot, instance, self.kind,
-                                                    self.rng.random())
+            record.details["bytes"] = store.damage(snapshot, instance, self.kind,
+                                                  self.rng.random())
         except FileNotFoundError:  # discarded by the coordinator since it was listed
             raise FaultError(f"snapshot {snapshot} of {instance} was discarded meanwhile"
                              ) from None

@@ -8,9 +8,9 @@ one API for local folders, mounted volumes and object stores.
 from __future__ import annotations
 
 import contextlib
-import os
 import secrets
 import struct
+import threading
 import time
 import zlib
 from collections import defaultdict
@@ -24,6 +24,7 @@ import pyarrow.fs as pafs
 
 from ftctl import codec
 from ftctl.spill import ChunkFile, SpilledRecords
+from ftctl.store_segments import Catalog, Located, SegmentWriter, parse_pending, pending_name
 
 # Visible sink records held in memory per instance before a spilling store writes them out.
 SPILL_KEEP = 100_000
@@ -285,22 +286,27 @@ def join_location(location: str, *parts: str) -> str:
 
 
 class DirectoryStore:
-    """Snapshots as files ``<root>/<snapshot>/<instance>.pkl``, written atomically, each
-    framed with its length and checksum (``seal``; files of format 0 still read).
+    """The Spark host's snapshot store: framed objects (``seal``) appended to segment
+    files under ``<root>/segments``, and the catalog (``<root>/catalog``) saying which
+    object is each instance's part of each snapshot (``ftctl/store_segments.py``).
 
     ``root`` is a local path or a URI: every access goes through ``pyarrow.fs``, so a store
-    on a filesystem the executors share with the driver (NFS, HDFS, S3, a volume mounted
-    in containers) works the same as the default folder under the run directory.
+    on a filesystem the executors share with the driver (NFS, HDFS, a volume mounted in
+    containers) works the same as the default folder under the run directory.
 
-    Only ftctl's own processes write here, so what ``codec`` reads back is safe. Instances
-    that see the same store (tasks on the driver's machine, containers with it mounted,
-    executors given the same URI) write their blobs themselves with ``write_pending``,
-    and the coordinator ``adopt``s them once the writer's report is current: a blob never
-    travels to the coordinator, and a stopped incarnation's late write is never adopted.
-    Tasks that do not see it send their blobs over the control connection instead.
+    Only ftctl's own processes write here, so what ``codec`` reads back is safe. The store
+    made with ``DirectoryStore(root)`` is its owner (the coordinator's): it alone writes
+    the catalog. Instances that see the same store (tasks on the driver's machine,
+    containers with it mounted, executors given the same URI) append their blobs
+    themselves with ``write_pending``, and the owner ``adopt``s them once the writer's
+    report is current: a blob never travels to the coordinator, and a stopped
+    incarnation's late write is never adopted. Tasks that do not see it send their blobs
+    over the control connection instead.
     """
 
     KEY_FILE = ".store-key"
+    CATALOG = "catalog"
+    SEGMENTS = "segments"
     # While this file is in the store, every read and write of an object fails with
     # ``StoreUnavailable`` (the ``store-unavailable`` fault, ``chaos/store_faults.py``):
     # the one signal that reaches every process using the store, the driver's and the
@@ -313,16 +319,22 @@ class DirectoryStore:
     SLOW_FILE = ".slow"
 
     def __init__(self, root: Path | str):
-        self.fs, self._path, self.root = open_location(root)
-        self.fs.create_dir(self._path, recursive=True)
+        fs, path, location = open_location(root)
+        fs.create_dir(path, recursive=True)
+        self._setup(fs, path, location, None, owner=True)
+
+    def _setup(self, fs: pafs.FileSystem, path: str, location: str, key: str | None,
+               owner: bool) -> None:
+        self.fs, self._path, self.root = fs, path, location
         self._bytes = 0
-        self._key: str | None = None
-
-    def _dir(self, snapshot: int) -> str:
-        return f"{self._path}/{snapshot:08d}"
-
-    def _file(self, snapshot: int, instance: str) -> str:
-        return f"{self._dir(snapshot)}/{instance}.pkl"
+        self._key = key
+        self._owner = owner
+        self._lock = threading.Lock()  # the driver's loop and the nemesis both write
+        self._writer = SegmentWriter(fs, f"{path}/{self.SEGMENTS}")
+        self._catalog = Catalog()
+        self._log: Any = None  # the owner's open catalog
+        self._seen = 0  # bytes of the catalog replayed
+        self._refresh()  # an owner reopening a store starts from what it holds
 
     def key(self) -> str:
         """A random key kept in the store: a writer that reads it back shares it."""
@@ -334,7 +346,8 @@ class DirectoryStore:
 
     @classmethod
     def shared(cls, root: str, key: str) -> DirectoryStore | None:
-        """The store at ``root`` if this process sees the same store as its owner."""
+        """The store at ``root`` if this process sees the same store as its owner: it
+        writes objects for the owner to adopt and reads the owner's catalog."""
         try:
             fs, path, location = open_location(root)
             with fs.open_input_stream(f"{path}/{cls.KEY_FILE}") as f:
@@ -343,12 +356,8 @@ class DirectoryStore:
         except (OSError, ValueError, UnicodeError):
             return None
         store = cls.__new__(cls)
-        store.fs, store._path, store.root, store._bytes, store._key = fs, path, location, 0, key
+        store._setup(fs, path, location, key, owner=False)
         return store
-
-    def object_path(self, snapshot: int, instance: str) -> str:
-        """Where one instance's part of a snapshot is, in ``self.fs``."""
-        return self._file(snapshot, instance)
 
     def outage_path(self) -> str:
         return f"{self._path}/{self.OUTAGE_FILE}"
@@ -356,6 +365,9 @@ class DirectoryStore:
     def marker_path(self, name: str) -> str:
         """Where one of the store's fault markers (``OUTAGE_FILE``, ...) is, in ``self.fs``."""
         return f"{self._path}/{name}"
+
+    def segment_path(self, segment: str) -> str:
+        return f"{self._path}/{self.SEGMENTS}/{segment}"
 
     def _reachable(self, snapshot: int, instance: str, write: bool = False) -> None:
         """Raise what the store's fault markers say of this operation, after waiting what
@@ -382,40 +394,73 @@ class DirectoryStore:
         except (OSError, ValueError, UnicodeError):
             return 0.0
 
-    def _write(self, directory: str, prefix: str, blob: Any) -> tuple[str, int]:
-        self.fs.create_dir(directory, recursive=True)
-        name = f"{prefix}{secrets.token_hex(8)}"
-        data = blob if isinstance(blob, Sealed) else seal(blob)  # framed with its checksum
-        with self.fs.open_output_stream(f"{directory}/{name}") as f:
-            f.write(data)
-        return name, len(data)
+    # ------------------------------------------------------------------ the catalog
+
+    def _refresh(self) -> None:
+        """Replay what the owner appended to the catalog since this process last read it
+        (the owner's own changes are applied as it makes them)."""
+        path = f"{self._path}/{self.CATALOG}"
+        try:
+            with self.fs.open_input_file(path) as f:
+                size = f.size()
+                if size <= self._seen:
+                    return
+                data = f.read_at(size - self._seen, self._seen)
+        except FileNotFoundError:
+            return
+        self._seen += self._catalog.replay(data)
+
+    def _change(self, entry: list[Any]) -> None:
+        """The owner's change of the catalog: logged, then applied; segments left with
+        no part that their writer is done with are deleted. Under the lock."""
+        if not self._owner:
+            raise RuntimeError("only the store's owner changes its catalog")
+        if self._log is None:
+            self._log = self.fs.open_append_stream(f"{self._path}/{self.CATALOG}",
+                                                   compression=None)
+        line = Catalog.line(entry)
+        self._log.write(line)
+        self._seen += len(line)
+        for segment in self._catalog.apply(entry):
+            with contextlib.suppress(OSError):
+                self.fs.delete_file(self.segment_path(segment))
+
+    def locate(self, snapshot: int, instance: str) -> Located | None:
+        """Where the instance's part of ``snapshot`` is; None if the store has none."""
+        if not self._owner:
+            self._refresh()
+        return self._catalog.locate(snapshot, instance)
+
+    # ------------------------------------------------------------------ objects
 
     def put(self, snapshot: int, instance: str, blob: Any) -> None:
         self._reachable(snapshot, instance, write=True)
-        tmp, n = self._write(self._dir(snapshot), ".tmp-", blob)
-        self.fs.move(f"{self._dir(snapshot)}/{tmp}", self._file(snapshot, instance))
-        self._bytes += n
+        data = blob if isinstance(blob, Sealed) else seal(blob)  # framed with its checksum
+        with self._lock:
+            loc = self._writer.write(data)
+            self._change(["p", snapshot, instance, loc.segment, loc.offset, loc.size])
+            self._bytes += loc.size
 
     def write_pending(self, snapshot: int, instance: str, blob: Any) -> tuple[str, int]:
-        """Write a blob under a temporary name; returns (name, bytes) for ``adopt``."""
+        """Append a blob to this process's segment; returns (name, bytes) for ``adopt``."""
         self._reachable(snapshot, instance, write=True)
-        return self._write(self._dir(snapshot), ".pending-", blob)
+        data = blob if isinstance(blob, Sealed) else seal(blob)
+        with self._lock:
+            loc = self._writer.write(data)
+        return pending_name(loc), loc.size
 
     def adopt(self, snapshot: int, instance: str, name: str, size: int) -> None:
         """Make a blob written by ``write_pending`` the instance's part of ``snapshot``."""
-        if "/" in name or os.sep in name or not name.startswith(".pending-"):
-            raise ValueError(f"not a pending snapshot file: {name!r}")
+        loc = parse_pending(name, size)
         self._reachable(snapshot, instance)
-        self.fs.move(f"{self._dir(snapshot)}/{name}", self._file(snapshot, instance))
-        self._bytes += size
+        with self._lock:
+            self._change(["p", snapshot, instance, loc.segment, loc.offset, loc.size])
+            self._bytes += size
 
     def size_of(self, snapshot: int, instance: str) -> int | None:
         """Bytes of one instance's part of a snapshot; None if it is not there."""
-        try:
-            info = self.fs.get_file_info(self._file(snapshot, instance))
-        except OSError:
-            return None
-        return int(info.size) if info.type == pafs.FileType.File else None
+        loc = self.locate(snapshot, instance)
+        return None if loc is None else loc.size
 
     def get(self, snapshot: int, instance: str) -> Any:
         """The blob; ``MissingObject`` or ``CorruptObject`` when it cannot be trusted."""
@@ -427,43 +472,65 @@ class DirectoryStore:
 
     def _read(self, snapshot: int, instance: str) -> bytes:
         self._reachable(snapshot, instance)
-        path = self._file(snapshot, instance)
+        loc = self.locate(snapshot, instance)
+        if loc is None:
+            raise MissingObject(snapshot, instance, "not in the store's catalog")
+        return self._bytes_at(snapshot, instance, loc)
+
+    def _bytes_at(self, snapshot: int, instance: str, loc: Located) -> bytes:
+        """The object's bytes as they are: fewer than written if its segment lost them."""
+        path = self.segment_path(loc.segment)
         try:
-            with self.fs.open_input_stream(path) as f:
-                data = f.read()
+            with self.fs.open_input_file(path) as f:
+                return bytes(f.read_at(loc.size, loc.offset))
         except FileNotFoundError:
             raise MissingObject(snapshot, instance, f"no file {path}") from None
         except OSError as exc:
-            # pyarrow says "not found" with a plain OSError on some filesystems
-            if self.fs.get_file_info(path).type == pafs.FileType.NotFound:
-                raise MissingObject(snapshot, instance, f"no file {path}") from None
             raise StoreUnavailable(snapshot, instance, str(exc)) from None
-        return data
 
-    def _snapshot_dirs(self) -> list[pafs.FileInfo]:
-        infos = self.fs.get_file_info(pafs.FileSelector(self._path, allow_not_found=True))
-        return [i for i in infos if i.type == pafs.FileType.Directory and i.base_name.isdigit()]
+    def damage(self, snapshot: int, instance: str,
+               kind: Literal["corrupt", "truncate", "delete"], at: float) -> int:
+        """A store fault's damage to one object (``chaos/store_faults.py``): removed, or
+        its bytes flipped or cut at fraction ``at`` (``damaged``), written anew and made
+        the part in its place, so no reader sees half of it. Its size before; raises
+        FileNotFoundError if it is not in the store."""
+        with self._lock:
+            loc = self._catalog.locate(snapshot, instance)
+            if loc is None:
+                raise FileNotFoundError(f"snapshot {snapshot} of {instance}")
+            if kind == "delete":
+                self._change(["d", snapshot, instance])
+                return loc.size
+            data = self._bytes_at(snapshot, instance, loc)
+            bad = self._writer.write(damaged(data, kind, at))
+            self._change(["p", snapshot, instance, bad.segment, bad.offset, bad.size])
+            return len(data)
 
     def discard_after(self, snapshot: int) -> None:
-        # Stopped writers may still be adding files: remove what is there, ignore races.
-        # The folders stay, as after ``delete``: removing one costs pyarrow milliseconds.
-        for info in self._snapshot_dirs():
-            if int(info.base_name) > snapshot:
-                with contextlib.suppress(OSError):
-                    self.fs.delete_dir_contents(info.path, missing_dir_ok=True)
+        with self._lock:
+            self._change(["a", snapshot])
 
     def delete(self, snapshot: int, instance: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self.fs.delete_file(self._file(snapshot, instance))
+        with self._lock:
+            if self._catalog.locate(snapshot, instance) is not None:
+                self._change(["d", snapshot, instance])
 
     def snapshots_of(self, instance: str) -> list[int]:
-        dirs = self._snapshot_dirs()
-        files = self.fs.get_file_info([f"{d.path}/{instance}.pkl" for d in dirs])
-        return sorted(int(d.base_name) for d, f in zip(dirs, files, strict=True)
-                      if f.type == pafs.FileType.File)
+        if not self._owner:
+            self._refresh()
+        return self._catalog.snapshots_of(instance)
 
     def bytes_written(self) -> int:
         return self._bytes
+
+    def close(self) -> None:
+        """Close this process's open segment and catalog (the store stays usable)."""
+        with self._lock:
+            self._writer.close()
+            log, self._log = self._log, None
+            if log is not None:
+                with contextlib.suppress(OSError):
+                    log.close()
 
 
 class SinkStore:

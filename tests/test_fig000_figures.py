@@ -17,6 +17,7 @@ from ftctl.figures import FigureOptions, fig_000_fig2, fig_000_fig3
 from ftctl.kernel.history import HistoryEvent
 from ftctl.run.execute import RunRequest
 from ftctl.spark.host import HostResult
+from ftctl.store import DirectoryStore, Sealed
 
 MASTER = {"master": "spark://fake:7077"}  # no cluster is started for a given master
 
@@ -95,8 +96,8 @@ def test_fig2_run_budget_covers_the_input_at_any_size(tmp_path: Path) -> None:
 
 
 def test_fig2_snapshot_bytes_read_sizes_what_replacements_restored(tmp_path: Path) -> None:
-    (tmp_path / "00000003").mkdir()
-    (tmp_path / "00000003" / "shard[4].pkl").write_bytes(b"x" * 700)
+    store = DirectoryStore(tmp_path)
+    store.put(3, "shard[4]", Sealed(b"x" * 700))
 
     def started(instance: str, restore: int | None) -> HistoryEvent:
         return HistoryEvent(1, 1.0, "spark", "instance-started",

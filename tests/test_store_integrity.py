@@ -15,6 +15,7 @@ from ftctl.store import (
     DirectoryStore,
     MemoryStore,
     MissingObject,
+    Sealed,
     StoreUnavailable,
     damaged,
     seal,
@@ -24,8 +25,11 @@ from tests.test_store_faults_driver import _host, _restart_from_1
 BLOB = {"state": {"a": 3, "b": 4}, "offset": 17, "held": [("w", 1)] * 20}
 
 
-def _file(root: Path) -> Path:
-    return root / "00000002" / "map[0].pkl"
+def _file(store: DirectoryStore) -> Path:
+    """The segment holding snapshot 2 of map[0], the store's only object."""
+    loc = store.locate(2, "map[0]")
+    assert loc is not None and loc.offset == 0
+    return Path(store.segment_path(loc.segment))
 
 
 def _flip(data: bytes, at: int) -> bytes:
@@ -37,10 +41,10 @@ def test_a_damaged_directory_store_file_is_a_corrupt_object(tmp_path: Path,
                                                              damage: str) -> None:
     store = DirectoryStore(tmp_path)
     store.put(2, "map[0]", BLOB)
-    data = _file(tmp_path).read_bytes()
+    data = _file(store).read_bytes()
     bad = {"flip-payload": _flip(data, len(data) - 3), "flip-header": _flip(data, 6),
            "truncate": data[:-5], "empty": b""}[damage]
-    _file(tmp_path).write_bytes(bad)
+    _file(store).write_bytes(bad)
     with pytest.raises(CorruptObject) as err:
         store.get(2, "map[0]")
     assert (err.value.snapshot, err.value.instance) == (2, "map[0]")
@@ -50,7 +54,7 @@ def test_a_deleted_directory_store_file_is_a_missing_object(tmp_path: Path) -> N
     store = DirectoryStore(tmp_path)
     store.put(2, "map[0]", BLOB)
     assert store.get(2, "map[0]") == BLOB
-    _file(tmp_path).unlink()
+    _file(store).unlink()
     with pytest.raises(MissingObject, match="snapshot 2 of map"):
         store.get(2, "map[0]")
 
@@ -58,10 +62,9 @@ def test_a_deleted_directory_store_file_is_a_missing_object(tmp_path: Path) -> N
 def test_a_file_written_before_framing_still_reads(tmp_path: Path) -> None:
     # format version 0: the codec's bytes alone
     store = DirectoryStore(tmp_path)
-    store.put(2, "map[0]", {})
-    _file(tmp_path).write_bytes(codec.encode(BLOB))
+    store.put(2, "map[0]", Sealed(codec.encode(BLOB)))  # stored as it is
     assert store.get(2, "map[0]") == BLOB
-    _file(tmp_path).write_bytes(codec.encode(BLOB)[:-4])  # unchecked, yet undecodable
+    store.put(2, "map[0]", Sealed(codec.encode(BLOB)[:-4]))  # unchecked, yet undecodable
     with pytest.raises(CorruptObject):
         store.get(2, "map[0]")
 

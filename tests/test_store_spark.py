@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from ftctl.store import DirectoryStore
+
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,6 +31,6 @@ def test_snapshots_go_to_the_store_uri_and_the_run_passes(tmp_path: Path) -> Non
         else tmp_path / summary["path"]
     config = json.loads((run_dir / "config.json").read_text())
     assert config["store"] == f"{store.as_uri()}/{summary['run_id']}"
-    snapshots = [d for d in (store / summary["run_id"]).iterdir() if d.name.isdigit()]
-    assert snapshots and all(any(d.glob("*.pkl")) for d in snapshots)
+    written = DirectoryStore(store / summary["run_id"])  # its catalog, read back
+    assert all(written.snapshots_of(i) for i in ("lines[0]", "out[0]"))
     assert not (run_dir / "snapshots").exists(), "nothing goes to the default location"

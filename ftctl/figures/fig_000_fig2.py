@@ -38,6 +38,7 @@ from ftctl.run.execute import RunContext, execute, snapshot_location
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.topology import RateChange
 from ftctl.spark.host import HostResult
+from ftctl.store import DirectoryStore
 from ftctl.tables import seconds_cell
 
 from . import Figure, FigureOptions, FigureResult
@@ -118,14 +119,19 @@ def snapshot_bytes_read(events: Sequence[HistoryEvent], store: Path) -> int | No
     """Bytes of every snapshot a replacement was started from (``instance-started`` with
     a ``restore``); None when one of them is no longer in the store to be sized."""
     total = 0
+    stored: DirectoryStore | None = None
     for e in events:
         restore = e.data.get("restore")
         if e.kind != "instance-started" or restore is None or e.instance is None:
             continue
-        blob = store / f"{int(restore):08d}" / f"{e.instance}.pkl"
-        if not blob.is_file():
+        if stored is None:
+            if not store.is_dir():
+                return None
+            stored = DirectoryStore(store)
+        size = stored.size_of(int(restore), e.instance)
+        if size is None:
             return None
-        total += blob.stat().st_size
+        total += size
     return total
 
 
