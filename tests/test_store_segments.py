@@ -182,3 +182,13 @@ def test_a_filesystem_that_cannot_append_gets_a_segment_per_object(tmp_path: Pat
     catalog.apply(["p", 2, "a[0]", locs[1].segment, 0, 10])
     assert catalog.apply(["d", 1, "a[0]"]) == [locs[0].segment]
     assert catalog.apply(["d", 2, "a[0]"]) == []  # the writer's newest: it may write on
+
+
+def test_a_closed_store_writes_on_in_a_new_segment(tmp_path: Path) -> None:
+    store = DirectoryStore(tmp_path)
+    store.put(1, "a[0]", {"n": 1})
+    store.close()  # the host's run ended; a figure may still read or damage what is there
+    store.put(2, "a[0]", {"n": 2})
+    assert len(_segments(tmp_path)) == 2
+    assert [store.get(r, "a[0]") for r in (1, 2)] == [{"n": 1}, {"n": 2}]
+    assert DirectoryStore(tmp_path).snapshots_of("a[0]") == [1, 2]

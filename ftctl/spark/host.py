@@ -400,6 +400,7 @@ class SparkHost:
             complete = self.kernel.finished()
         finally:
             self._shutdown()
+            self.store.close()  # its open segment and catalog: a sweep runs many hosts
         seconds = self.now()
         self._sample(seconds)
         # Before the output is read back (from the spill, if any): readers of the history
