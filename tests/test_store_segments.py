@@ -192,3 +192,45 @@ def test_a_closed_store_writes_on_in_a_new_segment(tmp_path: Path) -> None:
     assert len(_segments(tmp_path)) == 2
     assert [store.get(r, "a[0]") for r in (1, 2)] == [{"n": 1}, {"n": 2}]
     assert DirectoryStore(tmp_path).snapshots_of("a[0]") == [1, 2]
+
+
+def _writer(root: str, key: str, name: str, n: int, conn: Any) -> None:
+    store_segments.SEGMENT_BYTES = 2_000  # this process's segments roll over often
+    store = DirectoryStore.shared(root, key)
+    assert store is not None
+    for ref in range(1, n + 1):
+        conn.send((ref, *store.write_pending(ref, name, {"ref": ref, "pad": "y" * 200})))
+    conn.send(None)
+    conn.close()
+
+
+def test_writers_in_other_processes_roll_over_while_the_owner_adopts_and_deletes(
+        tmp_path: Path) -> None:
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    store = DirectoryStore(tmp_path)
+    reader = DirectoryStore.shared(str(tmp_path), store.key())
+    assert reader is not None
+    pipes, procs = [], []
+    for name in ("a[0]", "b[0]"):
+        mine, theirs = ctx.Pipe()
+        proc = ctx.Process(target=_writer, args=(str(tmp_path), store.key(), name, 150,
+                                                 theirs))
+        proc.start()
+        pipes.append((name, mine))
+        procs.append(proc)
+    for name, conn in pipes:
+        while (got := conn.recv()) is not None:
+            ref, pending, size = got
+            store.adopt(ref, name, pending, size)
+            store.delete(ref - 1, name)  # as none's source: only the newest offset counts
+            if ref % 25 == 0:  # another process reads what the owner just cataloged
+                assert reader.get(ref, name)["ref"] == ref
+    for proc in procs:
+        proc.join(timeout=30)
+        assert proc.exitcode == 0
+    assert [store.snapshots_of(n) for n, _ in pipes] == [[150], [150]]
+    assert [reader.get(150, n)["ref"] for n, _ in pipes] == [150, 150]
+    # about 9 objects a segment, 17 segments each; what is left: each writer's newest
+    assert len(_segments(tmp_path)) == 2
