@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -28,11 +29,13 @@ from ftctl.sim.determinism import DEFAULT_INTERLEAVINGS, check_determinism
 from ftctl.sim.faults import CRASH_ONLY, SCENARIO_NAMES, FaultKind, kind_names, parse_kinds
 from ftctl.sim.recovery import MEASURES
 from ftctl.sim.runner import ScheduleCrashed, ScheduleOutcome, SimSummary, Simulator, refusals
-from ftctl.sim.spread import SimJob, run_parallel
+from ftctl.sim.spread import SimJob, local_pool, run_parallel
 from ftctl.tables import print_table
 from protocols.contract.spec import Guarantee
 
 if TYPE_CHECKING:
+    from multiprocessing.pool import Pool
+
     from ftctl.sim.scenario import SimScenario
 
 _KINDS = ("lost", "duplicated", "unexpected", "reordered", "stalled")
@@ -234,7 +237,12 @@ def _replay(simulator: Simulator, seed: int, trace: Path | None) -> NoReturn:
 def _simulate(simulator: Simulator, job: SimJob, run: _Run) -> NoReturn:
     """Run the schedules, show the summary and exit with its verdict."""
     started = time.perf_counter()
-    summary = _with_progress(run, partial(_schedules, simulator, job, run))
+    with contextlib.ExitStack() as stack:
+        # Local workers start before the progress display's thread, so they can be forked
+        # with the simulator already built (``ftctl.sim.spread.start_method``).
+        pool = (stack.enter_context(local_pool(simulator, job, run.jobs))
+                if run.master is None and run.jobs > 1 else None)
+        summary = _with_progress(run, partial(_schedules, simulator, job, run, pool))
     elapsed = time.perf_counter() - started
     if run.as_json:
         print(json.dumps(_summary_json(summary, run.topo.name, run.protocol, simulator,
@@ -244,12 +252,12 @@ def _simulate(simulator: Simulator, job: SimJob, run: _Run) -> NoReturn:
     raise typer.Exit(EXIT_OK if summary.passed else EXIT_FAILED)
 
 
-def _schedules(simulator: Simulator, job: SimJob, run: _Run, progress: Callable[[int], None],
-               step: Callable[[str], None]) -> SimSummary:
+def _schedules(simulator: Simulator, job: SimJob, run: _Run, pool: Pool | None,
+               progress: Callable[[int], None], step: Callable[[str], None]) -> SimSummary:
     """The schedules in local processes, or as Spark tasks with --master."""
     if run.master is None:
         return run_parallel(simulator, job, run.schedules, run.first_seed, run.jobs, progress,
-                            run.fail_fast)
+                            run.fail_fast, pool)
     try:
         return run_on_spark(simulator, job, run.schedules, run.first_seed, run.master,
                             progress, run.fail_fast, step, check_bind(run.bind))

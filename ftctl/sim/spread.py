@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import multiprocessing
 import os
 import signal
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from multiprocessing.pool import Pool
 from typing import TYPE_CHECKING
 
 from ftctl.config.topology import Topology
@@ -108,26 +111,60 @@ def fold(sim: Simulator, batches: Iterable[Sequence[ScheduleRecord]],
     return summary
 
 
+def start_method() -> str:
+    """``fork`` while this process runs no other thread, else ``spawn``.
+
+    Forked workers start with the parent's simulator (its golden and fault-free runs and
+    its memo of batches), copied on write: spawned ones build their own, which on the
+    Nexmark files took a few seconds each before the first schedule. A fork copies other
+    threads' locks as they are at that instant, so with a thread running (a progress
+    display) the workers are spawned.
+    """
+    return "fork" if threading.active_count() == 1 else "spawn"
+
+
+@contextlib.contextmanager
+def local_pool(sim: Simulator, job: SimJob, processes: int,
+               method: str | None = None) -> Iterator[Pool]:
+    """``processes`` workers for ``job``'s schedules (``start_method`` unless ``method``
+    says): they ignore Ctrl-C (the parent handles it and terminates the pool) and die with
+    the parent even when it is SIGKILLed. Leaving terminates them."""
+    global _cached
+    method = method or start_method()
+    ctx = multiprocessing.get_context(method)
+    before = _cached
+    if method == "fork":
+        _cached = (job, sim)  # what the workers find: no build of their own
+        gc.freeze()  # the collector never touches (so never copies) the shared pages
+        init: Callable[..., None] = tied_to_parent
+        args: tuple[object, ...] = (os.getpid(),)
+    else:
+        init, args = _worker_init, (os.getpid(), job)
+    try:
+        with ctx.Pool(processes, initializer=init, initargs=args) as pool:
+            yield pool
+    finally:
+        if method == "fork":
+            _cached = before
+            gc.unfreeze()
+
+
 def run_parallel(sim: Simulator, job: SimJob, n: int, first: int, processes: int,
                  progress: Callable[[int], None] | None = None,
-                 fail_fast: bool = False) -> SimSummary:
-    """``sim.run_many(n, first)`` spread over ``processes`` local processes (1: in this one).
-
-    Workers are spawned, not forked: the parent may run threads (a progress display), and
-    a fork copies their locks mid-use. They ignore Ctrl-C (the parent handles it and
-    terminates the pool) and die with the parent even when it is SIGKILLed.
-    """
+                 fail_fast: bool = False, pool: Pool | None = None) -> SimSummary:
+    """``sim.run_many(n, first)`` spread over ``processes`` local processes (1: in this
+    one), or over ``pool``'s (``local_pool``, made before a progress display starts its
+    thread, so that its workers can be forked)."""
     if processes <= 1:
         return sim.run_many(n, first, progress, fail_fast)
     work = spread(first, n, processes)
-    ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(min(processes, len(work)), initializer=_worker_init,
-                  initargs=(os.getpid(), job)) as pool:
+    with contextlib.ExitStack() as stack:
+        if pool is None:
+            pool = stack.enter_context(local_pool(sim, job, min(processes, len(work))))
         # ``imap`` yields in submission order: the fold sees seeds in order.
         batches: Iterator[list[ScheduleRecord]] = pool.imap(_run_chunk,
                                                             [(job, c) for c in work])
         return fold(sim, batches, progress, fail_fast)
-    # Leaving the ``with`` (done, fail-fast or an exception) terminates the workers.
 
 
 def _run_chunk(args: tuple[SimJob, range]) -> list[ScheduleRecord]:
