@@ -32,6 +32,7 @@ class FakeContext:
         self.down: dict[str, WorkerRef] = {}  # stopped containers, by worker id
         self.cleared: list[str] = []
         self.snapshot = False
+        self.snapshot_looks = 0  # how often the nemesis asked: a test waits for a look
         self.recovering = False
         self.phases: set[str] = set()  # phases the fake protocol has open
         self.holders: dict[str, list[str]] = {}  # phase -> the instances holding it
@@ -142,6 +143,7 @@ class FakeContext:
         self.channel_faults.pop(fault_id, None)
 
     def snapshot_in_progress(self) -> bool:
+        self.snapshot_looks += 1
         return self.snapshot
 
     def recovery_in_progress(self) -> bool:

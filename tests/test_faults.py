@@ -322,7 +322,9 @@ def test_during_checkpoint_fires_only_while_a_snapshot_is_in_progress(ctx: FakeC
         time.sleep(0.1)
         assert len(events) == 1  # the same snapshot does not strike twice
         ctx.snapshot = False
-        time.sleep(0.05)
+        looked = ctx.snapshot_looks
+        # the nemesis sees the snapshot end (on a busy machine 50 ms were not enough)
+        assert wait_for(lambda: ctx.snapshot_looks > looked)
         ctx.snapshot = True
         assert wait_for(lambda: len(events) == 2)
         assert nemesis.wait(timeout=2.0)  # count reached: the nemesis is done
