@@ -425,28 +425,37 @@ class DirectoryStore:
             with contextlib.suppress(OSError):
                 self.fs.delete_file(self.segment_path(segment))
 
-    def locate(self, snapshot: int, instance: str) -> Located | None:
-        """Where the instance's part of ``snapshot`` is; None if the store has none."""
+    def _current(self) -> Catalog:
+        """The catalog as the owner last wrote it: a reader replays what it added since."""
         if not self._owner:
             self._refresh()
-        return self._catalog.locate(snapshot, instance)
+        return self._catalog
+
+    def locate(self, snapshot: int, instance: str) -> Located | None:
+        """Where the instance's part of ``snapshot`` is; None if the store has none."""
+        return self._current().locate(snapshot, instance)
 
     # ------------------------------------------------------------------ objects
 
-    def put(self, snapshot: int, instance: str, blob: Any) -> None:
-        self._reachable(snapshot, instance, write=True)
-        data = blob if isinstance(blob, Sealed) else seal(blob)  # framed with its checksum
-        with self._lock:
-            loc = self._writer.write(data)
-            self._change(["p", snapshot, instance, loc.segment, loc.offset, loc.size])
-            self._bytes += loc.size
-
-    def write_pending(self, snapshot: int, instance: str, blob: Any) -> tuple[str, int]:
-        """Append a blob to this process's segment; returns (name, bytes) for ``adopt``."""
+    def _append(self, snapshot: int, instance: str, blob: Any,
+                catalog: bool) -> Located:
+        """Frame ``blob`` (with its checksum, unless a task framed it already) and append
+        it to this process's segment; with ``catalog``, make it the instance's part."""
         self._reachable(snapshot, instance, write=True)
         data = blob if isinstance(blob, Sealed) else seal(blob)
         with self._lock:
             loc = self._writer.write(data)
+            if catalog:
+                self._change(["p", snapshot, instance, loc.segment, loc.offset, loc.size])
+                self._bytes += loc.size
+        return loc
+
+    def put(self, snapshot: int, instance: str, blob: Any) -> None:
+        self._append(snapshot, instance, blob, catalog=True)
+
+    def write_pending(self, snapshot: int, instance: str, blob: Any) -> tuple[str, int]:
+        """Append a blob to this process's segment; returns (name, bytes) for ``adopt``."""
+        loc = self._append(snapshot, instance, blob, catalog=False)
         return pending_name(loc), loc.size
 
     def adopt(self, snapshot: int, instance: str, name: str, size: int) -> None:
@@ -516,9 +525,7 @@ class DirectoryStore:
                 self._change(["d", snapshot, instance])
 
     def snapshots_of(self, instance: str) -> list[int]:
-        if not self._owner:
-            self._refresh()
-        return self._catalog.snapshots_of(instance)
+        return self._current().snapshots_of(instance)
 
     def bytes_written(self) -> int:
         return self._bytes
