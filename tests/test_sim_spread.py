@@ -91,6 +91,31 @@ def test_forked_workers_run_on_the_parents_simulator(monkeypatch: pytest.MonkeyP
     assert gc.isenabled() and gc.get_freeze_count() == 0  # the parent's collector back
 
 
+def test_a_worker_that_cannot_build_its_simulator_fails_the_run_not_hangs_it() -> None:
+    """A spawned worker builds its own simulator when it starts; if that raises, the pool
+    would replace the dead worker with one that dies the same way, forever."""
+    import dataclasses
+
+    from protocols.registry import UnknownProtocol
+
+    job = _job()
+    sim = job.simulator()
+    broken = dataclasses.replace(job, protocol="no-such-protocol")
+
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError("the pool never gave the workers' error back")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        with local_pool(sim, broken, 2, "spawn") as pool, \
+                pytest.raises(UnknownProtocol, match="no-such-protocol"):
+            run_parallel(sim, broken, 8, 1, processes=2, pool=pool)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def test_workers_are_forked_only_while_no_other_thread_runs() -> None:
     assert start_method() == ("fork" if threading.active_count() == 1 else "spawn")
     ready, done = threading.Event(), threading.Event()

@@ -174,7 +174,11 @@ def _run_chunk(args: tuple[SimJob, range]) -> list[ScheduleRecord]:
 
 def _worker_init(parent: int, job: SimJob) -> None:
     tied_to_parent(parent)
-    simulator_for(job)  # build it now, not inside the first chunk's timing
+    # Build it now, not inside the first chunk's timing. If that fails, the first chunk
+    # builds it again and its error reaches the parent: a worker that died here would be
+    # replaced by the pool, which would fail the same way, forever.
+    with contextlib.suppress(Exception):
+        simulator_for(job)
 
 
 def tied_to_parent(parent: int) -> None:
