@@ -314,6 +314,28 @@ def test_counting_in_bulk_shows_and_counts_what_counting_one_by_one_does(
     assert bulk.seen == one_by_one.seen == bulk.emitted == one_by_one.emitted
 
 
+def test_seen_and_emitted_are_one_dict_until_counts_are_raised_apart() -> None:
+    # Counting keeps them equal, so a sink counts each record once, in one dict; a restore
+    # that raises one of them in place must get two, and they are one again once equal.
+    inst = _make(LineageInstance, NoParams())
+    assert isinstance(inst, LineageInstance)
+    inst.sink_records = [("k", 1), ("k", 1), ("j", 2)]
+    inst.flush_sink()
+    assert inst.seen is inst.emitted and inst.emitted == {("k", 1): 2, ("j", 2): 1}
+    seen, emitted = inst.counts_to_raise()
+    assert seen is not emitted and seen == emitted
+    emitted[("k", 1)] = 3  # a delta of an older incarnation: shown, not seen here
+    assert seen[("k", 1)] == 2
+    inst.settle_counts()
+    assert inst.apart and inst.seen[("k", 1)] == 2 and inst.emitted[("k", 1)] == 3
+    inst.out, inst.sink_records = [], [("k", 1), ("j", 2)]
+    inst.flush_sink()
+    assert _emitted(inst.out) == [("j", 2)] and inst.seen == inst.emitted
+    inst.counts_to_raise()
+    inst.settle_counts()  # equal again: counted in bulk, in one dict
+    assert not inst.apart and inst.seen is inst.emitted
+
+
 # ---------------------------------------------------------------- folded chain deltas
 
 _ARRIVALS = st.lists(st.tuples(st.sampled_from([P1, P2, P3]),

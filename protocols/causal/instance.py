@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping
+from itertools import repeat
 from typing import Any
 
 from ftctl.runtime.instance import InstanceCore
@@ -193,11 +194,9 @@ class CausalInstance(LoggedInstance[CausalParams]):
             self.emitted = unpack(blob["emitted"])  # visible output outlives epochs
         if self.core.is_sink:
             self._restore_chain([b for b in ev.extra.values() if b is not None])
-            # The chain raised counts in place, past the setters. Restored counts are
-            # often equal again (no fallback since the snapshot): then the sink counts in
-            # bulk (``LoggedInstance.count_all``) from the start.
-            self.apart = self.seen != self.emitted
-            self.packed.stale()  # the chain raised counts in place
+            # Restored counts are often equal again (no fallback since the snapshot):
+            # then the sink counts in bulk (``LoggedInstance.count_all``) from the start.
+            self.settle_counts()
         if not current and not self.from_tstar:
             self._persist()  # a slot exists before any failure can need it
         if self.awaiting:
@@ -316,7 +315,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
             "vis": dict(self.ptime),
             "pos": {ch: self.pos[ch] - len(q) for ch, q in self.pending.items()},
             "dlog": dlog,
-            "emitted": {i: emitted.get(i, 0) for i in touched},
+            "emitted": dict(zip(touched, map(emitted.get, touched, repeat(0)),
+                                strict=True)),
             # seen <= emitted, and equal except after a fallback: only differences stored.
             "seen": {i: n for i in touched if (n := seen.get(i, 0)) != emitted.get(i, 0)}
             if self.apart else {}}, Chain((self.epoch, self.snaps), fold_sink_deltas))
@@ -347,13 +347,13 @@ class CausalInstance(LoggedInstance[CausalParams]):
     def _restore_sink(self, sink: dict[str, Any]) -> None:
         """One delta of the chain. From an older epoch only its visible counts still
         hold."""
-        emitted = self.emitted
+        seen, emitted = self.counts_to_raise()
         for i, n in sink["emitted"].items():
             if n > emitted.get(i, 0):
                 emitted[i] = n
         if sink["epoch"] != self.epoch:
             return
-        seen, differ = self.seen, sink["seen"]
+        differ = sink["seen"]
         for i, n in sink["emitted"].items():
             n = differ.get(i, n)
             if n > seen.get(i, 0):

@@ -140,12 +140,14 @@ class LoggedInstance(InstanceLogic[P]):
         # Sinks: per record identity, how many are visible and how many this execution
         # produced (see the module docstring).
         self.identity = record_identity(core.sink_mode)
-        self._emitted: dict[Any, int] = {}
-        self._seen: dict[Any, int] = {}
         # Whether ``seen`` may differ from ``emitted``. Counting keeps them equal (a record
-        # of a count n arrives as the (n+1)-th, which is shown); only a restore sets them
+        # of a count n arrives as the (n+1)-th, which is shown), so until then one dict
+        # is both: a sink counts each record once, not twice. Only a restore sets them
         # apart, by assigning one (the setters below) or by raising counts in place (a
-        # protocol that does must set this itself, and call ``packed.stale()``).
+        # protocol that does takes them from ``counts_to_raise`` and calls
+        # ``settle_counts`` after).
+        self._emitted: dict[Any, int] = {}
+        self._seen: dict[Any, int] = self._emitted
         self.apart = False
         # ``emitted`` as a snapshot stores it: parts encoded once, while counts only grow.
         self.packed = PackedCounts()
@@ -295,6 +297,19 @@ class LoggedInstance(InstanceLogic[P]):
         self._seen = counts
         self.apart = True
 
+    def counts_to_raise(self) -> tuple[dict[Any, int], dict[Any, int]]:
+        """``seen`` and ``emitted`` as two dicts, to raise counts of either in place."""
+        if self._seen is self._emitted:
+            self._seen = dict(self._emitted)
+        return self._seen, self._emitted
+
+    def settle_counts(self) -> None:
+        """After counts were raised in place: apart if they differ, else one dict again."""
+        self.apart = self._seen != self._emitted
+        if not self.apart:
+            self._seen = self._emitted
+        self.packed.stale()
+
     def after_deliver(self) -> None:
         if self.sink_records:
             self.flush_sink()
@@ -304,6 +319,11 @@ class LoggedInstance(InstanceLogic[P]):
         if identity is _by_key:
             return list(map(_KEY, records))
         if identity is _by_record:
+            # A record is its identity: the tuples themselves, not copies (a million
+            # tuples a q1 schedule).
+            if set(map(type, records)) == {tuple}:
+                same: list[Hashable] = list(records)
+                return same
             return [(k, v) for k, v in records]
         return [identity(k, v) for k, v in records]
 
@@ -330,7 +350,8 @@ class LoggedInstance(InstanceLogic[P]):
         before = len(emitted)
         counts = map(add, map(seen.get, idents, repeat(0)), repeat(1))  # lazy: read as written
         seen.update(zip(idents, counts, strict=True))
-        emitted.update(zip(idents, map(seen.__getitem__, idents), strict=True))
+        if emitted is not seen:
+            emitted.update(zip(idents, map(seen.__getitem__, idents), strict=True))
         if len(emitted) - before != len(idents):  # a count already there rose
             self.packed.stale()
         return records
