@@ -203,7 +203,8 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults, StoreFaults):
              caused_by: int | None = None, **data: Any) -> HistoryEvent:
         ev = self.history.write(kind, instance=instance, incarnation=incarnation,
                                 fault=fault, caused_by=caused_by, **data)
-        self._note(f"EVENT {kind} {instance} {sorted(data.items())}")
+        if self.hasher is not None:
+            self._note(f"EVENT {kind} {instance} {sorted(data.items())}")
         return ev
 
     # ------------------------------------------------------------------ run
@@ -258,7 +259,8 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults, StoreFaults):
 
     def _do_step(self, unit: Unit, _: None) -> None:
         acts = unit.handle(SourceReady(unit.id, self.now), self.now)  # type: ignore[arg-type]
-        self._note(f"step {unit.id} offset={unit.core.offset}")
+        if self.hasher is not None:  # (the text costs more than a step of a small batch)
+            self._note(f"step {unit.id} offset={unit.core.offset}")
         self.offsets[unit.id] = max(self.offsets.get(unit.id, 0), unit.core.offset)
         perform(unit, acts, self)
         free = self.now
@@ -290,8 +292,9 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults, StoreFaults):
         ch, epoch, msg, dst = data
         if epoch != self.chan_epoch[ch]:
             return  # waited while the sender died: lost with it, as in flight
-        self._note(f"deliver ch{ch} {_describe(msg)} -> {dst}"
-                   + ("" if unit.id == dst else f"@{unit.id}"))
+        if self.hasher is not None:  # a trace's text only when one is kept or hashed
+            self._note(f"deliver ch{ch} {_describe(msg)} -> {dst}"
+                       + ("" if unit.id == dst else f"@{unit.id}"))
         perform(unit, unit.handle(delivered(msg, dst, ch), self.now), self)
         if self.gates:
             self._busy(unit, NET_DELAY)
@@ -301,7 +304,8 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults, StoreFaults):
         if self.kernel.incarnation(iid) != inc:  # type: ignore[arg-type]
             return
         slot = data[3] if len(data) == 4 else None
-        self._note(f"report {slot + '@' if slot else ''}{iid} {_report_text(msg)}")
+        if self.hasher is not None:
+            self._note(f"report {slot + '@' if slot else ''}{iid} {_report_text(msg)}")
         self._apply(self.kernel.report(iid, inc, msg, self.now, slot))
 
     def _on_detect(self, data: tuple[frozenset[str], int]) -> None:
