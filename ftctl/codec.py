@@ -16,6 +16,15 @@ of the bytes. Pickle also keeps exact types, where marshal writes any buffer (a
 ``bytearray``, an ``array.array``, a NumPy array) as ``bytes``. Without the memo, an
 object held twice in a blob is written, and read back, twice; a blob with a cycle, which
 only the memo can write, is pickled with it. ``decode`` reads both kinds.
+
+**Shared lists** (``Shared``). A simulator makes each source batch and each pure
+operator's output once and hands the same record lists to every run in its process
+(``ftctl.runtime.memo``), hundreds of runs. Pickle refers to such a list by number
+instead of writing its records, so a causal payload log stores what its batches carry
+once per process, not once per run (on Nexmark q5, some 60 MB a schedule). Such bytes
+decode only in the process that made them or one forked from it, while the memo holds
+the list: they are for a simulator's own store and logs, never for a file or a wire; a
+Spark task's lists are never shared.
 """
 
 from __future__ import annotations
@@ -26,31 +35,48 @@ import marshal
 import pickle
 from typing import Any
 
+from ftctl.runtime import shared_records
+from ftctl.runtime.shared_records import Shared, shared_list
+
 MARSHAL_TAG = b"M"
 _PICKLE_PROTO = 0x80  # first byte of every pickle of protocol 2 or later
+
+
+class _Pickler(pickle.Pickler):
+    # Called only for objects of types other than the exact builtins (so never for a
+    # record's tuple, str or int): the lists of a ``Shared`` type go by reference.
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is Shared:
+            return shared_list, (shared_records.PROCESS, obj.number)
+        return NotImplemented
+
+
+def _pickled(value: Any, fast: bool) -> bytes:
+    buf = io.BytesIO()
+    pickler = _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+    if fast:
+        # The docs have called the attribute deprecated since Python 3.0, with no
+        # replacement and no warning; should it go, blobs are pickled with the memo.
+        with contextlib.suppress(AttributeError):
+            pickler.fast = True
+    pickler.dump(value)
+    return buf.getvalue()
 
 
 def encode(value: Any) -> bytes:
     """``value`` as bytes: marshal when it is made of plain values, pickle otherwise."""
     try:
         return MARSHAL_TAG + marshal.dumps(value)
-    except ValueError:  # "unmarshallable object"
-        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except ValueError:  # "unmarshallable object" (a ``Shared`` list among them)
+        return _pickled(value, fast=False)
 
 
 def encode_blob(value: Any) -> bytes:
     """``value`` pickled without the memo (with it when ``value`` holds a cycle)."""
-    buf = io.BytesIO()
-    fast = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
-    # The docs have called the attribute deprecated since Python 3.0, with no replacement
-    # and no warning; should it go, blobs are pickled with the memo.
-    with contextlib.suppress(AttributeError):
-        fast.fast = True
     try:
-        fast.dump(value)
+        return _pickled(value, fast=True)
     except (ValueError, RecursionError):  # a cycle: "fast mode: can't pickle cyclic ..."
-        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    return buf.getvalue()
+        return _pickled(value, fast=False)
 
 
 def decode(buf: bytes | memoryview) -> Any:

@@ -104,3 +104,49 @@ def test_user_functions_are_not_memoized() -> None:
 
 def _odd(record: Any) -> bool:
     return bool(record[0] % 2)
+
+
+def test_the_memos_lists_go_into_snapshots_by_reference(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A payload log of memo batches is stored as references to the memo's lists, read back
+    as those very lists in this process, and refused (never misread) anywhere else."""
+    from ftctl import codec
+    from ftctl.runtime import shared_records
+    from ftctl.runtime.messages import Batch
+    from protocols.shared.payload_log import PayloadLog
+
+    memo = BatchMemo(max_kept=1_500)
+    made = [(i, ("B", i, "Google"), i) for i in range(1_000)]
+    held = memo.source("s[0]", 0, 1_000, lambda lo, hi: list(made))
+    loose = memo.source("s[0]", 1_000, 2_000, lambda lo, hi: list(made))  # no room left
+    assert type(held) is codec.Shared and type(loose) is list and held == loose == made
+
+    def packed(records: list[Any]) -> bytes:
+        log = PayloadLog()
+        log.append(1, Batch(records, 1, None, None))
+        return codec.encode_blob(log.pack())
+
+    by_ref, by_value = packed(held), packed(loose)
+    assert len(by_ref) * 100 < len(by_value)
+    (records, *_), = PayloadLog.unpack(codec.decode(by_ref))
+    assert records is held
+    (records, *_), = PayloadLog.unpack(codec.decode(by_value))
+    assert records == made and type(records) is list
+    assert codec.decode(codec.encode((held, 2)))[0] is held  # frames: lineage's logs
+    monkeypatch.setattr(shared_records, "PROCESS", "another process")
+    with pytest.raises(ValueError, match="another process"):
+        PayloadLog.unpack(codec.decode(by_ref))
+
+
+def test_a_reference_to_a_list_nobody_holds_is_refused() -> None:
+    import gc
+
+    from ftctl import codec
+    from ftctl.runtime.shared_records import shared
+
+    gone = shared([(1, "a")])
+    blob = codec.encode_blob([gone])
+    del gone
+    gc.collect()
+    with pytest.raises(ValueError, match="does not hold"):
+        codec.decode(blob)

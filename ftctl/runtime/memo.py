@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ftctl.runtime.records import Record
+from ftctl.runtime.shared_records import shared
 
 # Past this many records kept, batches are made as without a memo: a bound on its memory
 # (about 300 bytes a Nexmark event) for inputs larger than the bundled ones.
@@ -47,7 +48,8 @@ class BatchMemo:
             self.hits += 1
             return got
         made = make(lo, hi)
-        if self._room(made):
+        if self._fits(made):
+            made = self._hold(made)
             self._sources[key] = made
         return made
 
@@ -65,16 +67,24 @@ class BatchMemo:
             return got
         made = make(records)
         lists: list[list[Record]] = list(made.values()) if isinstance(made, dict) else [made]
-        if all(self._room(x) for x in lists):
+        if self._fits(*lists):
+            made = ({k: self._hold(v) for k, v in made.items()} if isinstance(made, dict)
+                    else self._hold(made))
             self._derived[key] = made
         return made
 
-    def _room(self, records: list[Record]) -> bool:
-        """Hold ``records`` if there is room (True), or if it is held already."""
+    def _fits(self, *lists: list[Record]) -> bool:
+        """Whether the memo has room for those of ``lists`` it does not hold yet."""
+        new = sum(len(x) for x in lists if self._held.get(id(x)) is not x)
+        return self.kept + new <= self.max_kept
+
+    def _hold(self, records: list[Record]) -> list[Record]:
+        """The list the memo holds for ``records``: ``records`` itself if held already,
+        else a ``Shared`` copy (a snapshot refers to it rather than copying its records,
+        ``ftctl.codec``), held from now on."""
         if self._held.get(id(records)) is records:
-            return True
-        if self.kept + len(records) > self.max_kept:
-            return False
-        self._held[id(records)] = records
-        self.kept += len(records)
-        return True
+            return records
+        kept = shared(records)
+        self._held[id(kept)] = kept
+        self.kept += len(kept)
+        return kept
