@@ -12,7 +12,9 @@ user's function, a batch a protocol rebuilt) is made as before and not kept, so 
 grows with the input, never with the number of runs.
 
 Record lists are never changed once made (the runtime shares them between channels
-already), so handing the same list to every run changes nothing a run does. A graph has
+already), so handing the same list to every run changes nothing a run does. The lists
+it holds are ``Shared`` (``ftctl.runtime.shared_records``): a snapshot or payload log
+encoded in this process refers to them instead of copying their records. A graph has
 no memo unless its owner gives it one (``Simulator``): a single golden run keeps its
 memory bounded (``ftctl.sim.golden``'s spill).
 """
