@@ -3,6 +3,8 @@ width, not after every line of its docstring."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from typer.testing import CliRunner
 
@@ -57,3 +59,48 @@ def test_reflow_joins_prose_and_keeps_examples_and_lists() -> None:
     """
     assert reflow(doc) == ("Run it.\n\nA long sentence that goes on.\n\nExamples:\n\n"
                            "  ftctl gate\n  ftctl gate --list\n\n- one item\n- another")
+
+
+def _commands() -> list[tuple[list[str], str]]:
+    """Every leaf command's words and docstring."""
+    import typer.main
+
+    from ftctl.cli import app
+
+    out: list[tuple[list[str], str]] = []
+
+    def walk(cmd: object, path: list[str]) -> None:
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            for name, sub in subs.items():
+                walk(sub, [*path, name])
+        else:
+            out.append((path, "\n\n".join(getattr(cmd, attr, None) or ""
+                                            for attr in ("help", "epilog"))))
+
+    walk(typer.main.get_command(app), [])
+    return out
+
+
+def test_every_command_shows_examples_each_line_whole_at_80_columns() -> None:
+    # A command split by the terminal is a command a user copies wrong: each line of an
+    # example (a long one goes on after a backslash) must fit the width as it is.
+    from ftctl.cli import app
+
+    commands = _commands()
+    assert len(commands) >= len(COMMANDS)
+    broken, without = [], []
+    for path, doc in commands:
+        parts = re.split(r"\bExamples?:", doc, maxsplit=1)
+        examples = [line.strip() for line in parts[-1].splitlines()
+                    if len(parts) == 2 and line.strip()]
+        if not examples:
+            without.append(" ".join(path))
+            continue
+        res = CliRunner().invoke(app, [*path, "--help"],
+                                 env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"})
+        shown = [line.strip() for line in res.output.splitlines()]
+        broken += [(" ".join(path), ex) for ex in examples
+                   if not any(line == ex for line in shown)]
+    assert not broken, broken
+    assert not without, f"commands whose help shows no example: {without}"

@@ -110,7 +110,25 @@ def chaos(
                                           help="Print a machine-readable summary.")] = False,
     verbose: Verbose = False,
 ) -> None:
-    """Run TOPOLOGY under scripted faults, verify exactly-once and measure recovery."""
+    """Run TOPOLOGY under scripted faults, verify exactly-once and measure recovery.
+
+    Give one of --kill (that many random kills of what --target names), --scenario (a
+    chaos-scenario file: faults at set times, on a cluster of its shape) or --replay (the
+    fault schedule of a stored run, to reproduce it). Exit 1 if verification fails (a
+    record lost or duplicated, an oracle's answer wrong).
+
+    Examples:
+
+      ftctl chaos topologies/wordcount.yaml --kill 2
+
+      ftctl chaos topologies/sharder.yaml -p causal \\
+          --scenario chaos/rack-failure.yaml
+
+      ftctl chaos topologies/wordcount.yaml --kill 1 --target executor --seed 7
+
+      ftctl chaos topologies/wordcount.yaml \\
+          --replay 20261121-220228-wordcount-checkpoint-6f55
+    """
     if sum(x is not None for x in (kill, scenario, replay)) != 1:
         raise ConfigError("ftctl chaos", None, "give exactly one of --kill, --scenario, --replay")
     engine = engine_of(protocol)

@@ -161,7 +161,14 @@ def up(
         bool, typer.Option("--json", help="Print the recorded cluster state as JSON.")
     ] = False,
 ) -> None:
-    """Start a master and WORKERS workers and wait until every worker is ALIVE."""
+    """Start a master and WORKERS workers and wait until every worker is ALIVE.
+
+    Examples:
+
+      ftctl cluster up --workers 3 --cores 4
+
+      ftctl cluster up -b docker -w 4 -l rack=a -l rack=a -l rack=b -l rack=b
+    """
     with cli_errors():
         chosen = check_backend(backend or "local")
         expand_labels(label, workers)  # a bad label fails before Java is even looked for
@@ -226,7 +233,14 @@ def down(
         typer.Option(min=0.0, help="Seconds between SIGTERM and SIGKILL for each process."),
     ] = DEFAULT_GRACE,
 ) -> None:
-    """Stop the cluster's master, workers and executors, and forget its state."""
+    """Stop the cluster's master, workers and executors, and forget its state.
+
+    Examples:
+
+      ftctl cluster down
+
+      ftctl cluster down -b docker --grace 2
+    """
     with cli_errors():
         chosen = _backend_for(backend)
         cluster = make_cluster(chosen, workers=0)
@@ -259,7 +273,14 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Show the master and each worker as the master sees them now, and any cluster a
-    killed run left behind (remove those with `ftctl cluster prune`)."""
+    killed run left behind (remove those with `ftctl cluster prune`).
+
+    Examples:
+
+      ftctl cluster status
+
+      ftctl cluster status -b docker --json
+    """
     with cli_errors():
         leftovers = _leftovers()
         # Runs whose process was killed say ``running`` until marked; the run that owned an

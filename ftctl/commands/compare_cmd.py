@@ -87,14 +87,18 @@ def protocols_cmd(
 
     Examples:
 
-      ftctl compare protocols topologies/wordcount.yaml --scenario chaos/single-kill.yaml
+      ftctl compare protocols topologies/wordcount.yaml \\
+          --scenario chaos/single-kill.yaml
 
-      ftctl compare protocols topologies/sharder.yaml --kill 1 --protocols causal,lineage
+      ftctl compare protocols topologies/sharder.yaml --kill 1 \\
+          --protocols causal,lineage
 
-      ftctl compare protocols topologies/wordcount.yaml --scenario chaos/rack-failure.yaml \\
-          --workers 4 --label rack=a --label rack=a --label rack=b --label rack=b
+      ftctl compare protocols topologies/wordcount.yaml \\
+          --scenario chaos/rack-failure.yaml --workers 4 \\
+          --label rack=a --label rack=a --label rack=b --label rack=b
 
-      ftctl compare protocols topologies/wordcount.yaml --kill 1 --master spark://127.0.0.1:7077
+      ftctl compare protocols topologies/wordcount.yaml --kill 1 \\
+          --master spark://127.0.0.1:7077
     """
     if (scenario is None) == (kill is None):
         raise ConfigError("ftctl compare protocols", None, "give exactly one of --scenario, --kill")

@@ -50,7 +50,14 @@ def build(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
-    """Build (or find cached) the worker image for the current code."""
+    """Build (or find cached) the worker image for the current code.
+
+    Examples:
+
+      ftctl image build
+
+      ftctl image build --base python-java17:local --force
+    """
     from ftctl.docker.image import build_image
 
     with cli_errors():

@@ -146,17 +146,21 @@ def sim(
 
       ftctl sim topologies/diamond.yaml -p checkpoint/commit-early --seed 1
 
-      ftctl sim topologies/diamond.yaml -p causal --faults kill-task,pause,partition,delay,slow
+      ftctl sim topologies/diamond.yaml -p causal \\
+          --faults kill-task,pause,partition,delay,slow
 
-      ftctl sim topologies/wordcount.yaml -p causal --faults kill-task,pause -n 200
+      ftctl sim topologies/wordcount.yaml -p causal -n 200 \\
+          --faults kill-task,pause
 
-      ftctl sim topologies/wordcount.yaml -p checkpoint --scenario chaos/flapping.yaml -n 50
+      ftctl sim topologies/wordcount.yaml -p checkpoint -n 50 \\
+          --scenario chaos/flapping.yaml
 
       ftctl sim topologies/diamond.yaml -p causal -n 5000 -j 2
 
       ftctl sim topologies/nexmark/q5.yaml -p checkpoint --records 20000 -n 1000
 
-      ftctl sim topologies/diamond.yaml -p causal -n 5000 --master spark://10.0.0.5:7077
+      ftctl sim topologies/diamond.yaml -p causal -n 5000 \\
+          --master spark://10.0.0.5:7077
     """
     kinds = _kinds(faults)
     if master is not None and (why := check_master(master)) is not None:
