@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from ftctl import codec
+from ftctl import codec, store_segments
 from ftctl.spill import ChunkFile, SpilledRecords
 from ftctl.store_segments import Catalog, Located, SegmentWriter, parse_pending, pending_name
 
@@ -334,6 +334,9 @@ class DirectoryStore:
         self._catalog = Catalog()
         self._log: Any = None  # the owner's open catalog
         self._seen = 0  # bytes of the catalog replayed
+        self._generation = 0  # how many times the owner wrote the catalog anew
+        self._compact_at = store_segments.COMPACT_BYTES
+        self._compacted_size = -1  # the catalog's bytes when last written anew
         self._refresh()  # an owner reopening a store starts from what it holds
 
     def key(self) -> str:
@@ -398,11 +401,17 @@ class DirectoryStore:
 
     def _refresh(self) -> None:
         """Replay what the owner appended to the catalog since this process last read it
-        (the owner's own changes are applied as it makes them)."""
+        (the owner's own changes are applied as it makes them); all of it again once the
+        owner wrote it anew (a new generation in its first line)."""
         path = f"{self._path}/{self.CATALOG}"
         try:
             with self.fs.open_input_file(path) as f:
                 size = f.size()
+                generation = Catalog.generation(
+                    f.read_at(min(size, store_segments.HEAD_BYTES), 0))
+                if generation != self._generation:
+                    self._catalog, self._seen = Catalog(), 0
+                    self._generation = generation
                 if size <= self._seen:
                     return
                 data = f.read_at(size - self._seen, self._seen)
@@ -424,6 +433,23 @@ class DirectoryStore:
         for segment in self._catalog.apply(entry):
             with contextlib.suppress(OSError):
                 self.fs.delete_file(self.segment_path(segment))
+        if self._seen >= self._compact_at:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Write the catalog anew, live parts only, and put it in the old one's place at
+        once (a rename): a reader holding the old one reads it whole, and its next
+        refresh sees the new generation and replays the new one. Under the lock."""
+        path = f"{self._path}/{self.CATALOG}"
+        data = self._catalog.compacted(self._generation + 1)
+        with self.fs.open_output_stream(f"{path}.new", compression=None) as out:
+            out.write(data)
+        self._log.close()
+        self.fs.move(f"{path}.new", path)
+        self._log = self.fs.open_append_stream(path, compression=None)
+        self._generation += 1
+        self._seen = self._compacted_size = len(data)
+        self._compact_at = max(store_segments.COMPACT_BYTES, 4 * len(data))
 
     def _current(self) -> Catalog:
         """The catalog as the owner last wrote it: a reader replays what it added since."""
@@ -531,9 +557,14 @@ class DirectoryStore:
         return self._bytes
 
     def close(self) -> None:
-        """Close this process's open segment and catalog (the store stays usable)."""
+        """Close this process's open segment and catalog (the store stays usable). The
+        owner writes its catalog anew first if it changed since it last did: whatever
+        opens the store later replays live parts only."""
         with self._lock:
             self._writer.close()
+            if self._log is not None and self._seen > self._compacted_size:
+                with contextlib.suppress(OSError):
+                    self._compact()
             log, self._log = self._log, None
             if log is not None:
                 with contextlib.suppress(OSError):

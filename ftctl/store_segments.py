@@ -31,6 +31,13 @@ import pyarrow.fs as pafs
 # A writer starts a new segment once its current one holds this many bytes: a segment
 # whose objects are all replaced or discarded is deleted only once its writer moved on.
 SEGMENT_BYTES = 32 << 20
+# The owner writes its catalog anew, live parts only, once the log holds this many bytes
+# and four times what it held when last written anew: a long run's log (a line per
+# offset a source commits) would otherwise grow without end, and a task that adopts a
+# slot late in it would read all of it.
+COMPACT_BYTES = 4 << 20
+# The longest first line of a compacted log (``["g", generation]``).
+HEAD_BYTES = 32
 
 _SEGMENT = re.compile(r"([0-9a-f]{16})-(\d{6,})\.seg")
 
@@ -124,7 +131,9 @@ class Catalog:
 
     Its log is one JSON array per line: ``["p", snapshot, instance, segment, offset,
     size]`` (the part is that object), ``["d", snapshot, instance]`` (no such part),
-    ``["a", snapshot]`` (no part of any snapshot after it)."""
+    ``["a", snapshot]`` (no part of any snapshot after it). A log the owner compacted
+    (``compacted``) starts with ``["g", generation]`` and says with ``["w", segment]``
+    how far each writer had got."""
 
     def __init__(self) -> None:
         self.parts: dict[str, dict[int, Located]] = {}
@@ -156,7 +165,37 @@ class Catalog:
                 for ref in [r for r in refs if r > entry[1]]:
                     dead += self._release(refs.pop(ref))
             return dead
+        if kind == "w":
+            token, number = _sealed_key(entry[1])
+            self._newest[token] = max(number, self._newest.get(token, -1))
+            return []
+        if kind == "g":
+            return []
         raise ValueError(f"unknown catalog entry {entry!r}")
+
+    def compacted(self, generation: int) -> bytes:
+        """This catalog as a log of its own, ``generation`` first: its live parts, and
+        each writer's newest segment (so that a segment it left stays sealed). A segment
+        no part is in that its writer may still append to is not in it: a store opened
+        again from it leaves that file for good."""
+        lines = [self.line(["g", generation])]
+        lines += [self.line(["w", f"{token}-{number:06d}.seg"])
+                  for token, number in sorted(self._newest.items())]
+        lines += [self.line(["p", snapshot, instance, loc.segment, loc.offset, loc.size])
+                  for instance, refs in sorted(self.parts.items())
+                  for snapshot, loc in sorted(refs.items())]
+        return b"".join(lines)
+
+    def __len__(self) -> int:
+        return sum(len(refs) for refs in self.parts.values())
+
+    @staticmethod
+    def generation(head: bytes) -> int:
+        """The generation of a log that begins with ``head`` (0: never compacted)."""
+        first = head.split(b"\n", 1)
+        if len(first) < 2 or not first[0].startswith(b'["g",'):
+            return 0
+        return int(json.loads(first[0])[1])
 
     def replay(self, data: bytes) -> int:
         """Apply the whole lines of ``data``; how many bytes of it they were."""

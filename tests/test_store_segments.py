@@ -204,10 +204,13 @@ def _writer(root: str, key: str, name: str, n: int, conn: Any) -> None:
     conn.close()
 
 
+@pytest.mark.parametrize("compact", [False, True])
 def test_writers_in_other_processes_roll_over_while_the_owner_adopts_and_deletes(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compact: bool) -> None:
     import multiprocessing
 
+    if compact:  # the owner writes its catalog anew every few dozen changes meanwhile
+        monkeypatch.setattr(store_segments, "COMPACT_BYTES", 3_000)
     ctx = multiprocessing.get_context("fork")
     store = DirectoryStore(tmp_path)
     reader = DirectoryStore.shared(str(tmp_path), store.key())
@@ -234,3 +237,47 @@ def test_writers_in_other_processes_roll_over_while_the_owner_adopts_and_deletes
     assert [reader.get(150, n)["ref"] for n, _ in pipes] == [150, 150]
     # about 9 objects a segment, 17 segments each; what is left: each writer's newest
     assert len(_segments(tmp_path)) == 2
+    catalog = (tmp_path / "catalog").stat().st_size
+    assert catalog < 3_000 * 4 if compact else catalog > 20_000
+
+
+def test_a_long_catalog_is_written_anew_and_every_reader_follows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A source commits an offset before every batch: a catalog line each, one part live.
+    monkeypatch.setattr(store_segments, "COMPACT_BYTES", 2_000)
+    monkeypatch.setattr(store_segments, "SEGMENT_BYTES", 1_000)
+    store = DirectoryStore(tmp_path)
+    early = DirectoryStore.shared(str(tmp_path), store.key())
+    assert early is not None
+    for ref in range(1, 400):
+        store.put(ref, "src[0]", {"offset": ref, "pad": "z" * 100})
+        store.delete(ref - 1, "src[0]")
+        store.put(ref, "out[0]", {"ref": ref})
+        if ref - 3 > 1:
+            store.delete(ref - 3, "out[0]")  # the first and the last three kept
+        if ref % 37 == 0:  # a reader that replayed an older generation goes on right
+            assert early.snapshots_of("src[0]") == [ref]
+            assert early.get(ref, "src[0]")["offset"] == ref
+    size = (tmp_path / "catalog").stat().st_size
+    assert size < 2_000 + 100, size  # some 1,600 changes: over 90 KB as a plain log
+    assert store._generation > 20
+    late = DirectoryStore.shared(str(tmp_path), store.key())
+    again = DirectoryStore(tmp_path)
+    for seen in (store, early, late, again):
+        assert seen.snapshots_of("src[0]") == [399]
+        assert seen.snapshots_of("out[0]") == [1, 397, 398, 399]
+        assert seen.get(399, "src[0]")["offset"] == 399
+        assert seen.get(397, "out[0]") == {"ref": 397}
+    # Only the first part left, in the first segment: the owner's close writes the
+    # catalog anew, and the store opened again from it still knows how far the writer
+    # got (a "w" line), so that segment, sealed, goes once its last part does.
+    for ref in (397, 398, 399):
+        store.delete(ref, "out[0]")
+    store.delete(399, "src[0]")
+    store.close()
+    assert (tmp_path / "catalog").read_bytes().count(b"\n") == 3  # g, w, p
+    reopened = DirectoryStore(tmp_path)
+    first = reopened.locate(1, "out[0]")
+    assert first is not None and first.segment in _segments(tmp_path)
+    reopened.delete(1, "out[0]")
+    assert first.segment not in _segments(tmp_path)
