@@ -324,13 +324,13 @@ class DirectoryStore:
         self._setup(fs, path, location, None, owner=True)
 
     def _setup(self, fs: pafs.FileSystem, path: str, location: str, key: str | None,
-               owner: bool) -> None:
+               owner: bool, segment_bytes: int | None = None) -> None:
         self.fs, self._path, self.root = fs, path, location
         self._bytes = 0
         self._key = key
         self._owner = owner
         self._lock = threading.Lock()  # the driver's loop and the nemesis both write
-        self._writer = SegmentWriter(fs, f"{path}/{self.SEGMENTS}")
+        self._writer = SegmentWriter(fs, f"{path}/{self.SEGMENTS}", segment_bytes)
         self._catalog = Catalog()
         self._log: Any = None  # the owner's open catalog
         self._seen = 0  # bytes of the catalog replayed
@@ -340,11 +340,12 @@ class DirectoryStore:
         self._refresh()  # an owner reopening a store starts from what it holds
 
     def key(self) -> str:
-        """A random key kept in the store: a writer that reads it back shares it."""
+        """A random key kept in the store: a writer that reads it back shares it. The
+        owner's segment size goes with it, so that every writer rolls over alike."""
         if self._key is None:
             self._key = secrets.token_hex(16)
             with self.fs.open_output_stream(f"{self._path}/{self.KEY_FILE}") as f:
-                f.write(self._key.encode())
+                f.write(f"{self._key}\n{self._writer.limit}\n".encode())
         return self._key
 
     @classmethod
@@ -354,12 +355,14 @@ class DirectoryStore:
         try:
             fs, path, location = open_location(root)
             with fs.open_input_stream(f"{path}/{cls.KEY_FILE}") as f:
-                if f.read().decode() != key:
-                    return None
+                kept, *rest = f.read().decode().split()
+            if kept != key:
+                return None
+            segment_bytes = int(rest[0]) if rest else None
         except (OSError, ValueError, UnicodeError):
             return None
         store = cls.__new__(cls)
-        store._setup(fs, path, location, key, owner=False)
+        store._setup(fs, path, location, key, owner=False, segment_bytes=segment_bytes)
         return store
 
     def outage_path(self) -> str:

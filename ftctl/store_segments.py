@@ -74,9 +74,10 @@ def _sealed_key(segment: str) -> tuple[str, int]:
 class SegmentWriter:
     """One process's appends to the store: objects go to its open segment."""
 
-    def __init__(self, fs: pafs.FileSystem, directory: str) -> None:
+    def __init__(self, fs: pafs.FileSystem, directory: str, limit: int | None = None) -> None:
         self.fs = fs
         self.directory = directory
+        self.limit = SEGMENT_BYTES if limit is None else limit  # bytes before the next one
         self.token = secrets.token_hex(8)
         self.number = -1
         self._out: Any = None  # the open segment's stream
@@ -86,7 +87,7 @@ class SegmentWriter:
         """Append ``data``; where it is. On an error nothing more goes to that segment:
         a half-written object is never followed by another one there."""
         out = self._out
-        if out is None or out.tell() >= SEGMENT_BYTES:
+        if out is None or out.tell() >= self.limit:
             out = self._open()
         segment = self._segment()
         try:

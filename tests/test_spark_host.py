@@ -169,7 +169,18 @@ def test_launched_executors_read_free_cores_from_the_scheduler(spark: Any) -> No
     assert launched_executors(sc) == registered
 
 
-def test_kill_under_checkpoint_is_exactly_once(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("small", [False, True], ids=["store-defaults", "small-store"])
+def test_kill_under_checkpoint_is_exactly_once(spark: Any, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch,
+                                               small: bool) -> None:
+    """With ``small``, every writer's segments roll over every few objects (the driver's
+    size reaches the tasks with the store's key) and the driver writes its catalog anew
+    every few dozen changes, while the replacement restores from it."""
+    from ftctl import store_segments
+
+    if small:
+        monkeypatch.setattr(store_segments, "SEGMENT_BYTES", 1_024)
+        monkeypatch.setattr(store_segments, "COMPACT_BYTES", 2_000)
     topology = load_topology(WORDCOUNT).with_input(records=20000, rate=5000)
     graph = ExecutionGraph(topology)
     info = PROTOCOLS["checkpoint"]
@@ -196,6 +207,14 @@ def test_kill_under_checkpoint_is_exactly_once(spark: Any, tmp_path: Path) -> No
     verdict = verify(topology.sink_modes(), golden_for(topology, golden_output), result.outputs,
                      info.guarantee, complete=result.complete)
     assert verdict.passed, verdict.totals()
+    if small:
+        # what each writer's newest segment is: tasks' and the driver's, rolled over
+        newest: dict[str, int] = {}
+        for seg in (tmp_path / "snapshots" / "segments").iterdir():
+            token, number = seg.stem.split("-")
+            newest[token] = max(newest.get(token, 0), int(number))
+        assert sum(n >= 2 for n in newest.values()) >= 2, newest
+        assert host.store._generation >= 2
 
 
 def test_simulated_schedules_as_spark_tasks_match_one_process(spark: Any) -> None:

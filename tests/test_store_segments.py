@@ -195,7 +195,7 @@ def test_a_closed_store_writes_on_in_a_new_segment(tmp_path: Path) -> None:
 
 
 def _writer(root: str, key: str, name: str, n: int, conn: Any) -> None:
-    store_segments.SEGMENT_BYTES = 2_000  # this process's segments roll over often
+    store_segments.SEGMENT_BYTES = 1 << 30  # the owner's size goes with the store's key
     store = DirectoryStore.shared(root, key)
     assert store is not None
     for ref in range(1, n + 1):
@@ -211,6 +211,7 @@ def test_writers_in_other_processes_roll_over_while_the_owner_adopts_and_deletes
 
     if compact:  # the owner writes its catalog anew every few dozen changes meanwhile
         monkeypatch.setattr(store_segments, "COMPACT_BYTES", 3_000)
+    monkeypatch.setattr(store_segments, "SEGMENT_BYTES", 2_000)  # every writer's, often
     ctx = multiprocessing.get_context("fork")
     store = DirectoryStore(tmp_path)
     reader = DirectoryStore.shared(str(tmp_path), store.key())
@@ -223,9 +224,11 @@ def test_writers_in_other_processes_roll_over_while_the_owner_adopts_and_deletes
         proc.start()
         pipes.append((name, mine))
         procs.append(proc)
+    rolled: dict[str, int] = {}  # each writer's newest segment number
     for name, conn in pipes:
         while (got := conn.recv()) is not None:
             ref, pending, size = got
+            rolled[name] = max(rolled.get(name, 0), int(pending.split("-")[1][:6]))
             store.adopt(ref, name, pending, size)
             store.delete(ref - 1, name)  # as none's source: only the newest offset counts
             if ref % 25 == 0:  # another process reads what the owner just cataloged
@@ -236,6 +239,7 @@ def test_writers_in_other_processes_roll_over_while_the_owner_adopts_and_deletes
     assert [store.snapshots_of(n) for n, _ in pipes] == [[150], [150]]
     assert [reader.get(150, n)["ref"] for n, _ in pipes] == [150, 150]
     # about 9 objects a segment, 17 segments each; what is left: each writer's newest
+    assert min(rolled.values()) >= 10
     assert len(_segments(tmp_path)) == 2
     catalog = (tmp_path / "catalog").stat().st_size
     assert catalog < 3_000 * 4 if compact else catalog > 20_000
