@@ -445,10 +445,21 @@ class DirectoryStore:
         refresh sees the new generation and replays the new one. Under the lock."""
         path = f"{self._path}/{self.CATALOG}"
         data = self._catalog.compacted(self._generation + 1)
-        with self.fs.open_output_stream(f"{path}.new", compression=None) as out:
-            out.write(data)
-        self._log.close()
-        self.fs.move(f"{path}.new", path)
+        try:
+            with self.fs.open_output_stream(f"{path}.new", compression=None) as out:
+                out.write(data)
+            self._log.close()
+            self._log = None
+            self.fs.move(f"{path}.new", path)
+        except OSError:
+            # Writing it anew only spares readers a longer replay: where that fails the
+            # old catalog goes on, as it was, and the next try waits until it doubled.
+            with contextlib.suppress(OSError):
+                self.fs.delete_file(f"{path}.new")
+            if self._log is None:
+                self._log = self.fs.open_append_stream(path, compression=None)
+            self._compact_at = 2 * self._seen
+            return
         self._log = self.fs.open_append_stream(path, compression=None)
         self._generation += 1
         self._seen = self._compacted_size = len(data)

@@ -285,3 +285,37 @@ def test_a_long_catalog_is_written_anew_and_every_reader_follows(
     assert first is not None and first.segment in _segments(tmp_path)
     reopened.delete(1, "out[0]")
     assert first.segment not in _segments(tmp_path)
+
+
+class _NoMove(_NoAppend):
+    """A local folder whose renames fail while ``refuse`` is set (appends work)."""
+
+    refuse = True
+
+    def move(self, src: str, dest: str) -> None:
+        if self.refuse:
+            raise OSError("read-only file system")
+        self.fs.move(src, dest)
+
+    def open_append_stream(self, path: str, metadata: Any) -> Any:
+        return self.fs.open_append_stream(path)
+
+
+def test_a_catalog_that_cannot_be_written_anew_goes_on_as_it_was(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Writing it anew only spares readers a longer replay: a store that refuses the new
+    # file must not fail the write that set it off, nor lose a line.
+    monkeypatch.setattr(store_segments, "COMPACT_BYTES", 1_000)
+    store = DirectoryStore(tmp_path)
+    handler = _NoMove()
+    store.fs = pafs.PyFileSystem(handler)
+    for ref in range(1, 40):
+        store.put(ref, "src[0]", {"offset": ref})
+        store.delete(ref - 1, "src[0]")
+    assert store._generation == 0 and not (tmp_path / "catalog.new").exists()
+    assert DirectoryStore(tmp_path).snapshots_of("src[0]") == [39]
+    handler.refuse = False
+    for ref in range(40, 200):
+        store.put(ref, "src[0]", {"offset": ref})
+        store.delete(ref - 1, "src[0]")
+    assert store._generation >= 1 and DirectoryStore(tmp_path).snapshots_of("src[0]") == [199]
