@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from ftctl.config.errors import ConfigError
 from ftctl.console import EXIT_USAGE, err_console
+from ftctl.lifetime import tie_from_environment
 
 # Every top-level command: the module in ``ftctl.commands`` that registers it, and the
 # one-line summary ``ftctl --help`` shows. A command imports only its own module, so
@@ -104,6 +105,7 @@ def __getattr__(name: str) -> Any:
 
 def main() -> None:
     """Entry point: a user's or the environment's error is one line, never a traceback."""
+    tie_from_environment()  # a child of another ftctl (the gate's runs) dies with it
     first = sys.argv[1] if len(sys.argv) > 1 else None
     try:
         if first in COMMANDS:

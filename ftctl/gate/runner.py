@@ -17,6 +17,7 @@ from typing import Any
 from ftctl.config.load import load_topology
 from ftctl.gate.baseline import regressions
 from ftctl.gate.suite import GateCase, GateSuite
+from ftctl.lifetime import tied_environment
 from ftctl.sim.runner import Simulator
 from ftctl.sim.spread import tied_to_parent
 from protocols.registry import get_protocol
@@ -82,7 +83,10 @@ def run_spark_case(case: GateCase, repeat: int) -> CaseResult:
     runs: list[dict[str, Any]] = []
     failures: list[str] = []
     for _ in range(repeat):
-        proc = subprocess.run(_chaos_command(case), capture_output=True, text=True)
+        # Tied to the gate: killed, it takes the run with it (the run's own watchdog
+        # then takes down the run's cluster).
+        proc = subprocess.run(_chaos_command(case), capture_output=True, text=True,
+                              env=tied_environment())
         try:
             runs.append(json.loads(proc.stdout))
         except json.JSONDecodeError:

@@ -12,7 +12,6 @@ in the parent for its divergences, which a record does not carry.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import multiprocessing
 import os
@@ -24,6 +23,7 @@ from multiprocessing.pool import Pool
 from typing import TYPE_CHECKING
 
 from ftctl.config.topology import Topology
+from ftctl.lifetime import die_with_parent
 from ftctl.sim.faults import CRASH_ONLY, FaultKind
 from ftctl.sim.runner import ScheduleRecord, SimSummary, Simulator
 from protocols.contract.params import ProtocolParams
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 # Seeds per unit of work: big enough that dispatch costs little next to ~20 ms per
 # schedule, small enough that two processes finish within a chunk of each other.
 CHUNK = 8
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 @dataclass(frozen=True)
@@ -192,8 +191,4 @@ def tied_to_parent(parent: int) -> None:
     the pool), and the kernel kills it when its parent dies, SIGKILL included. The pool
     must be created by the parent's main thread, which lives as long as the parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
+    die_with_parent(parent, signal.SIGKILL)
