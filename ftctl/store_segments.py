@@ -187,9 +187,6 @@ class Catalog:
                   for snapshot, loc in sorted(refs.items())]
         return b"".join(lines)
 
-    def __len__(self) -> int:
-        return sum(len(refs) for refs in self.parts.values())
-
     @staticmethod
     def generation(head: bytes) -> int:
         """The generation of a log that begins with ``head`` (0: never compacted)."""

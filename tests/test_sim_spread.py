@@ -20,7 +20,6 @@ from ftctl.sim.runner import SimSummary
 from ftctl.sim.spread import (
     CHUNK,
     SimJob,
-    chunks,
     fold,
     local_pool,
     run_parallel,
@@ -172,12 +171,16 @@ def test_processes_end_at_most_a_schedule_apart_when_schedules_differ(n: int,
         assert ends[-1] - ends[0] <= max(cost.values()), (trial, [len(c) for c in parts])
 
 
+def _fives(first: int, n: int) -> list[range]:
+    return [range(s, min(s + 5, first + n)) for s in range(first, first + n, 5)]
+
+
 def test_fail_fast_stops_at_the_same_seed_in_any_order_of_arrival() -> None:
     job = _job()
     sim = job.simulator()
     serial = sim.run_many(30, 3, fail_fast=True)
     # Batches arrive whole, the first violation mid-batch: the fold cuts there.
-    records = [[sim.record(sim.run_one(s)) for s in c] for c in chunks(3, 30, size=5)]
+    records = [[sim.record(sim.run_one(s)) for s in c] for c in _fives(3, 30)]
     folded = fold(sim, records, fail_fast=True)
     _same(serial, folded)
     assert folded.schedules == serial.failing_seeds[0] - 3 + 1

@@ -244,7 +244,7 @@ def _simulate(simulator: Simulator, job: SimJob, run: _Run) -> NoReturn:
     with contextlib.ExitStack() as stack:
         # Local workers start before the progress display's thread, so they can be forked
         # with the simulator already built (``ftctl.sim.spread.start_method``).
-        pool = (stack.enter_context(local_pool(simulator, job, run.jobs))
+        pool = (stack.enter_context(local_pool(simulator, job, min(run.jobs, run.schedules)))
                 if run.master is None and run.jobs > 1 else None)
         summary = _with_progress(run, partial(_schedules, simulator, job, run, pool))
     elapsed = time.perf_counter() - started

@@ -76,10 +76,6 @@ def run_seeds(job: SimJob, seeds: Iterable[int]) -> list[ScheduleRecord]:
     return [sim.record(sim.run_reported(seed)) for seed in seeds]
 
 
-def chunks(first: int, n: int, size: int = CHUNK) -> list[range]:
-    return [range(s, min(s + size, first + n)) for s in range(first, first + n, size)]
-
-
 def spread(first: int, n: int, processes: int) -> list[range]:
     """The chunks ``processes`` processes share, shrinking toward the end (guided
     self-scheduling): each is at most ``CHUNK`` seeds and at most a share of what is
