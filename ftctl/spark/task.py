@@ -53,6 +53,10 @@ from protocols.registry import get_protocol
 HEARTBEAT = 0.5  # seconds between heartbeats
 INBOX_FRAMES = 64  # bounded: a full inbox stops the readers, TCP then stops the senders
 DRAIN_FRAMES = 8  # frames processed before outputs are flushed (coalesces sends)
+# ... or fewer, once they carried this many records: what a drain produces is held until
+# the flush, and the output of eight large frames (a wordcount split's 64,000 records)
+# no longer fits the caches it is encoded from (``docs/protocols.md``, "Frames").
+DRAIN_RECORDS = 512
 SOURCE_FLUSH = 0.004  # seconds of source steps coalesced into one flush
 GC_EVERY = 10.0  # seconds between garbage collections (``ftctl.spark.gcpolicy``)
 _WAKE = ("wake",)
@@ -454,7 +458,7 @@ class InstanceTask:
                 frame = get(timeout=self._wait_for(0.2))
             except queue.Empty:
                 continue
-            n = 0
+            n = records = 0
             acts: list[Any] = []
             while True:
                 if len(frame) == 4:
@@ -468,11 +472,13 @@ class InstanceTask:
                     if epoch >= min_inc.get(src, 0) and to == self.epoch:
                         now = monotonic()
                         for ch, msg in items:
-                            ev = (BatchIn(dst_of[ch], ch, msg) if type(msg) is Batch
-                                  else MarkerIn(dst_of[ch], ch, msg))
-                            acts += handle(ev, now)
+                            if type(msg) is Batch:
+                                records += len(msg.records)
+                                acts += handle(BatchIn(dst_of[ch], ch, msg), now)
+                            else:
+                                acts += handle(MarkerIn(dst_of[ch], ch, msg), now)
                 n += 1
-                if n >= DRAIN_FRAMES:
+                if n >= DRAIN_FRAMES or records >= DRAIN_RECORDS:
                     break
                 try:
                     frame = get_nowait()
