@@ -44,3 +44,19 @@ def test_records_marshal_refuses_fall_back_to_pickle() -> None:
     src, epoch, back, to = wire.decode_data(buf)
     assert (src, epoch, to) == ("x[0]", 0, 0)
     _same(items, back)
+
+
+def test_frames_keep_no_table_of_objects_and_read_back_as_written() -> None:
+    # A sink's output shares its words and counts with its input: marshal's format 4
+    # entered each of them in a table as it wrote. The wire's format keeps none, so an
+    # object held twice is written twice and the frame reads back equal all the same.
+    word = "".join(["shared", "word"])  # not interned: one object, held by every record
+    records = [(word, 10**20, 2.5, None, True, b"x", frozenset({1}), (i, [i]))
+               for i in range(50)]
+    items = _items(records)
+    frame = wire.encode_data("count[0]", 1, items)
+    assert frame[:1] == MARSHAL_TAG
+    assert frame.count(word.encode()) == len(records)  # format 4 writes it once
+    _same(items, wire.decode_data(frame)[2])
+    control = ("multi", 0, [("emit", "out[0]", records, None)], 1, 2)
+    assert wire.decode(wire.encode(control)) == control

@@ -19,7 +19,8 @@ import socket
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
-from ftctl.codec import decode, encode
+from ftctl.codec import decode
+from ftctl.codec import encode_wire as encode
 from ftctl.runtime.messages import Batch, Marker, Message
 
 HOST = "127.0.0.1"
