@@ -39,12 +39,11 @@ without the batches a child already has.
 
 from __future__ import annotations
 
-# What ``Counter.update`` counts with (in C where there is C): one hash per element.
-from collections import _count_elements as count_elements  # type: ignore[attr-defined]
+from collections import Counter
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
@@ -343,14 +342,15 @@ class LoggedInstance(InstanceLogic[P]):
     def count_all(self, records: list[tuple[Any, Any]], idents: list[Hashable]
                   ) -> list[tuple[Any, Any]]:
         """While ``seen`` equals ``emitted`` every record is one more of its identity than
-        is visible: all are shown, and both counts rise alike. Counted in C, as
-        ``Counter.update`` counts: record by record in Python this was most of a causal
+        is visible: all are shown, and both counts rise alike. Counted in C, by
+        ``Counter.update``: record by record in Python this was most of a causal
         sink's time on Nexmark q1, whose identities are nearly all distinct; ``dict.update``
         over ``seen.get`` hashed each identity twice (a Nexmark record is a nested tuple,
         hashed anew every time). An identity twice in one batch counts twice."""
         seen, emitted = self._seen, self._emitted
         before = len(emitted)
-        count_elements(seen, idents)
+        # Counter's own method on a plain dict: it only reads and sets items (in C).
+        Counter.update(cast("Counter[Hashable]", seen), idents)
         if emitted is not seen:
             emitted.update(zip(idents, map(seen.__getitem__, idents), strict=True))
         if len(emitted) - before != len(idents):  # a count already there rose
