@@ -77,3 +77,22 @@ def test_figure_says_where_its_plot_is_or_that_it_has_none(tmp_path, monkeypatch
             assert "this figure has no plot" in text and "plot: " not in text
             # Nothing written: not even the folders --out named were left behind.
             assert not (tmp_path / f"out-{files}").exists()
+
+
+def test_a_run_that_did_not_finish_is_one_line_exit_1(tmp_path, monkeypatch) -> None:
+    import ftctl.commands.figure_cmd as cmd
+    from ftctl.figures import Figure, FigureRunFailed
+
+    def run(options):
+        (options.out / "runs").mkdir()
+        raise FigureRunFailed("causal at 16000/s: the Spark run did not finish")
+
+    monkeypatch.setattr(cmd, "figures", lambda: {"999-fake": Figure(
+        "999-fake", "999", "fake", ("sim",), run)})
+    res = CliRunner().invoke(app, ["figure", "999-fake", "--out", str(tmp_path)])
+    assert res.exit_code == 1, res.output
+    text = " ".join(res.output.split())
+    assert "Traceback" not in res.output and len(res.output.strip().splitlines()) <= 3
+    assert "999-fake: causal at 16000/s: the Spark run did not finish" in text
+    assert str(tmp_path / "999-fake") in text
+    assert (tmp_path / "999-fake" / "runs").is_dir()  # nothing already written is lost

@@ -13,8 +13,8 @@ from typer.core import TyperCommand
 
 from ftctl.commands.common import parse_params, user_errors
 from ftctl.config.errors import ConfigError
-from ftctl.console import EXIT_OK, console, err_console
-from ftctl.figures import FigureOptions, FigureResult, figures
+from ftctl.console import EXIT_FAILED, EXIT_OK, console, err_console
+from ftctl.figures import FigureOptions, FigureResult, FigureRunFailed, figures
 from ftctl.tables import print_table
 
 # A cell that is a number (or "-" for none): its column is right-aligned, like figures.
@@ -73,6 +73,10 @@ def figure(
         err_console.print(f"[yellow]interrupted[/yellow]: {name} stopped; the runs so far "
                           f"are in {options.out}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
+    except FigureRunFailed as exc:
+        err_console.print(f"[red]error[/red]: {name}: {exc}; the runs so far are in "
+                          f"{options.out}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_FAILED) from None
     finally:
         _remove_empty(created)
     _show(result, as_json)

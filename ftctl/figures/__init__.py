@@ -14,6 +14,11 @@ from pathlib import Path
 from typing import Any
 
 
+class FigureRunFailed(RuntimeError):
+    """A run a figure needs did not finish: the figure cannot be drawn. ``ftctl figure``
+    says so in one line, with where the runs so far are."""
+
+
 @dataclass(frozen=True)
 class FigureOptions:
     """What the command line hands a figure: where to write, which host, free-form options."""

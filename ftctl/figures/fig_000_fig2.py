@@ -41,7 +41,7 @@ from ftctl.spark.host import HostResult
 from ftctl.store import DirectoryStore
 from ftctl.tables import seconds_cell
 
-from . import Figure, FigureOptions, FigureResult
+from . import Figure, FigureOptions, FigureResult, FigureRunFailed
 from . import spark_points as sp
 from .spark_points import Runner
 
@@ -154,7 +154,7 @@ class _Keep(CaptureExtension):
     def point(self, protocol: str, n: int, records: int) -> Point:
         figs = self.figures
         if figs is None:
-            raise RuntimeError(f"{protocol} at N={n:,}: the Spark run did not finish")
+            raise FigureRunFailed(f"{protocol} at N={n:,}: the Spark run did not finish")
         rec = self.recovery
         detect, total = rec.get("detection_s"), rec.get("recovery_s")
         return Point(protocol, n, figs.passed, figs.restarts, detect,

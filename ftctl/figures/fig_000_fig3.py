@@ -35,7 +35,7 @@ from ftctl.run.capture import Capture
 from ftctl.run.execute import RunContext, execute
 from ftctl.spark.host import HostResult
 
-from . import Figure, FigureOptions, FigureResult
+from . import Figure, FigureOptions, FigureResult, FigureRunFailed
 from . import spark_points as sp
 from .spark_points import Runner
 
@@ -92,7 +92,7 @@ def latency_sample(protocol: str, rate: float, rep: int, passed: bool,
     t0 = min((t for _, t, _ in latency), default=0.0)
     vals = sorted(v for _, t, v in latency if t >= t0 + WARMUP_S)
     if not vals:
-        raise RuntimeError(f"{protocol} at {rate:g}/s: no latency samples")
+        raise FigureRunFailed(f"{protocol} at {rate:g}/s: no latency samples")
     pb = piggyback or {}
     return Sample(protocol, rate, rep, passed, round(1000 * statistics.median(vals), 3),
                   round(1000 * vals[int(0.9 * (len(vals) - 1))], 3),
@@ -144,7 +144,7 @@ def run(options: FigureOptions, runner: Runner = execute) -> FigureResult:
                                                "000-fig3", f"{proto} {rate:g}/s rep {rep}")
                     sp.run_point(runner, request, keep)
                     if keep.sample is None:
-                        raise RuntimeError(f"{proto} at {rate:g}/s: the Spark run did not "
+                        raise FigureRunFailed(f"{proto} at {rate:g}/s: the Spark run did not "
                                            "finish")
                     samples.append(sp.announce(keep.sample))
     return result(samples, setup, out)

@@ -43,7 +43,7 @@ from protocols.replica_ring.messages import Data, Refetch
 from protocols.replica_ring.params import ReplicaRingParams
 from protocols.replica_ring.spec import SPEC
 
-from . import Figure, FigureOptions, FigureResult
+from . import Figure, FigureOptions, FigureResult, FigureRunFailed
 
 # Paper's Table 2 (rows: small tuples, tuples 10x larger; columns R = 2, 4).
 PAPER_TABLE2: dict[str, dict[int, float]] = {"small": {2: 0.6, 4: 3.3},
@@ -80,7 +80,7 @@ def measure(r: int, t: int, semantics: Guarantee, seed: int) -> tuple[float, int
                         size=tuple_sizer(t))
     res = host.run()
     if not res.complete:
-        raise RuntimeError(f"the failure-free run R={r} T={t} {semantics.value} did not end")
+        raise FigureRunFailed(f"the failure-free run R={r} T={t} {semantics.value} did not end")
     return host.last_output, host.wire_messages
 
 

@@ -46,7 +46,7 @@ from ftctl.spark.host import HostResult
 from ftctl.tables import seconds_cell
 from protocols.registry import get_protocol
 
-from . import FigureOptions, FigureResult
+from . import FigureOptions, FigureResult, FigureRunFailed
 from .spark_points import WORKERS, run_point, warm_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,7 +190,7 @@ def _measure(plan: Sequence[tuple[str, str, dict[str, Any]]], topo: Topology, sc
             config={"figure": "001-policies", "run": name, "params": given})
         run_point(runner, request, capture)
         if capture.figures is None:
-            raise RuntimeError(f"the Spark run {name} did not finish")
+            raise FigureRunFailed(f"the Spark run {name} did not finish")
         runs.append(read_run(name, capture.figures, capture.events))
     return runs
 

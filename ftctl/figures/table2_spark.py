@@ -16,7 +16,7 @@ from typing import Any
 
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
-from ftctl.figures import FigureOptions, FigureResult
+from ftctl.figures import FigureOptions, FigureResult, FigureRunFailed
 from ftctl.figures.spark_points import WORKERS, run_point, warm_cluster
 from ftctl.run.capture import Capture
 from ftctl.run.execute import SLOTS_PER_INSTANCE, RunRequest, execute
@@ -47,7 +47,7 @@ def measure(topology: Topology, semantics: str, master: str, results: Path,
     code = run_point(execute, request, keep)
     res = keep.result
     if res is None or not res.complete:
-        raise RuntimeError(f"the Spark run ({semantics}) did not finish (exit {code})")
+        raise FigureRunFailed(f"the Spark run ({semantics}) did not finish (exit {code})")
     peer = res.stats.get("peer_messages", {})
     return {"seconds": res.seconds - res.started_at, "messages": sum(peer.values()),
             "kinds": peer, "records": sum(len(v) for v in res.outputs.values()),
