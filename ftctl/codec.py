@@ -78,8 +78,9 @@ def encode_wire(value: Any) -> bytes:
     format 2, which keeps no table of the objects it wrote. Format 4 enters every object
     something else also holds in that table, and a task's records are such objects (a
     sink's output shares its words and counts with its input; small ints are shared by
-    all): 20-40% of encoding a frame went to the table. Format 2 writes an object held
-    twice twice, and strings as UTF-8, so frames are up to 40% larger."""
+    all): 4,000 such ``(word, count)`` records encode in 51 ns a record against 87.
+    Format 2 writes an object held twice twice, and strings as UTF-8, so frames are up
+    to 40% larger."""
     try:
         return MARSHAL_TAG + marshal.dumps(value, WIRE_FORMAT)
     except ValueError:  # not plain values (or nested too deep): pickle, as ``encode``

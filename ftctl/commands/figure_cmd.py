@@ -74,7 +74,8 @@ def figure(
                           f"are in {options.out}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except FigureRunFailed as exc:
-        err_console.print(f"[red]error[/red]: {name}: {exc}; the runs so far are in "
+        # A simulated figure has no runs folder: what is kept is whatever it wrote.
+        err_console.print(f"[red]error[/red]: {name}: {exc}; what it wrote so far is in "
                           f"{options.out}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_FAILED) from None
     finally:

@@ -16,7 +16,7 @@ from typing import Any
 
 class FigureRunFailed(RuntimeError):
     """A run a figure needs did not finish: the figure cannot be drawn. ``ftctl figure``
-    says so in one line, with where the runs so far are."""
+    says so in one line, with where what it wrote so far is."""
 
 
 @dataclass(frozen=True)

@@ -144,8 +144,8 @@ def run(options: FigureOptions, runner: Runner = execute) -> FigureResult:
                                                "000-fig3", f"{proto} {rate:g}/s rep {rep}")
                     sp.run_point(runner, request, keep)
                     if keep.sample is None:
-                        raise FigureRunFailed(f"{proto} at {rate:g}/s: the Spark run did not "
-                                           "finish")
+                        raise FigureRunFailed(f"{proto} at {rate:g}/s: the Spark run "
+                                              "did not finish")
                     samples.append(sp.announce(keep.sample))
     return result(samples, setup, out)
 
