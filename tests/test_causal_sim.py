@@ -140,3 +140,36 @@ def test_without_clocks_a_failure_restarts_everything_and_stays_exactly_once() -
     summary = sim.run_many(40, seed=2000)
     assert summary.failures > 0
     assert summary.failing_seeds == [], summary.violations
+
+
+class _DiesBeforeItRuns(SimHost):
+    """``target``'s first task dies during start-up, before it handled anything: the
+    snapshot a start takes first is never written, and the crash comes before any batch."""
+
+    target = ""
+
+    def _start(self, iid: str, inc: int) -> tuple[Any, list[Any]]:
+        unit, acts = super()._start(iid, inc)
+        if iid != self.target or inc != 0 or unit is None:
+            return unit, acts
+        self.at(self.now, lambda: self._strike(Strike(0, 1, (iid,))))
+        return unit, []  # what its start did is lost with it
+
+
+@pytest.mark.parametrize("target", ["count[0]", "out[0]", "lines[0]"])
+@pytest.mark.parametrize("clocks", ["on", "off"])  # off: every failure is a fallback
+def test_an_instance_that_died_before_it_ever_ran_restarts_from_nothing(
+        target: str, clocks: str) -> None:
+    graph = ExecutionGraph(load("wordcount").with_input(records=2_000))
+    params = sim_params(graph, PROTOCOLS["causal"], {"clocks": clocks})
+    host = _DiesBeforeItRuns(graph, PROTOCOLS["causal"], params, 1, FailureSchedule([]))
+    host.target = target
+    result = host.run()
+    assert verify(graph.topology.sink_modes(), golden_output(graph), result.outputs,
+                  Guarantee.EXACTLY_ONCE, complete=result.complete).passed
+    # It stored no slot, so its replacement restores none (reading one is a store fault
+    # that stops the run, or a protocol error): it starts from nothing.
+    [started] = [e for e in result.events if e.kind == "instance-started"
+                 and e.instance == target]
+    assert started.payload["restore"] is None
+    assert not [e for e in result.events if e.kind in ("run-stopped", "store-read-failed")]

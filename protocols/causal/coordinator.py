@@ -303,14 +303,14 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
             return [Note("ignored", {"failed": sorted(failed), "reason": "run finished"})]
         f = self.params.depth
         if self.params.clocks == "off":
-            return self._fallback(failed, {"reason": "no-clocks", "f": f})
+            return self._fallback(failed, view, {"reason": "no-clocks", "f": f})
         comps = self.components(failed)
         lengths = [longest_failed_path(c, self.graph.downstream) for c in comps]
         beyond = [(n, sorted(c)) for n, c in zip(lengths, comps, strict=True) if n > f]
         if beyond:
             n, comp = max(beyond)
-            return self._fallback(failed, {"reason": "beyond-f", "component": comp,
-                                           "L": n, "f": f})
+            return self._fallback(failed, view, {"reason": "beyond-f", "component": comp,
+                                                 "L": n, "f": f})
         members = sorted(set().union(*comps))
         acts: list[CoordinatorAction] = [Stop(tuple(InstanceId(m) for m in members))]
         acts += [Note("causal-recover", {"members": sorted(c), "failed": sorted(c & failed),
@@ -326,7 +326,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
             self.rid += 1
             recs[b] = self.recovering[b] = _Recovery(self.rid, set(self._queries(b, members)))
             self.incarnation[b] = self.rid
-            acts.append(Restart(InstanceId(b), restore=None if self.stateless(b) else SLOT,
+            acts.append(Restart(InstanceId(b), restore=self._slot(b, view),
                                 init=self._init(b, recover=True),
                                 extra=self._sink_chain(b)))
         for b in members:  # every replacement is up before any is asked
@@ -369,7 +369,8 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
                 todo += [(y, (x, *via)) for y in self.graph.downstream(x)]
         return out
 
-    def _fallback(self, failed: set[str], cause: dict[str, Any]) -> list[CoordinatorAction]:
+    def _fallback(self, failed: set[str], view: ClusterView,
+                  cause: dict[str, Any]) -> list[CoordinatorAction]:
         self.epoch += 1
         self.recovering.clear()
         self.replaying.clear()
@@ -388,7 +389,7 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
             Note("causal-fallback", {"failed": sorted(failed), "epoch": self.epoch,
                                      **cause}),
         ]
-        acts += [Restart(iid, restore=SLOT if self.graph.is_sink(iid) else None,
+        acts += [Restart(iid, restore=self._slot(iid, view) if self.graph.is_sink(iid) else None,
                          init=self._init(iid), extra=self._sink_chain(iid))
                  for iid in order]
         return acts
@@ -396,6 +397,16 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
     def stateless(self, iid: str) -> bool:
         """An operator without state persists nothing and restores nothing (spec R3)."""
         return restarts_from_tstar(self.graph.execution.instances[iid].kind)
+
+    def _slot(self, iid: str, view: ClusterView) -> int | None:
+        """What ``iid``'s replacement restores: nothing when it has no state (spec R3) or
+        never stored its slot. A task that died before it first ran never wrote the
+        snapshot its start takes; its replacement starts from nothing, reports a zero
+        restore clock and its parents resend from their first batch. Nothing was trimmed
+        for it (trims follow its snapshots) and, as a sink, it made nothing visible."""
+        if self.stateless(iid) or SLOT not in view.stored(InstanceId(iid)):
+            return None
+        return SLOT
 
     def _sink_chain(self, iid: str) -> tuple[int, ...]:
         return (sink_refs(self.params, len(self.graph.inputs(iid)))

@@ -38,6 +38,7 @@ from protocols.causal.recovery import RecoveryPlan
 from protocols.contract.actions import Control, CoordinatorAction, Restart
 from protocols.contract.messages import Msg
 from protocols.contract.spec import Mutant
+from protocols.contract.view import ClusterView
 from protocols.shared.logged import Resend
 from protocols.shared.payload_log import PayloadLog
 from protocols.shared.treeclock import Plain, TreeClock, t_min_of
@@ -235,8 +236,9 @@ class ResumeWatermarkOneLate(CausalInstance):
 class FallbackForgetsSinks(CausalCoordinator):
     """The whole-graph fallback restarts sinks without their visible counts."""
 
-    def _fallback(self, failed: set[str], cause: dict[str, Any]) -> list[CoordinatorAction]:
-        acts = super()._fallback(failed, cause)
+    def _fallback(self, failed: set[str], view: ClusterView,
+                  cause: dict[str, Any]) -> list[CoordinatorAction]:
+        acts = super()._fallback(failed, view, cause)
         return [Restart(a.instance, init=a.init) if isinstance(a, Restart) else a
                 for a in acts]
 
