@@ -32,11 +32,15 @@ class ChunkFile:
 
     def append(self, chunk: Any, records: int | None = None) -> None:
         """Append ``chunk``, which holds ``records`` records (by default ``len(chunk)``)."""
+        self.append_pickled(encode_blob(chunk), len(chunk) if records is None else records)
+
+    def append_pickled(self, data: bytes, records: int) -> None:
+        """Append a chunk of ``records`` records already pickled (one pickle: ``data``)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "ab") as f:
-            f.write(encode_blob(chunk))
+            f.write(data)
         self.chunks += 1
-        self.records += len(chunk) if records is None else records
+        self.records += records
 
     def __iter__(self) -> Iterator[Any]:
         if not self.chunks:

@@ -8,6 +8,7 @@ one API for local folders, mounted volumes and object stores.
 from __future__ import annotations
 
 import contextlib
+import pickle
 import secrets
 import struct
 import threading
@@ -619,6 +620,25 @@ class SinkStore:
                     self.visible[instance].append(rec)
         self._maybe_spill(instance)
 
+    def append_pickled(self, instance: str, blob: bytes, count: int) -> None:
+        """``append`` for ``count`` records as ``codec.encode_blob`` pickled them: with a
+        spill, the bytes go to the file as they are, never decoded here (after the tail
+        in memory, which is written first, to keep the order)."""
+        if self.spill is None:
+            self.append(instance, pickle.loads(blob))
+            return
+        tail = self.visible[instance]
+        if tail:
+            self._file(instance).append(tail)
+            self.visible[instance] = []
+        self._file(instance).append_pickled(blob, count)
+
+    def _file(self, instance: str) -> ChunkFile:
+        assert self.spill is not None
+        if instance not in self._files:
+            self._files[instance] = ChunkFile(self.spill / f"{instance}.pickle")
+        return self._files[instance]
+
     def commit(self, instance: str, epoch: int, records: list[tuple[Any, Any]]) -> bool:
         if self.committed.get(instance, 0) >= epoch:
             return False
@@ -644,9 +664,7 @@ class SinkStore:
         tail = self.visible[instance]
         if self.spill is None or len(tail) <= self.keep:
             return
-        if instance not in self._files:
-            self._files[instance] = ChunkFile(self.spill / f"{instance}.pickle")
-        self._files[instance].append(tail)
+        self._file(instance).append(tail)
         self.visible[instance] = []
 
     def by_operator(self) -> dict[str, list[tuple[Any, Any]]]:

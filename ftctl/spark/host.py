@@ -539,8 +539,11 @@ class SparkHost:
         """One action of unit ``iid``, carried out in the order the unit took it; False
         when nothing more of its incarnation may count (a write of it failed)."""
         k = item[0]
-        if k == wire.EMIT:
+        if k == wire.OUTPUT:
             self.durability.synced(iid)  # the contract: an emit waits for its writes
+            self.sinks.append_pickled(item[1], item[2], item[3])
+        elif k == wire.EMIT:
+            self.durability.synced(iid)
             self.sinks.append(item[1], item[2], item[3])
         elif k == wire.PERSIST:
             try:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ftctl.codec import encode_blob
 from ftctl.config.topology import Topology
 from ftctl.kernel.clocks import ClockFault, UnitClock
 from ftctl.kernel.piggyback import Piggyback
@@ -558,7 +559,12 @@ class InstanceTask:
 
     def emit(self, slot: str, records: Sequence[tuple[Any, Any]],
              uids: Sequence[Any] | None = None) -> None:
-        self.frames.append((wire.EMIT, slot, records, uids))
+        if uids is None:
+            # Pickled here, once: the driver appends these bytes to its spill as they are
+            # instead of decoding the records and pickling them again (``SinkStore``).
+            self.frames.append((wire.OUTPUT, slot, encode_blob(records), len(records)))
+        else:  # the driver needs each uid to drop a second emit of it
+            self.frames.append((wire.EMIT, slot, records, uids))
 
     def stage(self, slot: str, epoch: int, records: Sequence[tuple[Any, Any]]) -> None:
         self.frames.append((wire.STAGE, slot, epoch, list(records)))
