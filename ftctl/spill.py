@@ -10,10 +10,26 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ftctl.codec import encode_blob
+
+
+@dataclass(frozen=True)
+class PickledChunk:
+    """``count`` records pickled as one list by ``codec.encode_blob``: a sink task's output
+    as it crosses to the driver, kept as these bytes until something reads them."""
+
+    blob: bytes
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+    def records(self) -> list[Any]:
+        return list(pickle.loads(self.blob))
 
 
 class ChunkFile:

@@ -8,7 +8,6 @@ one API for local folders, mounted volumes and object stores.
 from __future__ import annotations
 
 import contextlib
-import pickle
 import secrets
 import struct
 import threading
@@ -24,7 +23,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from ftctl import codec, store_segments
-from ftctl.spill import ChunkFile, SpilledRecords
+from ftctl.spill import ChunkFile, PickledChunk, SpilledRecords
 from ftctl.store_segments import Catalog, Located, SegmentWriter, parse_pending, pending_name
 
 # Visible sink records held in memory per instance before a spilling store writes them out.
@@ -620,18 +619,18 @@ class SinkStore:
                     self.visible[instance].append(rec)
         self._maybe_spill(instance)
 
-    def append_pickled(self, instance: str, blob: bytes, count: int) -> None:
-        """``append`` for ``count`` records as ``codec.encode_blob`` pickled them: with a
-        spill, the bytes go to the file as they are, never decoded here (after the tail
-        in memory, which is written first, to keep the order)."""
+    def append_pickled(self, instance: str, chunk: PickledChunk) -> None:
+        """``append`` for records pickled by the sink's task: with a spill, the bytes go
+        to the file as they are, never decoded here (after the tail in memory, which is
+        written first, to keep the order)."""
         if self.spill is None:
-            self.append(instance, pickle.loads(blob))
+            self.append(instance, chunk.records())
             return
         tail = self.visible[instance]
         if tail:
             self._file(instance).append(tail)
             self.visible[instance] = []
-        self._file(instance).append_pickled(blob, count)
+        self._file(instance).append_pickled(chunk.blob, chunk.count)
 
     def _file(self, instance: str) -> ChunkFile:
         assert self.spill is not None
@@ -640,11 +639,21 @@ class SinkStore:
         return self._files[instance]
 
     def commit(self, instance: str, epoch: int, records: list[tuple[Any, Any]]) -> bool:
+        return self.commit_parts(instance, epoch, [records])
+
+    def commit_parts(self, instance: str, epoch: int,
+                     parts: Sequence[Sequence[tuple[Any, Any]] | PickledChunk]) -> bool:
+        """Make the records of ``parts`` visible, in order, unless ``epoch`` is already
+        committed (then nothing changes: False)."""
         if self.committed.get(instance, 0) >= epoch:
             return False
         self.committed[instance] = epoch
-        self.visible[instance].extend(records)
-        self._maybe_spill(instance)
+        for part in parts:
+            if isinstance(part, PickledChunk):
+                self.append_pickled(instance, part)
+            else:
+                self.visible[instance].extend(part)
+                self._maybe_spill(instance)
         return True
 
     def count(self, instance: str) -> int:

@@ -12,9 +12,11 @@ import pytest
 from ftctl import codec
 from ftctl.codec import MARSHAL_TAG, encode_blob
 from ftctl.config.load import load_topology
+from ftctl.kernel.outputs import Outputs
 from ftctl.kernel.unit import Unit
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch, Marker
+from ftctl.spill import PickledChunk
 from ftctl.store import MAGIC, DirectoryStore, MemoryStore, Sealed, SinkStore, seal
 from protocols.checkpoint.instance import SNAPSHOT, CheckpointInstance
 from protocols.checkpoint.params import CheckpointParams
@@ -188,13 +190,33 @@ def test_pickled_output_is_kept_as_it_came_in_order_with_the_rest(
     # are, after whatever the tail in memory holds, and read back in emit order.
     store = SinkStore(tmp_path / "spill" if spilled else None, keep=5)
     store.append("out[0]", [("a", 1), ("b", 1)])
-    store.append_pickled("out[0]", encode_blob([("a", 2), ("c", 1)]), 2)
-    store.append_pickled("out[1]", encode_blob([("z", 1)]), 1)
+    store.append_pickled("out[0]", PickledChunk(encode_blob([("a", 2), ("c", 1)]), 2))
+    store.append_pickled("out[1]", PickledChunk(encode_blob([("z", 1)]), 1))
     store.append("out[0]", [("b", 2)])
-    store.append_pickled("out[0]", encode_blob([("a", 3)]), 1)
+    store.append_pickled("out[0]", PickledChunk(encode_blob([("a", 3)]), 1))
     want = [("a", 1), ("b", 1), ("a", 2), ("c", 1), ("b", 2), ("a", 3)]
     assert store.records("out[0]") == want and store.count("out[0]") == 6
     assert store.count("out[1]") == 1
     assert {op: list(r) for op, r in store.streamed().items()} == {"out": [*want, ("z", 1)]}
     # Spilled: nothing of it was held in memory (the bytes went straight to the file).
     assert not store.visible["out[0]"] if spilled else len(store.visible["out[0]"]) == 6
+
+
+@pytest.mark.parametrize("spilled", [True, False])
+def test_staged_output_commits_in_the_order_staged_whether_pickled_or_not(
+        tmp_path: Path, spilled: bool) -> None:
+    # A Spark sink's staged output crosses pickled and stays bytes until its commit; the
+    # simulation's stays records. Mixed in one epoch, the commit keeps the staging order.
+    outputs = Outputs(SinkStore(tmp_path / "spill" if spilled else None, keep=2))
+    outputs.stage("out[0]", 0, [("a", 1)])
+    outputs.stage_pickled("out[0]", 0, PickledChunk(encode_blob([("b", 1), ("a", 2)]), 2))
+    outputs.stage("out[0]", 0, [("c", 1)])
+    outputs.stage("out[0]", 0, [("d", 1)])
+    outputs.stage_pickled("out[0]", 1, PickledChunk(encode_blob([("e", 1)]), 1))
+    outputs.stage_pickled("out[0]", 2, PickledChunk(encode_blob([("lost", 1)]), 1))
+    outputs.discard("out[0]", after=1)
+    assert outputs.commit("out[0]", 1) == 6  # records made visible
+    assert outputs.sinks.records("out[0]") == [
+        ("a", 1), ("b", 1), ("a", 2), ("c", 1), ("d", 1), ("e", 1)]
+    outputs.stage("out[0]", 1, [("again", 1)])  # an epoch already committed stays as it was
+    assert outputs.commit("out[0]", 1) == 0 and outputs.sinks.count("out[0]") == 6

@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from ftctl.spill import PickledChunk
 from ftctl.store import SinkStore
 
 
@@ -14,10 +15,20 @@ class Outputs:
 
     def __init__(self, sinks: SinkStore):
         self.sinks = sinks
-        self.staged: dict[str, dict[int, list[tuple[Any, Any]]]] = defaultdict(dict)
+        # Per sink and epoch, its records in the order staged: lists of records, and
+        # chunks a Spark sink pickled (kept as bytes until they are committed).
+        self.staged: dict[str, dict[int, list[list[tuple[Any, Any]] | PickledChunk]]] = (
+            defaultdict(dict))
 
     def stage(self, sink: str, epoch: int, records: Sequence[tuple[Any, Any]]) -> None:
-        self.staged[sink].setdefault(epoch, []).extend(records)
+        parts = self.staged[sink].setdefault(epoch, [])
+        if parts and isinstance(parts[-1], list):
+            parts[-1].extend(records)
+        else:
+            parts.append(list(records))
+
+    def stage_pickled(self, sink: str, epoch: int, chunk: PickledChunk) -> None:
+        self.staged[sink].setdefault(epoch, []).append(chunk)
 
     def discard(self, sink: str, after: int) -> None:
         staged = self.staged[sink]
@@ -32,9 +43,9 @@ class Outputs:
         records = 0
         for epoch in due:
             # SinkStore ignores ids <= its last commit (0 initially): epoch 0 commits as 1.
-            batch = staged.pop(epoch)
-            if self.sinks.commit(sink, epoch + 1, batch):
-                records += len(batch)
+            parts = staged.pop(epoch)
+            if self.sinks.commit_parts(sink, epoch + 1, parts):
+                records += sum(len(p) for p in parts)
         return records if due else None
 
     def committed(self, sink: str) -> int:

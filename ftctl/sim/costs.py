@@ -26,6 +26,7 @@ from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch
 from ftctl.sim.faults import FailureSchedule
 from ftctl.sim.host import SimHost
+from ftctl.spill import PickledChunk
 from ftctl.store import SinkStore
 from protocols.contract.params import ProtocolParams
 from protocols.contract.spec import ProtocolSpec
@@ -60,10 +61,11 @@ class _TimedSinks(SinkStore):
         super().append(instance, records, uids)  # uids: repeats are dropped, count what shows
         self.host.visible_now(instance, self.count(instance) - before)
 
-    def commit(self, instance: str, epoch: int, records: list[tuple[Any, Any]]) -> bool:
-        done = super().commit(instance, epoch, records)
+    def commit_parts(self, instance: str, epoch: int,
+                     parts: Sequence[Sequence[tuple[Any, Any]] | PickledChunk]) -> bool:
+        done = super().commit_parts(instance, epoch, parts)
         if done:
-            self.host.visible_now(instance, len(records))
+            self.host.visible_now(instance, sum(len(p) for p in parts))
         return done
 
 

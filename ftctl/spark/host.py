@@ -58,7 +58,7 @@ from ftctl.spark.durability import Durability
 from ftctl.spark.identity import Identity, is_local, mismatch
 from ftctl.spark.placement import live_executors, placement
 from ftctl.spark.task import TaskPayload
-from ftctl.spill import RowLog
+from ftctl.spill import PickledChunk, RowLog
 from ftctl.store import (
     DirectoryStore,
     LostWrites,
@@ -541,7 +541,7 @@ class SparkHost:
         k = item[0]
         if k == wire.OUTPUT:
             self.durability.synced(iid)  # the contract: an emit waits for its writes
-            self.sinks.append_pickled(item[1], item[2], item[3])
+            self.sinks.append_pickled(item[1], PickledChunk(item[2], item[3]))
         elif k == wire.EMIT:
             self.durability.synced(iid)
             self.sinks.append(item[1], item[2], item[3])
@@ -565,7 +565,7 @@ class SparkHost:
             slot = item[1] if item[1] != iid else None
             self._apply(self.kernel.report(iid, self.inc[iid], item[2], self.now(), slot))
         elif k == wire.STAGE:
-            self.outputs.stage(item[1], item[2], item[3])
+            self.outputs.stage_pickled(item[1], item[2], PickledChunk(item[3], item[4]))
         elif k == wire.PEER:
             self._relay_peer(item[1], item[2], item[3], item[4])
         elif k == wire.NOTE:

@@ -567,7 +567,7 @@ class InstanceTask:
             self.frames.append((wire.EMIT, slot, records, uids))
 
     def stage(self, slot: str, epoch: int, records: Sequence[tuple[Any, Any]]) -> None:
-        self.frames.append((wire.STAGE, slot, epoch, list(records)))
+        self.frames.append((wire.STAGE, slot, epoch, encode_blob(list(records)), len(records)))
 
     def persist(self, slot: str, ref: int, blob: Any) -> None:
         if self.store is None:

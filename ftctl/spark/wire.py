@@ -40,7 +40,7 @@ EMIT = "emit"  # (EMIT, slot, records, uids): records each named by its uid
 # (OUTPUT, slot, records as ``codec.encode_blob`` pickles them, how many): a sink's output
 # without uids, kept by the driver as these bytes (``SinkStore.append_pickled``)
 OUTPUT = "output"
-STAGE = "stage"  # (STAGE, slot, epoch, records)
+STAGE = "stage"  # (STAGE, slot, epoch, records pickled as OUTPUT's, how many)
 PERSIST = "persist"  # (PERSIST, slot, ref, the blob as ``store.seal`` frames it)
 PERSISTED = "persisted"  # (PERSISTED, slot, ref, file name, bytes): the task wrote the blob
 REPORT = "report"  # (REPORT, slot, msg)
