@@ -463,3 +463,30 @@ def test_a_long_runs_count_parts_are_merged_once_there_are_many() -> None:
     assert len(parts) == 1  # the 65th snapshot encoded them all as one
     counts[("k", -1)] = 1
     assert len(packed.pack(counts)) == 2 and unpack(packed.pack(counts)) == counts
+
+
+@settings(max_examples=200, deadline=None)
+@given(batches=_RECORDS, mode=st.sampled_from(["multiset", "ordered-per-key"]))
+def test_a_delta_of_first_counts_holds_what_looking_each_count_up_gives(
+        batches: list[list[tuple[str, int]]], mode: str) -> None:
+    # While every identity a causal sink counts is new, its delta is made without looking
+    # the counts up (``CausalInstance.first``); the deltas must be the ones the lookups
+    # give, through repeats within a batch and across batches.
+    fast, looked_up = (_make(CausalInstance, CausalParams()) for _ in range(2))
+    deltas: list[list[Any]] = [[], []]
+    for inst, out in zip((fast, looked_up), deltas, strict=True):
+        assert isinstance(inst, CausalInstance)
+        inst.handle(Started(SINK, 0, "initial", init=CausalInit(0, False, dict(CH))), 0.0)
+        inst.identity = record_identity(mode)
+        for records in batches:
+            if inst is looked_up:
+                inst.first = None
+            inst.sink_records = list(records)
+            inst.flush_sink()
+            out += [(a.ref, a.blob["emitted"], a.blob["seen"]) for a in inst.out
+                    if isinstance(a, Persist) and a.ref >= SINK_REF]
+            inst.out.clear()
+    assert deltas[0] == deltas[1]
+    assert len(deltas[0]) == sum(1 for b in batches if b)
+    for (_, emitted, _), records in zip(deltas[0], [b for b in batches if b], strict=True):
+        assert set(emitted) == set(fast.identities(records))

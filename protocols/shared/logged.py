@@ -330,8 +330,14 @@ class LoggedInstance(InstanceLogic[P]):
     def flush_sink(self) -> None:
         records = self.take_sink_records()
         idents = self.identities(records)
-        self.counted(idents)
-        out = self.dedup(records, idents) if self.apart else self.count_all(records, idents)
+        if self.apart:
+            out = self.dedup(records, idents)
+            self.counted(idents, first=False)
+        else:
+            before = len(self._emitted)
+            out = self.count_all(records, idents)
+            # Each identity counted for the first time (and once): every count is 1.
+            self.counted(idents, first=len(self._emitted) - before == len(idents))
         if out:
             # Output and its de-duplication state reach the outside world in one step:
             # the state first, so the Emit waits until it is durable (a crash that loses
@@ -373,8 +379,9 @@ class LoggedInstance(InstanceLogic[P]):
             self.packed.stale()
         return out
 
-    def counted(self, idents: list[Hashable]) -> None:
-        """The identities whose ``seen`` count this batch raised, suppressed or shown."""
+    def counted(self, idents: list[Hashable], first: bool) -> None:
+        """The identities whose ``seen`` count this batch raised, suppressed or shown;
+        ``first``: each was counted for the first time, so its counts are now 1."""
 
     def persist_sink(self, out: list[tuple[Any, Any]]) -> None:
         """Persist the de-duplication state that counts ``out`` as made visible."""
