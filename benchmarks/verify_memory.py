@@ -15,9 +15,12 @@ write both files (in a process of its own). The data goes to ``--dir``
 DuckDB's spill) and is removed after each size.
 
     python benchmarks/verify_memory.py [--sizes 1000000,10000000] [--in-memory] [--allow-100m]
+        [--memory-limit 512MB] [--before CHECKOUT]
 
 ``--in-memory`` also judges each pair with ``checker.compare`` over lists read from the same
-files (how the driver judged before), for comparison.
+files (how the driver judged before), for comparison. ``--before`` judges the same files
+with another checkout's ftctl first (a before/after on one machine); ``--memory-limit``
+is DuckDB's (a lower one splits the counts into more parts, as a larger input would).
 """
 
 from __future__ import annotations
@@ -94,7 +97,8 @@ def judge(folder: Path) -> dict[str, Any]:
     t = time.monotonic()
     verdict = verify_files({"out": "ordered-per-key"}, {"out": folder / "golden.parquet"},
                            {"out": folder / "output.parquet"}, Guarantee.EXACTLY_ONCE,
-                           temp=folder / "duckdb")
+                           temp=folder / "duckdb",
+                           memory_limit=os.environ.get("VERIFY_MEMORY_LIMIT", "512MB"))
     (sink,) = verdict.sinks
     return {"verify_s": time.monotonic() - t, "verify_peak_mb": _peak_mb(),
             "anomalies": sink.anomalies(), "divergences": len(sink.divergences)}
@@ -121,8 +125,8 @@ def judge_in_memory(folder: Path) -> dict[str, Any]:
             "anomalies": sink.anomalies(), "divergences": len(sink.divergences)}
 
 
-def _child(*args: str) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def _child(*args: str, root: Path = ROOT, limit: str = "512MB") -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(root), "VERIFY_MEMORY_LIMIT": limit}
     out = subprocess.run([sys.executable, __file__, *args], check=True, env=env,
                          capture_output=True, text=True).stdout
     return json.loads(out.splitlines()[-1])
@@ -156,6 +160,9 @@ def main() -> None:
                     help="allow sizes above 10M (100M takes about 6 GB of disk and an hour)")
     ap.add_argument("--in-memory", action="store_true",
                     help="also judge with the in-memory checker, for comparison")
+    ap.add_argument("--memory-limit", default="512MB", help="DuckDB's (default 512MB)")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="also judge with this checkout's ftctl, first (a before/after)")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)  # build|judge shape/n folder
     args = ap.parse_args()
     if args.child:
@@ -173,6 +180,7 @@ def main() -> None:
         Path(args.dir).mkdir(parents=True, exist_ok=True)
     print(f"load {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} at start, "
           f"{os.cpu_count()} CPUs")
+    print(f"DuckDB memory limit {args.memory_limit}")
     print(f"{'shape':<18} {'records':>12} {'write s':>8} {'verify s':>9} "
           f"{'verify peak MB':>15} anomalies")
     for shape in args.shapes:
@@ -180,9 +188,15 @@ def main() -> None:
             folder = Path(tempfile.mkdtemp(prefix="ftctl-verify-", dir=args.dir))
             try:
                 built = _child("--child", "build", f"{shape}/{n}", str(folder))
-                for what in ("judge", "memory") if args.in_memory else ("judge",):
-                    res = _child("--child", what, f"{shape}/{n}", str(folder))
-                    label = f"{shape}{' (lists)' if what == 'memory' else ''}"
+                runs = [("judge", ROOT, "")]
+                if args.before is not None:
+                    runs.insert(0, ("judge", args.before.resolve(), " (before)"))
+                if args.in_memory:
+                    runs.append(("memory", ROOT, " (lists)"))
+                for what, root, tag in runs:
+                    res = _child("--child", what, f"{shape}/{n}", str(folder), root=root,
+                                 limit=args.memory_limit)
+                    label = f"{shape}{tag}"
                     print(f"{label:<18} {n:>12,} {built['write_s']:>8.1f} "
                           f"{res['verify_s']:>9.1f} {res['verify_peak_mb']:>15,.0f} "
                           f"{res['anomalies']}", flush=True)
