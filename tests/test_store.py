@@ -220,3 +220,21 @@ def test_staged_output_commits_in_the_order_staged_whether_pickled_or_not(
         ("a", 1), ("b", 1), ("a", 2), ("c", 1), ("d", 1), ("e", 1)]
     outputs.stage("out[0]", 1, [("again", 1)])  # an epoch already committed stays as it was
     assert outputs.commit("out[0]", 1) == 0 and outputs.sinks.count("out[0]") == 6
+
+
+@pytest.mark.parametrize("n", [0, 1, 6, 7, 13])
+def test_sink_output_is_pickled_in_bounded_pieces_that_commit_as_one_epoch(
+        tmp_path: Path, n: int) -> None:
+    # A checkpoint's sink stages an epoch's output at once: read back as one pickle, the
+    # driver decoded all of it at once. In pieces of at most ``size``, in order, and an
+    # epoch with no output still staged (its commit is due).
+    records = [(f"k{i % 3}", i) for i in range(n)]
+    pieces = PickledChunk.pieces(records, size=3)
+    assert [p.count for p in pieces] == ([3] * (n // 3) + [n % 3] if n % 3 or not n
+                                         else [3] * (n // 3))
+    assert [r for p in pieces for r in p.records()] == records
+    outputs = Outputs(SinkStore(tmp_path / "spill", keep=2))
+    for p in pieces:
+        outputs.stage_pickled("out[0]", 4, p)
+    assert outputs.commit("out[0]", 4) == n
+    assert list(outputs.sinks.streamed()["out"]) == records

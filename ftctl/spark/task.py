@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ftctl.codec import encode_blob
 from ftctl.config.topology import Topology
 from ftctl.kernel.clocks import ClockFault, UnitClock
 from ftctl.kernel.piggyback import Piggyback
@@ -36,6 +35,7 @@ from ftctl.spark.gcpolicy import ManualGC
 from ftctl.spark.latency import LatencyProbe
 from ftctl.spark.links import LinkFaults, is_link_payload
 from ftctl.spark.placement import where_this_runs
+from ftctl.spill import PickledChunk
 from ftctl.store import DirectoryStore, StoreError, seal
 from protocols.contract.events import (
     BatchIn,
@@ -562,12 +562,15 @@ class InstanceTask:
         if uids is None:
             # Pickled here, once: the driver appends these bytes to its spill as they are
             # instead of decoding the records and pickling them again (``SinkStore``).
-            self.frames.append((wire.OUTPUT, slot, encode_blob(records), len(records)))
+            self.frames += [(wire.OUTPUT, slot, c.blob, c.count)
+                            for c in PickledChunk.pieces(records)]
         else:  # the driver needs each uid to drop a second emit of it
             self.frames.append((wire.EMIT, slot, records, uids))
 
     def stage(self, slot: str, epoch: int, records: Sequence[tuple[Any, Any]]) -> None:
-        self.frames.append((wire.STAGE, slot, epoch, encode_blob(list(records)), len(records)))
+        # In pieces, all in this frame: the driver appends them to the epoch in order.
+        self.frames += [(wire.STAGE, slot, epoch, c.blob, c.count)
+                        for c in PickledChunk.pieces(list(records))]
 
     def persist(self, slot: str, ref: int, blob: Any) -> None:
         if self.store is None:
