@@ -97,7 +97,7 @@ def test_out_of_core_equals_in_memory(tmp_path: Path, monkeypatch: pytest.Monkey
                 {"out": mode}, {"out": golden}, {"out": output}, guarantee,
                 stopped="stopped").wrong
         finally:
-            con.close()
+            outofcore.close(con)
 
 
 @pytest.mark.filterwarnings("error")  # a library's warning would reach the user's terminal
@@ -109,7 +109,7 @@ def test_checker_cases_agree(tmp_path: Path, mode: str) -> None:
         g, o = _files(tmp_path, golden, output)
         con = connect(tmp_path / "tmp")
         _same(compare_files(con, "out", mode, g, o), compare("out", mode, golden, output))
-        con.close()
+        outofcore.close(con)
 
 
 def test_verify_files_matches_verify_with_missing_sinks(tmp_path: Path) -> None:
@@ -122,6 +122,25 @@ def test_verify_files_matches_verify_with_missing_sinks(tmp_path: Path) -> None:
                        temp=tmp_path / "tmp")
     assert ooc.to_json() == mem.to_json()
     assert not ooc.passed
+
+
+@pytest.mark.parametrize("stopped", [None, "stopped"])
+def test_each_ordered_sink_is_ranked_apart_and_nothing_is_left_behind(
+        tmp_path: Path, stopped: str | None) -> None:
+    # The ranks of one sink are files in the connection's folder: a second ordered sink
+    # must get its own, and the folder goes with the connection.
+    modes = {"a": "ordered-per-key", "b": "ordered-per-key", "c": "final-per-key"}
+    golden = {"a": [("k", 1), ("k", 2), ("j", 1)], "b": [("k", 1), ("k", 2)],
+              "c": [("k", 1)]}
+    output = {"a": [("j", 1), ("k", 1), ("k", 2)], "b": [("k", 2), ("k", 1)],
+              "c": [("k", 1)]}
+    mem = verify(modes, golden, output, Guarantee.EXACTLY_ONCE, stopped=stopped)
+    ooc = verify_files(modes, write_outputs(golden, tmp_path / "g"),
+                       write_outputs(output, tmp_path / "o"), Guarantee.EXACTLY_ONCE,
+                       temp=tmp_path / "tmp", stopped=stopped)
+    assert ooc.to_json() == mem.to_json()
+    assert [s.reordered for s in ooc.sinks] == [0, 1, 0]
+    assert not any((tmp_path / "tmp").iterdir())
 
 
 @given(a=values, b=values)
@@ -184,3 +203,44 @@ def test_a_key_holding_most_records_is_judged_within_the_memory_limit(tmp_path: 
         assert (div.key, div.index, div.expected, div.actual) == (
             "the", (n - 5) // 10 * 8 + 5, n - 5, n - 4)
         assert verdict.wrong == (1 if stopped else 0)  # not a start of golden's
+
+
+def test_ranks_of_files_of_many_row_groups_are_set_back_by_position(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The ranks are put back in seq order and set beside the records by position: with
+    # many row groups read by two threads, every record must still get its own.
+    from ftctl.verify import sinkfile
+
+    monkeypatch.setattr(sinkfile, "ROW_GROUP", 997)
+    golden: list[Any] = []
+    counts: dict[str, int] = {}
+    for n in range(30_000):
+        k = f"w{(n * 7919) % 61 if n % 3 else n % 5}"
+        counts[k] = counts.get(k, 0) + 1
+        golden.append((k, counts[k]))
+    output = list(golden)
+    output[20_001], output[25_003] = output[25_003], output[20_001]  # one key reordered?
+    del output[4_000]
+    g, o = _files(tmp_path, golden, output)
+    con = connect(tmp_path / "tmp")
+    try:
+        got = compare_files(con, "out", "ordered-per-key", g, o)
+        _same(got, compare("out", "ordered-per-key", golden, output))
+        assert got.lost == 1 and got.divergences
+    finally:
+        outofcore.close(con)
+
+
+def test_a_sink_file_out_of_seq_order_stops_the_verdict(tmp_path: Path) -> None:
+    import duckdb
+    import pyarrow.parquet as pq
+
+    g, o = _files(tmp_path, [("a", 1), ("a", 2), ("b", 1)], [("a", 1), ("b", 1), ("a", 2)])
+    table = pq.read_table(o)
+    pq.write_table(table.take([2, 0, 1]), o)  # a file SinkWriter would not write
+    con = connect(tmp_path / "tmp")
+    try:
+        with pytest.raises(duckdb.Error, match="not in seq order"):
+            compare_files(con, "out", "ordered-per-key", g, o)
+    finally:
+        outofcore.close(con)
