@@ -9,6 +9,7 @@ batches to keep the few smallest by ``repr``, and the records of those few keys.
 from __future__ import annotations
 
 import heapq
+import json
 import re
 import shutil
 import tempfile
@@ -81,9 +82,11 @@ def compare_files(con: duckdb.DuckDBPyConnection, sink: str, mode: str,
                   golden: Path | None, output: Path | None,
                   max_divergences: int = 5) -> SinkVerdict:
     """Judge one sink from its golden and output files, as ``checker.compare`` would."""
-    con.execute("DROP TABLE IF EXISTS j; DROP VIEW IF EXISTS gr; DROP VIEW IF EXISTS orr")
-    for ranked in ("gr", "orr"):  # another sink's files (``_ranks``)
-        (_temp_dir(con) / f"{ranked}.parquet").unlink(missing_ok=True)
+    con.execute("DROP TABLE IF EXISTS j")
+    folder = _temp_dir(con)  # another sink's ranks (``_ranks``)
+    (folder / "ranked.json").unlink(missing_ok=True)
+    for ranked in ("gr", "orr"):
+        shutil.rmtree(folder / ranked, ignore_errors=True)
     v = SinkVerdict(sink, mode, _sink_view(con, "g", golden), _sink_view(con, "o", output))
     if mode == "final-per-key":
         _final_per_key(con, v)
@@ -125,12 +128,12 @@ def _per_key(con: duckdb.DuckDBPyConnection, v: SinkVerdict, mode: str) -> None:
         con.execute("CREATE OR REPLACE TEMP TABLE d AS SELECT k, NULL::BIGINT i FROM c")
         return
     # Ordered: every key whose sequence differs, at its first differing position.
-    _ranks(con)
-    con.execute("""
-        CREATE OR REPLACE TEMP TABLE d AS
-        SELECT coalesce(gr.k, orr.k) k, min(coalesce(gr.i, orr.i)) - 1 i
-        FROM gr FULL OUTER JOIN orr ON gr.k = orr.k AND gr.i = orr.i
-        WHERE gr.v IS DISTINCT FROM orr.v GROUP BY 1""")
+    con.execute("CREATE OR REPLACE TEMP TABLE d (k BLOB, i BIGINT)")
+    for gr, orr in _ranked_parts(con):
+        con.execute(f"""
+            INSERT INTO d SELECT coalesce(gr.k, orr.k), min(coalesce(gr.i, orr.i)) - 1
+            FROM {gr} gr FULL OUTER JOIN {orr} orr ON gr.k = orr.k AND gr.i = orr.i
+            WHERE gr.v IS DISTINCT FROM orr.v GROUP BY 1""")
     # A key out of order with every count equal is reordered.
     v.reordered = _one(con, "SELECT count(*) FROM d ANTI JOIN c ON d.k = c.k")
 
@@ -235,23 +238,27 @@ def _parts(con: duckdb.DuckDBPyConnection) -> int:
 
 
 def _ranks(con: duckdb.DuckDBPyConnection) -> None:
-    """The views ``gr`` and ``orr``: ``g``'s and ``o``'s records as (k, v, vo, i), ``i`` a
-    record's position among its key's records, from 1 (none made if they are there).
+    """``g``'s and ``o``'s records as (k, v, vo, i), ``i`` a record's position among its
+    key's records from 1, in the folders ``gr`` and ``orr`` of the connection's folder,
+    in ``_parts`` parts by ``hash(k)`` (a key's records on both sides in one part; read
+    with ``_ranked_parts``). Nothing is done if they are there.
 
     A window ranking over ``(k, v)`` holds a partition's payload in memory: one key with
     tens of millions of records (wordcount's most frequent word) exceeds the memory
     limit, and so does one query doing it all, its operators holding memory at once. So
     the positions are ranked alone (``seq`` and ``i``), put back in ``seq`` order, and
     set beside the records by position (the files are in ``seq`` order, 0, 1, ...; a
-    record whose ``seq`` differs from its position's stops the verdict). Each step's
-    result is a Parquet file in the connection's folder. Temporary tables and a hash
-    join on ``seq`` took DuckDB 3.0 GB of temp space for 20M wordcount records a side
-    (about 120 GB at 100M lines), these steps 0.5 GB, in half the time."""
+    record whose ``seq`` differs from its position's stops the verdict). Each step
+    writes Parquet files: DuckDB spills temporary tables uncompressed, and the ranks as
+    tables joined back on ``seq`` took 3.0 GB of temp space for 20M wordcount records a
+    side (about 120 GB at 100M lines). Comparing the ranks is a join of both sides,
+    which spills too: one part at a time, it holds a part's."""
+    folder = _temp_dir(con)
+    if (folder / "ranked.json").exists():
+        return
+    parts = _parts(con)
     for side, table in (("g", "gr"), ("o", "orr")):
-        if _made(con, table):
-            continue
-        at, ordered, ranked = (_temp_dir(con) / f"{table}{suffix}.parquet"
-                               for suffix in ("_at", "_seq", ""))
+        at, ordered = folder / f"{table}_at.parquet", folder / f"{table}_seq.parquet"
         con.execute(f"""COPY (SELECT seq, row_number() OVER (PARTITION BY k ORDER BY seq) i
                               FROM {side}) TO '{_quoted(at)}' (FORMAT parquet)""")
         con.execute(f"""COPY (SELECT * FROM read_parquet('{_quoted(at)}') ORDER BY seq)
@@ -259,11 +266,33 @@ def _ranks(con: duckdb.DuckDBPyConnection) -> None:
         at.unlink()
         con.execute(f"""COPY (SELECT {side}.k, {side}.v, {side}.vo,
                                      CASE WHEN {side}.seq = r.seq THEN r.i
-                                          ELSE error('sink file not in seq order') END i
+                                          ELSE error('sink file not in seq order') END i,
+                                     hash({side}.k) % {parts} p
                               FROM {side} POSITIONAL JOIN read_parquet('{_quoted(ordered)}') r)
-                        TO '{_quoted(ranked)}' (FORMAT parquet)""")
+                        TO '{_quoted(folder / table)}' (FORMAT parquet, PARTITION_BY (p))""")
         ordered.unlink()
-        con.execute(f"CREATE TEMP VIEW {table} AS SELECT * FROM read_parquet('{_quoted(ranked)}')")
+    (folder / "ranked.json").write_text(json.dumps({"parts": parts}))
+
+
+def _ranked_parts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    """``_ranks``'s records, part by part: what to select each part's golden and output
+    records from (``k``, ``v``, ``vo``, ``i``)."""
+    _ranks(con)
+    folder = _temp_dir(con)
+    parts = json.loads((folder / "ranked.json").read_text())["parts"]
+    empty = "(SELECT NULL::BLOB k, NULL::BLOB v, NULL::BLOB vo, NULL::BIGINT i WHERE false)"
+
+    def source(table: str, p: int) -> str:
+        files = folder / table / f"p={p}"
+        return (f"(SELECT k, v, vo, i FROM read_parquet('{_quoted(files)}/*.parquet'))"
+                if files.is_dir() else empty)
+    return [(source("gr", p), source("orr", p)) for p in range(parts)]
+
+
+def _part_of(con: duckdb.DuckDBPyConnection, k: bytes) -> int:
+    """The part of ``_ranks`` key ``k``'s records are in."""
+    parts = json.loads((_temp_dir(con) / "ranked.json").read_text())["parts"]
+    return int(_one(con, f"SELECT hash($k::BLOB) % {parts}", {"k": k}))
 
 
 def _divergences(con: duckdb.DuckDBPyConnection, mode: str, limit: int) -> list[Divergence]:
@@ -308,8 +337,10 @@ def _divergence(con: duckdb.DuckDBPyConnection, mode: str, k: bytes, i: int | No
         assert i is not None
         first = i + 1  # the tables count from 1
 
+        part = dict(zip(("gr", "orr"), _ranked_parts(con)[_part_of(con, k)], strict=True))
+
         def nth(t: str) -> Any:
-            row = con.execute(f"SELECT v, vo FROM {t} WHERE k = $k AND i = $i",
+            row = con.execute(f"SELECT v, vo FROM {part[t]} WHERE k = $k AND i = $i",
                               {"k": k, "i": first}).fetchone()
             return original(*row) if row else None
         return Divergence(key, i, nth("gr"), nth("orr"))
@@ -339,10 +370,10 @@ def not_prefix_files(con: duckdb.DuckDBPyConnection, mode: str,
         return 0
     if guarantee is Guarantee.EXACTLY_ONCE and mode != "multiset":
         # Not a start of golden's: some position of the key's output differs.
-        _ranks(con)
-        return int(_one(con, """
-            SELECT count(DISTINCT orr.k) FROM orr LEFT JOIN gr ON gr.k = orr.k AND gr.i = orr.i
-            WHERE gr.v IS DISTINCT FROM orr.v"""))
+        return sum(int(_one(con, f"""
+            SELECT count(DISTINCT orr.k) FROM {orr} orr
+            LEFT JOIN {gr} gr ON gr.k = orr.k AND gr.i = orr.i
+            WHERE gr.v IS DISTINCT FROM orr.v""")) for gr, orr in _ranked_parts(con))
     # at-least-once: a record golden lacks; otherwise more copies than golden has.
     over = "gn = 0" if guarantee is Guarantee.AT_LEAST_ONCE else "n > gn"
     _counts(con)
