@@ -59,11 +59,13 @@ def _files(tmp: Path, golden: list[Any], output: list[Any]) -> tuple[Path, Path]
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(golden=records, output=records, mode=st.sampled_from(MODES),
        edits=st.lists(st.integers(0, 11), max_size=3), budget=st.sampled_from([0, 1, 2, 5]),
-       guarantee=st.sampled_from(list(Guarantee)), split=st.booleans())
+       guarantee=st.sampled_from(list(Guarantee)), split=st.booleans(),
+       rank_batch=st.sampled_from([1, 2, 3, 1 << 20]))
 def test_out_of_core_equals_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                       golden: list[Any], output: list[Any], mode: str,
                                       edits: list[int], budget: int,
-                                      guarantee: Guarantee, split: bool) -> None:
+                                      guarantee: Guarantee, split: bool,
+                                      rank_batch: int) -> None:
     # Half the time the output is golden with a few records lost, repeated or swapped:
     # the near misses the checker exists for.
     if edits and golden:
@@ -81,6 +83,8 @@ def test_out_of_core_equals_in_memory(tmp_path: Path, monkeypatch: pytest.Monkey
     # A context per example: the fixture outlives the examples, and a budget-0 example
     # must count at the default.
     with monkeypatch.context() as patch:
+        # ranks numbered a few records at a time: a key's run across batches
+        patch.setattr(outofcore, "RANK_BATCH", rank_batch)
         try:
             if budget:  # ``budget`` records a part: in several, as tens of millions are
                 # DuckDB reports 512MB as 488.2 MiB: size the parts from what it reports.
@@ -212,6 +216,7 @@ def test_ranks_of_files_of_many_row_groups_are_set_back_by_position(
     from ftctl.verify import sinkfile
 
     monkeypatch.setattr(sinkfile, "ROW_GROUP", 997)
+    monkeypatch.setattr(outofcore, "RANK_BATCH", 1009)  # keys' runs across batches too
     golden: list[Any] = []
     counts: dict[str, int] = {}
     for n in range(30_000):

@@ -19,7 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from ftctl.verify.checker import Divergence, SinkVerdict, Verdict
 from ftctl.verify.sinkfile import original, write_sink
@@ -243,11 +246,11 @@ def _ranks(con: duckdb.DuckDBPyConnection) -> None:
     in ``_parts`` parts by ``hash(k)`` (a key's records on both sides in one part; read
     with ``_ranked_parts``). Nothing is done if they are there.
 
-    A window ranking over ``(k, v)`` holds a partition's payload in memory: one key with
-    tens of millions of records (wordcount's most frequent word) exceeds the memory
-    limit, and so does one query doing it all, its operators holding memory at once. So
-    the positions are ranked alone (``seq`` and ``i``), put back in ``seq`` order, and
-    set beside the records by position (the files are in ``seq`` order, 0, 1, ...; a
+    A window ranking holds a partition in memory: one key with tens of millions of
+    records (wordcount's most frequent word) exceeds the memory limit, and so does one
+    query doing it all, its operators holding memory at once. So the positions alone
+    are sorted by key, numbered as they stream (``_number_runs``), put back in ``seq``
+    order, and set beside the records by position (the files are in ``seq`` order, 0, 1, ...; a
     record whose ``seq`` differs from its position's stops the verdict). Each step
     writes Parquet files: DuckDB spills temporary tables uncompressed, and the ranks as
     tables joined back on ``seq`` took 3.0 GB of temp space for 20M wordcount records a
@@ -258,9 +261,12 @@ def _ranks(con: duckdb.DuckDBPyConnection) -> None:
         return
     parts = _parts(con)
     for side, table in (("g", "gr"), ("o", "orr")):
-        at, ordered = folder / f"{table}_at.parquet", folder / f"{table}_seq.parquet"
-        con.execute(f"""COPY (SELECT seq, row_number() OVER (PARTITION BY k ORDER BY seq) i
-                              FROM {side}) TO '{_quoted(at)}' (FORMAT parquet)""")
+        by_key, at, ordered = (folder / f"{table}{suffix}.parquet"
+                               for suffix in ("_by_key", "_at", "_seq"))
+        con.execute(f"""COPY (SELECT k, seq FROM {side} ORDER BY k, seq)
+                        TO '{_quoted(by_key)}' (FORMAT parquet)""")
+        _number_runs(by_key, at)
+        by_key.unlink()
         con.execute(f"""COPY (SELECT * FROM read_parquet('{_quoted(at)}') ORDER BY seq)
                         TO '{_quoted(ordered)}' (FORMAT parquet)""")
         at.unlink()
@@ -272,6 +278,39 @@ def _ranks(con: duckdb.DuckDBPyConnection) -> None:
                         TO '{_quoted(folder / table)}' (FORMAT parquet, PARTITION_BY (p))""")
         ordered.unlink()
     (folder / "ranked.json").write_text(json.dumps({"parts": parts}))
+
+
+RANK_BATCH = 1 << 16  # records ``_number_runs`` reads at a time
+
+
+def _number_runs(by_key: Path, out: Path) -> None:
+    """``(seq, i)`` for the records of ``by_key`` (``k`` and ``seq``, sorted by both),
+    ``i`` counting each key's records from 1, streamed a batch at a time.
+
+    Not DuckDB's ``row_number() OVER (PARTITION BY k ...)``: its window holds a
+    partition in memory, and at 100M wordcount lines the most frequent word's tens of
+    millions of positions ran out of 512 MB. A sort spills; numbering sorted runs needs
+    only the previous batch's last key and count."""
+    schema = pa.schema([("seq", pa.int64()), ("i", pa.int64())])
+    last: Any = None  # the previous batch's last key, and how many of it there were
+    count = 0
+    with pq.ParquetWriter(out, schema) as writer:
+        for batch in pq.ParquetFile(by_key).iter_batches(RANK_BATCH, columns=["k", "seq"]):
+            keys, n = batch.column(0), batch.num_rows
+            if not n:
+                continue
+            starts = np.zeros(n, dtype=bool)
+            if n > 1:
+                starts[1:] = pc.not_equal(keys.slice(1), keys.slice(0, n - 1)).to_numpy(
+                    zero_copy_only=False)
+            first = keys[0].as_py()
+            starts[0] = last is None or first != last
+            at = np.arange(n)
+            # The index where each record's run starts in this batch (-1: it began before).
+            begun = np.maximum.accumulate(np.where(starts, at, -1))
+            i = np.where(begun >= 0, at - begun + 1, count + at + 1)
+            writer.write_table(pa.table({"seq": batch.column(1), "i": i}, schema=schema))
+            last, count = keys[n - 1].as_py(), int(i[-1])
 
 
 def _ranked_parts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
