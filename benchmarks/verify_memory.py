@@ -15,10 +15,12 @@ write both files (in a process of its own). The data goes to ``--dir``
 DuckDB's spill) and is removed after each size.
 
     python benchmarks/verify_memory.py [--sizes 1000000,10000000] [--in-memory] [--allow-100m]
-        [--memory-limit 512MB] [--before CHECKOUT]
+        [--memory-limit 512MB] [--before CHECKOUT] [--files FOLDER]
 
-``--in-memory`` also judges each pair with ``checker.compare`` over lists read from the same
-files (how the driver judged before), for comparison. ``--before`` judges the same files
+``--files FOLDER`` judges ``FOLDER/golden.parquet`` against ``FOLDER/output.parquet``
+instead (a run's sink files, kept). ``--in-memory`` also judges each pair with
+``checker.compare`` over lists read from the same files (how the driver judged before),
+for comparison. ``--before`` judges the same files
 with another checkout's ftctl first (a before/after on one machine); ``--memory-limit``
 is DuckDB's (a lower one splits the counts into more parts, as a larger input would).
 """
@@ -163,6 +165,9 @@ def main() -> None:
     ap.add_argument("--memory-limit", default="512MB", help="DuckDB's (default 512MB)")
     ap.add_argument("--before", type=Path, default=None,
                     help="also judge with this checkout's ftctl, first (a before/after)")
+    ap.add_argument("--files", type=Path, default=None, metavar="FOLDER",
+                    help="judge FOLDER/golden.parquet against FOLDER/output.parquet (sink "
+                         "files kept from a run, say) instead of building files")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)  # build|judge shape/n folder
     args = ap.parse_args()
     if args.child:
@@ -172,6 +177,17 @@ def main() -> None:
                 "memory": judge_in_memory}[what]
         res = step(Path(folder))
         print(json.dumps(res))
+        return
+    if args.files is not None:
+        print(f"load {os.getloadavg()[0]:.2f} at start; DuckDB memory limit {args.memory_limit}")
+        judges = [(ROOT, "")] if args.before is None else [(args.before.resolve(), " (before)"),
+                                                          (ROOT, "")]
+        for root, tag in judges:
+            res = _child("--child", "judge", "files/0", str(args.files.resolve()), root=root,
+                         limit=args.memory_limit)
+            print(f"{args.files}{tag}: verify {res['verify_s']:.1f} s, peak "
+                  f"{res['verify_peak_mb']:,.0f} MB, {res['anomalies']}", flush=True)
+        print(f"load {os.getloadavg()[0]:.2f} at end")
         return
     sizes = args.sizes
     if max(sizes) > 10_000_000 and not args.allow_100m:

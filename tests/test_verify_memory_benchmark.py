@@ -41,3 +41,19 @@ def test_the_in_memory_comparison_gives_the_same_verdict(
     ooc, mem = bench.judge(tmp_path), bench.judge_in_memory(tmp_path)
     assert ooc["anomalies"] and ooc["anomalies"] == mem["anomalies"]
     assert ooc["divergences"] == mem["divergences"]
+
+
+def test_kept_files_are_judged_as_they_are(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``--files``: a run's two sink files, judged without building any.
+    import subprocess
+    import sys
+
+    bench = _bench()
+    monkeypatch.setattr(bench, "LOSE", 7)
+    monkeypatch.setattr(bench, "REPEAT", 1000)
+    bench.build("sharder", 100, tmp_path)
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "verify_memory.py"),
+                          "--files", str(tmp_path)], capture_output=True, text=True,
+                         check=True).stdout
+    assert "verify " in out and "{'lost': 14}" in out, out
