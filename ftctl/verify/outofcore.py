@@ -270,13 +270,16 @@ def _ranks(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"""COPY (SELECT * FROM read_parquet('{_quoted(at)}') ORDER BY seq)
                         TO '{_quoted(ordered)}' (FORMAT parquet)""")
         at.unlink()
+        whole = folder / f"{table}_whole.parquet"
         con.execute(f"""COPY (SELECT {side}.k, {side}.v, {side}.vo,
                                      CASE WHEN {side}.seq = r.seq THEN r.i
-                                          ELSE error('sink file not in seq order') END i,
-                                     hash({side}.k) % {parts} p
+                                          ELSE error('sink file not in seq order') END i
                               FROM {side} POSITIONAL JOIN read_parquet('{_quoted(ordered)}') r)
-                        TO '{_quoted(folder / table)}' (FORMAT parquet, PARTITION_BY (p))""")
+                        TO '{_quoted(whole)}' (FORMAT parquet)""")
         ordered.unlink()
+        _write_parts(con, f"SELECT *, hash(k) % {parts} p FROM read_parquet('{_quoted(whole)}')",
+                     folder / table)
+        whole.unlink()
     (folder / "ranked.json").write_text(json.dumps({"parts": parts}))
 
 
@@ -311,6 +314,22 @@ def _number_runs(by_key: Path, out: Path) -> None:
             i = np.where(begun >= 0, at - begun + 1, count + at + 1)
             writer.write_table(pa.table({"seq": batch.column(1), "i": i}, schema=schema))
             last, count = keys[n - 1].as_py(), int(i[-1])
+
+
+def _write_parts(con: duckdb.DuckDBPyConnection, query: str, folder: Path) -> None:
+    """``query``'s rows (with a part number ``p``) as a folder of files per part.
+
+    Every part's file is open and buffering at once, and each thread gathers rows for
+    all of them: with DuckDB's defaults, 80 parts of the ranked records (k, v, vo, i) ran
+    out of 512 MB at 100M wordcount lines. One thread, flushing every 65,536 rows, in row
+    groups of 16,384, wrote those 800M records in 139 s."""
+    threads = _one(con, "SELECT current_setting('threads')")
+    con.execute("SET threads = 1; SET partitioned_write_flush_threshold = 65536")
+    try:
+        con.execute(f"""COPY ({query}) TO '{_quoted(folder)}'
+                        (FORMAT parquet, PARTITION_BY (p), ROW_GROUP_SIZE 16384)""")
+    finally:
+        con.execute(f"SET threads = {int(threads)}; RESET partitioned_write_flush_threshold")
 
 
 def _ranked_parts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
