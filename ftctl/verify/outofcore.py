@@ -144,11 +144,9 @@ def _per_key(con: duckdb.DuckDBPyConnection, v: SinkVerdict, mode: str) -> None:
 
 
 def _made(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    """Whether this connection holds the temporary table or view ``table``."""
+    """Whether this connection holds the temporary table ``table``."""
     return bool(_one(con, "SELECT count(*) FROM duckdb_tables() "
-                          "WHERE table_name = $t AND temporary", {"t": table})
-                + _one(con, "SELECT count(*) FROM duckdb_views() "
-                            "WHERE view_name = $t AND temporary", {"t": table}))
+                          "WHERE table_name = $t AND temporary", {"t": table}))
 
 
 def _counts(con: duckdb.DuckDBPyConnection) -> None:
@@ -200,9 +198,17 @@ def _split(con: duckdb.DuckDBPyConnection, side: str, parts: int,
     records from (an empty relation for a part no record fell in)."""
     con.execute(f"""COPY (SELECT k, v, hash(k, v) % {parts} AS p FROM {side})
                     TO '{_quoted(folder)}' (FORMAT parquet, PARTITION_BY (p))""")
-    empty = "(SELECT NULL::BLOB k, NULL::BLOB v WHERE false)"
-    return [f"read_parquet('{_quoted(folder / f'p={p}')}/*.parquet')"
-            if (folder / f"p={p}").is_dir() else empty for p in range(parts)]
+    return [_part_source(folder, p, {"k": "BLOB", "v": "BLOB"}) for p in range(parts)]
+
+
+def _part_source(folder: Path, p: int, columns: dict[str, str]) -> str:
+    """What to select part ``p``'s ``columns`` (name: type) from, of a folder that
+    ``PARTITION_BY (p)`` wrote: an empty relation for a part no row fell in."""
+    files = folder / f"p={p}"
+    if not files.is_dir():
+        nulls = ", ".join(f"NULL::{kind} {name}" for name, kind in columns.items())
+        return f"(SELECT {nulls} WHERE false)"
+    return f"(SELECT {', '.join(columns)} FROM read_parquet('{_quoted(files)}/*.parquet'))"
 
 
 def _quoted(path: Path) -> str:
@@ -344,13 +350,9 @@ def _ranked_parts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
     _ranks(con)
     folder = _temp_dir(con)
     parts = json.loads((folder / "ranked.json").read_text())["parts"]
-    empty = "(SELECT NULL::BLOB k, NULL::BLOB v, NULL::BLOB vo, NULL::BIGINT i WHERE false)"
-
-    def source(table: str, p: int) -> str:
-        files = folder / table / f"p={p}"
-        return (f"(SELECT k, v, vo, i FROM read_parquet('{_quoted(files)}/*.parquet'))"
-                if files.is_dir() else empty)
-    return [(source("gr", p), source("orr", p)) for p in range(parts)]
+    columns = {"k": "BLOB", "v": "BLOB", "vo": "BLOB", "i": "BIGINT"}
+    return [(_part_source(folder / "gr", p, columns), _part_source(folder / "orr", p, columns))
+            for p in range(parts)]
 
 
 def _part_of(con: duckdb.DuckDBPyConnection, k: bytes, i: int) -> int:
