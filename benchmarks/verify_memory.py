@@ -9,8 +9,9 @@ then judged in a fresh process. Shapes, after the bundled topologies' sinks, bot
 - ``wordcount``: key a word of a 50,000-word Zipf vocabulary (``wcN`` strings);
 - ``sharder``: key one of 2,000 articles (ints, Zipf 1.1), as ``topologies/sharder.yaml``.
 
-Per run, the verifying process's peak RSS (``ru_maxrss``) and wall time, and the time to
-write both files (in a process of its own). The data goes to ``--dir``
+Per run, the verifying process's peak RSS (``ru_maxrss``), the peak of its temp space
+(DuckDB's spill and the verdict's intermediate files, sampled every second) and wall
+time, and the time to write both files (in a process of its own). The data goes to ``--dir``
 (default a temp dir; 10-13 bytes a record a side, measured at 1M, plus
 DuckDB's spill) and is removed after each size.
 
@@ -28,6 +29,7 @@ is DuckDB's (a lower one splits the counts into more parts, as a larger input wo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -35,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,17 +95,56 @@ def build(shape: str, n: int, folder: Path) -> dict[str, float]:
     return {"write_s": time.monotonic() - t, "write_peak_mb": _peak_mb()}
 
 
+TEMP_EVERY = 1.0  # seconds between two samples of the verdict's temp space
+
+
+class TempSpace:
+    """The largest size of the files under ``folder`` seen while the context runs,
+    sampled every ``TEMP_EVERY`` seconds on a thread: DuckDB's spill and the verdict's
+    intermediate files (``outofcore.connect``), which live there until it ends."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder, self.peak = folder, 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _size(self) -> int:
+        total = 0
+        # A file or folder removed while it is walked: what was counted so far.
+        with contextlib.suppress(OSError):
+            for path in self.folder.rglob("*"):
+                with contextlib.suppress(OSError):
+                    total += path.stat().st_size if path.is_file() else 0
+        return total
+
+    def _sample(self) -> None:
+        while True:
+            self.peak = max(self.peak, self._size())
+            if self._done.wait(TEMP_EVERY):
+                return
+
+    def __enter__(self) -> TempSpace:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+
 def judge(folder: Path) -> dict[str, Any]:
     from ftctl.verify.outofcore import verify_files
     from protocols.contract.spec import Guarantee
 
     t = time.monotonic()
-    verdict = verify_files({"out": "ordered-per-key"}, {"out": folder / "golden.parquet"},
-                           {"out": folder / "output.parquet"}, Guarantee.EXACTLY_ONCE,
-                           temp=folder / "duckdb",
-                           memory_limit=os.environ.get("VERIFY_MEMORY_LIMIT", "512MB"))
+    with TempSpace(folder / "duckdb") as temp:
+        verdict = verify_files({"out": "ordered-per-key"}, {"out": folder / "golden.parquet"},
+                               {"out": folder / "output.parquet"}, Guarantee.EXACTLY_ONCE,
+                               temp=folder / "duckdb",
+                               memory_limit=os.environ.get("VERIFY_MEMORY_LIMIT", "512MB"))
     (sink,) = verdict.sinks
     return {"verify_s": time.monotonic() - t, "verify_peak_mb": _peak_mb(),
+            "temp_peak_gb": temp.peak / 1e9,
             "anomalies": sink.anomalies(), "divergences": len(sink.divergences)}
 
 
@@ -116,7 +158,7 @@ def judge_in_memory(folder: Path) -> dict[str, Any]:
     t = time.monotonic()
     sides = []
     for name in ("golden", "output"):
-        recs = []
+        recs: list[tuple[Any, Any]] = []
         for batch in pq.ParquetFile(folder / f"{name}.parquet").iter_batches():
             cols = [batch.column(c).to_pylist() for c in ("k", "v", "ko", "vo")]
             recs.extend((original(k, ko), original(v, vo))
@@ -186,7 +228,8 @@ def main() -> None:
             res = _child("--child", "judge", "files/0", str(args.files.resolve()), root=root,
                          limit=args.memory_limit)
             print(f"{args.files}{tag}: verify {res['verify_s']:.1f} s, peak "
-                  f"{res['verify_peak_mb']:,.0f} MB, {res['anomalies']}", flush=True)
+                  f"{res['verify_peak_mb']:,.0f} MB, temp space peak "
+                  f"{res['temp_peak_gb']:.2f} GB, {res['anomalies']}", flush=True)
         print(f"load {os.getloadavg()[0]:.2f} at end")
         return
     sizes = args.sizes
@@ -198,7 +241,7 @@ def main() -> None:
           f"{os.cpu_count()} CPUs")
     print(f"DuckDB memory limit {args.memory_limit}")
     print(f"{'shape':<18} {'records':>12} {'write s':>8} {'verify s':>9} "
-          f"{'verify peak MB':>15} anomalies")
+          f"{'verify peak MB':>15} {'temp GB':>8} anomalies")
     for shape in args.shapes:
         for n in sizes:
             folder = Path(tempfile.mkdtemp(prefix="ftctl-verify-", dir=args.dir))
@@ -215,7 +258,8 @@ def main() -> None:
                     label = f"{shape}{tag}"
                     print(f"{label:<18} {n:>12,} {built['write_s']:>8.1f} "
                           f"{res['verify_s']:>9.1f} {res['verify_peak_mb']:>15,.0f} "
-                          f"{res['anomalies']}", flush=True)
+                          f"{res.get('temp_peak_gb', 0.0):>8.2f} {res['anomalies']}",
+                          flush=True)
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
     print(f"load {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} at end")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,26 @@ def test_the_verdict_counts_what_the_output_lost_and_repeated(
     repeat = {s for s in range(n) if s % 11 == 3}
     assert res["anomalies"] == {"lost": len(lose - repeat), "duplicated": len(repeat - lose)}
     assert res["divergences"] == 5 and res["verify_peak_mb"] > 0
+
+
+def test_the_temp_space_peak_is_what_the_verdict_wrote_in_its_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bench = _bench()
+    monkeypatch.setattr(bench, "TEMP_EVERY", 0.001)
+    bench.build("wordcount", 3000, tmp_path)
+    res = bench.judge(tmp_path)
+    # The ranks' files of 3,000 records a side, at least: a few KB, under a MB; and the
+    # verdict removed its folder when it ended.
+    assert 1_000 < res["temp_peak_gb"] * 1e9 < 10**6
+    assert not any((tmp_path / "duckdb").iterdir())
+    # The sampler itself: a file written in the folder while it runs is seen.
+    (tmp_path / "t").mkdir()
+    with bench.TempSpace(tmp_path / "t") as temp:
+        (tmp_path / "t" / "a").write_bytes(b"x" * 12_345)
+        deadline = time.monotonic() + 30
+        while temp.peak == 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
+    assert temp.peak == 12_345
 
 
 def test_the_in_memory_comparison_gives_the_same_verdict(
