@@ -45,8 +45,9 @@ def test_the_temp_space_peak_is_what_the_verdict_wrote_in_its_folder(
     assert not any((tmp_path / "duckdb").iterdir())
     # The sampler itself: a file written in the folder while it runs is seen.
     (tmp_path / "t").mkdir()
+    (tmp_path / "a").write_bytes(b"x" * 12_345)
     with bench.TempSpace(tmp_path / "t") as temp:
-        (tmp_path / "t" / "a").write_bytes(b"x" * 12_345)
+        (tmp_path / "a").rename(tmp_path / "t" / "a")  # whole at once: not seen half written
         deadline = time.monotonic() + 30
         while temp.peak == 0 and time.monotonic() < deadline:
             time.sleep(0.001)
