@@ -249,3 +249,28 @@ def test_a_sink_file_out_of_seq_order_stops_the_verdict(tmp_path: Path) -> None:
             compare_files(con, "out", "ordered-per-key", g, o)
     finally:
         outofcore.close(con)
+
+
+@given(runs=st.lists(st.integers(1, 40), min_size=1, max_size=12),
+       group=st.integers(1, 17), batch=st.integers(1, 13))
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_numbering_reads_every_row_group_once_in_order(tmp_path: Path, runs: list[int],
+                                                       group: int, batch: int) -> None:
+    # The numbering reads its key-sorted file a row group at a time: runs of one key
+    # crossing row groups and batches must count on, and no row be read twice or missed.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    keys = [f"k{n:03d}".encode() for n, length in enumerate(runs) for _ in range(length)]
+    seqs = list(range(len(keys)))[::-1]  # not the row's index: the file's own column
+    by_key, out = tmp_path / f"by_key-{group}-{batch}.parquet", tmp_path / f"at-{group}.parquet"
+    pq.write_table(pa.table({"k": keys, "seq": seqs}), by_key, row_group_size=group)
+    assert pq.ParquetFile(by_key).num_row_groups == -(-len(keys) // group)
+    read = list(outofcore._batches(by_key, ["k", "seq"], batch))
+    assert all(b.num_rows <= batch for b in read)
+    assert [s for b in read for s in b.column(1).to_pylist()] == seqs
+    outofcore._number_runs(by_key, out)
+    got = pq.read_table(out)
+    assert got.column("seq").to_pylist() == seqs
+    assert got.column("i").to_pylist() == [i for length in runs for i in range(1, length + 1)]
