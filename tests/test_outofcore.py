@@ -60,12 +60,13 @@ def _files(tmp: Path, golden: list[Any], output: list[Any]) -> tuple[Path, Path]
 @given(golden=records, output=records, mode=st.sampled_from(MODES),
        edits=st.lists(st.integers(0, 11), max_size=3), budget=st.sampled_from([0, 1, 2, 5]),
        guarantee=st.sampled_from(list(Guarantee)), split=st.booleans(),
-       rank_batch=st.sampled_from([1, 2, 3, 1 << 20]))
+       rank_batch=st.sampled_from([1, 2, 3, 1 << 20]),
+       stream_keys=st.sampled_from([0, 1, 2, 1 << 20]))
 def test_out_of_core_equals_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                       golden: list[Any], output: list[Any], mode: str,
                                       edits: list[int], budget: int,
                                       guarantee: Guarantee, split: bool,
-                                      rank_batch: int) -> None:
+                                      rank_batch: int, stream_keys: int) -> None:
     # Half the time the output is golden with a few records lost, repeated or swapped:
     # the near misses the checker exists for.
     if edits and golden:
@@ -85,6 +86,9 @@ def test_out_of_core_equals_in_memory(tmp_path: Path, monkeypatch: pytest.Monkey
     with monkeypatch.context() as patch:
         # ranks numbered a few records at a time: a key's run across batches
         patch.setattr(outofcore, "RANK_BATCH", rank_batch)
+        # ranks counted as each side is read, or (more keys than that) by sorting, or
+        # found to have too many keys part way through
+        patch.setattr(outofcore, "STREAM_KEYS", stream_keys)
         try:
             if budget:  # ``budget`` records a part: in several, as tens of millions are
                 # DuckDB reports 512MB as 488.2 MiB: size the parts from what it reports.
@@ -209,14 +213,16 @@ def test_a_key_holding_most_records_is_judged_within_the_memory_limit(tmp_path: 
         assert verdict.wrong == (1 if stopped else 0)  # not a start of golden's
 
 
+@pytest.mark.parametrize("stream_keys", [0, 1 << 20])  # sorted, or counted as read
 def test_ranks_of_files_of_many_row_groups_are_set_back_by_position(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stream_keys: int) -> None:
     # The ranks are put back in seq order and set beside the records by position: with
     # many row groups read by two threads, every record must still get its own.
     from ftctl.verify import sinkfile
 
     monkeypatch.setattr(sinkfile, "ROW_GROUP", 997)
     monkeypatch.setattr(outofcore, "RANK_BATCH", 1009)  # keys' runs across batches too
+    monkeypatch.setattr(outofcore, "STREAM_KEYS", stream_keys)
     golden: list[Any] = []
     counts: dict[str, int] = {}
     for n in range(30_000):
@@ -236,13 +242,16 @@ def test_ranks_of_files_of_many_row_groups_are_set_back_by_position(
         outofcore.close(con)
 
 
-def test_a_sink_file_out_of_seq_order_stops_the_verdict(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stream_keys", [0, 1 << 20])
+def test_a_sink_file_out_of_seq_order_stops_the_verdict(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stream_keys: int) -> None:
     import duckdb
     import pyarrow.parquet as pq
 
     g, o = _files(tmp_path, [("a", 1), ("a", 2), ("b", 1)], [("a", 1), ("b", 1), ("a", 2)])
     table = pq.read_table(o)
     pq.write_table(table.take([2, 0, 1]), o)  # a file SinkWriter would not write
+    monkeypatch.setattr(outofcore, "STREAM_KEYS", stream_keys)
     con = connect(tmp_path / "tmp")
     try:
         with pytest.raises(duckdb.Error, match="not in seq order"):
