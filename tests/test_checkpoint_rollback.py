@@ -60,3 +60,30 @@ def test_a_discard_of_every_instance_below_a_ref_collects_each() -> None:
     graph, store, kernel = _kernel()
     kernel._apply([DiscardSnapshots(below=2)])
     assert {tuple(store.snapshots_of(i)) for i in graph.order} == {(2, 3)}
+
+
+def test_only_the_newest_complete_snapshots_stay_in_the_store() -> None:
+    # A long run's store would grow with its input: each completion deletes what is
+    # older than the newest ``keep`` complete snapshots, every instance's parts of them.
+    graph = ExecutionGraph(load_topology(ROOT / "topologies" / "wordcount.yaml"))
+    for keep in (1, 2, 3):
+        store = MemoryStore()
+        kernel = CoordinatorKernel(CheckpointCoordinator, graph,
+                                   CheckpointParams(interval=1.0, keep=keep), store,
+                                   Outputs(SinkStore()))
+        kernel.start(0.0)
+        for ref in range(1, 7):
+            for i in graph.order:
+                store.put(ref, i, {"id": ref})
+            for i in graph.order[:-1]:  # not complete yet: nothing is collected
+                kernel.report(i, 0, Persisted(ref), 1.0)
+            assert len(store.snapshots_of(graph.order[0])) == min(ref, keep + 1)
+            kernel.report(graph.order[-1], 0, Persisted(ref), 1.0)
+        kept = tuple(range(7 - keep, 7))
+        assert {tuple(store.snapshots_of(i)) for i in graph.order} == {kept}
+        assert kernel.logic.completed == list(kept)  # type: ignore[attr-defined]
+        # a failure restarts from the newest, which is there to restore
+        failed = graph.order[0]
+        kernel.lost(failed)
+        kernel.failure(frozenset({failed}), 2.0)
+        assert {tuple(store.snapshots_of(i)) for i in graph.order} == {kept}

@@ -133,21 +133,26 @@ def test_spark_takes_lose_unsynced_as_the_other_store_kinds() -> None:
     check_delivery("s.yaml", "lose-unsynced", "random", None, None, sim=True)
 
 
-def _checkpoint(alignment: str, target: str) -> SimResult:
+def _checkpoint(alignment: str, target: str, keep: int = 2) -> SimResult:
     graph = ExecutionGraph(load(TOPOLOGY))
     spec = PROTOCOLS["checkpoint"]
-    host = SimHost(graph, spec, sim_params(graph, spec, {"alignment": alignment}), 3)
+    host = SimHost(graph, spec, sim_params(graph, spec, {"alignment": alignment,
+                                                          "keep": keep}), 3)
     host.at(0.012, lambda: host.inject(stf.StoreDamage(0, "corrupt", target)))
     host.at(0.0121, lambda: host.inject(sf.Strike(0, 1, ("win[0]",))))
     return host.run()
 
 
-def test_checkpoint_falls_back_to_an_older_snapshot_and_stays_exactly_once() -> None:
-    result = _checkpoint("aligned", "win[0]")
+@pytest.mark.parametrize("keep", [1, 2])
+def test_checkpoint_falls_back_to_an_older_snapshot_and_stays_exactly_once(keep: int) -> None:
+    # keep=1: no older snapshot is kept, so the fallback is to the initial state
+    result = _checkpoint("aligned", "win[0]", keep)
     (bad,) = _kinds(result, "store-read-failed")
     (note,) = [e for e in result.events if e.note == "fallback"]
     k = bad.data["snapshot"]
-    assert note.data["data"]["replay_to"] == k and note.data["data"]["snapshot"] < k
+    assert note.data["data"]["replay_to"] == k
+    assert 0 < note.data["data"]["snapshot"] < k if keep > 1 else note.data["data"][
+        "snapshot"] == 0
     # the replay cut k where it was cut: its commit makes nothing visible a second time
     recommit = [e for e in _kinds(result, "output-committed")
                 if e.data["upto"] == k and e.t > bad.t]
@@ -187,3 +192,14 @@ def test_asking_for_an_object_never_stored_is_the_protocols_bug_not_a_store_faul
     host.at(0.02, lambda: host.inject(sf.Strike(0, 1, (victim,))))
     with pytest.raises(NeverStored):
         host.run()
+
+
+def test_a_checkpoint_run_keeps_only_its_newest_complete_snapshots() -> None:
+    graph = ExecutionGraph(load(TOPOLOGY))
+    spec = PROTOCOLS["checkpoint"]
+    host = SimHost(graph, spec, sim_params(graph, spec, {"keep": 2}), 3)
+    result = host.run()
+    completed = [e.data["data"]["snapshot"] for e in result.events
+                 if e.note == "snapshot-complete"]
+    assert len(completed) > 3  # enough for some to be collected
+    assert {tuple(host.store.snapshots_of(i)) for i in graph.order} == {tuple(completed[-2:])}

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from ftctl.runtime.messages import Marker
 from protocols.checkpoint.coordinator import CheckpointCoordinator
-from protocols.checkpoint.instance import CheckpointInstance, _Pending
+from protocols.checkpoint.instance import FINAL, CheckpointInstance, _Pending
 from protocols.contract.actions import (
     SNAPSHOTTING,
     CommitOutput,
     CoordinatorAction,
     DeclarePhase,
+    DiscardSnapshots,
     InstanceAction,
     Restart,
     Stop,
@@ -92,6 +93,16 @@ class TrustUnchecked(CheckpointCoordinator):
                   for i in self.graph.order)]
 
 
+class CollectRestorePoint(CheckpointCoordinator):
+    """Collecting old snapshots deletes the newest complete one too, the one a rollback restores."""
+
+    def _collect(self) -> list[CoordinatorAction]:
+        acts = super()._collect()
+        if self.complete == FINAL or self.replay_to is not None:
+            return acts
+        return [DiscardSnapshots(below=self.complete + 1)]
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("no-channel-state", NoChannelState.__doc__ or "", instance=NoChannelState,
            budget=10),
@@ -105,4 +116,6 @@ MUTANTS: tuple[Mutant, ...] = (
            instance=SnapshotLeftOpen, budget=10),
     Mutant("trust-unchecked", TrustUnchecked.__doc__ or "", coordinator=TrustUnchecked,
            budget=30, kinds=("crash", "corrupt")),
+    Mutant("collect-restore-point", CollectRestorePoint.__doc__ or "",
+           coordinator=CollectRestorePoint, budget=10),
 )

@@ -1,4 +1,5 @@
-"""``checkpoint``'s parameters: the snapshot interval and the alignment mode."""
+"""``checkpoint``'s parameters: the snapshot interval, the alignment mode and how many
+complete snapshots the store keeps."""
 
 from __future__ import annotations
 
@@ -21,6 +22,11 @@ class CheckpointParams(ProtocolParams):
     alignment: Literal["unaligned", "aligned"] = Field(
         default="unaligned", description="unaligned: Noir's snapshots with channel state; "
         "aligned: Flink's barrier alignment.")
+    keep: Annotated[int, Field(ge=1)] = Field(
+        default=2, description="Complete snapshots kept in the store: once a newer one "
+        "completes, older ones are deleted. Aligned, a snapshot found damaged falls back "
+        "to an older kept one, past them to the initial state (the whole input again); "
+        "unaligned, only the newest is ever read.")
 
     def for_run(self, shape: RunShape) -> CheckpointParams:
         if self.interval != "auto":

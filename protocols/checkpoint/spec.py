@@ -21,7 +21,9 @@ SPEC: ProtocolSpec[CheckpointParams] = ProtocolSpec(
     guarantee=fixed(Guarantee.EXACTLY_ONCE),
     messages=SHARED_MESSAGES,
     phases=(RECOVERING, SNAPSHOTTING),
-    variants=(Variant("default"), Variant("aligned", {"alignment": "aligned"})),
+    # aligned with one snapshot kept: a damaged one falls back to the initial state
+    variants=(Variant("default"), Variant("aligned", {"alignment": "aligned"}),
+              Variant("aligned-keep-1", {"alignment": "aligned", "keep": 1})),
     mutants=MUTANTS,
     gate={"wordcount": 150, "wordcount/aligned": 150, "diamond": 150, "windowed": 150,
           "sharder": 100},
