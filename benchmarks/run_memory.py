@@ -10,8 +10,10 @@ machine-wide cache: they are a Spark job's, not the driver's). Every ``--every``
 the resident memory of each process under the run is summed per kind (``soak.kind_of``):
 the driver's Python process, the driver JVM and the executor JVMs, the Spark daemons, and
 the tasks' Python workers. Printed per run: the peak of each kind, the driver's high-water
-mark (``VmHWM``, read at every sample, so a peak between samples counts too), wall time,
-the run's verdict and the load average before and after.
+mark (``VmHWM``, read at every sample, so a peak between samples counts too), the peak
+disk space of the run's folder (golden files, snapshot store, spilled output, the
+verdict's files; sampled every second: at 100M wordcount lines it is tens of GB), wall
+time, the run's verdict and the load average before and after.
 
 ``--pythonpath`` runs another checkout's ftctl (for a before/after on one machine).
 """
@@ -31,7 +33,8 @@ from typing import Any
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from soak import sample  # a sibling script, not a package
+from soak import sample  # sibling scripts, not a package
+from verify_memory import TempSpace
 
 ROOT = Path(__file__).resolve().parent.parent
 JVM_KINDS = ("driver-jvm", "executors")
@@ -61,14 +64,15 @@ def run_once(topology: str, records: int, args: argparse.Namespace) -> dict[str,
         root = psutil.Process(proc.pid)
         peak: dict[str, float] = {}
         hwm = 0.0
-        while proc.poll() is None:
-            hwm = max(hwm, high_water_mb(proc.pid))
-            s = sample(root)
-            s["jvms"] = sum(s.get(k, 0.0) for k in JVM_KINDS)
-            for kind, mb in s.items():
-                if not kind.endswith("#n"):
-                    peak[kind] = max(peak.get(kind, 0.0), mb)
-            time.sleep(args.every)
+        with TempSpace(Path(tmp)) as disk:
+            while proc.poll() is None:
+                hwm = max(hwm, high_water_mb(proc.pid))
+                s = sample(root)
+                s["jvms"] = sum(s.get(k, 0.0) for k in JVM_KINDS)
+                for kind, mb in s.items():
+                    if not kind.endswith("#n"):
+                        peak[kind] = max(peak.get(kind, 0.0), mb)
+                time.sleep(args.every)
         wall = time.monotonic() - t0
         out.seek(0)
         text = out.read()
@@ -82,6 +86,7 @@ def run_once(topology: str, records: int, args: argparse.Namespace) -> dict[str,
             "driver_hwm_mb": round(max(hwm, peak.get("driver", 0.0))),
             **{f"{k}_mb": round(peak.get(k, 0.0)) for k in ("driver", "jvms", "daemons",
                                                             "tasks")},
+            "disk_bytes": disk.peak,
             "load": [round(x, 1) for x in (*load_before[:1], *os.getloadavg()[:1])]}
 
 
@@ -94,14 +99,14 @@ def main() -> int:
     ap.add_argument("--every", type=float, default=0.25, help="seconds between samples")
     args = ap.parse_args()
     print("| topology | records | exit | passed | wall s | driver peak MB | JVMs MB "
-          "| daemons MB | tasks MB | load before/after |")
-    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---|")
+          "| daemons MB | tasks MB | disk GB | load before/after |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|")
     for size in (int(s) for s in args.sizes.split(",")):
         for topology in args.topologies.split(","):
             r = run_once(topology, size, args)
             print(f"| {r['topology']} | {size:,} | {r['exit']} | {r['passed']} "
                   f"| {r['wall_s']} | {r['driver_hwm_mb']:,} | {r['jvms_mb']:,} "
-                  f"| {r['daemons_mb']:,} | {r['tasks_mb']:,} "
+                  f"| {r['daemons_mb']:,} | {r['tasks_mb']:,} | {r['disk_bytes'] / 1e9:.2f} "
                   f"| {r['load'][0]} / {r['load'][1]} |", flush=True)
     return 0
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
+
+import pytest
 
 from tests.benchscripts import load_benchmark
 
@@ -14,14 +17,18 @@ FAKE_CLI = '''
 import json, sys, time
 held = bytearray(int(sys.argv[sys.argv.index("--records") + 1]) * 1024 * 1024)
 held[::4096] = b"x" * len(held[::4096])  # touched: resident
+with open("spilled", "wb") as f:  # the run's folder: its files count as its disk space
+    f.write(b"y" * 1000 * len(sys.argv[sys.argv.index("--records") + 1]))
 time.sleep(1.0)
 print("a line before the JSON")
 print(json.dumps({"passed": True, "records": len(held)}))
 '''
 
 
-def test_the_driver_peak_follows_what_the_run_holds(tmp_path: Path) -> None:
+def test_the_driver_peak_follows_what_the_run_holds(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     bench = load_benchmark("run_memory")
+    monkeypatch.setattr(sys.modules["verify_memory"], "TEMP_EVERY", 0.01)
     pkg = tmp_path / "fake" / "ftctl"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
@@ -32,6 +39,9 @@ def test_the_driver_peak_follows_what_the_run_holds(tmp_path: Path) -> None:
     assert small["exit"] == 0 and small["passed"] is True
     assert big["driver_hwm_mb"] - small["driver_hwm_mb"] > 150  # 200 MB more held
     assert small["wall_s"] >= 1.0 and len(big["load"]) == 2
+    # the file it wrote in its folder, 1,000 bytes a digit of --records (and the run's
+    # stdout, a few bytes)
+    assert 2000 <= small["disk_bytes"] < 2500 and 3000 <= big["disk_bytes"] < 3500
 
 
 def test_high_water_mark_of_a_gone_process_is_zero() -> None:
