@@ -1,14 +1,14 @@
 """``ftctl chaos --master`` against a cluster as on other hosts: docker workers with their
 own PID namespaces that see, of the driver's files, only the snapshot store's volume.
 
-One run (~60-80 s on this 2-core machine, most of it cluster and session start) kills a
-task and then an executor. The driver runs under a hook that logs every signal it sends;
-a sampler records the worker containers' processes (host pid, pid inside the container,
-start time) while the run goes. The test asserts that both kills were carried out by the
-task's agent inside its container (the killed processes are gone, the driver signalled
-none of them nor any other container process), that the snapshots went to the store
-volume, that the output was exactly-once, and that no container is left. Skipped only
-when no Docker engine answers.
+One run (~30-50 s on this 2-core machine, most of it cluster and session start) kills a
+task, then an executor, then a worker. The driver runs under a hook that logs every
+signal it sends; a sampler records the worker containers' processes (host pid, pid
+inside the container, start time) every 50 ms while the run goes. The test asserts that
+the kills were carried out by the task's agent inside its container (the killed
+processes are gone, the driver signalled none of them nor any other container process),
+that the snapshots went to the store volume, that the output was exactly-once, and that
+no container is left. Skipped only when no Docker engine answers.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,7 +74,7 @@ class Seen:
     host_pid: int
     inner_pid: int  # its pid in the container's namespace
     start: float
-    role: str  # "worker" or "executor" (the JVMs by main class), else "other"
+    role: str  # "worker", "executor" (the JVMs by main class), "spawning", else "other"
     executor: str | None  # the Spark executor id it runs under (or is), if any
     ancestors: tuple[int, ...]  # host pids, nearest first
 
@@ -93,45 +94,67 @@ def _inner_pid(pid: int) -> int | None:
 def _role(cmdline: list[str]) -> str:
     joined = " ".join(cmdline)
     return "worker" if WORKER_CLASS in joined else \
-        "executor" if EXECUTOR_CLASS in joined else "other"
+        "executor" if EXECUTOR_CLASS in joined else \
+        "spawning" if "jspawnhelper" in joined else "other"
 
 
 class Sampler(threading.Thread):
-    """Every process under each worker container's main process, every 0.2 s."""
+    """Every process under each worker container's main process, every 50 ms.
+
+    A fault whose target is being restarted strikes as soon as the new task registers,
+    so a victim may live only a moment: each round reads the process table once and
+    reads a process's details once it has exec'd into its own program."""
+
+    EVERY = 0.05
 
     def __init__(self, containers: Mapping[str, int]) -> None:
         super().__init__(daemon=True)
         self.containers = dict(containers)
         self.seen: dict[tuple[int, float], Seen] = {}
         self.done = threading.Event()
+        self.longest = 0.0  # the longest time between two rounds, for a miss's report
 
     def run(self) -> None:
-        while not self.done.wait(0.2):
+        last = time.monotonic()
+        while not self.done.wait(self.EVERY):
+            by_parent: dict[int, list[psutil.Process]] = {}
+            for proc in psutil.process_iter():
+                try:
+                    by_parent.setdefault(proc.ppid(), []).append(proc)
+                except psutil.Error:
+                    continue
             for name, main in self.containers.items():
-                self._sample(name, main)
+                todo = list(by_parent.get(main, []))
+                while todo:
+                    proc = todo.pop()
+                    todo += by_parent.get(proc.pid, [])
+                    self._sample(name, proc)
+            now = time.monotonic()
+            self.longest, last = max(self.longest, now - last), now
 
-    def _sample(self, container: str, main: int) -> None:
+    def _sample(self, container: str, proc: psutil.Process) -> None:
         try:
-            procs = psutil.Process(main).children(recursive=True)
+            key = (proc.pid, proc.create_time())
         except psutil.Error:
             return
-        for proc in procs:
-            # Read again at every sample, seen or not: a JVM the worker launches runs first
-            # as Java's spawn helper under the same pid, so its role is right only after
-            # the exec. An exiting process shows no command line: keep what was seen.
-            try:
-                key = (proc.pid, proc.create_time())
-                line = [(p.pid, p.cmdline()) for p in [proc, *proc.parents()]]
-            except psutil.Error:
-                continue
-            if not line[0][1]:
-                continue
-            inner = _inner_pid(proc.pid)
-            args = next((c for _, c in line if "--executor-id" in c), [])
-            executor = args[args.index("--executor-id") + 1] if args else None
-            if inner is not None:
-                self.seen[key] = Seen(container, proc.pid, inner, key[1], _role(line[0][1]),
-                                      executor, tuple(pid for pid, _ in line[1:]))
+        if key in self.seen and self.seen[key].role == "other":
+            return
+        # A process a JVM launches runs first as a copy of that JVM, then as Java's spawn
+        # helper, under the same pid: its role is right only after the last exec, so
+        # only a Python process (which forks but never execs) is read just once. An
+        # exiting process shows no command line: keep what was seen.
+        try:
+            line = [(p.pid, p.cmdline()) for p in [proc, *proc.parents()]]
+        except psutil.Error:
+            return
+        if not line[0][1]:
+            return
+        inner = _inner_pid(proc.pid)
+        args = next((c for _, c in line if "--executor-id" in c), [])
+        executor = args[args.index("--executor-id") + 1] if args else None
+        if inner is not None:
+            self.seen[key] = Seen(container, proc.pid, inner, key[1], _role(line[0][1]),
+                                  executor, tuple(pid for pid, _ in line[1:]))
 
     def above(self, process: Seen, role: str) -> Seen:
         """The ``role`` JVM ``process`` ran under."""
@@ -205,8 +228,14 @@ def test_kills_on_a_remote_cluster_are_carried_out_inside_the_containers(
         # The pid the task reported (one of its container's, the record's only pid) and
         # the executor it registered from: pids repeat across namespaces.
         assert fault["pids"] == [inner]
-        (task,) = [s for s in sampler.seen.values() if s.inner_pid == inner
-                   and s.executor == executor and s.role == "other"]
+        found = [s for s in sampler.seen.values() if s.inner_pid == inner
+                 and s.executor == executor and s.role == "other"]
+        assert len(found) == 1, (
+            f"{fault['type']}: {len(found)} processes seen as pid {inner} under executor "
+            f"{executor}; as pid {inner}: "
+            f"{[s for s in sampler.seen.values() if s.inner_pid == inner]}; "
+            f"longest time between samples {sampler.longest:.2f} s")
+        (task,) = found
         assert task.host_pid != inner, "a pid inside a namespace of its own"
         killed = [task]
         if fault["type"] in ("kill-executor", "kill-worker"):
