@@ -105,6 +105,7 @@ class TempSpace:
 
     def __init__(self, folder: Path) -> None:
         self.folder, self.peak = folder, 0
+        self.samples = 0  # taken so far
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -120,6 +121,7 @@ class TempSpace:
     def _sample(self) -> None:
         while True:
             self.peak = max(self.peak, self._size())
+            self.samples += 1
             if self._done.wait(TEMP_EVERY):
                 return
 
