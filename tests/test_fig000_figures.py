@@ -95,6 +95,34 @@ def test_fig2_run_budget_covers_the_input_at_any_size(tmp_path: Path) -> None:
     assert input_s < req.timeout <= input_s + 1_000
 
 
+def test_fig2_says_how_long_its_input_lasts_before_the_first_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    seen: list[RunRequest] = []
+    printed_first: list[str] = []
+    runner = fig2_runner(seen)
+
+    def first(request: RunRequest, ext: Any) -> int:
+        printed_first.append(capsys.readouterr().out)
+        return int(runner(request, ext))
+
+    FIG2[("causal", 50_000_000)] = FIG2[("causal", 100_000)]
+    try:
+        fig_000_fig2.run(FigureOptions(tmp_path, host="spark", options={
+            **MASTER, "sizes": "50000000", "protocols": "causal", "tail": "250"}), first)
+    finally:
+        del FIG2[("causal", 50_000_000)]
+    # 50M / 12,000 + 6 + 250 s = 4,422.7 s
+    assert "000-fig2: 1 run, whose input alone lasts about 1 h 14 min (N votes at " \
+           "12,000/s each)" in " ".join(printed_first[0].split())
+    # Both protocols at 200M: 2 x (16,666.7 + 6 + 70) s
+    setup = fig_000_fig2.setup_of(FigureOptions(tmp_path, host="spark", options={
+        "sizes": "200000000"}))
+    assert fig_000_fig2.plan_line(setup) == ("000-fig2: 2 runs, whose input alone lasts "
+                                             "about 9 h 18 min (N votes at 12,000/s each)")
+    assert fig_000_fig2.about(59) == "about 1 min" and fig_000_fig2.about(3600) == \
+        "about 1 h 0 min"
+
+
 def test_fig2_snapshot_bytes_read_sizes_what_replacements_restored(tmp_path: Path) -> None:
     store = DirectoryStore(tmp_path)
     store.put(3, "shard[4]", Sealed(b"x" * 700))

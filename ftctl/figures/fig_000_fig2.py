@@ -32,6 +32,7 @@ from chaos.plan import from_scenario
 from ftctl.compare.runner import CaptureExtension
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
+from ftctl.console import console
 from ftctl.kernel.history import HistoryEvent
 from ftctl.run.chaos import ChaosExtension, expected_seconds
 from ftctl.run.execute import RunContext, execute, snapshot_location
@@ -175,12 +176,29 @@ def setup_of(options: FigureOptions) -> Setup:
         sp.positive(opts, "tail", base.tail), int(sp.positive(opts, "spares", base.spares, True)))
 
 
+def about(seconds: float) -> str:
+    """A long wait as a person says it: "about 9 h 18 min", "about 4 min"."""
+    minutes = max(1, round(seconds / 60))
+    hours, minutes = divmod(minutes, 60)
+    return f"about {hours} h {minutes} min" if hours else f"about {minutes} min"
+
+
+def plan_line(setup: Setup) -> str:
+    """What the figure is about to take, printed before its first run: a large size's
+    input alone lasts hours (50M votes at 12,000/s: 69 min a run)."""
+    runs = len(setup.sizes) * len(setup.protocols)
+    input_s = len(setup.protocols) * sum(setup.kill_at(n) + setup.tail for n in setup.sizes)
+    return (f"000-fig2: {runs} run{'s' if runs != 1 else ''}, whose input alone lasts "
+            f"{about(input_s)} (N votes at {setup.build_rate:,.0f}/s each)")
+
+
 def run(options: FigureOptions, runner: Runner = execute) -> FigureResult:
     setup = setup_of(options)
     base = load_topology(SHARDER)
     out = options.out
     out.mkdir(parents=True, exist_ok=True)
     points: list[Point] = []
+    console.print(plan_line(setup), highlight=False)
     with sp.warm_cluster(options.options.get("master"), CORES, "ftctl-000-fig2-") as master:
         for n in setup.sizes:
             topo = setup.topology(base, n)
