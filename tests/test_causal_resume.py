@@ -29,7 +29,7 @@ from tests.test_causal_sim import _run
 pytestmark = pytest.mark.sim
 
 # sharder[0] killed at event 680 (seed 4): what each shard had seen of it, by its clock.
-SEEN = [12, 13, 12, 12, 12, 13, 13, 13, 13, 13, 12, 13, 12, 13, 13, 12, 12, 13, 13, 12]
+SEEN = [13, 12, 13, 13, 12, 12, 13, 13, 13, 13, 13, 13, 13, 11, 12, 12, 13, 13, 13, 13]
 
 
 def test_the_stateless_sharder_restarts_at_t_star_and_resumes_each_shard_one_past_what_it_saw(
@@ -39,10 +39,12 @@ def test_the_stateless_sharder_restarts_at_t_star_and_resumes_each_shard_one_pas
     [plan] = [e for e in result.events if e.note == "causal-replay"]
     assert plan.payload["t"] == {f"shard[{i}]": t for i, t in enumerate(SEEN)}
     assert plan.payload["stateless"]
-    # Each shard's newest local snapshot holds sharder B-time 10: a shard may restore it
-    # and ask for everything after it again, so B' starts there (spec T2/T3's g), below
-    # the level-1 entries (12 and 13).
-    assert plan.payload["floor"] == {f"shard[{i}]": 10 for i in range(20)}
+    # Each shard's newest local snapshot holds sharder B-time 10 or 11: a shard may
+    # restore it and ask for everything after it again, so B' starts at the lowest (spec
+    # T2/T3's g), below the level-1 entries (11 to 13: the sharder is quiet, rule N6, so
+    # a shard's view of it lags where its events sent that shard nothing).
+    assert plan.payload["floor"] == {f"shard[{i}]": 11 if i in (9, 13, 14, 15, 18) else 10
+                                     for i in range(20)}
     assert plan.payload["t_min"] == 10 and plan.payload["s"] == 10
     assert plan.payload["tstar"] == ("sharder[0]", 10, (("votes[0]", 10, ()),))
     # R = T*: the source resends from 1 + T*[votes[0]].
@@ -73,8 +75,9 @@ def test_every_plan_resumes_at_one_past_the_level_one_entry(topology: str) -> No
 def test_round_robin_output_follows_the_instance_time_not_a_counter() -> None:
     # Spec change 2: diamond's ones[0] sends round-robin to evens[0..1] and all[0..1].
     # The event at time t sends its records to channel t mod 2 of each group (the other
-    # gets an empty batch, N5), so a replacement that restarts at time t routes as the
-    # original did whatever its batch counter says.
+    # gets nothing: ones[0] is quiet, rule N6, and that channel's next batch carries the
+    # event's diff), so a replacement that restarts at time t routes as the original did
+    # whatever its batch counter says.
     graph = ExecutionGraph(load("diamond"))
     me = InstanceId("ones[0]")
     groups = [g.channels for g in graph.instances[me].outputs]
@@ -90,7 +93,8 @@ def test_round_robin_output_follows_the_instance_time_not_a_counter() -> None:
                 if type(a) is Send and type(a.msg) is Batch}
         assert inst.time == 7
         assert {ch for ch, recs in sent.items() if recs} == {chans[7 % 2] for chans in groups}
-        assert set(sent) == {ch for chans in groups for ch in chans}
+        assert set(sent) == {chans[7 % 2] for chans in groups}
+        assert all(inst.carry[chans[1 - 7 % 2]] == [inst.last_diff] for chans in groups)
 
 
 def _merge0(recover: bool) -> tuple[CausalInstance, int]:

@@ -15,7 +15,9 @@ Normal operation (per instance, no coordination):
   channel's ``seq`` is only a FIFO gap check at the receiver.
 - **No silent events** (spec N5): an event that sends nothing on an output channel sends
   an empty batch there, so each child's diff log holds every event of its parent up to
-  the child's position and replay can place all of them. End of stream is an event of its
+  the child's position and replay can place all of them. A stateless instance with one
+  input and several outputs is quiet instead (rule N6): its next batch on the channel
+  carries the diffs of the events it was silent for there, which the child logs. End of stream is an event of its
   own: once every input ended, the flush (windows fired at the last watermark) gets the
   next time and a bare diff and sends on every output, so each sender time names exactly
   one batch per channel and "resend from T + 1" never skips a flush.

@@ -257,9 +257,10 @@ class CausalCoordinator(CoordinatorLogic[CausalParams]):
         upto = max(plan.t.values(), default=0)
         resends = self._resends(b, plan)
         to = {ch: self.incarnation.get(chans[ch].dst, 0) for ch in resume}
+        pos = {a.channel: a.pos for a in direct}
         # B' replays from its plan until it reports Replayed (spec R8).
         return [DeclarePhase(REPLAYING, True, holder=InstanceId(b)),
-                Control(InstanceId(b), Plan(plan.replay, resume, plan.tstar, upto, to)),
+                Control(InstanceId(b), Plan(plan.replay, resume, plan.tstar, upto, to, pos)),
                 *resends,
                 Note("causal-replay", {"instance": b, "s": rclock.time,
                                        "stateless": rec.restore is None,

@@ -157,6 +157,24 @@ class CausalInstance(LoggedInstance[CausalParams]):
         # replacement starts from T* (clock) and t_min (time), given with its plan, and
         # from the per-channel watermarks its parents' RESUME markers carry.
         self.from_tstar = restarts_from_tstar(core.spec.kind)
+        # Quiet (rule N6, docs/protocols.md): a stateless instance with one input and
+        # several output channels sends nothing on a channel its event produced nothing
+        # for; the event's diff goes with its next batch there (``carry``). Under N5 each
+        # such event was an empty batch to every child behind a hash fan-out: most of
+        # what a simulated Nexmark q4 or q6 schedule delivered. At every multiple of
+        # ``every`` of its time it sends on every channel, so no child's view of it lags
+        # further (its T* restart point, and what its parents keep, move on).
+        self.quiet = (self.from_tstar and len(core.inputs) == 1 and len(core.out_channels) > 1
+                      and self.clocks)
+        # A quiet replacement's output channels still numbered for now (``_renumber``):
+        # the child's sender time up to which it has everything, and its position.
+        self.renumber: dict[int, tuple[int, int]] = {}
+        # A quiet instance's silent events per output channel since its last batch there:
+        # their diffs go with the next one (``stamp``), so the child that has a batch has
+        # every event up to it logged, as under N5: spec R7 still holds, and M3 finds a
+        # failed parent's events there (plain silence lost them: a join failing with its
+        # silent child had events logged nowhere).
+        self.carry: dict[int, list[Plain]] = {ch: [] for ch in core.out_channels}
         # A replacement started from T* with event time: the input channels whose
         # watermark at T* is not known yet (no RESUME yet). It runs nothing until every
         # one is known: an event run earlier would forward a lower watermark than its
@@ -512,8 +530,29 @@ class CausalInstance(LoggedInstance[CausalParams]):
 
     def sent(self, ch: int, batch: Batch) -> None:
         super().sent(ch, batch)  # stamped: its key is known (and above the watermark read)
+        if ch in self.renumber:
+            self._renumber(ch, batch)
         if ch in self.announce and self.key(batch) >= self.announce[ch][0]:
             self._announce((ch,))  # ``take`` sends the batch after the marker
+
+    def _renumber(self, ch: int, batch: Batch | None) -> None:
+        """A quiet replacement's numbering of ``ch``: what it regenerates up to the
+        child's sender time ``t`` is filtered (the child has it) and numbered for now.
+        The first batch past ``t`` (or the end of stream) settles it: the regenerated
+        batches in the payload log (resent to that child should it restore an older
+        snapshot) are numbered back from the child's position, as its predecessor
+        numbered them, and what follows goes on from there."""
+        t, pos = self.renumber[ch]
+        if batch is not None and self.key(batch) <= t:
+            return
+        del self.renumber[ch]
+        before = [b for b in self.plog[ch].since(0) if b is not batch]
+        for i, b in enumerate(before):
+            b.seq = pos - len(before) + 1 + i
+        if batch is not None:
+            pos += 1
+            batch.seq = pos
+        self.core.number_from(ch, pos)
 
     def flush(self) -> list[InstanceAction]:
         if self.announce:
@@ -522,6 +561,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
         return super().flush()
 
     def close_outputs(self) -> None:
+        for ch in list(self.renumber):
+            self._renumber(ch, None)  # every batch was produced: the end marker's seq
         self._announce(list(self.announce), force=True)  # every batch was produced
         super().close_outputs()
 
@@ -533,8 +574,17 @@ class CausalInstance(LoggedInstance[CausalParams]):
 
     def stamp(self, ch: int, batch: Batch) -> None:
         # Every batch carries its sender time, the root of its diff (spec D3, D5); without
-        # clocks, the bare root.
-        batch.meta = self.last_diff if self.clocks else (self.core.id, self.time, ())
+        # clocks, the bare root. A quiet instance's adds, as a fourth element, the diffs of
+        # its events since its last batch on ``ch`` (``carry``).
+        if not self.clocks:
+            batch.meta = (self.core.id, self.time, ())
+            return
+        carried = self.carry.get(ch)
+        if carried:
+            batch.meta = (*self.last_diff, tuple(carried))  # type: ignore[misc]
+            self.carry[ch] = []
+        else:
+            batch.meta = self.last_diff
 
     def key(self, batch: Batch) -> int:
         """Payload logs, resends and a replacement's output filter address a batch by its
@@ -566,7 +616,14 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.time = at if at is not None and at > self.time else self.time + 1
         self.ptime[ch] = batch.meta[1]
         if self.clocks:
-            diff = TreeClock.receive_plain(self.core.id, self.time, batch.meta, self.depth)
+            meta = batch.meta
+            if len(meta) == 4:  # the sender's silent events since its last batch here
+                log = self.dlog[ch]
+                for d in meta[3]:
+                    log.append((batch.seq, TreeClock.receive_plain(
+                        self.core.id, self.time, d, self.depth)))
+                meta = meta[:3]
+            diff = TreeClock.receive_plain(self.core.id, self.time, meta, self.depth)
             self.clock.apply_plain(diff)
             self.last_diff = diff
             self.dlog[ch].append((batch.seq, diff))
@@ -580,16 +637,27 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.after_deliver()
         self._tick()
 
-    def _no_silent_event(self, since: int) -> None:
-        """Every event sends on every output channel, an empty batch if nothing else.
+    def _no_silent_event(self, since: int, force: bool = False) -> None:
+        """Every event sends on every output channel, an empty batch if nothing else; a
+        quiet instance's (N6) only at a multiple of ``every`` of its time, its other
+        events' diffs carried to each channel's next batch.
 
         Spec causal.md N5: an event no child sees leaves no diff anywhere, so a replacement
         cannot place it, and where it lands changes what later events send (a watermark
         that advances one event earlier or later adds or removes a watermark-only batch,
-        shifting every later ``seq`` its children de-duplicate by).
+        shifting every later ``seq`` its children de-duplicate by). A quiet instance's
+        silence depends on its time and output alone, so its replacement is silent where
+        it was.
         """
         core = self.core
         got = {a.channel for a in self.out[since:] if type(a) is Send}
+        if self.quiet and self.time % self.every and not force:
+            diff = self.last_diff
+            assert diff is not None  # set by the event that just ran
+            for out in core.out_channels:
+                if out not in got:
+                    self.carry[out].append(diff)
+            return
         wm = core.wm_sent if core.needs_wm else None
         for out in core.out_channels:
             if out not in got:
@@ -677,7 +745,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
             sent = len(self.out)
             self.take()
             if self.clocks:
-                self._no_silent_event(sent)
+                self._no_silent_event(sent, force=True)
         self.take()
         self.close_outputs()
 
@@ -732,7 +800,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
 
     def _plan(self, plan: Plan) -> None:
         if self.from_tstar and self.awaiting:
-            self._start_from_tstar(plan.tstar)
+            self._start_from_tstar(plan.tstar, plan)
         if self.core.inputs and self.clocks:  # a source regenerates its events (R3)
             gaps = unobserved(plan.replay, self.time, plan.upto)
             if gaps:
@@ -754,10 +822,12 @@ class CausalInstance(LoggedInstance[CausalParams]):
                 else:
                     self.out += self.on_marker(MarkerIn(self.me.id, ch, m), 0.0)
 
-    def _start_from_tstar(self, tstar: TreeClock) -> None:
+    def _start_from_tstar(self, tstar: TreeClock, plan: Plan) -> None:
         """Spec R3: a stateless replacement starts with clock T* and time t_min. Every
-        event sends one batch on every output (N5), so its channel positions are t_min.
-        With event time its watermarks come with its parents' RESUMEs."""
+        event sent one batch on every output (N5), so its channel positions are t_min. A
+        quiet one's are not known: it takes each child's position where its resume
+        starts (``_renumber``). With event time its watermarks come with its parents'
+        RESUMEs."""
         self.clock = tstar.copy()
         self.time = tstar.time
         self.clock.time = self.time
@@ -766,6 +836,11 @@ class CausalInstance(LoggedInstance[CausalParams]):
             self.pos[ch] = -1
         for ch in self.core.out_channels:
             self.core.number_from(ch, self.time)
+            if self.quiet and ch in plan.resume:
+                if plan.resume[ch] - 1 > self.time:
+                    self.renumber[ch] = (plan.resume[ch] - 1, plan.pos.get(ch, 0))
+                else:
+                    self.core.number_from(ch, plan.pos.get(ch, 0))
         self.hist = deque([(self.time, dict(self.ptime))])
         if self.core.needs_wm:
             self.wm_unknown = set(self.core.inputs)

@@ -56,6 +56,9 @@ class Plan(Msg):
     upto: int = 0
     # Per output channel in ``resume``: the incarnation of the child it resumes.
     to: Mapping[ChannelId, int] = field(default_factory=dict)
+    # Per output channel in ``resume``: the child's position on it (the seq of the last
+    # batch it has), where a quiet replacement's numbering resumes (``CausalInstance``).
+    pos: Mapping[ChannelId, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -246,7 +246,7 @@ class FallbackForgetsSinks(CausalCoordinator):
 class SilentEvents(CausalInstance):
     """An event that sends nothing stays silent (spec N5 off): no child logs its diff."""
 
-    def _no_silent_event(self, since: int) -> None:
+    def _no_silent_event(self, since: int, force: bool = False) -> None:
         return
 
 
