@@ -17,10 +17,11 @@ Normal operation (per instance, no coordination):
   an empty batch there, so each child's diff log holds every event of its parent up to
   the child's position and replay can place all of them. A stateless instance with one
   input and several outputs is quiet instead (rule N6): its next batch on the channel
-  carries the diffs of the events it was silent for there, which the child logs. End of stream is an event of its
-  own: once every input ended, the flush (windows fired at the last watermark) gets the
-  next time and a bare diff and sends on every output, so each sender time names exactly
-  one batch per channel and "resend from T + 1" never skips a flush.
+  carries the diffs of the events it was silent for there, which the child logs. End of
+  stream is an event of its own: once every input ended, the flush (windows fired at the
+  last watermark) gets the next time and a bare diff and sends on every output, so each
+  sender time names exactly one batch per channel and "resend from T + 1" never skips a
+  flush.
 - **Local snapshots.** Every ``snapshot_every`` processed batches per input channel
   (``snapshot_every`` times the number of inputs) an instance persists, in
   its own store slot, its operator state, per-input positions, clock, diff log and payload

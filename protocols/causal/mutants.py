@@ -31,6 +31,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ftctl.runtime.messages import Batch
 from protocols.causal.coordinator import CausalCoordinator, _Recovery
 from protocols.causal.instance import CausalInstance
 from protocols.causal.messages import Plan, Query, TrimDiffLog
@@ -250,6 +251,16 @@ class SilentEvents(CausalInstance):
         return
 
 
+class QuietWithoutCarry(CausalInstance):
+    """A quiet instance's silent events stay silent (rule N6 without its carry): the
+    diffs of the events it sent a channel nothing for never reach that child."""
+
+    def stamp(self, ch: int, batch: Batch) -> None:
+        if ch in self.carry:
+            self.carry[ch] = []
+        super().stamp(ch, batch)
+
+
 class ClocksOneLevel(CausalInstance):
     """depth ignored: diffs keep one level (the sender), so a failed member's causes are
     read nowhere below a restarted child."""
@@ -306,6 +317,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("fallback-forgets-sinks", FallbackForgetsSinks.__doc__ or "",
            coordinator=FallbackForgetsSinks, budget=10),
     Mutant("silent-events", SilentEvents.__doc__ or "", instance=SilentEvents, budget=10),
+    Mutant("quiet-without-carry", _line(QuietWithoutCarry), instance=QuietWithoutCarry,
+           budget=30),
     Mutant("clocks-one-level", _line(ClocksOneLevel), instance=ClocksOneLevel, budget=10),
     Mutant("recovering-neighbour-kept", _line(RecoveringNeighbourKept),
            coordinator=RecoveringNeighbourKept, budget=10),
