@@ -169,13 +169,19 @@ def not_prefix(mode: str, golden_by_key: dict[Any, list[Any]], output: Out,
                guarantee: Guarantee = Guarantee.EXACTLY_ONCE) -> int:
     """Keys whose output a run that stopped early must not have made visible: exactly-once,
     not a start of golden's (for a multiset sink: not a part of it); at-most-once, not a
-    part of it; at-least-once, a record golden lacks; no delivery promise, none."""
+    part of it; at-least-once, a record golden lacks; no delivery promise, none. A
+    final-per-key sink promises only each key's last value, and the values before it
+    depend on the interleaving (on Nexmark q4 at 50,000 events, three fault-free runs
+    gave category 10 three different first means): a stopped run's may only lack keys
+    golden has, not show a key golden lacks."""
     if guarantee is Guarantee.NONE:
         return 0
     bad = 0
     for k, got in index_by_key(output).items():
         want = golden_by_key.get(k, [])
-        if guarantee is Guarantee.AT_LEAST_ONCE:
+        if mode == "final-per-key":
+            bad += k not in golden_by_key
+        elif guarantee is Guarantee.AT_LEAST_ONCE:
             bad += not set(got) <= set(want)
         elif mode == "multiset" or guarantee is not Guarantee.EXACTLY_ONCE:
             bad += not Counter(got) <= Counter(want)
