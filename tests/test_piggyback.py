@@ -133,8 +133,9 @@ def test_spark_tasks_report_piggyback_and_the_driver_adds_up_the_last_counts(
     server = ControlServer(token, queue.Queue(), wire.HOST, lambda _peer: None)
     task = _sharder_task(server, token)
     try:
-        # one key: the sharder's event reaches one shard; the sharder is quiet (causal's
-        # rule N6), so the other 19 get nothing until its time is a multiple of `every`
+        # one key: the sharder's event reaches one shard; the sharder is quiet under
+        # causal's rule N6, so the other 19 get nothing until its time is a multiple of
+        # `every`
         batch = Batch([("a", 1, 0)] * 5, seq=1, meta=("votes[0]", 1, ()))
         task._do(task.unit.handle(BatchIn(InstanceId("sharder[0]"), ChannelId(0), batch),
                                   0.0))

@@ -157,7 +157,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         # replacement starts from T* (clock) and t_min (time), given with its plan, and
         # from the per-channel watermarks its parents' RESUME markers carry.
         self.from_tstar = restarts_from_tstar(core.spec.kind)
-        # Quiet (rule N6, docs/protocols.md): a stateless instance with one input and
+        # Quiet (rule N6, docs/rules.md): a stateless instance with one input and
         # several output channels sends nothing on a channel its event produced nothing
         # for; the event's diff goes with its next batch there (``carry``). Under N5 each
         # such event was an empty batch to every child behind a hash fan-out: most of
