@@ -84,8 +84,9 @@ def sink_refs(params: CausalParams, inputs: int) -> tuple[int, ...]:
 def fold_sink_deltas(older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
     """Two consecutive deltas of one chain as one, stored under the newer's ref.
 
-    What the newer one states whole (visible vector, positions, time) it states for both;
-    counts are absolute, so for an identity both touched the newer one's hold, ``seen``
+    The time is the newer's; visible times and positions only grow, so per channel the
+    newer's hold where it has one (a delta names only the channels that moved); counts
+    are absolute, so for an identity both touched the newer one's hold, ``seen``
     included: an identity the newer touched with no ``seen`` entry had ``seen`` equal to
     ``emitted`` then. Diff-log entries are each delta's own, so they are joined in order.
     Restoring the result (``_restore_sink``) leaves what restoring both would.
@@ -95,6 +96,7 @@ def fold_sink_deltas(older: dict[str, Any], newer: dict[str, Any]) -> dict[str, 
         dlog.setdefault(ch, entries)
     emitted = newer["emitted"]
     return {**newer, "dlog": dlog, "emitted": {**older["emitted"], **emitted},
+            "vis": {**older["vis"], **newer["vis"]}, "pos": {**older["pos"], **newer["pos"]},
             "seen": {**{i: n for i, n in older["seen"].items() if i not in emitted},
                      **newer["seen"]}}
 
@@ -148,6 +150,10 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.first: list[list[Any]] | None = []
         self.chain = 0
         self.dmark: dict[int, int] = {}
+        # A sink's input channels whose visible time, position or diff log moved since
+        # the last delta: the next one names only those (the sink behind 20 shards runs
+        # one of them per batch). None: every channel, after a start or a plan.
+        self.moved: set[int] | None = None
         # The coordinator names each input channel's parent: a diff names instances.
         self.chan_of: dict[str, int] = {}
         # Round-robin output goes to channel (own time mod n) (spec change 2): where a
@@ -293,6 +299,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.first = []
         self.chain = 0
         self.dmark = dict(blob["pos"])
+        self.moved = set()
         self.persist(SLOT, blob)
         self.report(LocalSnapshot(blob["ptime"], self.time))
 
@@ -326,9 +333,13 @@ class CausalInstance(LoggedInstance[CausalParams]):
             return
         touched, self.touched = self.touched, set()
         first, self.first = self.first, []
-        seen, emitted, dmark = self.seen, self.emitted, self.dmark
+        moved, self.moved = self.moved, set()
+        chans = self.core.inputs if moved is None else moved
+        seen, emitted, dmark, pos, pending = (self.seen, self.emitted, self.dmark, self.pos,
+                                              self.pending)
         dlog: dict[int, list[tuple[int, Plain]]] = {}
-        for ch, log in self.dlog.items():
+        for ch in chans:
+            log = self.dlog[ch]
             mark, k = dmark.get(ch, 0), len(log)
             while k and log[k - 1][0] > mark:
                 k -= 1
@@ -337,8 +348,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
                 dmark[ch] = max(mark, log[-1][0])
         self.persist(SINK_REF + self.chain, {
             "epoch": self.epoch, "snap": self.snaps, "j": self.chain, "time": self.time,
-            "vis": dict(self.ptime),
-            "pos": {ch: self.pos[ch] - len(q) for ch, q in self.pending.items()},
+            "vis": {ch: self.ptime[ch] for ch in chans},
+            "pos": {ch: pos[ch] - len(pending[ch]) for ch in chans},
             "dlog": dlog,
             "emitted": dict.fromkeys(chain.from_iterable(first), 1) if first is not None
             else dict(zip(touched, map(emitted.get, touched, repeat(0)), strict=True)),
@@ -420,6 +431,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
             # A stateless replacement knows its parents by sender time only (T*): the
             # channel position restarts at the resend's first batch.
             self.pos[ch] = batch.seq - 1
+            self.moved = None
         # A duplicate by identity (spec S1), then the FIFO gap check: a batch past the
         # next one on the channel waits for the resend that covers it.
         if t > self.got[ch] and batch.seq == self.pos[ch] + 1 and ch not in self.unsynced:
@@ -446,6 +458,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         elif ev.channel not in self.unsynced:  # an end of stream is resent after RESUME
             if self.pos[ev.channel] < 0 and ev.marker.meta is not None:
                 self.pos[ev.channel] = ev.marker.meta  # nothing came after the RESUME
+                self.moved = None
             return super().on_marker(ev, now)
         return self.flush()
 
@@ -609,12 +622,18 @@ class CausalInstance(LoggedInstance[CausalParams]):
             self._pump()
 
     def process(self, ch: int, batch: Batch) -> None:
+        if not (self.awaiting or self.replay or self.wm_unknown or self.eos_wait
+                or self.tstar is not None or any(self.pending.values())):
+            self._run(ch, batch)  # what ``_pump`` would do, without visiting every channel
+            return
         self.pending[ch].append(batch)
         self._pump()
 
     def _run(self, ch: int, batch: Batch, at: int | None = None) -> None:
         self.time = at if at is not None and at > self.time else self.time + 1
         self.ptime[ch] = batch.meta[1]
+        if self.moved is not None:
+            self.moved.add(ch)
         if self.clocks:
             meta = batch.meta
             if len(meta) == 4:  # the sender's silent events since its last batch here
@@ -799,6 +818,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
                            observations(self.dlog[ch], q.via)))
 
     def _plan(self, plan: Plan) -> None:
+        self.moved = None
         if self.from_tstar and self.awaiting:
             self._start_from_tstar(plan.tstar, plan)
         if self.core.inputs and self.clocks:  # a source regenerates its events (R3)
