@@ -593,15 +593,22 @@ class WinningBidsOp(Operator):
             entry[1] = bid[3]
 
     def process(self, records: list[Record], port: int) -> list[Record]:
+        open_, held = self.open, self.held
+        if port == 0:
+            for k, v, _ in records:
+                auction = open_[k] = [v, None]
+                for bid in held.pop(k, ()):
+                    self._offer(auction, bid)
+            return []
+        # Bids are nine in ten Nexmark events: ``_offer`` inlined, a call less per bid.
         for k, v, _ in records:
-            if port == 0:
-                entry = self.open[k] = [v, None]
-                for bid in self.held.pop(k, ()):
-                    self._offer(entry, bid)
-            elif k in self.open:
-                self._offer(self.open[k], v)
-            else:
-                self.held.setdefault(k, []).append(v)
+            entry = open_.get(k)
+            if entry is None:
+                held.setdefault(k, []).append(v)
+                continue
+            a = entry[0]
+            if a[6] <= v[5] < a[7] and v[3] >= a[5] and (entry[1] is None or v[3] > entry[1]):
+                entry[1] = v[3]
         return []
 
     def on_watermark(self, watermark: int) -> list[Record]:
