@@ -47,7 +47,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ftctl.config.errors import ConfigError
-from ftctl.kernel.history import History, HistoryEvent, read_history
+from ftctl.kernel.history import ROUTINE_KINDS, History, HistoryEvent, read_history
 
 # ``abandoned``: recorded ``running`` by a process that is gone (killed, SIGKILL skipping
 # every handler); like ``incomplete``, it never finished.
@@ -163,9 +163,11 @@ class RunStore:
         log = self.path / "events.jsonl"
         written = sum(1 for _ in self._iter_jsonl(log)) if log.exists() else 0
         # The run's history (docs/history.md): the host, the fault layer and the run
-        # machinery all write through it, one seq and one clock for the whole file.
+        # machinery all write through it, one seq and one clock for the whole file. Phase
+        # records stay in the file only: nothing reads them back from memory, and a long
+        # run would hold millions.
         self.history = History("spark", self.clock, sink=self._append, wall=_now_iso,
-                               start=written)
+                               start=written, unkept=ROUTINE_KINDS)
 
     # -------------------------------------------------------------- construction
 

@@ -185,3 +185,25 @@ def test_a_sim_run_is_framed_by_run_started_and_run_finished_with_its_commits() 
         uptos = [c.data["upto"] for c in commits if c.data["sink"] == sink]
         assert uptos == sorted(uptos)  # commits move forward
     assert sum(c.data["records"] for c in commits) == sum(len(v) for v in res.outputs.values())
+
+
+def test_a_run_directory_keeps_phase_records_in_its_file_only(tmp_path: Path) -> None:
+    # Written as often as a protocol acts (a causal shard's every local snapshot): kept
+    # in memory too, they grew the driver with the input.
+    from ftctl.results import RunStore
+
+    store = RunStore.create(tmp_path, topology="t", protocol="none")
+    h = store.history
+    for key in range(3):
+        h.write("phase-entered", instance="shard[0]", phase="snapshotting", key=key)
+        h.write("phase-left", instance="shard[0]", phase="snapshotting", key=key)
+    h.write("node-up", node="w1")
+    assert "phase-entered" not in {e.kind for e in h.events}
+    assert h.events[-1].kind == "node-up"
+    on_disk = [e.kind for e in store.read_history()]
+    assert on_disk.count("phase-entered") == 3 and on_disk.count("phase-left") == 3
+    assert [e.seq for e in store.read_history()] == list(range(1, len(on_disk) + 1))
+    # Without a file nothing is left out: the simulation host's checks read its phases.
+    mem = _history()
+    mem.write("phase-entered", instance="shard[0]", phase="snapshotting", key=0)
+    assert [e.kind for e in mem.events] == ["phase-entered"]

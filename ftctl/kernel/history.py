@@ -227,20 +227,30 @@ def validate(ev: HistoryEvent) -> None:
             raise HistoryError(f"{ev.kind}: undeclared field(s) {sorted(extra)}")
 
 
+# What a run writes as often as its protocols act, not as often as something happens to
+# it: a causal run on the sharder opens and closes a phase at each of its shards' local
+# snapshots, 4.3 records per 100 votes (23 bytes a vote as objects, 2.3 GB at 100M).
+ROUTINE_KINDS = frozenset({"phase-entered", "phase-left"})
+
+
 class History:
     """The writer: stamps ``seq``, ``t`` and ``host``, validates, keeps the events and
     hands each record's JSON to ``sink`` (a run directory's ``events.jsonl``), in ``seq``
-    order. ``start``: the records written before (a reopened run). Thread-safe."""
+    order. ``start``: the records written before (a reopened run). ``unkept``: kinds
+    handed to ``sink`` but not kept in ``events`` (with a sink only: the file has them,
+    so memory does not grow with the input). Thread-safe."""
 
     def __init__(self, host: Host, clock: Callable[[], float], *,
                  sink: Callable[[dict[str, Any]], None] | None = None,
-                 wall: Callable[[], str] | None = None, digits: int = 6, start: int = 0):
+                 wall: Callable[[], str] | None = None, digits: int = 6, start: int = 0,
+                 unkept: frozenset[str] = frozenset()):
         self.host: Host = host
         self.clock = clock
         self.sink = sink
         self.wall = wall
         self.digits = digits
         self.events: list[HistoryEvent] = []
+        self.unkept = unkept if sink is not None else frozenset()
         self._seq = start
         self._lock = threading.Lock()
 
@@ -254,7 +264,8 @@ class History:
                               wall=self.wall() if self.wall is not None else None)
             validate(ev)
             self._seq += 1
-            self.events.append(ev)
+            if kind not in self.unkept:
+                self.events.append(ev)
             if self.sink is not None:
                 self.sink(ev.to_json())
         return ev

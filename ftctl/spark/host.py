@@ -127,7 +127,9 @@ class HostResult:
     outputs: Mapping[str, Collection[tuple[Any, Any]]]
     complete: bool
     seconds: float
-    events: list[HistoryEvent]  # the run's history (ftctl.kernel.history)
+    # The run's history (ftctl.kernel.history) but its phase records, which only its
+    # events.jsonl has (``ROUTINE_KINDS``).
+    events: list[HistoryEvent]
     metrics: list[dict[str, Any]]
     records_in: dict[str, int]
     records_out: dict[str, int]
