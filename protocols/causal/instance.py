@@ -180,7 +180,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
         # every event up to it logged, as under N5: spec R7 still holds, and M3 finds a
         # failed parent's events there (plain silence lost them: a join failing with its
         # silent child had events logged nowhere).
-        self.carry: dict[int, list[Plain]] = {ch: [] for ch in core.out_channels}
+        self.carry: dict[int, list[Plain]] = ({ch: [] for ch in core.out_channels}
+                                              if self.quiet else {})
         # A replacement started from T* with event time: the input channels whose
         # watermark at T* is not known yet (no RESUME yet). It runs nothing until every
         # one is known: an event run earlier would forward a lower watermark than its
