@@ -119,6 +119,9 @@ def test_garbage_files_exit_2_in_one_line(tmp_path: Path, content: bytes) -> Non
     ("vocabulary: 1000", "vocabulary: 0", "vocabulary"),
     ("vocabulary: 1000", "vocabulary: 1000000000000", "vocabulary"),
     ("words_per_line: 8", "words_per_line: 100000000", "words_per_line"),
+    # 2 x 10^8 lines of 8 words: 1.6 x 10^9 words, past what a run may generate
+    ("records: 2000", "records: 200000000", "words_per_line"),
+    ("records: 2000", "records: 2000000000", "records"),
     ("vocabulary: 1000}", "vocabulary: 1000, ms_per_record: .inf}", "ms_per_record"),
     ("vocabulary: 1000}", "vocabulary: 1000, ms_per_record: .nan}", "ms_per_record"),
 ])

@@ -23,6 +23,11 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
 
+# The verdict runs out of core, so disk, not memory, bounds a big run.
+MAX_RECORDS = 1_000_000_000
+MAX_BATCH = 100_000
+
+
 class RateChange(_Strict):
     """From a source's record ``at`` on, it is paced at ``rate`` instead of ``input.rate``."""
 
@@ -34,9 +39,7 @@ class InputSpec(_Strict):
     """How much input the sources generate and how fast."""
 
     records: int = Field(
-        default=2000, ge=1, le=100_000_000,
-        description="Records each source generates (at most 10**8: the golden run holds "
-        "the whole output in memory).")
+        default=2000, ge=1, le=MAX_RECORDS, description="Records each source generates.")
     rate: float | None = Field(
         default=None,
         gt=0,
@@ -49,13 +52,14 @@ class InputSpec(_Strict):
         "sim: gaps between batches shortened to 50 ms).",
     )
     seed: int = Field(default=1, description="Seed of the replayable sources.")
-    batch: int = Field(default=100, ge=1, le=100_000, description="Records per batch on the wire.")
+    batch: int = Field(default=100, ge=1, le=MAX_BATCH,
+                       description="Records per batch on the wire.")
 
 
 class SourceInput(_Strict):
     """A source's own input size and seed, overriding the top-level `input` for it."""
 
-    records: int | None = Field(default=None, ge=1, le=100_000_000,
+    records: int | None = Field(default=None, ge=1, le=MAX_RECORDS,
                                 description="Records this source generates.")
     seed: int | None = Field(default=None, description="Seed of this source.")
 
