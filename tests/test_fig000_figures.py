@@ -123,6 +123,48 @@ def test_fig2_says_how_long_its_input_lasts_before_the_first_run(
         "about 1 h 0 min"
 
 
+def test_fig2_builds_a_size_past_10_8_votes_in_the_batches_asked_for(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """200M votes built at 250,000/s in batches of 2,000: the run's input is past the
+    10**8 records a topology once allowed, its sources batch as asked, and the plan says
+    how long the input lasts at that pace."""
+    seen: list[RunRequest] = []
+    n = 200_000_000
+    FIG2[("causal", n)] = FIG2[("causal", 100_000)]
+    try:
+        fig_000_fig2.run(FigureOptions(tmp_path, host="spark", options={
+            **MASTER, "sizes": str(n), "protocols": "causal", "batch": "2000",
+            "build-rate": "250000", "rate": "80000", "tail": "120"}), fig2_runner(seen))
+    finally:
+        del FIG2[("causal", n)]
+    (req,) = seen
+    inp = req.topology.input
+    assert (inp.records, inp.batch, inp.rate) == (n + 80_000 * 126, 2_000, 250_000.0)
+    assert inp.rate_change is not None and (inp.rate_change.at, inp.rate_change.rate) == \
+        (n, 80_000.0)
+    # 200M / 250,000 + 6 + 120 s = 926 s
+    assert "000-fig2: 1 run, whose input alone lasts about 15 min (N votes at 250,000/s " \
+           "each, 2,000 a batch)" in " ".join(capsys.readouterr().out.split())
+    # Without the option the topology's own batch stays.
+    default = fig_000_fig2.setup_of(FigureOptions(tmp_path, host="spark", options={}))
+    assert default.batch is None
+    assert default.topology(fig_000_fig2.load_topology(fig_000_fig2.SHARDER),
+                            1_000).input.batch == 100
+
+
+@pytest.mark.parametrize(("opts", "said"), [
+    ({"sizes": "2000000000"}, "--opt: sizes: 2,000,304,000 votes with the settle and the "
+     "tail, more than a source generates (1,000,000,000)"),
+    ({"batch": "200000"}, "--opt: batch: 200,000 votes, more than a batch holds (100,000)"),
+])
+def test_fig2_refuses_a_size_or_batch_past_the_topology_limits_in_one_line(
+        opts: dict[str, str], said: str) -> None:
+    out = CliRunner().invoke(app, ["figure", "000-fig2", "--opt", "master=spark://fake:7077",
+                                   *(a for k, v in opts.items() for a in ("--opt", f"{k}={v}"))])
+    assert out.exit_code == 2 and said in " ".join(out.output.split())
+    assert "Traceback" not in out.output
+
+
 def test_fig2_snapshot_bytes_read_sizes_what_replacements_restored(tmp_path: Path) -> None:
     store = DirectoryStore(tmp_path)
     store.put(3, "shard[4]", Sealed(b"x" * 700))

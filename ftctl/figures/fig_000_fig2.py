@@ -30,6 +30,7 @@ from matplotlib.axes import Axes
 
 from chaos.plan import from_scenario
 from ftctl.compare.runner import CaptureExtension
+from ftctl.config.errors import ConfigError
 from ftctl.config.load import load_topology
 from ftctl.config.topology import Topology
 from ftctl.console import console
@@ -37,7 +38,7 @@ from ftctl.kernel.history import HistoryEvent
 from ftctl.run.chaos import ChaosExtension, expected_seconds
 from ftctl.run.execute import RunContext, execute, snapshot_location
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.runtime.topology import RateChange
+from ftctl.runtime.topology import MAX_BATCH, MAX_RECORDS, RateChange
 from ftctl.spark.host import HostResult
 from ftctl.store import DirectoryStore
 from ftctl.tables import seconds_cell
@@ -67,6 +68,10 @@ class Setup:
     # ends the input before its output flows again, and no recovery can be measured.
     tail: float
     spares: int  # idle tasks ready to take over a restart, both protocols alike
+    # Votes per source batch; None: the topology's (100). A Spark run's cost is mostly per
+    # batch, so 2,000 a batch builds 200M votes at 250,000/s where 100 a batch kept up
+    # with 12,000/s (docs/protocols.md).
+    batch: int | None = None
 
     def kill_at(self, n: int) -> float:
         return round(n / self.build_rate + SETTLE, 3)
@@ -77,7 +82,7 @@ class Setup:
     def topology(self, base: Topology, n: int) -> Topology:
         change = RateChange(at=n, rate=self.rate) if self.build_rate != self.rate else None
         return base.with_input(records=self.records(n), rate=self.build_rate,
-                               rate_change=change)
+                               batch=self.batch, rate_change=change)
 
     def scenario(self, n: int) -> str:
         return (f"name: kill-sharder\ndescription: kill {TARGET} {SETTLE:g} s after vote "
@@ -169,11 +174,19 @@ def setup_of(options: FigureOptions) -> Setup:
     base = QUICK if options.quick else FULL
     opts = options.options
     rate = sp.positive(opts, "rate", base.rate)
-    return Setup(
+    setup = Setup(
         tuple(int(n) for n in sp.number_list(opts, "sizes", base.sizes, whole=True)),
         sp.protocol_list(opts, base.protocols), rate,
         sp.positive(opts, "build-rate", base.build_rate if "rate" not in opts else rate),
-        sp.positive(opts, "tail", base.tail), int(sp.positive(opts, "spares", base.spares, True)))
+        sp.positive(opts, "tail", base.tail), int(sp.positive(opts, "spares", base.spares, True)),
+        int(sp.positive(opts, "batch", 0, True)) or None)
+    if (votes := setup.records(max(setup.sizes))) > MAX_RECORDS:
+        raise ConfigError("--opt", "sizes", f"{votes:,} votes with the settle and the tail, "
+                          f"more than a source generates ({MAX_RECORDS:,})")
+    if setup.batch is not None and setup.batch > MAX_BATCH:
+        raise ConfigError("--opt", "batch", f"{setup.batch:,} votes, more than a batch holds "
+                          f"({MAX_BATCH:,})")
+    return setup
 
 
 def about(seconds: float) -> str:
@@ -188,8 +201,9 @@ def plan_line(setup: Setup) -> str:
     input alone lasts hours (50M votes at 12,000/s: 69 min a run)."""
     runs = len(setup.sizes) * len(setup.protocols)
     input_s = len(setup.protocols) * sum(setup.kill_at(n) + setup.tail for n in setup.sizes)
+    batch = "" if setup.batch is None else f", {setup.batch:,} a batch"
     return (f"000-fig2: {runs} run{'s' if runs != 1 else ''}, whose input alone lasts "
-            f"{about(input_s)} (N votes at {setup.build_rate:,.0f}/s each)")
+            f"{about(input_s)} (N votes at {setup.build_rate:,.0f}/s each{batch})")
 
 
 def run(options: FigureOptions, runner: Runner = execute) -> FigureResult:
@@ -270,7 +284,8 @@ def result(points: Sequence[Point], setup: Setup, out: Path) -> FigureResult:
     png = plot(points, out / "fig2.png")
     return FigureResult(
         title=f"000 Figure 2: sharder[0] killed, recovery vs state (Spark; votes built at "
-              f"{setup.build_rate:g}/s, measured at {setup.rate:g}/s, {setup.tail:g} s tail)",
+              f"{setup.build_rate:g}/s, measured at {setup.rate:g}/s, {setup.tail:g} s tail"
+              + ("" if setup.batch is None else f", {setup.batch:g} votes a batch") + ")",
         header=("N votes", "protocol", "exactly-once", "restarts", "detect s",
                 "first output s", "recovery s", "snapshot bytes read", "re-processed",
                 "load1"),
@@ -312,6 +327,9 @@ FIGURE = Figure(
                       "--rate's value when only rate is given)",
         "tail": "seconds of input after the kill (default 70; --quick 25)",
         "spares": "idle tasks ready to take over a restart, both protocols (default 1)",
+        "batch": "votes per source batch (default: the topology's, 100); a run's cost is "
+                 "mostly per batch, so a big size builds faster in big batches "
+                 "(docs/protocols.md, Figure 2 at 200M votes)",
         "master": "run on this Spark master instead of a local cluster started here",
     },
 )
