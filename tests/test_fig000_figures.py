@@ -155,7 +155,7 @@ def test_fig2_builds_a_size_past_10_8_votes_in_the_batches_asked_for(
 @pytest.mark.parametrize(("opts", "said"), [
     ({"sizes": "2000000000"}, "--opt: sizes: 2,000,304,000 votes with the settle and the "
      "tail, more than a source generates (1,000,000,000)"),
-    ({"batch": "200000"}, "--opt: batch: 200,000 votes, more than a batch holds (100,000)"),
+    ({"batch": "200000"}, "--opt: batch: 200,000 records, more than a batch holds (100,000)"),
 ])
 def test_fig2_refuses_a_size_or_batch_past_the_topology_limits_in_one_line(
         opts: dict[str, str], said: str) -> None:
@@ -263,6 +263,19 @@ def test_fig3_medians_and_paired_overheads(tmp_path: Path) -> None:
     assert "causal: highest load kept on schedule here 4,000 votes/s" in res.notes
     png = tmp_path / "fig3.png"
     assert png in res.files and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_fig3_runs_each_point_in_the_batches_asked_for(tmp_path: Path) -> None:
+    seen: list[RunRequest] = []
+    res = fig_000_fig3.run(FigureOptions(tmp_path, host="spark", quick=True,
+                                         options={**MASTER, "batch": "2000"}),
+                           fig3_runner(seen))
+    assert len(seen) == 6 and {r.topology.input.batch for r in seen} == {2_000}
+    assert "2000 votes a batch" in res.title
+    plain: list[RunRequest] = []
+    fig_000_fig3.run(FigureOptions(tmp_path, host="spark", quick=True, options=MASTER),
+                     fig3_runner(plain))
+    assert {r.topology.input.batch for r in plain} == {100}
 
 
 def test_fig3_compares_a_causal_variant_with_none_when_causal_did_not_run(

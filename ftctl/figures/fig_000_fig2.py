@@ -38,7 +38,7 @@ from ftctl.kernel.history import HistoryEvent
 from ftctl.run.chaos import ChaosExtension, expected_seconds
 from ftctl.run.execute import RunContext, execute, snapshot_location
 from ftctl.runtime.graph import ExecutionGraph
-from ftctl.runtime.topology import MAX_BATCH, MAX_RECORDS, RateChange
+from ftctl.runtime.topology import MAX_RECORDS, RateChange
 from ftctl.spark.host import HostResult
 from ftctl.store import DirectoryStore
 from ftctl.tables import seconds_cell
@@ -179,13 +179,10 @@ def setup_of(options: FigureOptions) -> Setup:
         sp.protocol_list(opts, base.protocols), rate,
         sp.positive(opts, "build-rate", base.build_rate if "rate" not in opts else rate),
         sp.positive(opts, "tail", base.tail), int(sp.positive(opts, "spares", base.spares, True)),
-        int(sp.positive(opts, "batch", 0, True)) or None)
+        sp.batch(opts))
     if (votes := setup.records(max(setup.sizes))) > MAX_RECORDS:
         raise ConfigError("--opt", "sizes", f"{votes:,} votes with the settle and the tail, "
                           f"more than a source generates ({MAX_RECORDS:,})")
-    if setup.batch is not None and setup.batch > MAX_BATCH:
-        raise ConfigError("--opt", "batch", f"{setup.batch:,} votes, more than a batch holds "
-                          f"({MAX_BATCH:,})")
     return setup
 
 
@@ -327,9 +324,7 @@ FIGURE = Figure(
                       "--rate's value when only rate is given)",
         "tail": "seconds of input after the kill (default 70; --quick 25)",
         "spares": "idle tasks ready to take over a restart, both protocols (default 1)",
-        "batch": "votes per source batch (default: the topology's, 100); a run's cost is "
-                 "mostly per batch, so a big size builds faster in big batches "
-                 "(docs/protocols.md, Figure 2 at 200M votes)",
+        "batch": sp.BATCH_HELP,
         "master": "run on this Spark master instead of a local cluster started here",
     },
 )

@@ -56,6 +56,7 @@ class Setup:
     protocols: tuple[str, ...]
     seconds: float  # input per point, at its rate
     repeat: int
+    batch: int | None = None  # votes per source batch; None: the topology's (100)
 
 
 # The docs' measured table.
@@ -125,7 +126,7 @@ def setup_of(options: FigureOptions) -> Setup:
     opts = options.options
     return Setup(sp.number_list(opts, "rates", base.rates), sp.protocol_list(opts, base.protocols),
                  sp.positive(opts, "seconds", base.seconds),
-                 int(sp.positive(opts, "repeat", base.repeat, whole=True)))
+                 int(sp.positive(opts, "repeat", base.repeat, whole=True)), sp.batch(opts))
 
 
 def run(options: FigureOptions, runner: Runner = execute) -> FigureResult:
@@ -137,7 +138,8 @@ def run(options: FigureOptions, runner: Runner = execute) -> FigureResult:
     with sp.warm_cluster(options.options.get("master"), CORES, "ftctl-000-fig3-") as master:
         for rep in range(setup.repeat):
             for rate in setup.rates:
-                topo = base.with_input(records=int(rate * setup.seconds), rate=rate)
+                topo = base.with_input(records=int(rate * setup.seconds), rate=rate,
+                                       batch=setup.batch)
                 for proto in setup.protocols:
                     keep = _Keep(proto, rate, rep)
                     request = sp.point_request(topo, proto, master, out / "runs",
@@ -262,7 +264,8 @@ def result(samples: Sequence[Sample], setup: Setup, out: Path) -> FigureResult:
     png = plot(meds, out / "fig3.png")
     return FigureResult(
         title=f"000 Figure 3: sink latency vs offered load, sharder fault-free (Spark; "
-              f"{setup.seconds:g} s per point, {setup.repeat} interleaved sweep(s))",
+              f"{setup.seconds:g} s per point, {setup.repeat} interleaved sweep(s)"
+              + ("" if setup.batch is None else f", {setup.batch:g} votes a batch") + ")",
         header=("votes/s", *(f"{p} p50 ms" for p in protos),
                 *(f"{names[what]} overhead" for what in shown),
                 f"{subject} piggyback B/batch mean (max)", f"{subject} clock-only batches"),
@@ -305,6 +308,7 @@ FIGURE = Figure(
         "seconds": "input per point, at its rate (default 8; --quick 6)",
         "repeat": "interleaved sweeps; medians of runs and of paired ratios (default 3; "
                   "--quick 1)",
+        "batch": sp.BATCH_HELP,
         "master": "run on this Spark master instead of a local cluster started here",
     },
 )

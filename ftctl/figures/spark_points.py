@@ -26,6 +26,7 @@ from ftctl.config.errors import ConfigError
 from ftctl.config.topology import Topology
 from ftctl.console import console
 from ftctl.run.execute import EXIT_INTERRUPTED, RunExtension, RunRequest
+from ftctl.runtime.topology import MAX_BATCH
 from protocols.registry import get_protocol
 
 if TYPE_CHECKING:
@@ -100,6 +101,21 @@ def positive(opts: Mapping[str, str], key: str, default: float, whole: bool = Fa
     if len(values) != 1:
         raise ConfigError("--opt", key, f"{opts[key]!r} is one number, not a list")
     return values[0]
+
+
+def batch(opts: Mapping[str, str]) -> int | None:
+    """``--opt batch=B``: records per source batch, or None for the topology's own."""
+    if "batch" not in opts:
+        return None
+    size = int(positive(opts, "batch", 1, whole=True))
+    if size > MAX_BATCH:
+        raise ConfigError("--opt", "batch", f"{size:,} records, more than a batch holds "
+                          f"({MAX_BATCH:,})")
+    return size
+
+
+BATCH_HELP = ("records per source batch (default: the topology's, 100); a Spark run's "
+              "cost is mostly per batch (docs/protocols.md, Figure 2 at 200M votes)")
 
 
 def protocol_list(opts: Mapping[str, str], default: tuple[str, ...]) -> tuple[str, ...]:
