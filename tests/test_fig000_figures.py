@@ -117,8 +117,13 @@ def test_fig2_says_how_long_its_input_lasts_before_the_first_run(
     # Both protocols at 200M: 2 x (16,666.7 + 6 + 70) s
     setup = fig_000_fig2.setup_of(FigureOptions(tmp_path, host="spark", options={
         "sizes": "200000000"}))
-    assert fig_000_fig2.plan_line(setup) == ("000-fig2: 2 runs, whose input alone lasts "
-                                             "about 9 h 18 min (N votes at 12,000/s each)")
+    assert fig_000_fig2.plan_line(setup) == (
+        "000-fig2: 2 runs, whose input alone lasts about 9 h 18 min (N votes at 12,000/s "
+        "each). --opt batch=2000 --opt build-rate=250000 --opt rate=80000 builds votes 20 "
+        "times as fast")
+    # Under an hour, no advice.
+    assert fig_000_fig2.plan_line(fig_000_fig2.setup_of(FigureOptions(
+        tmp_path, host="spark", options={"sizes": "1000000"}))).endswith("12,000/s each)")
     assert fig_000_fig2.about(59) == "about 1 min" and fig_000_fig2.about(3600) == \
         "about 1 h 0 min"
 
