@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ftctl.config.errors import ConfigError
 
 Partitioning = Literal["forward", "hash", "broadcast", "round-robin"]
 SinkMode = Literal["multiset", "final-per-key", "ordered-per-key"]
@@ -23,9 +25,10 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
 
-# The verdict runs out of core, so disk, not memory, bounds a big run.
+# Records a source may generate: the verdict runs out of core, so disk, not memory,
+# bounds a big run.
 MAX_RECORDS = 1_000_000_000
-MAX_BATCH = 100_000
+MAX_BATCH = 100_000  # records a batch may hold
 
 
 class RateChange(_Strict):
@@ -155,7 +158,14 @@ class Topology(_Strict):
         changes = {k: v for k, v in given.items() if v is not None}
         if not changes:
             return self
-        spec = InputSpec.model_validate({**dict(self.input), **changes})
+        try:
+            spec = InputSpec.model_validate({**dict(self.input), **changes})
+        except ValidationError as exc:
+            # An override from the command line or a figure's --opt: one line, as a
+            # file's own bad input gets, not a traceback.
+            err = exc.errors()[0]
+            field = ".".join(map(str, ("input", *err["loc"])))
+            raise ConfigError(self.name, field, err["msg"]) from None
         return self.model_copy(update={"input": spec})
 
     def with_operators(self, operators: list[OperatorSpec]) -> Topology:
