@@ -290,7 +290,7 @@ def result(points: Sequence[Point], setup: Setup, out: Path) -> FigureResult:
     return FigureResult(
         title=f"000 Figure 2: sharder[0] killed, recovery vs state (Spark; votes built at "
               f"{setup.build_rate:g}/s, measured at {setup.rate:g}/s, {setup.tail:g} s tail"
-              + ("" if setup.batch is None else f", {setup.batch:g} votes a batch") + ")",
+              f"{sp.batch_note(setup.batch)})",
         header=("N votes", "protocol", "exactly-once", "restarts", "detect s",
                 "first output s", "recovery s", "snapshot bytes read", "re-processed",
                 "load1"),

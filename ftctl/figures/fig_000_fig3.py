@@ -265,7 +265,7 @@ def result(samples: Sequence[Sample], setup: Setup, out: Path) -> FigureResult:
     return FigureResult(
         title=f"000 Figure 3: sink latency vs offered load, sharder fault-free (Spark; "
               f"{setup.seconds:g} s per point, {setup.repeat} interleaved sweep(s)"
-              + ("" if setup.batch is None else f", {setup.batch:g} votes a batch") + ")",
+              f"{sp.batch_note(setup.batch)})",
         header=("votes/s", *(f"{p} p50 ms" for p in protos),
                 *(f"{names[what]} overhead" for what in shown),
                 f"{subject} piggyback B/batch mean (max)", f"{subject} clock-only batches"),

@@ -114,6 +114,11 @@ def batch(opts: Mapping[str, str]) -> int | None:
     return size
 
 
+def batch_note(size: int | None) -> str:
+    """What a figure's title adds for ``--opt batch``: nothing for the topology's own."""
+    return "" if size is None else f", {size:g} votes a batch"
+
+
 BATCH_HELP = ("records per source batch (default: the topology's, 100); a Spark run's "
               "cost is mostly per batch (docs/protocols.md, Figure 2 at 200M votes)")
 
