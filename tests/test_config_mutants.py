@@ -115,19 +115,6 @@ def test_garbage_files_exit_2_in_one_line(tmp_path: Path, content: bytes) -> Non
     assert len(lines) == 1 and str(path) in lines[0] and "Traceback" not in result.output
 
 
-@pytest.mark.parametrize("args", [["run", "--records", "2000000000"],
-                                  ["sim", "--records", "2000000000", "-n", "1"]])
-def test_an_input_override_past_its_limit_exits_2_in_one_line(args: list[str]) -> None:
-    """``--records`` past what a source may generate is refused like a file's own value,
-    naming the topology and the field, before anything runs."""
-    result = CliRunner().invoke(app, [args[0], str(ROOT / "topologies" / "wordcount.yaml"),
-                                      *args[1:]])
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "wordcount: input.records:" in lines[0]
-    assert "Traceback" not in result.output
-
-
 @pytest.mark.parametrize(("old", "new", "field"), [
     ("vocabulary: 1000", "vocabulary: 0", "vocabulary"),
     ("vocabulary: 1000", "vocabulary: 1000000000000", "vocabulary"),

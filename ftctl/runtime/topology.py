@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from ftctl.config.errors import ConfigError
+from pydantic import BaseModel, ConfigDict, Field
 
 Partitioning = Literal["forward", "hash", "broadcast", "round-robin"]
 SinkMode = Literal["multiset", "final-per-key", "ordered-per-key"]
@@ -25,10 +23,9 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
 
-# Records a source may generate: the verdict runs out of core, so disk, not memory,
-# bounds a big run.
+# The verdict runs out of core, so disk, not memory, bounds a big run.
 MAX_RECORDS = 1_000_000_000
-MAX_BATCH = 100_000  # records a batch may hold
+MAX_BATCH = 100_000
 
 
 class RateChange(_Strict):
@@ -158,14 +155,7 @@ class Topology(_Strict):
         changes = {k: v for k, v in given.items() if v is not None}
         if not changes:
             return self
-        try:
-            spec = InputSpec.model_validate({**dict(self.input), **changes})
-        except ValidationError as exc:
-            # An override from the command line or a figure's --opt: one line, as a
-            # file's own bad input gets, not a traceback.
-            err = exc.errors()[0]
-            field = ".".join(map(str, ("input", *err["loc"])))
-            raise ConfigError(self.name, field, err["msg"]) from None
+        spec = InputSpec.model_validate({**dict(self.input), **changes})
         return self.model_copy(update={"input": spec})
 
     def with_operators(self, operators: list[OperatorSpec]) -> Topology:
