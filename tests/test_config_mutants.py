@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from ftctl.cli import app
 from ftctl.config.errors import ConfigError
-from ftctl.config.load import load_config
+from ftctl.config.load import load_config, load_topology
 from ftctl.config.topology import Topology
 from ftctl.runtime.operators import BUILTIN_FUNCTIONS, operator_names
 from ftctl.sim.runner import Simulator
@@ -134,3 +134,27 @@ def test_sizes_that_cannot_run_are_refused(tmp_path: Path, old: str, new: str,
     result = CliRunner().invoke(app, ["validate", str(path)])
     assert result.exit_code == 2
     assert field in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", [
+    ["run"], ["sim", "-n", "1"], ["chaos", "--kill", "1"],
+    ["compare", "protocols", "--kill", "1"],
+])
+def test_an_input_override_past_its_limit_is_one_line(command: list[str]) -> None:
+    # Refused before anything starts: the limit is the file's, whoever gives the number.
+    topology = str(ROOT / "topologies" / "wordcount.yaml")
+    args = [*command[:2], topology, *command[2:]] if command[0] == "compare" else \
+        [command[0], topology, *command[1:]]
+    result = CliRunner().invoke(app, [*args, "--records", "2000000000"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == "error: --records: must be <= 1000000000, got 2000000000"
+
+
+def test_an_override_is_checked_with_the_file() -> None:
+    # 2 x 10^8 lines of 8 words is within the records limit but past the words limit,
+    # which only the whole topology can tell.
+    path = ROOT / "topologies" / "wordcount.yaml"
+    with pytest.raises(ConfigError, match="1600000000 words") as caught:
+        load_topology(path, records=200_000_000)
+    assert caught.value.file == str(path) and "words_per_line" in str(caught.value.field)
+    assert load_topology(path, records=100_000_000, seed=7).input.seed == 7

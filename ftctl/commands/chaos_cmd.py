@@ -140,7 +140,7 @@ def chaos(
         worker_labels = expand_labels(label, workers)
     except LabelSyntaxError as exc:
         raise ConfigError("--label", None, str(exc)) from None
-    topology = load_topology(topology_file)
+    topology = load_topology(topology_file, records=records, rate=rate)
     if engine is not None:  # an engine with its own fault tolerance (ftctl/engines)
         raise typer.Exit(_engine_chaos(topology, str(topology_file), engine[1], param, kill,
                                        target, scenario, replay, seed, records, rate, master,

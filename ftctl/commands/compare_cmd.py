@@ -103,7 +103,7 @@ def protocols_cmd(
     if (scenario is None) == (kill is None):
         raise ConfigError("ftctl compare protocols", None, "give exactly one of --scenario, --kill")
     master = check_master(master)
-    topology = load_topology(topology_file)
+    topology = load_topology(topology_file, records=records, rate=rate)
     # An engine (ftctl/engines) runs beside the protocols on the same schedule.
     engines, protocols = _engines(protocols)
     from ftctl.engines.structured import cli as structured_cli  # only now: it loads Spark's side

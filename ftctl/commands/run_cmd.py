@@ -76,7 +76,7 @@ def run(
 
         ftctl run topologies/windowed.yaml -p structured-streaming
     """
-    topology = load_topology(topology_file).with_input(records=records, rate=rate, seed=seed)
+    topology = load_topology(topology_file, records=records, rate=rate, seed=seed)
     engine = engine_of(protocol)
     if engine is not None:  # an engine with its own fault tolerance (ftctl/engines)
         from ftctl.engines.structured import cli as structured

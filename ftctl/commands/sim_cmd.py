@@ -174,7 +174,7 @@ def sim(
     if scenario is not None and during is not None:
         raise ConfigError("--during", None, "adds to random schedules; --scenario replays a "
                           "file instead (its faults may use during: PHASE): give one of them")
-    topo = load_topology(topology).with_input(records=records)
+    topo = load_topology(topology, records=records)
     info, given = protocol_and_params(protocol, param)
     if during is not None and during not in (known := _phases(info)):
         raise ConfigError("--during", None, f"{info.name} never enters phase {during!r} (its "

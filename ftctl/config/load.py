@@ -59,12 +59,23 @@ class _Loader(yaml.SafeLoader):
 # ---------------------------------------------------------------- public API
 
 
-def load_topology(path: PathLike) -> Topology:
-    """Load and check a topology file; sinks without a `mode` get the default one."""
+def load_topology(path: PathLike, *, records: int | None = None, rate: float | None = None,
+                  seed: int | None = None) -> Topology:
+    """Load and check a topology file; sinks without a `mode` get the default one.
+
+    ``records``, ``rate`` and ``seed`` (a command's --records, --rate, --seed) replace the
+    file's input and are held to the same limits as the file's own values."""
     file = os.fspath(path)
     data, lines = read_yaml(path)
-    topology = _validate(Topology, data, file, lines)
-    return check_topology(topology, file, lines)
+    topology = check_topology(_validate(Topology, data, file, lines), file, lines)
+    if records is None and rate is None and seed is None:
+        return topology
+    try:
+        sized = topology.with_input(records=records, rate=rate, seed=seed)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ConfigError(f"--{err['loc'][-1]}", None, _message(err)) from None
+    return check_topology(sized, file, lines)  # e.g. more words than a run may generate
 
 
 def load_scenario(path: PathLike) -> Scenario:
