@@ -145,7 +145,10 @@ def check_object(data: bytes, snapshot: int, instance: str) -> None:
 
 def damaged(data: bytes, kind: Literal["corrupt", "truncate"], at: float) -> bytes:
     """``data`` with one byte flipped at fraction ``at`` of it, or cut there: the damage a
-    store fault does to an object, on either host."""
+    store fault does to an object, on either host. An object an earlier fault cut to
+    nothing stays nothing: there is no byte left to flip."""
+    if not data:
+        return data
     i = min(len(data) - 1, int(at * len(data)))
     if kind == "truncate":
         return data[:i]

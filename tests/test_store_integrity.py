@@ -158,3 +158,16 @@ def test_a_spark_restart_decodes_each_restore_once(monkeypatch: pytest.MonkeyPat
     _restart_from_1(host)
     assert ("count[0]", 1) in jobs.submitted
     assert len(decoded) == 1  # the pre-check read its frame; the start decoded it
+
+
+def test_an_object_cut_to_nothing_can_be_damaged_again() -> None:
+    # Two faults on one object: a truncate at its first byte, then a corrupt (a sink's
+    # newest delta drawn twice, sharder under lineage, every fault kind, seed 142).
+    store = MemoryStore()
+    store.put(2, "out[0]", BLOB)
+    key = (2, "out[0]")
+    store.blobs[key] = damaged(store.blobs[key], "truncate", 0.0)
+    store.blobs[key] = damaged(store.blobs[key], "corrupt", 0.7)
+    assert store.blobs[key] == b""
+    with pytest.raises(CorruptObject):
+        store.get(2, "out[0]")
