@@ -32,7 +32,7 @@ from protocols.contract.logic import InstanceLogic
 from protocols.contract.names import InstanceId
 from protocols.contract.params import NoParams
 from protocols.contract.view import InstanceView
-from protocols.lineage.instance import LineageInstance
+from protocols.lineage.instance import SINK_REFS, LineageInstance
 from protocols.lineage.mutants import SinkDedupPerKey as LineagePerKey
 from protocols.shared.logged import SLOT, Ready, record_identity
 from protocols.shared.packed_counts import unpack
@@ -224,7 +224,8 @@ def _lineage(cls: type[LineageInstance]) -> list[tuple[Any, Any]]:
     _slots(acts, slots)
     # A purge: the sink restarts with its visible counts; everything arrives again.
     again = _make(cls, NoParams())
-    acts = again.handle(Started(SINK, 1, "restart", restored=slots[SLOT]), 0.0)
+    acts = again.handle(Started(SINK, 1, "restart", restored=slots[SLOT],
+                                extra={r: slots.get(r) for r in SINK_REFS}), 0.0)
     assert [a.msg for a in acts if isinstance(a, Report)] == [Ready(dict.fromkeys(CH.values(), 1))]
     return before + _arrivals(again)
 

@@ -17,6 +17,7 @@ from protocols.contract.messages import Ended
 from protocols.contract.names import InstanceId
 from protocols.contract.params import NoParams
 from protocols.contract.view import ClusterView, GraphView
+from protocols.lineage.instance import SINK_REFS
 from protocols.shared.logged import SLOT, Ready, Resend
 
 
@@ -63,7 +64,7 @@ class LineageCoordinator(CoordinatorLogic[NoParams]):
         self.unready |= set(order)
         # A sink whose state is not stored yet (its first write was lost unsynced: it had
         # emitted nothing, else the write would be durable) starts empty.
-        acts += [Restart(iid, restore=SLOT if self.graph.is_sink(iid)
-                         and SLOT in view.stored(InstanceId(iid)) else None)
-                 for iid in order]
+        acts += [Restart(iid, restore=SLOT, extra=SINK_REFS)
+                 if self.graph.is_sink(iid) and SLOT in view.stored(InstanceId(iid))
+                 else Restart(iid) for iid in order]
         return acts

@@ -88,6 +88,13 @@ class VisibleBeforeDurable(LineageInstance):
             self.out[n:] = [new[1], new[0]]
 
 
+class SinkSkipsDeltas(LineageInstance):
+    """A restarted sink restores its base of visible counts but not the deltas after it."""
+
+    def restore_counts(self, ev: Started) -> dict[Any, int]:
+        return super().restore_counts(dataclasses.replace(ev, extra={}))
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("no-sink-dedup", NoSinkDedup.__doc__ or "", instance=NoSinkDedup, budget=10),
     Mutant("sink-forgets-visible", SinkForgetsVisible.__doc__ or "",
@@ -101,4 +108,6 @@ MUTANTS: tuple[Mutant, ...] = (
            instance=SinkDedupPerKey, budget=10),
     Mutant("visible-before-durable", " ".join((VisibleBeforeDurable.__doc__ or "").split()),
            instance=VisibleBeforeDurable, budget=30, kinds=("crash", "lose-unsynced")),
+    Mutant("sink-skips-deltas", SinkSkipsDeltas.__doc__ or "", instance=SinkSkipsDeltas,
+           budget=10),
 )

@@ -65,6 +65,7 @@ CATCH: dict[str, tuple[str, int]] = {
     "lineage/log-keeps-tail": ("sharder", 1),
     "lineage/sink-dedup-per-key": ("join-window", 1),
     "lineage/visible-before-durable": ("diamond", 1),  # crash and lose-unsynced schedules
+    "lineage/sink-skips-deltas": ("diamond", 1),
     "causal/resume-late": ("progressive-shared", 1),
     "causal/resume-early": ("progressive-shared", 1),
     "causal/parents-resume-early": ("progressive-shared", 1),
@@ -288,7 +289,7 @@ def test_cli_reports_json_and_exit_codes(tmp_path: Path) -> None:
     assert report["mutants_survived"] == ["lineage/log-keeps-tail",
                                           "lineage/sink-dedup-per-key"]
     caught = {m["mutant"]: m for m in report["mutants"] if m["caught"]}
-    assert len(caught) == 5 and caught["lineage/purge-failed-only"]["during"] == "recovering"
+    assert len(caught) == 6 and caught["lineage/purge-failed-only"]["during"] == "recovering"
     faults = {"lineage/visible-before-durable": " --faults crash,lose-unsynced"}
     assert all(m["reproduce"] == f"ftctl sim {topo / 'diamond.yaml'} -p {m['mutant']}"
                + faults.get(m["mutant"], "")
