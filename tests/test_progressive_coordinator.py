@@ -30,6 +30,8 @@ from protocols.contract import (
 from protocols.progressive.burst import Mode
 from protocols.progressive.coordinator import ProgressiveCoordinator
 from protocols.progressive.messages import (
+    SINK_COUNTS,
+    SINK_DELTAS,
     Checkpointed,
     Finished,
     Init,
@@ -55,6 +57,9 @@ FIG1 = {
               {"from": "o1", "to": "o3", "partition": "hash"}],
 }
 Iid = InstanceId
+
+# What a restarted sink reads: the base of its visible counts and every delta after it.
+SINK_REFS = (SINK_COUNTS, *SINK_DELTAS)
 
 
 def graph() -> GraphView:
@@ -147,7 +152,7 @@ def check_u3(cls: type[ProgressiveCoordinator] = ProgressiveCoordinator) -> None
     init = Init(1, "progressive", 1)
     assert [a for a in acts if isinstance(a, Restart)] == [
         Restart(Iid(i), restore=1, extra=extra, init=init, priority=0.5, release=None)
-        for i, extra in (("o1[0]", ()), ("o1[1]", ()), ("o2[0]", (0,)))]
+        for i, extra in (("o1[0]", ()), ("o1[1]", ()), ("o2[0]", SINK_REFS))]
     assert notes(acts, "plan") == [{"mode": "progressive", "why": "capacity", "free": 3,
                                     "picks": [{"query": "o2", "pd": 0.5, "cost": 3}],
                                     "started": ["o1[0]", "o1[1]", "o2[0]"]}]
@@ -201,7 +206,7 @@ def test_u4_failure_during_progressive_recovery_restores_only_the_new_one() -> N
     assert not [a for a in acts if isinstance(a, Control | DiscardSnapshots)]
     assert notes(acts, "failed-during-recovery") == [{"failed": ["o3[1]"], "snapshot": 2}]
     assert [a for a in acts if isinstance(a, Restart)] == [
-        Restart(Iid("o3[1]"), restore=2, extra=(0,), init=Init(1, "progressive", 2),
+        Restart(Iid("o3[1]"), restore=2, extra=SINK_REFS, init=Init(1, "progressive", 2),
                 priority=1.0, release=None)]
     assert c.gen == 1 and c.k == 2
 

@@ -31,6 +31,8 @@ from protocols.contract import (
 )
 from protocols.progressive.instance import MissingSnapshot, ProgressiveInstance
 from protocols.progressive.messages import (
+    SINK_COUNTS,
+    SINK_DELTAS,
     Checkpointed,
     Finished,
     Init,
@@ -41,6 +43,7 @@ from protocols.progressive.messages import (
     Trim,
 )
 from protocols.progressive.params import ProgressiveParams
+from protocols.shared.packed_counts import unpack
 
 # Two sources into a keyed running sum, into a sink: p = sum[0] has inputs ch0 and ch1.
 TOPO = {
@@ -250,6 +253,30 @@ def check_sink(cls: Cls = ProgressiveInstance) -> None:
 
 def test_sink_emits_each_record_once_across_a_rollback() -> None:
     check_sink()
+
+
+def check_sink_restart(cls: Cls = ProgressiveInstance) -> None:
+    """Each output stores the counts it changed, under the next ref of the chain; a
+    restarted sink restores every one and stores them as one base before its own."""
+    ch = GRAPH.instances["out[0]"].inputs[0]
+    out = instance("out[0]", cls)
+    out.handle(Started(out.me.id, 1, "initial"), 0.0)
+    acts = feed(out, [(ch, b(1, ("a", 1))), (ch, b(2, ("b", 1))), (ch, b(3, ("a", 2)))])
+    stored = {a.ref: a.blob for a in acts if isinstance(a, Persist)}
+    assert stored == {SINK_DELTAS[0]: {"a": 1}, SINK_DELTAS[1]: {"b": 1},
+                      SINK_DELTAS[2]: {"a": 2}}
+    again = instance("out[0]", cls)
+    acts = again.handle(Started(again.me.id, 2, "restart", init=Init(1, "progressive", 0),
+                                extra={r: stored.get(r) for r in (SINK_COUNTS, *SINK_DELTAS)}),
+                        0.0)
+    base = acts[0]
+    assert isinstance(base, Persist) and base.ref == SINK_COUNTS
+    assert unpack(base.blob) == {"a": 2, "b": 1}
+    assert isinstance(acts[1], Report) and isinstance(acts[1].msg, Ready)
+
+
+def test_a_restarted_sink_restores_its_base_and_every_delta() -> None:
+    check_sink_restart()
 
 
 def test_a_fast_input_bringing_the_next_punctuation_early_waits_for_it() -> None:

@@ -11,7 +11,13 @@ import pytest
 from protocols.progressive import mutants as m
 from protocols.progressive.instance import ProgressiveInstance
 from tests.test_progressive_coordinator import check_ready, check_u3
-from tests.test_progressive_instance import check_dedup, check_e6, check_sink, check_u6
+from tests.test_progressive_instance import (
+    check_dedup,
+    check_e6,
+    check_sink,
+    check_sink_restart,
+    check_u6,
+)
 from tests.test_progressive_run import check_runs
 from tests.test_progressive_schedule import WHOLE, check_examples
 
@@ -55,6 +61,7 @@ CAUGHT_BY: dict[str, Callable[[], Any]] = {
     "no-adaptive-buffering": run_check(m.NoAdaptiveBuffering),
     "trim-on-persist": lambda: check_u6(m.TrimOnPersist),
     "sink-no-counts": lambda: check_sink(m.SinkNoCounts),
+    "sink-skips-deltas": lambda: check_sink_restart(m.SinkSkipsDeltas),
     "recovering-left-open": phase_contract_check(m.RecoveringLeftOpen),
 }
 

@@ -44,6 +44,7 @@ from protocols.progressive.burst import BurstDetector, Mode, next_mode
 from protocols.progressive.messages import (
     FINAL,
     SINK_COUNTS,
+    SINK_DELTAS,
     Checkpointed,
     Finished,
     Init,
@@ -254,7 +255,7 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
         ``P_h`` in the step that sends ``P_h``, so stable storage knows it even when the
         ``Persisted`` report died with the partition."""
         return max((h for i in failed for h in view.stored(i)
-                    if isinstance(h, int) and h not in (SINK_COUNTS, FINAL)), default=0)
+                    if isinstance(h, int) and SINK_COUNTS < h < FINAL), default=0)
 
     # ------------------------------------------------------------ capacity
 
@@ -309,7 +310,7 @@ class ProgressiveCoordinator(CoordinatorLogic[ProgressiveParams]):
     def restart(self, i: InstanceId, priority: float) -> Restart:
         # Released alone: a query's instances run as soon as each is placed (X3). A sink
         # also gets its visible counts, so it never shows a record twice (R5).
-        extra = (SINK_COUNTS,) if self.graph.is_sink(i) else ()
+        extra = (SINK_COUNTS, *SINK_DELTAS) if self.graph.is_sink(i) else ()
         return Restart(i, restore=self.k or None, extra=extra,
                        init=Init(self.gen, str(self.mode), self.k), priority=priority,
                        release=None)

@@ -25,11 +25,13 @@ Every message on a channel, batch or marker, takes the next number of that chann
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ftctl.runtime.messages import Batch, Marker
 from protocols.contract.actions import (
     SNAPSHOTTING,
+    Chain,
     DeclarePhase,
     Emit,
     InstanceAction,
@@ -48,7 +50,7 @@ from protocols.contract.events import (
 )
 from protocols.contract.logic import EOS, InstanceLogic
 from protocols.contract.messages import InputEnded
-from protocols.contract.names import InstanceId
+from protocols.contract.names import InstanceId, SnapshotRef
 from protocols.progressive.buffers import RecoveryBuffer, SourceBuffer
 from protocols.progressive.burst import Mode
 from protocols.progressive.messages import (
@@ -56,6 +58,7 @@ from protocols.progressive.messages import (
     MINI_BATCH,
     PUNCTUATION,
     SINK_COUNTS,
+    SINK_DELTAS,
     Checkpointed,
     Finished,
     Init,
@@ -68,6 +71,7 @@ from protocols.progressive.messages import (
 from protocols.progressive.minibatch import Aligner, Cutter, Positions
 from protocols.progressive.params import ProgressiveParams
 from protocols.shared.logged import record_identity
+from protocols.shared.packed_counts import PackedCounts, unpack
 
 Message = Batch | Marker
 
@@ -78,6 +82,11 @@ class MissingSnapshot(LookupError):
 
 RESUME = "progressive-resume"  # timer of a source rolled back after it ran dry
 RESUME_STEPS = 16  # its batches per punctuation interval
+
+
+def fold_deltas(older: dict[Any, int], newer: dict[Any, int]) -> dict[Any, int]:
+    """Two consecutive deltas as one: for an identity both changed the newer count holds."""
+    return {**older, **newer}
 
 
 class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
@@ -105,6 +114,9 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         self.future: list[tuple[int, Message]] = []  # of a rollback not taken yet
         self.emitted: dict[Any, int] = {}
         self.seen: dict[Any, int] = {}
+        self.touched: set[Any] = set()  # identities whose visible count rose since a write
+        self.chain = 0  # deltas written since the base
+        self.packed = PackedCounts()  # ``emitted`` as the base stores it
         self.identity = record_identity(core.sink_mode)
         self.done = False
         self.initial = self.state_of_fresh_core()
@@ -177,12 +189,44 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
             self.restore(ev.init.k, ev.restored)
             if ev.restored is not None:  # kept for a live rollback to the same k
                 self.snapshots[ev.init.k] = ev.restored
-            counts = ev.extra.get(SINK_COUNTS)
-            self.emitted = dict(counts) if counts else {}
+            self.emitted = self.restore_counts(ev.extra)
+            self.packed.stale()
+            # A base before this incarnation's deltas overwrite the last one's; the Ready
+            # report makes it durable before anything else happens.
+            base = [self.sink_base()] if self.core.is_sink else []
             acts = self.enter(ev.init.gen, Mode(ev.init.mode), ev.init.k)
             resume = tuple(sorted(self.pos.resume().items()))
-            return [Report(Ready(resume)), *acts]
+            return [*base, Report(Ready(resume)), *acts]
         return []
+
+    def restore_counts(self, extra: Mapping[SnapshotRef, Any]) -> dict[Any, int]:
+        """A sink's visible counts: the base and every delta present. A delta an older
+        base already covers (left from an earlier chain) changes nothing: counts only
+        grow."""
+        base = extra.get(SINK_COUNTS)
+        counts = unpack(base) if base else {}
+        for ref in SINK_DELTAS:
+            for i, n in (extra.get(ref) or {}).items():
+                if n > counts.get(i, 0):
+                    counts[i] = n
+        return counts
+
+    def sink_base(self) -> Persist:
+        self.chain = 0
+        self.touched = set()
+        return Persist(self.me.id, SINK_COUNTS, self.packed.pack(self.emitted))
+
+    def sink_delta(self) -> Persist:
+        """The counts this output changed, as the next delta of the chain (or a new base
+        once the chain is at its longest)."""
+        if self.chain >= len(SINK_DELTAS):
+            return self.sink_base()
+        touched, self.touched = self.touched, set()
+        emitted = self.emitted
+        ref = SINK_DELTAS[self.chain]
+        self.chain += 1
+        return Persist(self.me.id, ref, {i: emitted[i] for i in touched},
+                       Chain("visible", fold_deltas))
 
     def state_of_fresh_core(self) -> dict[str, Any]:
         return {"core": self.core.snapshot_state(), "pos": {}, "seen": {}, "punct": 1}
@@ -370,8 +414,12 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         i = self.identity(key, value)
         n = self.seen.get(i, 0) + 1
         self.seen[i] = n
-        if n > self.emitted.get(i, 0):
+        had = self.emitted.get(i)
+        if had is None or n > had:
+            if had is not None:
+                self.packed.stale()  # a count the base's parts hold rose
             self.emitted[i] = n
+            self.touched.add(i)
             return True
         return False
 
@@ -401,7 +449,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         if not out:
             return []
         # the counts first: the Emit waits until they are durable (lose-unsynced)
-        return [Persist(self.me.id, SINK_COUNTS, dict(self.emitted)), Emit(self.me.id, out)]
+        return [self.sink_delta(), Emit(self.me.id, out)]
 
     # ------------------------------------------------------------ punctuations (R2)
 

@@ -9,7 +9,12 @@ from protocols.contract.messages import Ended, Msg, Persisted
 PUNCTUATION = "punct"  # marker P_k: id k; meta = (gen, channel position at send)
 MINI_BATCH = "mb"  # marker mb(b): id b; meta = (gen, channel position at send)
 FINAL = 2**31 - 1  # the punctuation of end of stream: every instance's last snapshot
-SINK_COUNTS = 0  # storage ref of a sink's per-key visible counts
+SINK_COUNTS = 0  # storage ref of a sink's visible counts per record identity (the base)
+# A sink's visible counts change with every output: each output stores only the counts it
+# changed, under the next of these refs (a chain after the base, which a chain at its
+# longest ends in). Below every punctuation, so a rollback's discard of later snapshots
+# keeps them.
+SINK_DELTAS = tuple(range(-1, -65, -1))
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,13 +12,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from protocols.contract.actions import RECOVERING, Control, CoordinatorAction, DeclarePhase
-from protocols.contract.names import InstanceId
+from protocols.contract.names import InstanceId, SnapshotRef
 from protocols.contract.spec import Mutant
 from protocols.contract.view import ClusterView
 from protocols.progressive.burst import Mode
 from protocols.progressive.coordinator import ProgressiveCoordinator
 from protocols.progressive.instance import ProgressiveInstance
-from protocols.progressive.messages import Ready, Resend
+from protocols.progressive.messages import SINK_COUNTS, Ready, Resend
 from protocols.progressive.minibatch import Positions, Verdict
 from protocols.progressive.params import ProgressiveParams
 from protocols.progressive.schedule import Blocking, Planner, ProfitDensity, Query
@@ -220,6 +220,13 @@ class SinkNoCounts(ProgressiveInstance):
         return True
 
 
+class SinkSkipsDeltas(ProgressiveInstance):
+    """A restarted sink restores its base of visible counts but not the deltas after it."""
+
+    def restore_counts(self, extra: Mapping[SnapshotRef, Any]) -> dict[Any, int]:
+        return super().restore_counts({SINK_COUNTS: extra.get(SINK_COUNTS)})
+
+
 class SinkDedupPerKey(ProgressiveInstance):
     """A multiset sink counts visible records per key, as if a rollback replayed each
     key's records in their original order (a join's or a merge's replay does not).
@@ -239,7 +246,7 @@ def _by_key(key: Any, value: Any) -> Any:
 INSTANCE_BUGS: dict[str, type[ProgressiveInstance]] = {
     "arrival-order": ArrivalOrder, "dedup-ge": DedupGe, "no-gen-fence": NoGenFence,
     "no-adaptive-buffering": NoAdaptiveBuffering, "trim-on-persist": TrimOnPersist,
-    "sink-no-counts": SinkNoCounts,
+    "sink-no-counts": SinkNoCounts, "sink-skips-deltas": SinkSkipsDeltas,
 }
 COORDINATOR_BUGS: dict[str, type[ProgressiveCoordinator]] = {
     "no-replan": NoReplan, "release-all-at-end": ReleaseAllAtEnd,

@@ -119,6 +119,7 @@ CATCH: dict[str, tuple[str, int]] = {
     "progressive/no-adaptive-buffering": ("progressive-small", 1),
     "progressive/trim-on-persist": ("wordcount", 2),
     "progressive/sink-no-counts": ("progressive-small", 1),
+    "progressive/sink-skips-deltas": ("ring-merge", 1),
     # an upstream still starting when its replacement downstream is ready: staged capacity
     "progressive/no-resend-from-starting": ("progressive-shared", 4),
     "falkirk/phi-off-by-one": ("diamond", 1),
