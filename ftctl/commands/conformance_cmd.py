@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ftctl.commands.common import user_errors
 from ftctl.config.errors import ConfigError
-from ftctl.conformance.cases import BUNDLED_TOPOLOGIES, topologies
+from ftctl.conformance.cases import BUNDLED_TOPOLOGIES, MAX_SIM_RECORDS, topologies
 from ftctl.conformance.kit import CaseResult, Kit, KitReport
 from ftctl.console import EXIT_FAILED, EXIT_OK, console
 from ftctl.tables import print_table
@@ -33,6 +33,12 @@ def conformance(
     topology_dir: Annotated[
         Path, typer.Option("--topologies", help="Directory of topology YAML files to run.")
     ] = BUNDLED_TOPOLOGIES,
+    max_records: Annotated[
+        int, typer.Option("--max-records", min=1, help=(
+            "Simulate topologies with up to this many input records; larger ones are "
+            "listed as skipped. 1000000 takes in the Nexmark files (slow: see "
+            "docs/conformance.md, At size)."))
+    ] = MAX_SIM_RECORDS,
     mutants: Annotated[bool, typer.Option(help="Also run every shipped mutant.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
 ) -> None:
@@ -60,6 +66,9 @@ def conformance(
 
       ftctl conformance -p checkpoint --no-mutants --json
 
+      ftctl conformance -p causal -n 10 --no-mutants \\
+          --topologies topologies/nexmark --max-records 1000000
+
       ftctl sim topologies/diamond.yaml -p checkpoint/commit-early --seed 1
     """
     names = list(protocol or PROTOCOLS)
@@ -68,12 +77,13 @@ def conformance(
             registered(name)  # the kit runs a protocol's mutants itself: none named here
         except UnknownProtocol as exc:
             raise ConfigError("--protocol", None, str(exc)) from None
-    if not topologies(topology_dir):
-        raise ConfigError(str(topology_dir), None, "no topology YAML files in this directory")
+    if not topologies(topology_dir, max_records):
+        raise ConfigError(str(topology_dir), None, "no topology YAML files in this directory"
+                          f" with at most {max_records:,} input records (--max-records)")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=True,
                   disable=as_json or not console.is_terminal) as progress:
-        kit = Kit(topology_dir, first_seed)
+        kit = Kit(topology_dir, first_seed, max_records=max_records)
         task = progress.add_task("conformance", total=kit.planned_runs(names, schedules, mutants))
         kit.progress = lambda what: progress.update(task, advance=1, description=what)
         report = kit.run(names, schedules, mutants)

@@ -92,10 +92,12 @@ def _yaml_files(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.yaml")) + sorted(directory.glob("*/*.yaml"))
 
 
-def topologies(directory: Path = BUNDLED_TOPOLOGIES) -> list[Path]:
+def topologies(directory: Path = BUNDLED_TOPOLOGIES,
+               max_records: int = MAX_SIM_RECORDS) -> list[Path]:
     """The topologies the kit simulates: every one in ``directory`` and its sub-directories
-    but the too large. Cases are named by file stem, so stems must be unique."""
-    large = too_large(directory)
+    but those with more than ``max_records`` input records. Cases are named by file stem,
+    so stems must be unique."""
+    large = too_large(directory, max_records)
     out = [p for p in _yaml_files(directory) if p not in large]
     stems = [p.stem for p in out]
     clash = sorted({s for s in stems if stems.count(s) > 1})
@@ -113,12 +115,13 @@ def topology_named(stem: str, directory: Path = BUNDLED_TOPOLOGIES) -> Path:
     return directory / f"{stem}.yaml"
 
 
-def too_large(directory: Path = BUNDLED_TOPOLOGIES) -> dict[Path, int]:
+def too_large(directory: Path = BUNDLED_TOPOLOGIES,
+              max_records: int = MAX_SIM_RECORDS) -> dict[Path, int]:
     """Topologies left out of the kit, with their input size."""
     out = {}
     for p in _yaml_files(directory):
         records = read_topology(p).input.records
-        if records > MAX_SIM_RECORDS:
+        if records > max_records:
             out[p] = records
     return out
 
@@ -188,21 +191,23 @@ def accepts(protocol: str, params: Mapping[str, Any], topology: Path) -> bool:
     return not refusals(spec.resolve(dict(params)), read_topology(topology))
 
 
-def guarantee_cases(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
+def guarantee_cases(protocol: str, directory: Path = BUNDLED_TOPOLOGIES,
+                    max_records: int = MAX_SIM_RECORDS) -> list[GuaranteeCase]:
     """Every variant of ``protocol`` on every topology in ``directory`` it accepts, at
     each of its timings (``timing_overlays``)."""
     spec = get_protocol(protocol)
     return [GuaranteeCase(protocol, v, t, guarantee_of(spec, v.params, t),
                           timings=tuple(sorted(timing.items())))
             for v in variants_of(protocol) for timing in timing_overlays(protocol, v.params)
-            for t in topologies(directory) if accepts(protocol, v.params, t)]
+            for t in topologies(directory, max_records) if accepts(protocol, v.params, t)]
 
 
-def all_faults_cases(protocol: str,
-                     directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
+def all_faults_cases(protocol: str, directory: Path = BUNDLED_TOPOLOGIES,
+                     max_records: int = MAX_SIM_RECORDS) -> list[GuaranteeCase]:
     """``guarantee_cases`` again, their schedules drawing every fault kind (the store's
     too: a run the protocol stops safely on a bad object holds)."""
-    return [replace(c, kinds=ALL_KINDS) for c in guarantee_cases(protocol, directory)]
+    return [replace(c, kinds=ALL_KINDS)
+            for c in guarantee_cases(protocol, directory, max_records)]
 
 
 def correlated_kinds(protocol: str, timings: Mapping[str, Any]) -> list[tuple[FaultKind, ...]]:
@@ -215,10 +220,10 @@ def correlated_kinds(protocol: str, timings: Mapping[str, Any]) -> list[tuple[Fa
     return out
 
 
-def correlated_cases(protocol: str,
-                     directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
+def correlated_cases(protocol: str, directory: Path = BUNDLED_TOPOLOGIES,
+                     max_records: int = MAX_SIM_RECORDS) -> list[GuaranteeCase]:
     """``guarantee_cases`` again for each of their ``correlated_kinds``."""
-    return [replace(c, kinds=k) for c in guarantee_cases(protocol, directory)
+    return [replace(c, kinds=k) for c in guarantee_cases(protocol, directory, max_records)
             for k in correlated_kinds(protocol, dict(c.timings))]
 
 
@@ -233,14 +238,15 @@ def mutant_kinds(protocol: str, timings: Mapping[str, Any],
     return [first, *correlated_kinds(protocol, timings)]
 
 
-def phase_cases(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
+def phase_cases(protocol: str, directory: Path = BUNDLED_TOPOLOGIES,
+                max_records: int = MAX_SIM_RECORDS) -> list[GuaranteeCase]:
     """One case per phase ``protocol`` enters (``chaos.plan.phases_of``): its first
     variant on one topology it accepts (wordcount where it can), each schedule with a
     crash at an opening of the phase (``ftctl/sim/phase_faults.py``)."""
     from chaos.plan import phases_of
 
     first = variants_of(protocol)[0]
-    cases = [c for c in guarantee_cases(protocol, directory)
+    cases = [c for c in guarantee_cases(protocol, directory, max_records)
              if c.variant == first and not c.timings]
     if not cases:
         return []

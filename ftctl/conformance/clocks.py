@@ -27,6 +27,7 @@ from typing import Any
 
 from ftctl.conformance.cases import (
     BUNDLED_TOPOLOGIES,
+    MAX_SIM_RECORDS,
     PHASE_TOPOLOGY,
     GuaranteeCase,
     guarantee_cases,
@@ -60,13 +61,14 @@ def tolerated_clock_kinds(protocol: str, params: Mapping[str, Any]) -> tuple[Fau
                  and (k != "clock-drift" or drift_ok))
 
 
-def clock_cases(protocol: str, directory: Path = BUNDLED_TOPOLOGIES) -> list[GuaranteeCase]:
+def clock_cases(protocol: str, directory: Path = BUNDLED_TOPOLOGIES,
+                max_records: int = MAX_SIM_RECORDS) -> list[GuaranteeCase]:
     """One case per timing of ``protocol``: its first variant on wordcount (else the first
     topology it accepts), drawing crashes and its tolerated clock kinds."""
     first = variants_of(protocol)[0]
     out = []
     by_timing: dict[tuple[tuple[str, Any], ...], list[GuaranteeCase]] = {}
-    for c in guarantee_cases(protocol, directory):
+    for c in guarantee_cases(protocol, directory, max_records):
         if c.variant == first:
             by_timing.setdefault(c.timings, []).append(c)
     for cases in by_timing.values():

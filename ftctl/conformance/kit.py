@@ -16,6 +16,7 @@ from typing import Any
 from ftctl.config.load import load_topology
 from ftctl.conformance.cases import (
     BUNDLED_TOPOLOGIES,
+    MAX_SIM_RECORDS,
     GuaranteeCase,
     accepts,
     all_faults_cases,
@@ -163,8 +164,9 @@ class Kit:
     """Runs cases and mutants, sharing simulators and the protocols' verdicts per seed."""
 
     def __init__(self, topology_dir: Path = BUNDLED_TOPOLOGIES, first_seed: int = 1,
-                 progress: Progress | None = None):
+                 progress: Progress | None = None, max_records: int = MAX_SIM_RECORDS):
         self.topology_dir = topology_dir
+        self.max_records = max_records  # larger topologies are listed as skipped
         self.first_seed = first_seed
         self.progress = progress
         self._sims: dict[tuple[str, str, Path, tuple[FaultKind, ...], str | None],
@@ -174,8 +176,13 @@ class Kit:
         self._holds: dict[tuple[str, str, Path, tuple[FaultKind, ...], int, str | None],
                           bool] = {}
 
+    @property
+    def where(self) -> tuple[Path, int]:
+        """The topologies the cases are drawn from: a directory, and the largest input."""
+        return self.topology_dir, self.max_records
+
     def topologies(self) -> list[Path]:
-        return topologies(self.topology_dir)
+        return topologies(self.topology_dir, self.max_records)
 
     def _sim(self, protocol: str, params: dict[str, Any], topology: Path,
              kinds: tuple[FaultKind, ...] = CRASH_ONLY, during: str | None = None) -> Simulator:
@@ -265,7 +272,7 @@ class Kit:
         # shows where a crash strikes in the phase: the phase-triggered schedules too.
         if not mutant.kinds and (kinds is None or CRASH_ONLY in kinds):
             runs += [(c.topology, {}, CRASH_ONLY, c.during)
-                     for c in phase_cases(protocol, self.topology_dir)
+                     for c in phase_cases(protocol, *self.where)
                      if only is None or c.topology in only]
         for seed in range(self.first_seed, self.first_seed + n):
             for topology, timing, drawn, during in runs:
@@ -307,17 +314,18 @@ class Kit:
 
         started = time.perf_counter()
         report = KitReport(skipped={p.stem: f"{n:,} records: too large to simulate"
-                                    for p, n in too_large(self.topology_dir).items()})
+                                    for p, n in too_large(self.topology_dir,
+                                                          self.max_records).items()})
         for protocol in protocols:
-            for case in guarantee_cases(protocol, self.topology_dir):
+            for case in guarantee_cases(protocol, *self.where):
                 report.cases.append(self.run_case(case, n))
-            for case in all_faults_cases(protocol, self.topology_dir):
+            for case in all_faults_cases(protocol, *self.where):
                 report.cases.append(self.run_case(case, case.schedules_for(n)))
-            for case in correlated_cases(protocol, self.topology_dir):
+            for case in correlated_cases(protocol, *self.where):
                 report.cases.append(self.run_case(case, case.schedules_for(n)))
-            for case in phase_cases(protocol, self.topology_dir):
+            for case in phase_cases(protocol, *self.where):
                 report.cases.append(self.run_case(case, n))
-            for case in clock_cases(protocol, self.topology_dir):
+            for case in clock_cases(protocol, *self.where):
                 report.cases.append(self.run_case(case, case.schedules_for(n)))
             if mutants:
                 for m in mutants_of(protocol):
@@ -330,12 +338,12 @@ class Kit:
         tops = len(self.topologies())
         total = 0
         for p in protocols:
-            total += len(guarantee_cases(p, self.topology_dir)) * n
-            total += sum(c.schedules_for(n) for c in all_faults_cases(p, self.topology_dir))
-            total += sum(c.schedules_for(n) for c in correlated_cases(p, self.topology_dir))
-            phases = len(phase_cases(p, self.topology_dir))
+            total += len(guarantee_cases(p, *self.where)) * n
+            total += sum(c.schedules_for(n) for c in all_faults_cases(p, *self.where))
+            total += sum(c.schedules_for(n) for c in correlated_cases(p, *self.where))
+            phases = len(phase_cases(p, *self.where))
             total += phases * n
-            total += sum(c.schedules_for(n) for c in clock_cases(p, self.topology_dir))
+            total += sum(c.schedules_for(n) for c in clock_cases(p, *self.where))
             if mutants:
                 for m in mutants_of(p):
                     total += n * (tops * sum(len(mutant_kinds(p, t, m.kinds))
