@@ -12,7 +12,7 @@ from protocols.contract.names import InstanceId
 from protocols.contract.params import NoParams
 from protocols.contract.view import InstanceView
 from protocols.shared.logged import SLOT, LoggedInstance, Ready
-from protocols.shared.packed_counts import unpack
+from protocols.shared.packed_counts import fold_deltas, with_deltas
 
 # A sink's visible counts (its only state: a purge recomputes the rest) are a base under
 # ``SLOT`` and a chain of deltas after it: output j persists, under ``DELTA_REF + j``,
@@ -22,12 +22,6 @@ from protocols.shared.packed_counts import unpack
 DELTA_REF = SLOT + 1
 CHAIN_LENGTH = 64
 SINK_REFS = tuple(range(DELTA_REF, DELTA_REF + CHAIN_LENGTH))
-
-
-def fold_deltas(older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
-    """Two consecutive deltas as one: counts are absolute and only grow, so for an
-    identity both changed the newer count holds."""
-    return {"emitted": {**older["emitted"], **newer["emitted"]}}
 
 
 class LineageInstance(LoggedInstance[NoParams]):
@@ -59,17 +53,9 @@ class LineageInstance(LoggedInstance[NoParams]):
             self.report(Ready({ch: 1 for ch in core.inputs}))
 
     def restore_counts(self, ev: Started) -> dict[Any, int]:
-        """The base and every delta present. A delta an older base already covers (left
-        from an earlier chain) changes nothing: visible counts only grow."""
+        """The base and every delta present."""
         assert ev.restored is not None
-        counts = unpack(ev.restored["emitted"])
-        for delta in ev.extra.values():
-            if delta is None:
-                continue
-            for i, n in delta["emitted"].items():
-                if n > counts.get(i, 0):
-                    counts[i] = n
-        return counts
+        return with_deltas(ev.restored["emitted"], ev.extra.values())
 
     def _base(self) -> None:
         self.persist(SLOT, {"emitted": self.packed.pack(self.emitted)})
@@ -85,7 +71,6 @@ class LineageInstance(LoggedInstance[NoParams]):
             return
         touched, self.touched = self.touched, set()
         emitted = self.emitted
-        self.persist(DELTA_REF + self.chain,
-                     {"emitted": {i: emitted[i] for i in touched if i in emitted}},
+        self.persist(DELTA_REF + self.chain, {i: emitted[i] for i in touched if i in emitted},
                      Chain("visible", fold_deltas))
         self.chain += 1

@@ -71,7 +71,7 @@ from protocols.progressive.messages import (
 from protocols.progressive.minibatch import Aligner, Cutter, Positions
 from protocols.progressive.params import ProgressiveParams
 from protocols.shared.logged import record_identity
-from protocols.shared.packed_counts import PackedCounts, unpack
+from protocols.shared.packed_counts import PackedCounts, fold_deltas, with_deltas
 
 Message = Batch | Marker
 
@@ -82,11 +82,6 @@ class MissingSnapshot(LookupError):
 
 RESUME = "progressive-resume"  # timer of a source rolled back after it ran dry
 RESUME_STEPS = 16  # its batches per punctuation interval
-
-
-def fold_deltas(older: dict[Any, int], newer: dict[Any, int]) -> dict[Any, int]:
-    """Two consecutive deltas as one: for an identity both changed the newer count holds."""
-    return {**older, **newer}
 
 
 class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
@@ -200,16 +195,8 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         return []
 
     def restore_counts(self, extra: Mapping[SnapshotRef, Any]) -> dict[Any, int]:
-        """A sink's visible counts: the base and every delta present. A delta an older
-        base already covers (left from an earlier chain) changes nothing: counts only
-        grow."""
-        base = extra.get(SINK_COUNTS)
-        counts = unpack(base) if base else {}
-        for ref in SINK_DELTAS:
-            for i, n in (extra.get(ref) or {}).items():
-                if n > counts.get(i, 0):
-                    counts[i] = n
-        return counts
+        """A sink's visible counts: the base and every delta present."""
+        return with_deltas(extra.get(SINK_COUNTS), (extra.get(ref) for ref in SINK_DELTAS))
 
     def sink_base(self) -> Persist:
         self.chain = 0

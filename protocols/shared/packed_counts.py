@@ -9,6 +9,7 @@ snapshots still hold and only the identities added since are encoded.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from itertools import islice
 from typing import Any
 
@@ -57,3 +58,27 @@ def unpack(parts: list[bytes]) -> dict[Any, int]:
         identities, values = decode(part)
         counts.update(zip(identities, values, strict=True))
     return counts
+
+
+# ---------------------------------------------------------------- a base and its deltas
+
+# A sink that stores its counts with every output (lineage, progressive) stores a base
+# (``PackedCounts.pack``'s parts) and, per output, a delta of the counts that output
+# changed: storing every count with every output cost the square of the outputs.
+
+
+def with_deltas(base: list[bytes] | None, deltas: Iterable[dict[Any, int] | None]
+                ) -> dict[Any, int]:
+    """The counts of ``base`` raised by every delta present. A delta an older base
+    already covers (left from an earlier chain) changes nothing: counts only grow."""
+    counts = unpack(base) if base else {}
+    for delta in deltas:
+        for i, n in (delta or {}).items():
+            if n > counts.get(i, 0):
+                counts[i] = n
+    return counts
+
+
+def fold_deltas(older: dict[Any, int], newer: dict[Any, int]) -> dict[Any, int]:
+    """Two consecutive deltas as one (``Chain.fold``): the newer count holds."""
+    return {**older, **newer}
