@@ -279,6 +279,25 @@ def test_a_restarted_sink_restores_its_base_and_every_delta() -> None:
     check_sink_restart()
 
 
+def test_a_sink_chain_at_its_longest_ends_in_a_base() -> None:
+    # Output len(SINK_DELTAS) + 1 writes a base, and the deltas after it overwrite the
+    # first chain's: a replacement reading the newest object of each ref has every count.
+    ch = GRAPH.instances["out[0]"].inputs[0]
+    out = instance("out[0]", ProgressiveInstance)
+    out.handle(Started(out.me.id, 1, "initial"), 0.0)
+    n = len(SINK_DELTAS) + 2
+    acts = feed(out, [(ch, b(seq, (f"k{seq}", 1))) for seq in range(1, n + 1)])
+    stored = {a.ref: a.blob for a in acts if isinstance(a, Persist)}
+    assert sorted(stored) == sorted((SINK_COUNTS, *SINK_DELTAS))
+    assert len(unpack(stored[SINK_COUNTS])) == len(SINK_DELTAS) + 1
+    assert stored[SINK_DELTAS[0]] == {f"k{n}": 1}
+    again = instance("out[0]", ProgressiveInstance)
+    acts = again.handle(Started(again.me.id, 2, "restart", init=Init(1, "progressive", 0),
+                                extra={r: stored.get(r) for r in (SINK_COUNTS, *SINK_DELTAS)}),
+                        0.0)
+    assert again.emitted == {f"k{seq}": 1 for seq in range(1, n + 1)}
+
+
 def test_a_fast_input_bringing_the_next_punctuation_early_waits_for_it() -> None:
     """Progressive mode blocks no channel: ch0 can bring P_1 and P_2 before ch1 brings P_1.
     P_2 must wait for P_1 to align on ch1; taken as part of P_1's alignment, it was lost

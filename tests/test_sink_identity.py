@@ -32,7 +32,7 @@ from protocols.contract.logic import InstanceLogic
 from protocols.contract.names import InstanceId
 from protocols.contract.params import NoParams
 from protocols.contract.view import InstanceView
-from protocols.lineage.instance import SINK_REFS, LineageInstance
+from protocols.lineage.instance import CHAIN_LENGTH, SINK_REFS, LineageInstance
 from protocols.lineage.mutants import SinkDedupPerKey as LineagePerKey
 from protocols.shared.logged import SLOT, Ready, record_identity
 from protocols.shared.packed_counts import unpack
@@ -232,6 +232,23 @@ def _lineage(cls: type[LineageInstance]) -> list[tuple[Any, Any]]:
 
 def test_e4_lineage_sink_by_record_identity() -> None:
     assert Counter(_lineage(LineageInstance)) == Counter([A[:2], B[:2], C[:2]])
+
+
+def test_a_lineage_sink_chain_at_its_longest_ends_in_a_base() -> None:
+    # Output CHAIN_LENGTH + 1 writes a base, and the deltas after it overwrite the first
+    # chain's: a replacement reading the newest object of each ref has every count.
+    inst = _make(LineageInstance, NoParams())
+    slots = _slots(inst.handle(Started(SINK, 0, "initial"), 0.0), {})
+    n = CHAIN_LENGTH + 2
+    for seq in range(1, n + 1):
+        _slots(inst.handle(_batch(P1, seq, ("k", ("r", seq), seq)), 0.0), slots)
+    assert sorted(slots) == [SLOT, *SINK_REFS]
+    assert len(unpack(slots[SLOT]["emitted"])) == CHAIN_LENGTH + 1  # the second base
+    assert slots[SINK_REFS[0]] == {("k", ("r", n)): 1}  # the second chain's first delta
+    again = _make(LineageInstance, NoParams())
+    _slots(again.handle(Started(SINK, 1, "restart", restored=slots[SLOT],
+                                extra={r: slots.get(r) for r in SINK_REFS}), 0.0), {})
+    assert again.emitted == {("k", ("r", seq)): 1 for seq in range(1, n + 1)}
 
 
 def test_e4_lineage_per_key_counts_mutant_gives_a_a_c() -> None:
