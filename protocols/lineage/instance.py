@@ -71,6 +71,6 @@ class LineageInstance(LoggedInstance[NoParams]):
             return
         touched, self.touched = self.touched, set()
         emitted = self.emitted
-        self.persist(DELTA_REF + self.chain, {i: emitted[i] for i in touched if i in emitted},
+        self.persist(DELTA_REF + self.chain, {i: emitted[i] for i in touched},
                      Chain("visible", fold_deltas))
         self.chain += 1

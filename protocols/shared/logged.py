@@ -186,9 +186,6 @@ class LoggedInstance(InstanceLogic[P]):
         elif isinstance(msg, TrimPayloadLog):
             self.gc(msg.channel, msg.upto)
 
-    def sink_blob(self) -> dict[str, Any]:
-        return {"emitted": dict(self.emitted)}
-
     # ------------------------------------------------------------ actions of one event
 
     def take(self) -> None:
@@ -385,7 +382,7 @@ class LoggedInstance(InstanceLogic[P]):
 
     def persist_sink(self, out: list[tuple[Any, Any]]) -> None:
         """Persist the de-duplication state that counts ``out`` as made visible."""
-        self.persist(SLOT, self.sink_blob())
+        self.persist(SLOT, {"emitted": dict(self.emitted)})
 
     # ------------------------------------------------------------ output
 
