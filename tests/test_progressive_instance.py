@@ -318,6 +318,30 @@ def test_a_fast_input_bringing_the_next_punctuation_early_waits_for_it() -> None
     assert snaps == [1, 2]
 
 
+def test_an_input_that_ends_without_the_punctuation_does_not_move_it() -> None:
+    """ch1 ends after mini-batch 1 and part of 2, so it never brings P_1, which follows
+    mb(2) on ch0. Whether its end arrives before or after P_1 on ch0, P_1 goes out right
+    after mb(2): a replay puts it where its predecessor did, number for number (R18).
+    Taken when ch1's end completed the alignment, P_1 went out after mb(1) in one order
+    and after mb(2) in the other, and a receiver took a replayed batch for a new one
+    (join-window, progressive, seed 142 under every fault kind)."""
+    ch0 = [b(1, ("a", 1), gen=1), mk("mb", 1, 2, gen=1), b(3, ("a", 2), gen=1),
+           mk("mb", 2, 4, gen=1), mk("punct", 1, 5, gen=1)]
+    ch1 = [b(1, ("b", 1), gen=1), mk("mb", 1, 2, gen=1), b(3, ("b", 2), gen=1),
+           mk("eos", 0, 4, gen=1)]
+    p, _ = progressive_p()
+    one = feed(p, [(0, m) for m in ch0] + [(1, m) for m in ch1])
+    q, _ = progressive_p()
+    two = feed(q, [(1, m) for m in ch1] + [(0, m) for m in ch0])
+    assert sent(one) == sent(two)
+    assert [r for _s, r in sent(one)] == [
+        [("a", 1)], [("b", 1)], ("mb", 1), [("a", 3)], [("b", 3)], ("mb", 2), ("punct", 1)]
+    # The snapshot holds both mini-batches, whichever order the inputs came in.
+    snaps = [a.blob for p_acts in (one, two) for a in p_acts if isinstance(a, Persist)]
+    assert len(snaps) == 2 and snaps[0] == snaps[1]
+    assert snaps[0]["pos"] == {0: 5, 1: 4}
+
+
 def test_a_rollback_to_a_snapshot_not_kept_fails_loudly() -> None:
     """The coordinator rolls back only to a complete checkpoint, which every instance
     keeps. Asked for one it does not hold, the instance must not restore its initial state

@@ -115,6 +115,22 @@ def test_round_robin_and_ended_inputs() -> None:
     assert al.ready() == [(2, [(1, "r")])]
 
 
+def test_once_every_input_ended_every_mini_batch_closed_goes_out() -> None:
+    """With no live input left, the rest go out up to the last one closed, empty ones
+    too: stopping at the first empty one left mini-batch 3 held for good, and how many an
+    instance forwarded depended on whether its inputs ended before it released them."""
+    al: Aligner[str] = Aligner((0, 1))
+    al.add(0, "x")
+    al.close(0, 1)
+    al.close(0, 2)  # mini-batch 2 is empty
+    al.add(0, "y")
+    al.close(0, 3)
+    al.end(0)
+    al.end(1)
+    assert al.ready() == [(1, [(0, "x")]), (2, []), (3, [(0, "y")])]
+    assert al.held == {} and al.pop() is None
+
+
 def test_positions_judge_generations_and_gaps() -> None:
     pos = Positions([0, 1], {1: 4})
     assert pos.judge(0, 1) is Verdict.ACCEPT and pos.judge(0, 2) is Verdict.GAP

@@ -102,10 +102,14 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         self.ended_pending: set[int] = set()  # eos seen, held batches still to process
         self.aligning: int | None = None
         self.waiting: set[int] = set()
+        # Progressive mode: the mini-batch P_k followed on its inputs; P_k is taken right
+        # after that mini-batch is released, never on arrival (see ``due``).
+        self.after_mb = 0
         self.blocked: dict[int, list[Message]] = {}
         # Progressive mode blocks no channel, so a fast input can bring P_{k+1} while
         # this instance still waits for P_k elsewhere: it waits here, per channel.
-        self.early: dict[int, list[Marker]] = {}
+        # Each with the mini-batch it followed (see ``after_mb``).
+        self.early: dict[int, list[tuple[Marker, int]]] = {}
         self.future: list[tuple[int, Message]] = []  # of a rollback not taken yet
         self.emitted: dict[Any, int] = {}
         self.seen: dict[Any, int] = {}
@@ -144,6 +148,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         self.next_punct = k + 1
         self.snapshots = {j: s for j, s in self.snapshots.items() if j <= k}
         self.aligning, self.waiting, self.blocked, self.early = None, set(), {}, {}
+        self.after_mb = 0
         self.ended_pending = set()
         self.done = False
 
@@ -275,6 +280,8 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
                     acts += self.process(ch, batch)
             for ch in sorted(self.ended_pending):
                 acts += self.end(ch)
+            if self.due():  # its mini-batch is processed now with the rest
+                acts += self.aligned()
         return acts
 
     # ------------------------------------------------------------ sending
@@ -416,17 +423,32 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
 
     def release(self) -> list[InstanceAction]:
         """Mini-batches complete on every input: processed in the fixed order (R16), then
-        ``mb(b)`` forwarded."""
+        ``mb(b)`` forwarded, then a punctuation that followed ``mb(b)`` (R2)."""
         assert self.aligner is not None
         acts: list[InstanceAction] = []
-        for b, batches in self.aligner.ready():
+        al = self.aligner
+        while not self.done and (ready := al.pop()) is not None:
+            b, batches = ready
             for ch, batch in batches:
                 acts += self.process(ch, batch)
             acts += self.marker(MINI_BATCH, b)
-        for ch in sorted(self.ended_pending):
-            if not any(ch in per for per in self.aligner.held.values()):
-                acts += self.end(ch)
-        return acts
+            acts += self.end_drained(b)
+            if self.due():
+                acts += self.aligned()
+        live = any(ch not in al.ended for ch in al.channels)
+        return acts + self.end_drained(al.done if live else None)
+
+    def end_drained(self, released: int | None) -> list[InstanceAction]:
+        """Ended inputs whose last mini-batch is out (by ``released``; None: all of
+        them), their end in channel order.
+
+        An input's end takes effect right after the mini-batch its last batches belong to
+        (the one after the last ``mb`` it sent), or once every input ended, so where it
+        falls among the mini-batches does not depend on when the end arrived."""
+        assert self.aligner is not None
+        closed = self.aligner.closed
+        return [a for ch in sorted(self.ended_pending)
+                if released is None or closed[ch] < released for a in self.end(ch)]
 
     def on_output(self, slot: InstanceId, records: list[tuple[Any, Any]]
                   ) -> list[InstanceAction]:
@@ -441,24 +463,41 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
     # ------------------------------------------------------------ punctuations (R2)
 
     def align(self, ch: int, m: Marker) -> list[InstanceAction]:
+        after = self.aligner.closed[ch] if self.aligner is not None else 0
         if (self.aligning is not None and m.id != self.aligning) or self.early.get(ch):
-            self.early.setdefault(ch, []).append(m)  # a later P on a channel already done
+            # a later P on a channel already done
+            self.early.setdefault(ch, []).append((m, after))
             return []
-        return self.join(ch, m)
+        return self.join(ch, m, after)
 
-    def join(self, ch: int, m: Marker) -> list[InstanceAction]:
-        """``m`` (P_k) counts for the alignment of k on ``ch``."""
+    def join(self, ch: int, m: Marker, after: int) -> list[InstanceAction]:
+        """``m`` (P_k) counts for the alignment of k on ``ch``, where it followed
+        mini-batch ``after`` (progressive mode)."""
         if self.aligning is None:
             self.aligning = m.id
             self.waiting = set(self.core.inputs) - self.core.finished
+            self.after_mb = 0
             trimmed = m.meta[2] if isinstance(m.meta, tuple) and len(m.meta) > 2 else 0
             self.snapshots = {j: s for j, s in self.snapshots.items() if j >= trimmed}
         self.waiting.discard(ch)
         if self.aligner is None:
             self.blocked[ch] = []
+        else:
+            self.after_mb = max(self.after_mb, after)
         # In progressive mode nothing is blocked: P_k follows mb(b) on every channel, so
         # the aligner cannot release mini-batch b+1 before P_k arrived everywhere.
-        return self.aligned() if not self.waiting else []
+        return self.aligned() if self.due() else []
+
+    def due(self) -> bool:
+        """P_k arrived on every input that has not ended and, in progressive mode, the
+        mini-batch it followed is released. Where P_k goes among the mini-batches an
+        instance forwards is then fixed by the mini-batches, not by when an input ended:
+        an input that ends before bringing P_k completes the alignment at its end, which
+        may come before or after the rest of mini-batch b arrived, and a replay must put
+        P_k where its predecessor did, number for number (R18)."""
+        if self.aligning is None or self.waiting:
+            return False
+        return self.aligner is None or self.aligner.done >= self.after_mb
 
     def aligned(self) -> list[InstanceAction]:
         k = self.aligning
@@ -474,8 +513,8 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         # The next punctuation each early channel brought starts the next alignment.
         early = {c: ms.pop(0) for c, ms in sorted(self.early.items()) if ms}
         self.early = {c: ms for c, ms in self.early.items() if ms}
-        for c, x in early.items():
-            acts += self.join(c, x)
+        for c, (x, after) in early.items():
+            acts += self.join(c, x, after)
         return acts
 
     def on_eos(self, ch: int) -> list[InstanceAction]:
@@ -484,10 +523,11 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         if self.aligner is not None:
             acts: list[InstanceAction] = []
             if self.aligning is not None and ch in self.waiting:
-                # An ended channel brings no P_k: the snapshot is due before anything the
-                # end releases (its held batches belong to later mini-batches).
+                # An ended channel brings no P_k. If the mini-batch P_k followed is out,
+                # the snapshot comes before anything the end releases (its held batches
+                # belong to later mini-batches); if not, ``release`` takes it after it.
                 self.waiting.discard(ch)
-                if not self.waiting:
+                if self.due():
                     acts += self.aligned()
             self.aligner.end(ch)
             self.ended_pending.add(ch)
@@ -502,7 +542,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         acts = self.stamp(self.output(self.me.id))
         if self.aligning is not None:
             self.waiting.discard(ch)
-            if not self.waiting:
+            if self.due():
                 acts += self.aligned()
         if all_ended:
             acts += self.finish(self.me.id)

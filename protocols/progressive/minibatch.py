@@ -114,19 +114,28 @@ class Aligner(Generic[T]):
         self.ended.add(ch)
 
     def ready(self) -> list[tuple[int, list[tuple[int, T]]]]:
-        """Every mini-batch now complete, oldest first, each as its batches in processing
-        order: round-robin over channels in ascending id, one batch per turn."""
+        """Every mini-batch now complete, oldest first (``pop`` until None)."""
         out = []
-        while True:
-            b = self.done + 1
-            live = [ch for ch in self.channels if ch not in self.ended]
-            if any(self.closed[ch] < b for ch in live):
-                break
-            if not live and b not in self.held:
-                break
-            out.append((b, round_robin(self.held.pop(b, {}))))
-            self.done = b
+        while (one := self.pop()) is not None:
+            out.append(one)
         return out
+
+    def pop(self) -> tuple[int, list[tuple[int, T]]] | None:
+        """The next mini-batch if it is complete, as its batches in processing order:
+        round-robin over channels in ascending id, one batch per turn.
+
+        Once every input ended, the rest go out up to the last one any input closed or
+        holds, empty ones too: how many an instance forwards must not depend on whether
+        its inputs ended before or after it released them."""
+        b = self.done + 1
+        live = [ch for ch in self.channels if ch not in self.ended]
+        if live:
+            if any(self.closed[ch] < b for ch in live):
+                return None
+        elif b > max([*self.closed.values(), *self.held, 0]):
+            return None
+        self.done = b
+        return b, round_robin(self.held.pop(b, {}))
 
 
 def round_robin(per_channel: Mapping[int, list[T]]) -> list[tuple[int, T]]:
