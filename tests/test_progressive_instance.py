@@ -279,6 +279,25 @@ def test_a_restarted_sink_restores_its_base_and_every_delta() -> None:
     check_sink_restart()
 
 
+def test_a_sink_snapshot_holds_its_seen_counts_as_they_were() -> None:
+    """Snapshots store ``seen`` a part at a time (only identities new since the last
+    one are encoded); a count that rose must encode them anew, or a restore from P_2
+    takes "a" as seen once and shows the next "a" again."""
+    ch = GRAPH.instances["out[0]"].inputs[0]
+    out = instance("out[0]")
+    out.handle(Started(out.me.id, 1, "initial"), 0.0)
+    acts = feed(out, [(ch, b(1, ("a", 1), ("b", 1))), (ch, mk("punct", 1, 2)),
+                      (ch, b(3, ("a", 2))), (ch, mk("punct", 2, 4)),
+                      (ch, b(5, ("c", 1))), (ch, mk("punct", 3, 6))])
+    snaps = {a.ref: a.blob for a in acts if isinstance(a, Persist) and a.ref in (1, 2, 3)}
+    assert [unpack(snaps[k]["seen"]) for k in (1, 2, 3)] == [
+        {"a": 1, "b": 1}, {"a": 2, "b": 1}, {"a": 2, "b": 1, "c": 1}]
+    again = instance("out[0]")
+    again.handle(Started(again.me.id, 2, "restart", init=Init(1, "progressive", 2),
+                         restored=snaps[2]), 0.0)
+    assert again.seen == {"a": 2, "b": 1}
+
+
 def test_a_sink_chain_at_its_longest_ends_in_a_base() -> None:
     # Output len(SINK_DELTAS) + 1 writes a base, and the deltas after it overwrite the
     # first chain's: a replacement reading the newest object of each ref has every count.

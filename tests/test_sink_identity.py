@@ -34,7 +34,7 @@ from protocols.contract.params import NoParams
 from protocols.contract.view import InstanceView
 from protocols.lineage.instance import CHAIN_LENGTH, SINK_REFS, LineageInstance
 from protocols.lineage.mutants import SinkDedupPerKey as LineagePerKey
-from protocols.shared.logged import SLOT, Ready, record_identity
+from protocols.shared.logged import SLOT, Ready, identities, record_identity
 from protocols.shared.packed_counts import unpack
 from protocols.shared.treeclock import TreeClock
 from tests.conftest import load
@@ -512,4 +512,4 @@ def test_a_delta_of_first_counts_holds_what_looking_each_count_up_gives(
     assert deltas[0] == deltas[1]
     assert len(deltas[0]) == sum(1 for b in batches if b)
     for (_, emitted, _), records in zip(deltas[0], [b for b in batches if b], strict=True):
-        assert set(emitted) == set(fast.identities(records))
+        assert set(emitted) == set(identities(fast.identity, records))

@@ -215,9 +215,9 @@ class TrimOnPersist(ProgressiveInstance):
 class SinkNoCounts(ProgressiveInstance):
     """A sink shows replayed records again after a rollback."""
 
-    def visible(self, key: Any, value: Any) -> bool:
-        super().visible(key, value)
-        return True
+    def visible(self, records: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+        super().visible(records)
+        return records
 
 
 class SinkSkipsDeltas(ProgressiveInstance):

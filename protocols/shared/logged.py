@@ -114,6 +114,21 @@ def _by_key(k: Any, v: Any) -> Hashable:
 _KEY = itemgetter(0)
 
 
+def identities(identity: Callable[[Any, Any], Hashable], records: list[tuple[Any, Any]]
+               ) -> list[Hashable]:
+    """Each record's identity under ``identity`` (``record_identity``), in bulk."""
+    if identity is _by_key:
+        return list(map(_KEY, records))
+    if identity is _by_record:
+        # A record is its identity: the tuples themselves, not copies (a million
+        # tuples a q1 schedule).
+        if set(map(type, records)) == {tuple}:
+            same: list[Hashable] = list(records)
+            return same
+        return [(k, v) for k, v in records]
+    return [identity(k, v) for k, v in records]
+
+
 def record_identity(mode: str | None) -> Callable[[Any, Any], Hashable]:
     """What identifies a sink record across recomputations, for sink ``mode`` (see the
     module docstring)."""
@@ -311,22 +326,9 @@ class LoggedInstance(InstanceLogic[P]):
         if self.sink_records:
             self.flush_sink()
 
-    def identities(self, records: list[tuple[Any, Any]]) -> list[Hashable]:
-        identity = self.identity
-        if identity is _by_key:
-            return list(map(_KEY, records))
-        if identity is _by_record:
-            # A record is its identity: the tuples themselves, not copies (a million
-            # tuples a q1 schedule).
-            if set(map(type, records)) == {tuple}:
-                same: list[Hashable] = list(records)
-                return same
-            return [(k, v) for k, v in records]
-        return [identity(k, v) for k, v in records]
-
     def flush_sink(self) -> None:
         records = self.take_sink_records()
-        idents = self.identities(records)
+        idents = identities(self.identity, records)
         if self.apart:
             out = self.dedup(records, idents)
             self.counted(idents, first=False)
