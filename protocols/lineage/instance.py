@@ -12,7 +12,7 @@ from protocols.contract.names import InstanceId
 from protocols.contract.params import NoParams
 from protocols.contract.view import InstanceView
 from protocols.shared.logged import SLOT, LoggedInstance, Ready
-from protocols.shared.packed_counts import fold_deltas, with_deltas
+from protocols.shared.packed_counts import CountsChain, fold_deltas, with_deltas
 
 # A sink's visible counts (its only state: a purge recomputes the rest) are a base under
 # ``SLOT`` and a chain of deltas after it: output j persists, under ``DELTA_REF + j``,
@@ -36,8 +36,7 @@ class LineageInstance(LoggedInstance[NoParams]):
     def __init__(self, me: InstanceView, cores: Mapping[InstanceId, InstanceCore],
                  params: NoParams):
         super().__init__(me, cores, params)
-        self.touched: set[Any] = set()  # sinks: identities counted since the last delta
-        self.chain = 0  # sinks: deltas written since the base
+        self.deltas = CountsChain(CHAIN_LENGTH)  # sinks
 
     def start(self, ev: Started) -> None:
         core = self.core
@@ -59,18 +58,15 @@ class LineageInstance(LoggedInstance[NoParams]):
 
     def _base(self) -> None:
         self.persist(SLOT, {"emitted": self.packed.pack(self.emitted)})
-        self.chain = 0
-        self.touched = set()
+        self.deltas.restart()
 
     def counted(self, idents: list[Any], first: bool) -> None:
-        self.touched.update(idents)
+        self.deltas.touch(idents, first)
 
     def persist_sink(self, out: list[tuple[Any, Any]]) -> None:
-        if self.chain >= CHAIN_LENGTH:
+        delta = self.deltas.next(self.emitted)
+        if delta is None:
             self._base()
             return
-        touched, self.touched = self.touched, set()
-        emitted = self.emitted
-        self.persist(DELTA_REF + self.chain, {i: emitted[i] for i in touched},
-                     Chain("visible", fold_deltas))
-        self.chain += 1
+        j, counts = delta
+        self.persist(DELTA_REF + j, counts, Chain("visible", fold_deltas))

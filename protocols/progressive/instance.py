@@ -71,7 +71,13 @@ from protocols.progressive.messages import (
 from protocols.progressive.minibatch import Aligner, Cutter, Positions
 from protocols.progressive.params import ProgressiveParams
 from protocols.shared.logged import identities, record_identity
-from protocols.shared.packed_counts import PackedCounts, fold_deltas, unpack, with_deltas
+from protocols.shared.packed_counts import (
+    CountsChain,
+    PackedCounts,
+    fold_deltas,
+    unpack,
+    with_deltas,
+)
 
 Message = Batch | Marker
 
@@ -113,9 +119,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         self.future: list[tuple[int, Message]] = []  # of a rollback not taken yet
         self.emitted: dict[Any, int] = {}
         self.seen: dict[Any, int] = {}
-        self.touched: set[Any] = set()  # identities whose visible count rose since a write
-        self.ones = False  # and each of them to 1 (in the last ``visible``)
-        self.chain = 0  # deltas written since the base
+        self.deltas = CountsChain(len(SINK_DELTAS))
         self.packed = PackedCounts()  # ``emitted`` as the base stores it
         self.packed_seen = PackedCounts()  # ``seen`` as the snapshots store it
         self.identity = record_identity(core.sink_mode)
@@ -207,21 +211,17 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         return with_deltas(extra.get(SINK_COUNTS), (extra.get(ref) for ref in SINK_DELTAS))
 
     def sink_base(self) -> Persist:
-        self.chain = 0
-        self.touched = set()
+        self.deltas.restart()
         return Persist(self.me.id, SINK_COUNTS, self.packed.pack(self.emitted))
 
     def sink_delta(self) -> Persist:
         """The counts this output changed, as the next delta of the chain (or a new base
         once the chain is at its longest)."""
-        if self.chain >= len(SINK_DELTAS):
+        delta = self.deltas.next(self.emitted)
+        if delta is None:
             return self.sink_base()
-        touched, self.touched = self.touched, set()
-        emitted = self.emitted
-        ref = SINK_DELTAS[self.chain]
-        self.chain += 1
-        delta = dict.fromkeys(touched, 1) if self.ones else {i: emitted[i] for i in touched}
-        return Persist(self.me.id, ref, delta,
+        j, counts = delta
+        return Persist(self.me.id, SINK_DELTAS[j], counts,
                        Chain("visible", fold_deltas))
 
     def state_of_fresh_core(self) -> dict[str, Any]:
@@ -428,8 +428,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         fresh = len(emitted) - made == len(shown)
         if not fresh:
             self.packed.stale()
-        self.ones = fresh and not self.touched
-        self.touched.update(shown)
+        self.deltas.touch(shown, fresh)
         return out
 
     def process(self, ch: int, batch: Batch) -> list[InstanceAction]:
