@@ -172,6 +172,10 @@ class Kit:
         self._sims: dict[tuple[str, str, Path, tuple[FaultKind, ...], str | None],
                          Simulator] = {}
         self._broken: dict[Path, str] = {}  # topologies whose simulator cannot be built
+        # A simulator of a topology past this many records holds its golden output and
+        # its batches (gigabytes for a million events): only the last one is kept, or
+        # a protocol's cases over the Nexmark files outgrew the machine's memory.
+        self.keep_records = MAX_SIM_RECORDS
         # (protocol, params, topology, kinds, seed, phase-triggered on) -> the protocol held
         self._holds: dict[tuple[str, str, Path, tuple[FaultKind, ...], int, str | None],
                           bool] = {}
@@ -191,8 +195,11 @@ class Kit:
         if sim is None:
             info = get_protocol(protocol)  # a mutant declares its protocol's guarantee
             judged = guarantee_of(info, params, topology)
-            sim = Simulator(load_topology(topology), info, params, judged, kinds=kinds,
-                            during=during)
+            topo = load_topology(topology)
+            if topo.input.records > self.keep_records:
+                self._sims = {k: s for k, s in self._sims.items()
+                              if s.graph.topology.input.records <= self.keep_records}
+            sim = Simulator(topo, info, params, judged, kinds=kinds, during=during)
             self._sims[key] = sim
         return sim
 

@@ -402,3 +402,18 @@ def test_max_records_takes_in_larger_topologies(tmp_path: Path) -> None:
     assert {c["case"].split("-")[0] for c in larger["cases"]} == {"big", "small"}
     res = runner.invoke(app, [*args[:-2], "--topologies", str(topo), "--max-records", "10"])
     assert res.exit_code == 2 and "at most 10 input records" in res.output
+
+
+def test_the_kit_keeps_one_simulator_of_a_large_topology() -> None:
+    """A simulator of a topology past the kit's size holds gigabytes (a million events):
+    kept for every case, a protocol's cases over the Nexmark files ran out of memory.
+    Here every topology counts as large."""
+    small = Kit()
+    small.keep_records = 0
+    first = small._sim("none", {}, BUNDLED_TOPOLOGIES / "wordcount.yaml")
+    second = small._sim("none", {}, BUNDLED_TOPOLOGIES / "windowed.yaml")
+    assert list(small._sims.values()) == [second] and first is not second
+    kept = Kit()
+    kept._sim("none", {}, BUNDLED_TOPOLOGIES / "wordcount.yaml")
+    kept._sim("none", {}, BUNDLED_TOPOLOGIES / "windowed.yaml")
+    assert len(kept._sims) == 2  # small topologies: every simulator is kept
