@@ -14,7 +14,7 @@ import threading
 import time
 import zlib
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -603,23 +603,26 @@ class SinkStore:
     def __init__(self, spill: Path | None = None, keep: int = SPILL_KEEP) -> None:
         self.visible: dict[str, list[tuple[Any, Any]]] = defaultdict(list)
         self.committed: dict[str, int] = {}
-        self.seen: dict[str, set[Any]] = defaultdict(set)  # uids emitted, per sink instance
+        # Per sink instance, how many records of each named batch it showed (``Emit.uid``)
+        self.named: dict[str, dict[Hashable, int]] = defaultdict(dict)
         self.spill = spill
         self.keep = keep
         self._files: dict[str, ChunkFile] = {}  # records on disk, per instance
 
-    def append(self, instance: str, records: list[tuple[Any, Any]],
-               uids: Sequence[Any] | None = None) -> None:
-        """``uids``, when given, names each record: a second append of the same
-        ``(instance, uid)`` is ignored (an idempotent upsert in the outside world)."""
-        if uids is None:
-            self.visible[instance].extend(records)
-        else:
-            seen = self.seen[instance]
-            for rec, uid in zip(records, uids, strict=True):
-                if uid not in seen:
-                    seen.add(uid)
-                    self.visible[instance].append(rec)
+    def append(self, instance: str, records: Sequence[tuple[Any, Any]],
+               uid: Hashable | None = None) -> None:
+        """``uid``, when given, names the batch: its record ``k`` is ``(uid, k)``, and a
+        named record already shown is not shown again (an idempotent upsert in the outside
+        world). Names are given to whole batches from record 0, so what was shown of a
+        batch is always its first records: a count per name says which."""
+        if uid is not None:
+            named = self.named[instance]
+            shown = named.get(uid, 0)
+            if shown >= len(records):
+                return
+            named[uid] = len(records)
+            records = records[shown:]
+        self.visible[instance].extend(records)
         self._maybe_spill(instance)
 
     def append_pickled(self, instance: str, chunk: PickledChunk) -> None:

@@ -165,7 +165,7 @@ def test_the_sink_acks_emits_by_uid_and_deletes():
     acts = s.handle(BatchIn(I("out[0]"), ch("B[1]", "out[0]"),
                             Batch([("w", 1, 1)], seq=1, meta=(uid, "B[1]"))), 0.0)
     assert acts == [SendPeer(I("B[1]"), Ack(uid), unit=U("B[1]")),
-                    Emit(I("out[0]"), [("w", 1)], uids=[(uid, 0)]),
+                    Emit(I("out[0]"), [("w", 1)], uid=uid),
                     SendPeer(I("B[1]"), Delete(uid))]
     again = s.handle(BatchIn(I("out[0]"), ch("B[2]", "out[0]"),
                              Batch([("w", 1, 1)], seq=1, meta=(uid, "B[2]"))), 0.1)

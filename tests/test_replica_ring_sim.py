@@ -87,13 +87,17 @@ def test_a_killed_replica_is_taken_over_and_reinstated_on_the_sim_host(semantics
     assert res.complete
 
 
-def test_sink_store_ignores_a_second_emit_of_a_uid():
+def test_sink_store_shows_each_named_record_once():
     from ftctl.store import SinkStore
     store = SinkStore()
-    store.append("out[0]", [("a", 1), ("b", 2)], uids=[1, 2])
-    store.append("out[0]", [("a", 1), ("c", 3)], uids=[1, 3])
-    store.append("out[0]", [("a", 1)])  # no uids: appended as is
-    assert store.visible["out[0]"] == [("a", 1), ("b", 2), ("c", 3), ("a", 1)]
+    store.append("out[0]", [("a", 1), ("b", 2)], uid=1)
+    store.append("out[0]", [("a", 1), ("b", 2)], uid=1)  # the same batch again: nothing
+    store.append("out[0]", [("a", 1), ("b", 2), ("c", 3)], uid=1)  # its record 2 is new
+    store.append("out[0]", [("a", 1)], uid=1)  # record 0 of it again: nothing
+    store.append("out[0]", [("a", 1), ("d", 4)], uid=2)  # another name: both show
+    store.append("out[0]", [("a", 1)])  # no name: appended as is
+    assert store.visible["out[0]"] == [("a", 1), ("b", 2), ("c", 3), ("a", 1), ("d", 4),
+                                       ("a", 1)]
 
 
 def test_peer_messages_keep_their_order_per_pair_of_units():

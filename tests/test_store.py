@@ -165,8 +165,8 @@ def test_a_spilling_sink_store_keeps_a_bounded_tail_and_reads_everything_back(
     for epoch in range(1, 8):
         store.commit("out[0]", epoch, [(f"k{epoch}", i) for i in range(3)])
     store.commit("out[0]", 3, [("late", 0)])  # already committed: ignored
-    store.append("out[1]", [("a", 1), ("b", 2), ("a", 1)] * 3, uids=list(range(9)))
-    store.append("out[1]", [("a", 1)], uids=[0])  # a repeat of uid 0: ignored
+    store.append("out[1]", [("a", 1), ("b", 2), ("a", 1)] * 3, uid="batch")
+    store.append("out[1]", [("a", 1)], uid="batch")  # a repeat of its record 0: ignored
 
     # Memory never holds more than ``keep`` plus one commit's records per instance.
     assert len(store.visible["out[0]"]) <= 5 < store.count("out[0]")

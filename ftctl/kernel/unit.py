@@ -7,7 +7,7 @@ A unit hosts one slot (more after a takeover). ``Unit.handle`` runs the protocol
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -44,7 +44,7 @@ class UnitPorts(Protocol):
 
     def send(self, channel: int, msg: Any) -> None: ...
     def emit(self, slot: str, records: Sequence[tuple[Any, Any]],
-             uids: Sequence[Any] | None = None) -> None: ...
+             uid: Hashable | None = None) -> None: ...
     def stage(self, slot: str, epoch: int, records: Sequence[tuple[Any, Any]]) -> None: ...
     def persist(self, slot: str, ref: int, blob: Any) -> None: ...
     def report(self, slot: str, msg: Msg, unit: Unit | None = None) -> None: ...
@@ -129,10 +129,10 @@ def perform(unit: Unit, acts: list[InstanceAction], ports: UnitPorts) -> None:
             else:
                 ports.report(a.slot, a.msg, unit)  # for a slot this unit adopted
         elif t is Emit:
-            if a.uids is None:
+            if a.uid is None:
                 ports.emit(a.slot, a.records)
             else:
-                ports.emit(a.slot, a.records, a.uids)
+                ports.emit(a.slot, a.records, a.uid)
         elif t is Persist:
             ports.persist(a.slot, a.ref, a.blob)
         elif t is StageOutput:

@@ -6,7 +6,7 @@ an ``InstanceCore`` produces them as they are.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,14 +27,16 @@ class Emit:
     """Make sink records visible now (at-most/at-least-once sinks, or deduplicated ones).
 
     ``records`` are ``(key, value)``: event time is not part of the output.
-    ``uids``, when given, names each record: the sink store ignores a second emit of the
-    same ``(slot, uid)`` (an idempotent upsert in the outside world).
+    ``uid``, when given, names the batch and so each record in it: record ``k`` is
+    ``(uid, k)``, and the sink store shows a named record once however often it is emitted
+    (an idempotent upsert in the outside world). One name for a batch, not one per record:
+    a sink's store keeps a count per batch, not a million record ids.
     """
 
     slot: str
     records: Sequence[tuple[Any, Any]]
     event_times: Sequence[int] = ()
-    uids: Sequence[Any] | None = None
+    uid: Hashable | None = None
 
 
 Action = Send | Emit

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,10 +55,10 @@ class _TimedSinks(SinkStore):
         super().__init__()
         self.host = host
 
-    def append(self, instance: str, records: list[tuple[Any, Any]],
-               uids: Sequence[Any] | None = None) -> None:
+    def append(self, instance: str, records: Sequence[tuple[Any, Any]],
+               uid: Hashable | None = None) -> None:
         before = self.count(instance)
-        super().append(instance, records, uids)  # uids: repeats are dropped, count what shows
+        super().append(instance, records, uid)  # named: repeats are dropped, count what shows
         self.host.visible_now(instance, self.count(instance) - before)
 
     def commit_parts(self, instance: str, epoch: int,

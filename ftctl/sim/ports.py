@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ftctl.kernel.outputs import Outputs
@@ -82,10 +82,10 @@ class UnitPorts(Striking):
             self._push(t, "deliver", (ch, self.chan_epoch[ch], to, unit.inc if unit else -1))
 
     def emit(self, slot: str, records: Sequence[tuple[Any, Any]],
-             uids: Sequence[Any] | None = None) -> None:
+             uid: Hashable | None = None) -> None:
         if self.store.unsynced:  # output after a persist: the write is durable first
             self.store.sync(self.routing.unit_of(slot))
-        self.sinks.append(slot, list(records), uids)
+        self.sinks.append(slot, records, uid)
         if records and (not self.output_times or self.output_times[-1] != self.now):
             self.output_times.append(self.now)
 

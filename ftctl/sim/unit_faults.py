@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -63,7 +63,7 @@ class FencedPorts:
         self._drop("Send")
 
     def emit(self, slot: str, records: Sequence[tuple[Any, Any]],
-             uids: Sequence[Any] | None = None) -> None:
+             uid: Hashable | None = None) -> None:
         self._drop("Emit")
 
     def stage(self, slot: str, epoch: int, records: Sequence[tuple[Any, Any]]) -> None:

@@ -16,7 +16,7 @@ protocol's timers can keep itself busy with their resends and pings: set them lo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,7 +85,7 @@ class WiredSimHost(SimHost):
         return done - self.now
 
     def emit(self, slot: str, records: Sequence[tuple[Any, Any]],
-             uids: Sequence[Any] | None = None) -> None:
-        super().emit(slot, records, uids)
+             uid: Hashable | None = None) -> None:
+        super().emit(slot, records, uid)
         if records:
             self.last_output = self.now

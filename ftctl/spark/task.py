@@ -17,7 +17,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
@@ -558,14 +558,14 @@ class InstanceTask:
         self.sends.setdefault(self.dst_of[channel], []).append((channel, msg))
 
     def emit(self, slot: str, records: Sequence[tuple[Any, Any]],
-             uids: Sequence[Any] | None = None) -> None:
-        if uids is None:
+             uid: Hashable | None = None) -> None:
+        if uid is None:
             # Pickled here, once: the driver appends these bytes to its spill as they are
             # instead of decoding the records and pickling them again (``SinkStore``).
             self.frames += [(wire.OUTPUT, slot, c.blob, c.count)
                             for c in PickledChunk.pieces(records)]
-        else:  # the driver needs each uid to drop a second emit of it
-            self.frames.append((wire.EMIT, slot, records, uids))
+        else:  # the driver needs the name to drop a second emit of it
+            self.frames.append((wire.EMIT, slot, records, uid))
 
     def stage(self, slot: str, epoch: int, records: Sequence[tuple[Any, Any]]) -> None:
         # In pieces, all in this frame: the driver appends them to the epoch in order.

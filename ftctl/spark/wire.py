@@ -36,7 +36,7 @@ HBREG = "hbreg"  # (HBREG, inc, iid): opens a task's heartbeat-only connection
 SPARE = "spare"
 MULTI = "multi"  # (MULTI, inc, [item, ...], records_in, records_out): one flush's items
 # Items of a MULTI frame, one per instance action (``slot``: the slot it is for).
-EMIT = "emit"  # (EMIT, slot, records, uids): records each named by its uid
+EMIT = "emit"  # (EMIT, slot, records, uid): a batch named by its uid (``Emit``)
 # (OUTPUT, slot, records as ``codec.encode_blob`` pickles them, how many): a sink's output
 # without uids, kept by the driver as these bytes (``SinkStore.append_pickled``)
 OUTPUT = "output"

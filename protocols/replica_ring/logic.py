@@ -341,9 +341,8 @@ class ReplicaRingInstance(InstanceLogic[ReplicaRingParams]):
         out: list[InstanceAction] = []
         for a in core.take_actions():
             if type(a) is CoreEmit:
-                uids = ([(e.uid, k) for k in range(len(a.records))]
-                        if self.pol.idempotent_sink else None)
-                out.append(Emit(slot, a.records, uids=uids))
+                out.append(Emit(slot, a.records,
+                                uid=e.uid if self.pol.idempotent_sink else None))
         return out
 
 
