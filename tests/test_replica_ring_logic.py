@@ -94,7 +94,7 @@ def test_a_source_batch_carries_its_id_and_is_kept_until_deleted():
     # a fetch regenerates the same records; the delete frees them
     (reply,) = src.handle(PeerIn(I("A[1]"), Fetch(uid)), 0.1)
     assert isinstance(reply, SendPeer) and reply.to == "A[1]"
-    assert reply.msg.payload[1] == tuple(send.msg.records)  # type: ignore[attr-defined]
+    assert reply.msg.payload[1] == send.msg.records  # type: ignore[attr-defined]
     src.handle(PeerIn(I("A[1]"), Delete(uid)), 0.2)
     assert uid not in src.kept
 
@@ -261,10 +261,10 @@ def test_a_replay_for_a_slot_this_unit_does_not_host_keeps_its_output_ids():
     # back; B[2], its taker, has no core of B[1]. The operator is stateless and routes by
     # the id, so B[2]'s own core yields the same outputs under the same ids
     uid = (("src[0]", 1, 1), 0, 1)
-    payload = (ch("A[1]", "B[1]"), (("w", 1, 1),), 1)
+    payload = (ch("A[1]", "B[1]"), [("w", 1, 1)], 1)
     own = logic("B[1]")._process("B[1]", uid, payload)
     b2 = ReplicaRingInstance(InstanceView.of(G, "B[2]"), {I("B[2]"): InstanceCore(G, "B[2]")},
                              ReplicaRingParams())
     other = b2._process("B[2]", uid, payload)
     assert [(o[1], o[2][1]) for o in other] == [(o[1], o[2][1]) for o in own] == [
-        ((uid, 0, 0), (("w", 1, 1),))]
+        ((uid, 0, 0), [("w", 1, 1)])]
