@@ -150,3 +150,24 @@ def test_a_reference_to_a_list_nobody_holds_is_refused() -> None:
     gc.collect()
     with pytest.raises(ValueError, match="does not hold"):
         codec.decode(blob)
+
+
+def test_a_ring_replica_works_on_the_batches_the_memo_made(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """replica-ring carries a batch's records to the replica that processes them: the
+    list must be the one the memo made, or every run redoes q1's currency map."""
+    from ftctl.sim.host import MAX_STEP, SimHost
+    spec = get_protocol("replica-ring")
+    sim = Simulator(load("nexmark/q1").with_input(records=6_000), spec, {})
+    memo = sim.graph.memo
+    assert memo is not None
+    looked_up: list[bool] = []
+    derive = memo.derive
+
+    def counted(who: str, records: list[Any], make: Any) -> Any:
+        looked_up.append(memo._held.get(id(records)) is records)
+        return derive(who, records, make)
+
+    monkeypatch.setattr(memo, "derive", counted)
+    SimHost(sim.graph, spec, sim.params, 0, max_step=MAX_STEP).run()
+    assert looked_up and all(looked_up)
