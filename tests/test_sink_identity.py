@@ -251,6 +251,26 @@ def test_a_lineage_sink_chain_at_its_longest_ends_in_a_base() -> None:
     assert again.emitted == {("k", ("r", seq)): 1 for seq in range(1, n + 1)}
 
 
+def test_a_lineage_delta_after_a_purge_holds_only_what_it_made_visible() -> None:
+    # The replay of what was visible shows nothing and raises no visible count: the
+    # next output's delta holds that output's identities, not the replayed ones too.
+    inst = _make(LineageInstance, NoParams())
+    slots = _slots(inst.handle(Started(SINK, 0, "initial"), 0.0), {})
+    _slots(inst.handle(_batch(P1, 1, A, B), 0.0), slots)
+    again = _make(LineageInstance, NoParams())
+    _slots(again.handle(Started(SINK, 1, "restart", restored=slots[SLOT],
+                                extra={r: slots.get(r) for r in SINK_REFS}), 0.0), {})
+    written: dict[int, Any] = {}
+    assert _emitted(_slots_acts(again.handle(_batch(P1, 1, A, B), 0.0), written)) == []
+    assert _emitted(_slots_acts(again.handle(_batch(P1, 2, C), 0.0), written)) == [C[:2]]
+    assert written == {SINK_REFS[0]: {C[:2]: 1}}
+
+
+def _slots_acts(acts: list[InstanceAction], slots: dict[int, Any]) -> list[InstanceAction]:
+    _slots(acts, slots)
+    return acts
+
+
 def test_e4_lineage_per_key_counts_mutant_gives_a_a_c() -> None:
     assert _lineage(LineagePerKey) == [A[:2], A[:2], C[:2]]
 

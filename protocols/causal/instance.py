@@ -359,7 +359,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
             if self.apart else {}}, Chain((self.epoch, self.snaps), fold_sink_deltas))
         self.chain += 1
 
-    def counted(self, idents: list[Any], first: bool) -> None:
+    def counted(self, idents: list[Any], shown: list[Any], first: bool) -> None:
         # Suppressed records count too: the positions stored with the next output cover
         # their batches, so their ``seen`` must be stored with them, or a replacement
         # after a fallback would take the next record of the same identity for them

@@ -330,13 +330,13 @@ class LoggedInstance(InstanceLogic[P]):
         records = self.take_sink_records()
         idents = identities(self.identity, records)
         if self.apart:
-            out = self.dedup(records, idents)
-            self.counted(idents, first=False)
+            out, shown = self.dedup(records, idents)
+            self.counted(idents, shown, first=False)
         else:
             before = len(self._emitted)
             out = self.count_all(records, idents)
             # Each identity counted for the first time (and once): every count is 1.
-            self.counted(idents, first=len(self._emitted) - before == len(idents))
+            self.counted(idents, idents, first=len(self._emitted) - before == len(idents))
         if out:
             # Output and its de-duplication state reach the outside world in one step:
             # the state first, so the Emit waits until it is durable (a crash that loses
@@ -363,9 +363,10 @@ class LoggedInstance(InstanceLogic[P]):
         return records
 
     def dedup(self, records: list[tuple[Any, Any]], idents: list[Hashable]
-              ) -> list[tuple[Any, Any]]:
-        """The records whose count of their identity exceeds what is visible."""
-        out = []
+              ) -> tuple[list[tuple[Any, Any]], list[Hashable]]:
+        """The records whose count of their identity exceeds what is visible, and their
+        identities."""
+        out, shown = [], []
         seen, emitted = self._seen, self._emitted
         before = len(emitted)
         for r, i in zip(records, idents, strict=True):
@@ -374,13 +375,15 @@ class LoggedInstance(InstanceLogic[P]):
             if n > emitted.get(i, 0):
                 emitted[i] = n
                 out.append(r)
+                shown.append(i)
         if len(emitted) - before != len(out):  # a count already there rose
             self.packed.stale()
-        return out
+        return out, shown
 
-    def counted(self, idents: list[Hashable], first: bool) -> None:
-        """The identities whose ``seen`` count this batch raised, suppressed or shown;
-        ``first``: each was counted for the first time, so its counts are now 1."""
+    def counted(self, idents: list[Hashable], shown: list[Hashable], first: bool) -> None:
+        """``idents``: the identities whose ``seen`` count this batch raised, suppressed
+        or shown; ``shown``: those whose visible count it raised; ``first``: each was
+        counted for the first time, so its counts are now 1."""
 
     def persist_sink(self, out: list[tuple[Any, Any]]) -> None:
         """Persist the de-duplication state that counts ``out`` as made visible."""
