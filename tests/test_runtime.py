@@ -115,3 +115,33 @@ def test_a_two_sided_snapshot_is_not_changed_by_later_input(
         assert restored.on_watermark(fire) == fresh.on_watermark(fire)
     out = [r.process([(k, v, ts)], port) for r in (restored, fresh) for k, v, ts, port in after]
     assert out[:len(after)] == out[len(after):]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["auction", "bid", "watermark", "restore"]),
+                          st.integers(0, 6), st.integers(0, 40)), max_size=80))
+def test_winning_bids_holds_exactly_the_early_bids_a_watermark_leaves(
+        steps: list[tuple[str, int, int]]) -> None:
+    """A bid for an auction not yet seen is held until the watermark passes its time;
+    the operator finds such bids by their times, and must drop exactly those."""
+    op = WinningBidsOp()
+    held: dict[int, list[Any]] = {}  # what holding and dropping by hand gives
+    wm = 0
+    for kind, aid, t in steps:
+        if kind == "auction" and aid not in op.open:
+            op.process([(aid, _auction(aid, wm + t + 1), wm)], 0)
+            held.pop(aid, None)
+        elif kind == "bid":
+            bid = _bid(aid, t, wm + t - 10)
+            if aid not in op.open:
+                held.setdefault(aid, []).append(bid)
+            op.process([(aid, bid, wm + t)], 1)
+        elif kind == "watermark":
+            wm += t
+            op.on_watermark(wm)
+            held = {k: kept for k, bids in held.items()
+                    if (kept := [b for b in bids if b[5] >= wm])}
+        elif kind == "restore":
+            saved, op = op.snapshot(), WinningBidsOp()
+            op.restore(saved)
+        assert op.held == held
