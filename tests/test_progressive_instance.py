@@ -423,3 +423,42 @@ def test_a_sink_counting_in_one_dict_shows_and_stores_what_counting_apart_does(
            for p in (one, apart)]
     assert got[0] == got[1]
     assert one.seen == apart.seen and one.emitted == apart.emitted
+
+
+def test_a_sink_counts_in_one_dict_again_once_a_rollbacks_replay_caught_up() -> None:
+    """After a rollback ``seen`` is the snapshot's, below the visible counts; the replay
+    of what was visible closes the gap, and then the two are one dict again, its
+    snapshots storing the counts as they are."""
+    ch = GRAPH.instances["out[0]"].inputs[0]
+    out = instance("out[0]")
+    out.handle(Started(out.me.id, 1, "initial"), 0.0)
+    feed(out, [(ch, b(1, ("a", 1))), (ch, mk("punct", 1, 2)), (ch, b(3, ("a", 2)))])
+    out.handle(ControlIn(Recover(1, 1, "progressive")), 0.0)
+    assert out.seen == {"a": 1} and out.emitted == {"a": 2}
+    feed(out, [(ch, b(3, ("a", 2), gen=1)), (ch, mk("mb", 1, 4, gen=1))])
+    assert out.seen is out.emitted == {"a": 2}
+    acts = feed(out, [(ch, b(5, ("a", 3), ("b", 1), gen=1)), (ch, mk("mb", 2, 6, gen=1)),
+                      (ch, mk("punct", 2, 7, gen=1))])
+    assert [a.records for a in acts if isinstance(a, Emit)] == [[("a", 3), ("b", 1)]]
+    snap = next(a.blob for a in acts if isinstance(a, Persist) and a.ref == 2)
+    assert unpack(snap["seen"]) == {"a": 3, "b": 1}
+
+
+def test_a_snapshot_after_the_counts_are_one_dict_again_holds_every_count() -> None:
+    """The replay brings identities in another order than they became visible in: a
+    snapshot taken while apart encoded ``seen`` in its order, and once the counts are
+    one dict, snapshots must encode ``emitted``'s, not add to the old parts."""
+    ch = GRAPH.instances["out[0]"].inputs[0]
+    out = instance("out[0]")
+    out.handle(Started(out.me.id, 1, "initial"), 0.0)
+    feed(out, [(ch, b(1, ("x", 1))), (ch, mk("punct", 1, 2)), (ch, b(3, ("y", 1), ("z", 1)))])
+    out.handle(ControlIn(Recover(1, 1, "progressive")), 0.0)
+    acts = feed(out, [(ch, b(3, ("z", 1), gen=1)), (ch, mk("mb", 1, 4, gen=1)),
+                      (ch, mk("punct", 2, 5, gen=1)),
+                      (ch, b(6, ("y", 1), gen=1)), (ch, mk("mb", 2, 7, gen=1)),
+                      (ch, b(8, ("w", 1), gen=1)), (ch, mk("mb", 3, 9, gen=1)),
+                      (ch, mk("punct", 3, 10, gen=1))])
+    assert out.seen is out.emitted
+    snaps = {a.ref: a.blob for a in acts if isinstance(a, Persist) and a.ref in (2, 3)}
+    assert unpack(snaps[2]["seen"]) == {"x": 1, "z": 1}
+    assert unpack(snaps[3]["seen"]) == {"x": 1, "y": 1, "z": 1, "w": 1}

@@ -344,6 +344,7 @@ def test_counting_in_bulk_shows_and_counts_what_counting_one_by_one_does(
     bulk, one_by_one = (_make(LineageInstance, NoParams()) for _ in range(2))
     assert isinstance(bulk, LineageInstance) and isinstance(one_by_one, LineageInstance)
     one_by_one.seen = {}
+    one_by_one._behind = -1  # never one dict again (``rejoin``): record by record throughout
     for inst in (bulk, one_by_one):
         inst.identity = record_identity(mode)
         for records in batches:
@@ -374,6 +375,25 @@ def test_seen_and_emitted_are_one_dict_until_counts_are_raised_apart() -> None:
     inst.counts_to_raise()
     inst.settle_counts()  # equal again: counted in bulk, in one dict
     assert not inst.apart and inst.seen is inst.emitted
+
+
+def test_a_purged_sink_counts_in_one_dict_again_once_its_replay_caught_up() -> None:
+    # After a purge ``seen`` starts empty beside the restored visible counts; the replay
+    # of what was visible closes the gap, and from then on the counts are one dict.
+    inst = _make(LineageInstance, NoParams())
+    slots = _slots(inst.handle(Started(SINK, 0, "initial"), 0.0), {})
+    _slots(inst.handle(_batch(P1, 1, A, B), 0.0), slots)
+    again = _make(LineageInstance, NoParams())
+    _slots(again.handle(Started(SINK, 1, "restart", restored=slots[SLOT],
+                                extra={r: slots.get(r) for r in SINK_REFS}), 0.0), {})
+    assert again.apart
+    assert _emitted(again.handle(_batch(P1, 1, A), 0.0)) == []
+    assert again.apart and again.seen is not again.emitted  # B is still to come
+    assert _emitted(again.handle(_batch(P1, 2, B, C), 0.0)) == [C[:2]]
+    assert not again.apart and again.seen is again.emitted
+    assert again.emitted == {A[:2]: 1, B[:2]: 1, C[:2]: 1}
+    assert _emitted(again.handle(_batch(P1, 3, A), 0.0)) == [A[:2]]  # a second A: new
+    assert again.emitted[A[:2]] == 2
 
 
 # ---------------------------------------------------------------- folded chain deltas

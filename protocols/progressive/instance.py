@@ -123,6 +123,9 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         # (``visible`` then counts a batch in C).
         self.emitted: dict[Any, int] = {}
         self.seen: dict[Any, int] = self.emitted
+        # Apart, how many records ``seen`` lacks to equal ``emitted`` (None: not summed
+        # since they were set; -1: not counted, see ``rejoin``).
+        self.behind: int | None = None
         self.deltas = CountsChain(len(SINK_DELTAS))
         self.packed = PackedCounts()  # ``emitted`` as the base stores it
         self.packed_seen = PackedCounts()  # ``seen`` as the snapshots store it
@@ -155,6 +158,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         core.restore_state(blob["core"])
         self.pos = self.positions(core.inputs, blob["pos"])
         self.seen = unpack(blob["seen"])
+        self.behind = None
         self.packed_seen.stale()
         self.next_punct = k + 1
         self.snapshots = {j: s for j, s in self.snapshots.items() if j <= k}
@@ -201,6 +205,7 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
             if ev.restored is not None:  # kept for a live rollback to the same k
                 self.snapshots[ev.init.k] = ev.restored
             self.emitted = self.restore_counts(ev.extra)
+            self.behind = None
             self.packed.stale()
             # A base before this incarnation's deltas overwrite the last one's; the Ready
             # report makes it durable before anything else happens.
@@ -419,6 +424,8 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         counted, made = len(seen), len(emitted)
         if seen is emitted:
             return self.all_visible(records)
+        if self.behind is None:
+            self.behind = sum(emitted.values()) - sum(seen.values())
         out, shown = [], []
         for r, i in zip(records, identities(self.identity, records), strict=True):
             n = seen.get(i, 0) + 1
@@ -435,7 +442,25 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         if not fresh:
             self.packed.stale()
         self.deltas.touch(shown, fresh)
+        self.rejoin(len(records) - len(out))
         return out
+
+    def rejoin(self, suppressed: int) -> None:
+        """``suppressed`` records of the last batch were not shown. ``seen`` never
+        exceeds ``emitted`` (a restore takes ``seen`` from a snapshot older than the
+        visible counts), so each closed the gap between them by one and a shown record
+        left it as it was: at 0 they are equal, checked, and one dict again, so the
+        records after a rollback's replay are counted in bulk. Should the check find
+        them unequal, the gap is not counted again until they are next set."""
+        if self.behind is None or self.behind < 0:
+            return
+        self.behind -= suppressed
+        if self.behind == 0:
+            if self.seen == self.emitted:
+                self.seen = self.emitted
+                self.packed_seen = self.packed.copy()
+            else:
+                self.behind = -1
 
     def all_visible(self, records: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
         """``visible`` while ``seen`` is ``emitted``: every record is one more than is

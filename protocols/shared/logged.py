@@ -164,6 +164,11 @@ class LoggedInstance(InstanceLogic[P]):
         self._emitted: dict[Any, int] = {}
         self._seen: dict[Any, int] = self._emitted
         self.apart = False
+        # While apart, how many records ``seen`` lacks to equal ``emitted`` (None: not
+        # yet summed since they were last set apart; -1: not to be trusted, see
+        # ``rejoin``). A replay after a restore closes the gap, and at 0 the two are one
+        # dict again: a purge's replay no longer sets every later record apart too.
+        self._behind: int | None = None
         # ``emitted`` as a snapshot stores it: parts encoded once, while counts only grow.
         self.packed = PackedCounts()
         self.out: list[InstanceAction] = []  # the current event's actions, in order
@@ -297,6 +302,7 @@ class LoggedInstance(InstanceLogic[P]):
     def emitted(self, counts: dict[Any, int]) -> None:
         self._emitted = counts
         self.apart = True
+        self._behind = None
         self.packed.stale()
 
     @property
@@ -308,11 +314,13 @@ class LoggedInstance(InstanceLogic[P]):
     def seen(self, counts: dict[Any, int]) -> None:
         self._seen = counts
         self.apart = True
+        self._behind = None
 
     def counts_to_raise(self) -> tuple[dict[Any, int], dict[Any, int]]:
         """``seen`` and ``emitted`` as two dicts, to raise counts of either in place."""
         if self._seen is self._emitted:
             self._seen = dict(self._emitted)
+        self._behind = None
         return self._seen, self._emitted
 
     def settle_counts(self) -> None:
@@ -320,7 +328,24 @@ class LoggedInstance(InstanceLogic[P]):
         self.apart = self._seen != self._emitted
         if not self.apart:
             self._seen = self._emitted
+        self._behind = None
         self.packed.stale()
+
+    def rejoin(self, suppressed: int) -> None:
+        """``suppressed`` records of the last batch were not shown. ``seen`` never
+        exceeds ``emitted``, so each one closed the gap between them by one, and a shown
+        record left it as it was: once it is 0 the counts are equal, checked, and one
+        dict again. Should a check find them unequal (``seen`` above ``emitted``
+        somewhere), the gap is not counted again until they are next set."""
+        if self._behind is None or self._behind < 0:
+            return
+        self._behind -= suppressed
+        if self._behind == 0:
+            if self._seen == self._emitted:
+                self._seen = self._emitted
+                self.apart = False
+            else:
+                self._behind = -1
 
     def after_deliver(self) -> None:
         if self.sink_records:
@@ -330,8 +355,11 @@ class LoggedInstance(InstanceLogic[P]):
         records = self.take_sink_records()
         idents = identities(self.identity, records)
         if self.apart:
+            if self._behind is None:
+                self._behind = sum(self._emitted.values()) - sum(self._seen.values())
             out, shown = self.dedup(records, idents)
             self.counted(idents, shown, first=False)
+            self.rejoin(len(records) - len(out))
         else:
             before = len(self._emitted)
             out = self.count_all(records, idents)

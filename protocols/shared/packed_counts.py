@@ -32,6 +32,12 @@ class PackedCounts:
         self.parts = []
         self.covered = 0
 
+    def copy(self) -> PackedCounts:
+        """The same parts, for another name of the dict they were made of."""
+        other = PackedCounts()
+        other.parts, other.covered = list(self.parts), self.covered
+        return other
+
     def pack(self, counts: dict[Any, int]) -> list[bytes]:
         """``counts`` as parts to store; ``unpack`` reads them back."""
         if len(counts) < self.covered or len(self.parts) >= MAX_PARTS:
