@@ -71,7 +71,7 @@ from protocols.progressive.messages import (
 )
 from protocols.progressive.minibatch import Aligner, Cutter, Positions
 from protocols.progressive.params import ProgressiveParams
-from protocols.shared.logged import identities, record_identity
+from protocols.shared.logged import closed_gap, identities, record_identity
 from protocols.shared.packed_counts import (
     CountsChain,
     PackedCounts,
@@ -446,21 +446,14 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         return out
 
     def rejoin(self, suppressed: int) -> None:
-        """``suppressed`` records of the last batch were not shown. ``seen`` never
-        exceeds ``emitted`` (a restore takes ``seen`` from a snapshot older than the
-        visible counts), so each closed the gap between them by one and a shown record
-        left it as it was: at 0 they are equal, checked, and one dict again, so the
-        records after a rollback's replay are counted in bulk. Should the check find
-        them unequal, the gap is not counted again until they are next set."""
-        if self.behind is None or self.behind < 0:
-            return
-        self.behind -= suppressed
-        if self.behind == 0:
-            if self.seen == self.emitted:
-                self.seen = self.emitted
-                self.packed_seen = self.packed.copy()
-            else:
-                self.behind = -1
+        """``suppressed`` records of the last batch were not shown (``closed_gap``; a
+        restore takes ``seen`` from a snapshot older than the visible counts). Once
+        equal the two are one dict again, so the records after a rollback's replay are
+        counted in bulk."""
+        self.behind, equal = closed_gap(self.behind, suppressed, self.seen, self.emitted)
+        if equal:
+            self.seen = self.emitted
+            self.packed_seen = self.packed.copy()
 
     def all_visible(self, records: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
         """``visible`` while ``seen`` is ``emitted``: every record is one more than is

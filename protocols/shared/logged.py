@@ -129,6 +129,22 @@ def identities(identity: Callable[[Any, Any], Hashable], records: list[tuple[Any
     return [identity(k, v) for k, v in records]
 
 
+def closed_gap(behind: int | None, suppressed: int, seen: dict[Any, int],
+               emitted: dict[Any, int]) -> tuple[int | None, bool]:
+    """A sink's gap between ``seen`` and ``emitted`` after a batch that suppressed
+    ``suppressed`` records, and whether the two are now equal. ``seen`` never exceeds
+    ``emitted``, so each suppressed record closed the gap by one and a shown record left
+    it as it was: at 0 the counts are equal, checked. None: not summed yet; -1: a check
+    found them unequal (``seen`` above ``emitted`` somewhere), so the gap is not counted
+    until they are next set."""
+    if behind is None or behind < 0:
+        return behind, False
+    behind -= suppressed
+    if behind:
+        return behind, False
+    return (0, True) if seen == emitted else (-1, False)
+
+
 def record_identity(mode: str | None) -> Callable[[Any, Any], Hashable]:
     """What identifies a sink record across recomputations, for sink ``mode`` (see the
     module docstring)."""
@@ -332,20 +348,11 @@ class LoggedInstance(InstanceLogic[P]):
         self.packed.stale()
 
     def rejoin(self, suppressed: int) -> None:
-        """``suppressed`` records of the last batch were not shown. ``seen`` never
-        exceeds ``emitted``, so each one closed the gap between them by one, and a shown
-        record left it as it was: once it is 0 the counts are equal, checked, and one
-        dict again. Should a check find them unequal (``seen`` above ``emitted``
-        somewhere), the gap is not counted again until they are next set."""
-        if self._behind is None or self._behind < 0:
-            return
-        self._behind -= suppressed
-        if self._behind == 0:
-            if self._seen == self._emitted:
-                self._seen = self._emitted
-                self.apart = False
-            else:
-                self._behind = -1
+        """``suppressed`` records of the last batch were not shown (``closed_gap``)."""
+        self._behind, equal = closed_gap(self._behind, suppressed, self._seen, self._emitted)
+        if equal:
+            self._seen = self._emitted
+            self.apart = False
 
     def after_deliver(self) -> None:
         if self.sink_records:
