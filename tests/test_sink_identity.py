@@ -251,15 +251,22 @@ def test_a_lineage_sink_chain_at_its_longest_ends_in_a_base() -> None:
     assert again.emitted == {("k", ("r", seq)): 1 for seq in range(1, n + 1)}
 
 
-def test_a_lineage_delta_after_a_purge_holds_only_what_it_made_visible() -> None:
-    # The replay of what was visible shows nothing and raises no visible count: the
-    # next output's delta holds that output's identities, not the replayed ones too.
+def _purged_after(*visible: tuple[Any, ...]) -> LineageInstance:
+    """A lineage sink restarted by a purge after ``visible`` became visible (one batch)."""
     inst = _make(LineageInstance, NoParams())
     slots = _slots(inst.handle(Started(SINK, 0, "initial"), 0.0), {})
-    _slots(inst.handle(_batch(P1, 1, A, B), 0.0), slots)
+    _slots(inst.handle(_batch(P1, 1, *visible), 0.0), slots)
     again = _make(LineageInstance, NoParams())
     _slots(again.handle(Started(SINK, 1, "restart", restored=slots[SLOT],
                                 extra={r: slots.get(r) for r in SINK_REFS}), 0.0), {})
+    assert isinstance(again, LineageInstance)
+    return again
+
+
+def test_a_lineage_delta_after_a_purge_holds_only_what_it_made_visible() -> None:
+    # The replay of what was visible shows nothing and raises no visible count: the
+    # next output's delta holds that output's identities, not the replayed ones too.
+    again = _purged_after(A, B)
     written: dict[int, Any] = {}
     assert _emitted(_slots_acts(again.handle(_batch(P1, 1, A, B), 0.0), written)) == []
     assert _emitted(_slots_acts(again.handle(_batch(P1, 2, C), 0.0), written)) == [C[:2]]
@@ -380,12 +387,7 @@ def test_seen_and_emitted_are_one_dict_until_counts_are_raised_apart() -> None:
 def test_a_purged_sink_counts_in_one_dict_again_once_its_replay_caught_up() -> None:
     # After a purge ``seen`` starts empty beside the restored visible counts; the replay
     # of what was visible closes the gap, and from then on the counts are one dict.
-    inst = _make(LineageInstance, NoParams())
-    slots = _slots(inst.handle(Started(SINK, 0, "initial"), 0.0), {})
-    _slots(inst.handle(_batch(P1, 1, A, B), 0.0), slots)
-    again = _make(LineageInstance, NoParams())
-    _slots(again.handle(Started(SINK, 1, "restart", restored=slots[SLOT],
-                                extra={r: slots.get(r) for r in SINK_REFS}), 0.0), {})
+    again = _purged_after(A, B)
     assert again.apart
     assert _emitted(again.handle(_batch(P1, 1, A), 0.0)) == []
     assert again.apart and again.seen is not again.emitted  # B is still to come

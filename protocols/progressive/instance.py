@@ -421,9 +421,9 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
         the world. In one loop, not a call per record: on Nexmark q0 (a million records
         into one sink) the calls were a third of a schedule."""
         seen, emitted = self.seen, self.emitted
-        counted, made = len(seen), len(emitted)
         if seen is emitted:
             return self.all_visible(records)
+        counted, made = len(seen), len(emitted)
         if self.behind is None:
             self.behind = sum(emitted.values()) - sum(seen.values())
         out, shown = [], []
