@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from typing import Any
 
-from ftctl.verify.checker import compare, record_counts, verify
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ftctl.verify import checker
+from ftctl.verify.checker import compare, rearranged, record_counts, record_positions, verify
 from protocols.contract.spec import Guarantee
 
 GOLDEN = [("a", 1), ("b", 1), ("a", 2), ("b", 2), ("a", 3)]
@@ -106,6 +111,55 @@ def test_counted_multiset_sink_gets_the_verdict_of_the_key_by_key_one() -> None:
         assert fast == compare("s", "multiset", golden, out), trial
         caught += bool(fast.anomalies())
     assert caught > 100  # the planted anomalies were there to be found
+
+
+def _in_runs(rng: random.Random, golden: list[tuple[Any, Any]]
+            ) -> tuple[list[tuple[Any, Any]], int]:
+    """Golden's records cut into runs put in another order, each record a copy (a
+    schedule's output holds equal records, not golden's own objects); and how many."""
+    cuts = sorted(rng.sample(range(1, len(golden)), min(len(golden) - 1, rng.randint(0, 6))))
+    runs = [golden[a:b] for a, b in zip([0, *cuts], [*cuts, len(golden)], strict=True)]
+    rng.shuffle(runs)
+    return [(k, tuple(v)) for run in runs for k, v in run], len(runs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**32), st.integers(2, 300), st.booleans())
+def test_a_rearrangement_is_proved_exactly_and_plants_are_never_proved(
+        seed: int, n: int, plant: bool) -> None:
+    rng = random.Random(seed)
+    golden = [(rng.randint(0, 9), ("r", i)) for i in range(n)]  # distinct records
+    places = record_positions({"s": golden}, {"s": "multiset"})["s"]
+    out, runs = _in_runs(rng, golden)
+    if plant:
+        out = _planted(rng, out)
+    proved = rearranged(out, golden, places)
+    assert proved <= (Counter(out) == Counter(golden))  # never proves what is not so
+    if not plant and runs * checker.MIN_RUN <= n:  # runs long enough to be worth it
+        assert proved
+    fast = compare("s", "multiset", golden, out, golden_positions=places)
+    assert fast == compare("s", "multiset", golden, out)
+
+
+def test_a_long_rearrangement_is_proved_and_a_changed_record_is_not() -> None:
+    golden = [(i % 7, ("r", i)) for i in range(4_000)]
+    places = record_positions({"s": golden}, {"s": "multiset"})["s"]
+    out = [(k, tuple(v)) for k, v in golden[1_000:] + golden[:1_000]]
+    assert rearranged(out, golden, places)
+    assert not rearranged([*out[:-1], out[0]], golden, places)  # one lost, one twice
+    assert not rearranged([*out[:-1], (0, ("r", -1))], golden, places)  # one changed
+    swapped = list(golden)
+    for i in range(0, len(swapped) - 1, 2):  # runs of one: not worth proving
+        swapped[i], swapped[i + 1] = swapped[i + 1], swapped[i]
+    assert not rearranged(swapped, golden, places)
+    assert compare("s", "multiset", golden, swapped, golden_positions=places).anomalies() == {}
+
+
+def test_only_sinks_of_distinct_hashable_records_get_places() -> None:
+    golden = {"s": [("k", 1), ("k", 1)], "t": [("k", 1), ("k", 2)], "u": [("k", [1])],
+              "v": [("k", 1)]}
+    modes = {"s": "multiset", "t": "multiset", "u": "multiset", "v": "ordered-per-key"}
+    assert record_positions(golden, modes) == {"t": {("k", 1): 0, ("k", 2): 1}}
 
 
 def test_records_that_do_not_hash_are_not_counted() -> None:

@@ -24,7 +24,7 @@ from ftctl.sim.phase_faults import phase_problems
 from ftctl.sim.recovery import FaultTimes, fault_times, summarize
 from ftctl.sim.restores import Stage, restore_stages
 from ftctl.sim.suspicions import CLOCK_PREFIX, false_suspicions
-from ftctl.verify.checker import Verdict, index_by_key, record_counts, verify
+from ftctl.verify.checker import Verdict, index_by_key, record_counts, record_positions, verify
 from protocols.contract.params import ProtocolParams, RunShape
 from protocols.contract.spec import Guarantee, ProtocolSpec
 from protocols.contract.view import GraphView
@@ -215,6 +215,7 @@ class Simulator:
         self.golden = golden_output(self.graph)
         self.golden_index = {s: index_by_key(out) for s, out in self.golden.items()}
         self.golden_counts = record_counts(self.golden, self.modes)
+        self.golden_positions = record_positions(self.golden, self.modes)
         self.max_failures = max_failures
         self.max_burst = max_burst
         self.kinds = kinds
@@ -261,7 +262,8 @@ class Simulator:
         result = host.run()
         verdict = verify(self.modes, self.golden, result.outputs, self.guarantee,
                          complete=result.complete, golden_index=self.golden_index,
-                         stopped=result.stopped, golden_counts=self.golden_counts)
+                         stopped=result.stopped, golden_counts=self.golden_counts,
+                         golden_positions=self.golden_positions)
         if self.during is not None:
             verdict.phases = phase_problems(result.events, self.protocol.phases,
                                             result.complete)
