@@ -41,7 +41,8 @@ def _runs(sim: Simulator) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.parametrize("topology, protocol", [
-    (_q5, "causal"), (_q5, "checkpoint"), (_q5, "none"), (_q3, "causal"), (_q3, "lineage")])
+    (_q5, "causal"), (_q5, "checkpoint"), (_q5, "none"), (_q3, "causal"), (_q3, "lineage"),
+    (_q5, "falkirk"), (_q3, "falkirk")])
 def test_memo_changes_no_run(topology: Any, protocol: str) -> None:
     spec = get_protocol(protocol)
     kept = Simulator(topology(), spec, {})
@@ -171,3 +172,26 @@ def test_a_ring_replica_works_on_the_batches_the_memo_made(
     monkeypatch.setattr(memo, "derive", counted)
     SimHost(sim.graph, spec, sim.params, 0, max_step=MAX_STEP).run()
     assert looked_up and all(looked_up)
+
+
+def test_falkirk_s_sources_take_their_batches_from_the_memo(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """falkirk makes a source's batch j itself (to regenerate it where it first went):
+    through the core, so that a schedule finds every batch the golden run made, and the
+    stateless work on it with it."""
+    sim = Simulator(_q5(), get_protocol("falkirk"), {})
+    memo = sim.graph.memo
+    assert memo is not None
+    had: list[bool] = []
+    source = memo.source
+
+    def counted(iid: str, lo: int, hi: int, make: Any) -> Any:
+        had.append((iid, lo, hi) in memo._sources)
+        return source(iid, lo, hi, make)
+
+    monkeypatch.setattr(memo, "source", counted)
+    hits = memo.hits
+    for seed in SEEDS:
+        sim.run_one(seed)
+    assert had and all(had)
+    assert memo.hits - hits > len(had)  # derived work found too, not only the batches

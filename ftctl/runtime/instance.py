@@ -119,14 +119,26 @@ class InstanceCore:
         if self.offset >= self.hi:
             return False
         end = min(self.offset + self.batch_size, self.hi)
-        assert self.gen is not None
-        recs = (self.gen(self.offset, end) if self.memo is None
-                else self.memo.source(self.id, self.offset, end, self.gen))
+        recs = self.source_records(self.offset, end)
         self.offset = end
         if self.needs_wm and recs:
             self.wm = recs[-1][2]
         self._output(recs)
         return self.offset < self.hi
+
+    def source_records(self, lo: int, hi: int) -> list[Record]:
+        """A source's records for offsets [lo, hi), made once per process when the graph
+        has a memo (``ftctl.runtime.memo``): a protocol that regenerates a batch gets the
+        same list."""
+        assert self.gen is not None
+        return (self.gen(lo, hi) if self.memo is None
+                else self.memo.source(self.id, lo, hi, self.gen))
+
+    def hash_parts(self, records: list[Record], chans: list[int]
+                   ) -> dict[int, list[Record]]:
+        """``records`` split onto ``chans`` by key hash (through the memo, as above)."""
+        return (hash_split(records, chans) if self.memo is None else
+                self.memo.derive(f"hash{chans}", records, partial(hash_split, chans=chans)))
 
     @property
     def exhausted(self) -> bool:
@@ -164,9 +176,7 @@ class InstanceCore:
             elif len(chans) == 1 or group.partition == "broadcast":
                 parts = dict.fromkeys(chans, records)
             elif group.partition == "hash":
-                parts = (hash_split(records, chans) if self.memo is None else
-                         self.memo.derive(f"hash{chans}", records, partial(hash_split,
-                                                                           chans=chans)))
+                parts = self.hash_parts(records, chans)
             else:  # round-robin by whole batches: deterministic given the instance's state
                 turn = self.rr_time() if self.rr_time is not None else self.rr[gi]
                 parts = {chans[turn % len(chans)]: records}

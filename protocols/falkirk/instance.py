@@ -20,13 +20,13 @@ they already have (R10).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import chain
 from typing import Any
 
 from ftctl.runtime.actions import Send as CoreSend
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
 from ftctl.runtime.operators import WATERMARK_MAX
-from ftctl.runtime.partition import hash_split
 from protocols.contract.actions import (
     SNAPSHOTTING,
     DeclarePhase,
@@ -102,7 +102,8 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
         self.later: list[tuple[int, Batch]] = []  # stateful: batches of epochs > cur
         self.pending: list[tuple[str, int, Any]] = []  # while paused or held
         self.log: dict[int, Logged] = {}
-        self.chunks: dict[int, list[Any]] = {}  # sinks: epoch -> staged records
+        # sinks: epoch -> (channel, records) per batch, to stage at its completion
+        self.chunks: dict[int, list[tuple[int | None, list[Any]]]] = {}
         self.close_wm: dict[tuple[int, int], Any] = {}  # (channel, t) -> close(t).wm (N4)
         self.sent_wm: dict[int, Any] = {}  # t -> the watermark this instance closed t with
         self.next_batch = (k + 1) * self.setup.epoch_every  # sources
@@ -239,8 +240,8 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
         self.core.deliver(ch, Batch(batch.records, batch.seq, None, batch.meta)
                           if batch.watermark is not None else batch)
         out = self.core.take_output()
-        if self.me.is_sink:  # its records: staged with epoch t once it completes
-            self.chunks.setdefault(t, []).extend((ch, kv) for kv in out.records)
+        if self.me.is_sink and out.records:  # staged with epoch t once it completes
+            self.chunks.setdefault(t, []).append((ch, out.records))
         return self._sends(out.sends, t)
 
     def _sends(self, sends: list[CoreSend], t: int) -> list[InstanceAction]:
@@ -287,14 +288,14 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
                 if ch not in self.core.finished:
                     self.core.end_of_stream(ch)
             out = self.core.take_output()
-            if self.me.is_sink:
-                self.chunks.setdefault(t, []).extend((None, kv) for kv in out.records)
+            if self.me.is_sink and out.records:
+                self.chunks.setdefault(t, []).append((None, out.records))
             else:
                 acts += self._sends(out.sends, t)
         self.completed = t
         if self.me.is_sink:
             if t > self.setup.committed:
-                recs = [kv for _, kv in self.chunks.pop(t, [])]
+                recs = list(chain.from_iterable(part for _, part in self.chunks.pop(t, [])))
                 acts += [StageOutput(self.me.id, t, recs), Report(Committed(t))]
             return acts + ([Report(Ended())] if t == self.fin else [])
         offset = self.setup.checkpoint_offset
@@ -365,7 +366,7 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
         if lo >= hi or core.gen is None:
             return []
         core.seek(max(core.offset, hi))
-        recs = core.gen(lo, hi)
+        recs = core.source_records(lo, hi)
         wm = recs[-1][2] if core.needs_wm and recs else None
         out = []
         for group in core.spec.outputs:
@@ -373,7 +374,7 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
             if len(chans) == 1 or group.partition == "broadcast":
                 parts = dict.fromkeys(chans, recs)
             elif group.partition == "hash":
-                parts = hash_split(recs, chans)
+                parts = core.hash_parts(recs, chans)
             else:
                 parts = {chans[j % len(chans)]: recs}
             out += [(ch, parts[ch], wm) for ch in chans if ch in parts]
