@@ -288,10 +288,10 @@ class FalkirkInstance(InstanceLogic[FalkirkParams]):
                 if ch not in self.core.finished:
                     self.core.end_of_stream(ch)
             out = self.core.take_output()
-            if self.me.is_sink and out.records:
-                self.chunks.setdefault(t, []).append((None, out.records))
-            else:
+            if not self.me.is_sink:
                 acts += self._sends(out.sends, t)
+            elif out.records:
+                self.chunks.setdefault(t, []).append((None, out.records))
         self.completed = t
         if self.me.is_sink:
             if t > self.setup.committed:
