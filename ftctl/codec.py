@@ -26,6 +26,15 @@ once per process, not once per run (on Nexmark q5, some 60 MB a schedule). Such 
 decode only in the process that made them or one forked from it, while the memo holds
 the list: they are for a simulator's own store and logs, never for a file or a wire; a
 Spark task's lists are never shared.
+
+**Parts** (``encode_part``). A blob may hold values encoded once and kept as they are: a
+sink's counts or a payload log, encoded a part at a time, whose every snapshot holds the
+parts made for the ones before. Such bytes are a ``Part``; pickled for a store that keeps
+them beside the frame (``encode_blob(value, parts)``: the simulator's ``MemoryStore``)
+they go out of band (pickle protocol 5's buffers), so each snapshot stores a reference
+to the same immutable bytes instead of copying them (a causal sink on Nexmark q0
+re-stored some 450 MB of parts a schedule). Anywhere else a part is written in band,
+as any bytes.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ import contextlib
 import io
 import marshal
 import pickle
+from collections.abc import Sequence
 from typing import Any
 
 from ftctl.runtime import shared_records
@@ -44,18 +54,45 @@ WIRE_FORMAT = 2  # marshal's format for ``encode_wire``
 _PICKLE_PROTO = 0x80  # first byte of every pickle of protocol 2 or later
 
 
+class Part(bytes):
+    """Bytes that are an encoded value (``encode_part``), never changed once made."""
+
+    __slots__ = ()
+
+
+def encode_part(value: Any) -> Part:
+    """``value`` as ``encode_blob`` encodes it, as a ``Part`` a store may keep apart."""
+    return Part(encode_blob(value))
+
+
 class _Pickler(pickle.Pickler):
     # Called only for objects of types other than the exact builtins (so never for a
-    # record's tuple, str or int): the lists of a ``Shared`` type go by reference.
+    # record's tuple, str or int): the lists of a ``Shared`` type go by reference; a
+    # ``Part`` as a buffer, which ``_keep_apart`` takes out of band where asked.
     def reducer_override(self, obj: Any) -> Any:
         if type(obj) is Shared:
             return shared_list, (shared_records.PROCESS, obj.number)
+        if type(obj) is Part:
+            return Part, (pickle.PickleBuffer(obj),)
         return NotImplemented
 
 
-def _pickled(value: Any, fast: bool) -> bytes:
+def _keep_apart(parts: list[pickle.PickleBuffer]) -> Any:
+    """A pickler's ``buffer_callback`` that puts each ``Part`` in ``parts``, out of band,
+    and keeps any other buffer in band: another's (a NumPy array's) may change later."""
+    def callback(buf: pickle.PickleBuffer) -> bool:
+        with buf.raw() as view:
+            if type(view.obj) is not Part:
+                return True
+        parts.append(buf)
+        return False
+    return callback
+
+
+def _pickled(value: Any, fast: bool, parts: list[pickle.PickleBuffer] | None = None) -> bytes:
     buf = io.BytesIO()
-    pickler = _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler = _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL,
+                       buffer_callback=None if parts is None else _keep_apart(parts))
     if fast:
         # The docs have called the attribute deprecated since Python 3.0, with no
         # replacement and no warning; should it go, blobs are pickled with the memo.
@@ -87,17 +124,21 @@ def encode_wire(value: Any) -> bytes:
         return _pickled(value, fast=False)
 
 
-def encode_blob(value: Any) -> bytes:
-    """``value`` pickled without the memo (with it when ``value`` holds a cycle)."""
+def encode_blob(value: Any, parts: list[pickle.PickleBuffer] | None = None) -> bytes:
+    """``value`` pickled without the memo (with it when ``value`` holds a cycle). Given
+    ``parts``, each ``Part`` in ``value`` is appended to it instead of written: decoding
+    needs them back (``decode(..., parts)``)."""
     try:
-        return _pickled(value, fast=True)
+        return _pickled(value, True, parts)
     except (ValueError, RecursionError):  # a cycle: "fast mode: can't pickle cyclic ..."
-        return _pickled(value, fast=False)
+        if parts is not None:
+            parts.clear()
+        return _pickled(value, False, parts)
 
 
-def decode(buf: bytes | memoryview) -> Any:
+def decode(buf: bytes | memoryview, parts: Sequence[pickle.PickleBuffer] = ()) -> Any:
     if buf[:1] == MARSHAL_TAG:
         return marshal.loads(memoryview(buf)[1:])
     if buf[:1] and buf[0] == _PICKLE_PROTO:
-        return pickle.loads(buf)
+        return pickle.loads(buf, buffers=parts)
     raise ValueError(f"unknown encoding {bytes(buf[:1])!r}")

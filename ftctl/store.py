@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from pickle import PickleBuffer
 from typing import Any, Literal, Protocol
 
 import pyarrow as pa
@@ -90,19 +91,21 @@ class Sealed(bytes):
     is, so it keeps the types its writer pickled."""
 
 
-def seal(blob: Any) -> bytes:
+def seal(blob: Any, parts: list[PickleBuffer] | None = None) -> bytes:
     """``blob`` as a framed object: header (magic, length, checksum), then its bytes
-    (``codec.encode_blob``)."""
-    data = codec.encode_blob(blob)
+    (``codec.encode_blob``). Given ``parts``, the blob's ``codec.Part`` bytes go there
+    instead of into the frame, which then reads back only with them."""
+    data = codec.encode_blob(blob, parts)
     return _HEADER.pack(MAGIC, len(data), zlib.crc32(data)) + data
 
 
-def unseal(data: bytes, snapshot: int, instance: str) -> Any:
+def unseal(data: bytes, snapshot: int, instance: str,
+           parts: Sequence[PickleBuffer] = ()) -> Any:
     """The blob in a framed object; ``CorruptObject`` saying why when it does not check.
     An unframed object (format version 0) is decoded as it was written, unchecked."""
     body = checked_frame(data, snapshot, instance)
-    return codec.decode(body) if body is not None else _decode_unframed(data, snapshot,
-                                                                        instance)
+    return (codec.decode(body, parts) if body is not None
+            else _decode_unframed(data, snapshot, instance))
 
 
 def checked_frame(data: bytes, snapshot: int, instance: str) -> memoryview | None:
@@ -170,6 +173,9 @@ class MemoryStore:
     unless a store fault (``ftctl/sim/store_faults.py``) damages, deletes or withholds it.
 
     Objects are kept framed (``seal``), so a read checks them as DirectoryStore's does.
+    A blob's ``codec.Part`` bytes are kept beside its frame, not copied into it: they are
+    immutable, and every snapshot of a sink holds the parts of the ones before. A fault
+    damages the frame, which its checksum then refuses, as it would the whole object.
     A write is durable once its writer's persist is acknowledged (``sync``): by the
     contract, a ``Report`` or ``Emit`` after a ``Persist`` takes effect only once the write
     is durable, so the host syncs the writer's writes when it carries out either. Until
@@ -178,6 +184,7 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self.blobs: dict[tuple[int, str], bytes] = {}
+        self.parts: dict[tuple[int, str], tuple[PickleBuffer, ...]] = {}  # beside a frame
         # What was written and not discarded: the store's listing. An object a fault
         # deleted stays listed, so a read of it is a MissingObject, not "never stored".
         self.listed: set[tuple[int, str]] = set()
@@ -202,18 +209,27 @@ class MemoryStore:
         self._reachable(snapshot, instance)
         if self.full:
             raise StoreFull(snapshot, instance, "no space left in the store")
-        self.blobs[(snapshot, instance)] = seal(blob)
+        parts: list[PickleBuffer] = []
+        self.blobs[(snapshot, instance)] = seal(blob, parts)
+        if parts:
+            self.parts[(snapshot, instance)] = tuple(parts)
+        else:
+            self.parts.pop((snapshot, instance), None)
         self.listed.add((snapshot, instance))
         self.writes += 1
         if writer is not None:
             self.unsynced.setdefault(writer, set()).add((snapshot, instance))
 
     def payload_bytes(self, snapshot: int, instance: str) -> int:
-        """Bytes of a stored blob as encoded, without its frame's header."""
-        return len(self.blobs[(snapshot, instance)]) - _HEADER.size
+        """Bytes of a stored blob as encoded, without its frame's header: its parts
+        included, which a store on disk writes with it."""
+        parts = self.parts.get((snapshot, instance), ())
+        return len(self.blobs[(snapshot, instance)]) - _HEADER.size + sum(
+            p.raw().nbytes for p in parts)
 
     def get(self, snapshot: int, instance: str) -> Any:
-        return unseal(self._read(snapshot, instance), snapshot, instance)
+        return unseal(self._read(snapshot, instance), snapshot, instance,
+                      self.parts.get((snapshot, instance), ()))
 
     def check(self, snapshot: int, instance: str) -> None:
         """Raise what ``get`` would, without decoding the object."""
@@ -237,6 +253,7 @@ class MemoryStore:
         lost = sorted(k for k in self.unsynced.pop(writer, ()) if k in self.listed)
         for key in lost:  # never durable: neither its data nor its listing survives
             self.blobs.pop(key, None)
+            self.parts.pop(key, None)
             self.listed.discard(key)
         return lost
 
@@ -244,9 +261,11 @@ class MemoryStore:
         for key in [k for k in self.listed if k[0] > snapshot]:
             self.listed.discard(key)
             self.blobs.pop(key, None)
+            self.parts.pop(key, None)
 
     def delete(self, snapshot: int, instance: str) -> None:
         self.blobs.pop((snapshot, instance), None)
+        self.parts.pop((snapshot, instance), None)
         self.listed.discard((snapshot, instance))
 
     def snapshots_of(self, instance: str) -> list[int]:

@@ -17,7 +17,16 @@ from ftctl.kernel.unit import Unit
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.messages import Batch, Marker
 from ftctl.spill import PickledChunk
-from ftctl.store import MAGIC, DirectoryStore, MemoryStore, Sealed, SinkStore, seal
+from ftctl.store import (
+    MAGIC,
+    CorruptObject,
+    DirectoryStore,
+    MemoryStore,
+    Sealed,
+    SinkStore,
+    damaged,
+    seal,
+)
 from protocols.checkpoint.instance import SNAPSHOT, CheckpointInstance
 from protocols.checkpoint.params import CheckpointParams
 from protocols.contract.actions import Persist, StageOutput
@@ -96,6 +105,37 @@ def test_a_blob_comes_back_with_its_exact_types_from_either_store(tmp_path: Path
     directory.put(4, "out[0]", Sealed(struct.pack(">4sQI", MAGIC, len(old),
                                                   zlib.crc32(old)) + old))
     assert directory.get(4, "out[0]") == {"output": [("a", 1)]}
+
+
+def test_a_memory_store_keeps_parts_beside_the_frame_and_still_checks_it(
+        tmp_path: Path) -> None:
+    # A sink's snapshots each hold every part made for the ones before: the simulator's
+    # store keeps one reference to them, not a copy per snapshot.
+    import numpy as np
+
+    part = codec.encode_part({("bid", i): 1 for i in range(20_000)})
+    assert type(part) is codec.Part
+    live = np.arange(4)
+    blob = {"emitted": [part], "state": live, "n": 3}
+    memory, directory = MemoryStore(), DirectoryStore(tmp_path)
+    memory.put(1, "sink[0]", blob)
+    memory.put(2, "sink[0]", {"emitted": [part, part]})
+    directory.put(1, "sink[0]", blob)
+    for frame in (memory.blobs[(1, "sink[0]")], memory.blobs[(2, "sink[0]")]):
+        assert len(frame) < len(part) // 10  # the part is not in it
+    # Charged as a store on disk writes it: the part's bytes are in the payload.
+    assert memory.payload_bytes(2, "sink[0]") >= 2 * len(part)
+    live[0] = 99  # any other buffer is copied in: changing it later changes no snapshot
+    for back in (memory.get(1, "sink[0]"), directory.get(1, "sink[0]")):
+        assert back["emitted"] == [part] and type(back["emitted"][0]) is codec.Part
+        assert list(back["state"]) == [0, 1, 2, 3] and back["n"] == 3
+        assert codec.decode(back["emitted"][0]) == codec.decode(part)
+    # Damage to the frame is refused by its checksum, as damage to the whole object is.
+    memory.blobs[(2, "sink[0]")] = damaged(memory.blobs[(2, "sink[0]")], "corrupt", 0.5)
+    with pytest.raises(CorruptObject):
+        memory.get(2, "sink[0]")
+    memory.delete(1, "sink[0]")
+    assert (1, "sink[0]") not in memory.parts
 
 
 def test_a_checkpoint_blob_with_channel_state_is_plain_and_restores() -> None:

@@ -150,9 +150,9 @@ def test_a_spark_restart_decodes_each_restore_once(monkeypatch: pytest.MonkeyPat
     decoded: list[object] = []
     decode = codec.decode
 
-    def counting(data: Any) -> Any:
+    def counting(data: Any, *parts: Any) -> Any:
         decoded.append(data)
-        return decode(data)
+        return decode(data, *parts)
 
     monkeypatch.setattr(codec, "decode", counting)
     _restart_from_1(host)

@@ -192,6 +192,7 @@ class StoreFaults(Striking):
         snapshot, instance = key
         if f.kind == "delete":  # its data: the store still lists it (MissingObject on read)
             del blobs[key]
+            self.store.parts.pop(key, None)
         else:
             blobs[key] = damaged(blobs[key], f.kind, self.rng.random())
         self.fault_injected(f.kind, instance, None, snapshot=snapshot)

@@ -4,7 +4,8 @@ A sink keeps one visible count per record identity, and nearly every record of N
 q1 is an identity of its own: encoding them whole with every local snapshot was 40% of a
 simulated causal run. Counts only grow, and a dict keeps new keys at the end of its
 order, so while no count already encoded changes, the parts encoded for earlier
-snapshots still hold and only the identities added since are encoded.
+snapshots still hold and only the identities added since are encoded. Each is a
+``Part``: a store that can keeps it once for every snapshot holding it (``ftctl.codec``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterable
 from itertools import islice
 from typing import Any
 
-from ftctl.codec import decode, encode_blob
+from ftctl.codec import decode, encode_part
 
 # Parts kept before they are encoded again as one: a long run's snapshots would otherwise
 # each add one, however few identities they bring.
@@ -43,7 +44,7 @@ class PackedCounts:
         if len(counts) < self.covered or len(self.parts) >= MAX_PARTS:
             self.stale()  # not the dict the parts were made of, or parts to merge
         if len(counts) > self.covered or not self.parts:
-            self.parts.append(encode_blob(newest(counts, len(counts) - self.covered)))
+            self.parts.append(encode_part(newest(counts, len(counts) - self.covered)))
             self.covered = len(counts)
         return list(self.parts)
 

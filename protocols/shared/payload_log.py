@@ -25,7 +25,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from typing import Any
 
-from ftctl.codec import decode, encode, encode_blob
+from ftctl.codec import decode, encode, encode_part
 from ftctl.runtime.messages import Batch
 
 # Parts kept before ``pack`` encodes the log again as one: every snapshot adds one.
@@ -99,9 +99,9 @@ class PayloadLog:
             parts = []
         covered = parts[-1][1] if parts else base
         if covered < end:
-            # Pickled as blobs are (``encode_blob``): marshal was several times slower on
+            # Pickled as blobs are (``encode_part``): marshal was several times slower on
             # records the simulator's memo also holds.
-            parts.append((covered, end, encode_blob([self._plain(item)
+            parts.append((covered, end, encode_part([self._plain(item)
                                                      for item in self._items[covered - base:]])))
         self._parts = parts
         return (base - parts[0][0] if parts else 0), [p[2] for p in parts]
