@@ -21,7 +21,7 @@ from ftctl.kernel.writes import fewer_writes
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
-from protocols.causal.instance import RESUME, SINK_REF, CausalInstance, sink_refs
+from protocols.causal.instance import RESUME, SINK_REF, CausalInstance, delta_counts, sink_refs
 from protocols.causal.messages import CausalInit, Plan, Restored
 from protocols.causal.mutants import SinkDedupPerKey as CausalPerKey
 from protocols.causal.params import CausalParams
@@ -548,7 +548,7 @@ def test_a_delta_of_first_counts_holds_what_looking_each_count_up_gives(
                 inst.first = None
             inst.sink_records = list(records)
             inst.flush_sink()
-            out += [(a.ref, a.blob["emitted"], a.blob["seen"]) for a in inst.out
+            out += [(a.ref, delta_counts(a.blob["emitted"]), a.blob["seen"]) for a in inst.out
                     if isinstance(a, Persist) and a.ref >= SINK_REF]
             inst.out.clear()
     assert deltas[0] == deltas[1]
