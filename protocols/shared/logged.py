@@ -185,6 +185,12 @@ class LoggedInstance(InstanceLogic[P]):
         # ``rejoin``). A replay after a restore closes the gap, and at 0 the two are one
         # dict again: a purge's replay no longer sets every later record apart too.
         self._behind: int | None = None
+        # While apart, the identities whose two counts differed when last looked for
+        # (None: not looked for since the counts were last set apart). They only shrink
+        # until then: a record of such an identity raises ``seen`` toward ``emitted``,
+        # and any other is shown, raising both alike. A protocol that stores the
+        # differences with every snapshot re-checks these, not every identity.
+        self.differ: dict[Any, int] | None = None
         # ``emitted`` as a snapshot stores it: parts encoded once, while counts only grow.
         self.packed = PackedCounts()
         self.out: list[InstanceAction] = []  # the current event's actions, in order
@@ -318,7 +324,7 @@ class LoggedInstance(InstanceLogic[P]):
     def emitted(self, counts: dict[Any, int]) -> None:
         self._emitted = counts
         self.apart = True
-        self._behind = None
+        self._behind = self.differ = None
         self.packed.stale()
 
     @property
@@ -330,13 +336,13 @@ class LoggedInstance(InstanceLogic[P]):
     def seen(self, counts: dict[Any, int]) -> None:
         self._seen = counts
         self.apart = True
-        self._behind = None
+        self._behind = self.differ = None
 
     def counts_to_raise(self) -> tuple[dict[Any, int], dict[Any, int]]:
         """``seen`` and ``emitted`` as two dicts, to raise counts of either in place."""
         if self._seen is self._emitted:
             self._seen = dict(self._emitted)
-        self._behind = None
+        self._behind = self.differ = None
         return self._seen, self._emitted
 
     def settle_counts(self) -> None:
@@ -344,7 +350,7 @@ class LoggedInstance(InstanceLogic[P]):
         self.apart = self._seen != self._emitted
         if not self.apart:
             self._seen = self._emitted
-        self._behind = None
+        self._behind = self.differ = None
         self.packed.stale()
 
     def rejoin(self, suppressed: int) -> None:
