@@ -268,6 +268,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         """A sink's ``seen`` counts where they differ from its visible ones: ``seen`` never
         exceeds ``emitted`` and equals it except after a fallback, so stored whole it
         would double the snapshot (nearly every record's identity, on Nexmark q1)."""
+        recheck, self.recheck = self.recheck, set()
         if not self.apart:  # until a restore: comparing the dicts took a q1 sink seconds
             return {}
         seen, emitted, differ = self.seen, self.emitted, self.differ
@@ -276,14 +277,13 @@ class CausalInstance(LoggedInstance[CausalParams]):
         else:  # then only those counted since: a q1 sink, apart a whole run after a
             # fallback, re-scanned 500,000 differing identities at every snapshot (10 s)
             apart = differ
-            for i in [i for i in self.recheck if i in differ]:  # not ``intersection``:
+            for i in [i for i in recheck if i in differ]:  # not ``intersection``:
                 if apart is differ:  # given a dict, that walks the dict
                     apart = dict(differ)  # the last snapshot holds ``differ``
                 if (m := seen.get(i, 0)) != emitted[i]:
                     apart[i] = m
                 else:
                     del apart[i]
-        self.recheck = set()
         self.apart = bool(apart)
         self.differ = apart
         return apart
