@@ -26,6 +26,7 @@ from protocols.causal.messages import CausalInit, Plan, Restored
 from protocols.causal.mutants import SinkDedupPerKey as CausalPerKey
 from protocols.causal.params import CausalParams
 from protocols.causal.recovery import plan_recovery
+from protocols.causal.seen_apart import SeenApart, unpack_apart
 from protocols.contract.actions import Emit, InstanceAction, Persist, Report
 from protocols.contract.events import BatchIn, ControlIn, MarkerIn, Started
 from protocols.contract.logic import InstanceLogic
@@ -325,7 +326,8 @@ def test_a_snapshot_stores_seen_counts_only_where_they_differ_and_restores_them(
     _, acts = _causal_restart(CausalInstance, slots, epoch=1)
     slots = _slots(acts, dict(slots))
     ident = record_identity("multiset")(*A[:2])
-    assert unpack(slots[SLOT]["emitted"]) == {ident: 1} and slots[SLOT]["seen"] == {ident: 0}
+    assert unpack(slots[SLOT]["emitted"]) == {ident: 1}
+    assert unpack_apart(slots[SLOT]["seen"]) == {ident: 0}
     again = _make(CausalInstance, CausalParams())
     again.handle(Started(SINK, 2, "restart", restored=slots[SLOT], extra=_chain(slots),
                          init=CausalInit(1, True, dict(CH))), 0.0)
@@ -561,28 +563,53 @@ _COUNTS = st.dictionaries(st.tuples(st.sampled_from("kl"), st.integers(0, 2)),
                           st.integers(1, 3), max_size=6)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(emitted=_COUNTS, behind=st.lists(st.integers(0, 3), min_size=6, max_size=6),
-       batches=_RECORDS)
+       batches=_RECORDS, every=st.integers(1, 3))
 def test_the_seen_counts_a_causal_snapshot_stores_are_every_difference(
-        emitted: dict[Any, int], behind: list[int], batches: list[list[tuple[str, int]]]
-        ) -> None:
+        emitted: dict[Any, int], behind: list[int], batches: list[list[tuple[str, int]]],
+        every: int) -> None:
     # A restored sink whose ``seen`` is behind its visible counts stores the differences
-    # with each snapshot; after the first it re-checks only those that differed, which
-    # must still be every identity whose counts differ.
+    # with each snapshot; after the first it stores only what suppressed records changed
+    # (an identity may rise, and catch up, within one interval of ``every`` batches), and
+    # the parts together must still be every identity whose counts differ.
     inst = _make(CausalInstance, CausalParams())
     assert isinstance(inst, CausalInstance)
     inst.handle(Started(SINK, 0, "initial", init=CausalInit(0, False, dict(CH))), 0.0)
     inst.emitted = dict(emitted)
     inst.seen = {i: max(0, n - d) for (i, n), d in zip(emitted.items(), behind, strict=False)}
     for _ in range(2):
-        for records in [[], *batches]:
+        for k, records in enumerate([[], *batches]):
             inst.sink_records = list(records)
             if records:
                 inst.flush_sink()
             inst.out.clear()
+            if k % every:
+                continue
             expect = {i: m for i, n in inst.emitted.items()
                       if (m := inst.seen.get(i, 0)) != n}
-            assert inst._seen_apart() == expect
+            assert unpack_apart(inst._seen_apart()) == expect
         # Set apart again (as a restore does): the identities found before no longer say.
         inst.seen = {i: n - 1 for i, n in inst.emitted.items()}
+
+
+def test_seen_differences_are_encoded_anew_once_the_changes_outgrow_them() -> None:
+    # Each snapshot after the base adds a part of what changed; the parts are encoded
+    # again as one base when they hold more entries than the differences left, or when
+    # there are MAX_PARTS of them, so a snapshot never stores an unbounded history.
+    from protocols.shared.packed_counts import MAX_PARTS
+
+    differ = {("k", i): 0 for i in range(200)}
+    seen = dict(differ)
+    apart = SeenApart()
+    parts = apart.base(differ)
+    for j in range(MAX_PARTS + 1):
+        seen[("k", 0)] = j + 1  # one identity rises, still below its visible count
+        apart.note([], [("k", 0)])
+        parts = apart.changes(differ, seen)
+        assert unpack_apart(parts) == differ == {**dict.fromkeys(differ, 0), ("k", 0): j + 1}
+    assert len(parts) == 2  # the base was encoded anew at the 64th change
+    for i in range(1, 101):  # half the identities catch up: a base of what is left
+        apart.note([("k", i)], [])
+    parts = apart.changes(differ, seen)
+    assert len(parts) == 1 and unpack_apart(parts) == differ and len(differ) == 100

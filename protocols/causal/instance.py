@@ -27,6 +27,7 @@ from protocols.causal.messages import (
 )
 from protocols.causal.params import CausalParams
 from protocols.causal.recovery import CausalIncomplete, ReplayEvent, observations, unobserved
+from protocols.causal.seen_apart import SeenApart, unpack_apart
 from protocols.contract.actions import SNAPSHOTTING, Chain, DeclarePhase, InstanceAction, Send
 from protocols.contract.events import BatchIn, MarkerIn, Started
 from protocols.contract.messages import Ended, Msg
@@ -155,9 +156,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
         # ``touched``; None once one was not. The delta is then made without looking
         # each one up in the sink's counts (a million of them a q0 schedule).
         self.first: list[list[Any]] | None = []
-        # While apart (``differ``): the identities counted since the snapshot before,
-        # the only ones of ``differ`` whose counts can have moved.
-        self.recheck: set[Any] = set()
+        # While apart: the parts that store the differences, and what moved them since.
+        self.apart_parts = SeenApart()
         self.chain = 0
         self.dmark: dict[int, int] = {}
         # A sink's input channels whose visible time, position or diff log moved since
@@ -264,29 +264,28 @@ class CausalInstance(LoggedInstance[CausalParams]):
             "seen": self._seen_apart(),
         }
 
-    def _seen_apart(self) -> dict[Any, int]:
-        """A sink's ``seen`` counts where they differ from its visible ones: ``seen`` never
-        exceeds ``emitted`` and equals it except after a fallback, so stored whole it
-        would double the snapshot (nearly every record's identity, on Nexmark q1)."""
-        recheck, self.recheck = self.recheck, set()
+    def _seen_apart(self) -> list[bytes]:
+        """A sink's ``seen`` counts where they differ from its visible ones, as parts
+        (``seen_apart``): ``seen`` never exceeds ``emitted`` and equals it except after a
+        fallback, so stored whole it would double the snapshot (nearly every record's
+        identity, on Nexmark q1)."""
+        parts = self.apart_parts
         if not self.apart:  # until a restore: comparing the dicts took a q1 sink seconds
-            return {}
+            parts.clear()
+            return []
         seen, emitted, differ = self.seen, self.emitted, self.differ
         if differ is None:  # every identity, once after the counts were set apart
-            apart = {i: m for i, n in emitted.items() if (m := seen.get(i, 0)) != n}
-        else:  # then only those counted since: a q1 sink, apart a whole run after a
-            # fallback, re-scanned 500,000 differing identities at every snapshot (10 s)
-            apart = differ
-            for i in [i for i in recheck if i in differ]:  # not ``intersection``:
-                if apart is differ:  # given a dict, that walks the dict
-                    apart = dict(differ)  # the last snapshot holds ``differ``
-                if (m := seen.get(i, 0)) != emitted[i]:
-                    apart[i] = m
-                else:
-                    del apart[i]
-        self.apart = bool(apart)
-        self.differ = apart
-        return apart
+            differ = {i: m for i, n in emitted.items() if (m := seen.get(i, 0)) != n}
+            stored = parts.base(differ)
+        else:  # then only what suppressed records changed: a q1 sink, apart a whole
+            # run after a fallback, re-scanned 500,000 identities per snapshot (10 s)
+            stored = parts.changes(differ, seen)
+        self.apart = bool(differ)
+        self.differ = differ
+        if not differ:
+            parts.clear()
+            return []
+        return stored
 
     def _plog_of(self, plain: Iterable[tuple[Any, int, int | None, Plain]]) -> PayloadLog:
         log = PayloadLog()
@@ -309,7 +308,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.dlog = {ch: list(v) for ch, v in blob["dlog"].items()}
         self.done = blob["done"]
         self.emitted = unpack(blob["emitted"])
-        self.seen = {**self.emitted, **blob["seen"]}
+        self.seen = {**self.emitted, **unpack_apart(blob["seen"])}
 
     def _persist(self) -> None:
         self.snaps += 1
@@ -382,9 +381,11 @@ class CausalInstance(LoggedInstance[CausalParams]):
             if self.apart else {}}, Chain((self.epoch, self.snaps), fold_sink_deltas))
         self.chain += 1
 
+    def closing(self, caught: list[Any], below: list[Any]) -> None:
+        if self.differ is not None:  # else the next snapshot compares every count
+            self.apart_parts.note(caught, below)
+
     def counted(self, idents: list[Any], shown: list[Any], first: bool) -> None:
-        if self.apart and self.differ is not None:
-            self.recheck.update(idents)
         # Suppressed records count too: the positions stored with the next output cover
         # their batches, so their ``seen`` must be stored with them, or a replacement
         # after a fallback would take the next record of the same identity for them

@@ -189,7 +189,8 @@ class LoggedInstance(InstanceLogic[P]):
         # (None: not looked for since the counts were last set apart). They only shrink
         # until then: a record of such an identity raises ``seen`` toward ``emitted``,
         # and any other is shown, raising both alike. A protocol that stores the
-        # differences with every snapshot re-checks these, not every identity.
+        # differences with every snapshot updates these from what ``dedup`` reports
+        # (``closing``), instead of comparing every identity again.
         self.differ: dict[Any, int] | None = None
         # ``emitted`` as a snapshot stores it: parts encoded once, while counts only grow.
         self.packed = PackedCounts()
@@ -370,8 +371,9 @@ class LoggedInstance(InstanceLogic[P]):
         if self.apart:
             if self._behind is None:
                 self._behind = sum(self._emitted.values()) - sum(self._seen.values())
-            out, shown = self.dedup(records, idents)
+            out, shown, caught, below = self.dedup(records, idents)
             self.counted(idents, shown, first=False)
+            self.closing(caught, below)
             self.rejoin(len(records) - len(out))
         else:
             before = len(self._emitted)
@@ -404,27 +406,39 @@ class LoggedInstance(InstanceLogic[P]):
         return records
 
     def dedup(self, records: list[tuple[Any, Any]], idents: list[Hashable]
-              ) -> tuple[list[tuple[Any, Any]], list[Hashable]]:
+              ) -> tuple[list[tuple[Any, Any]], list[Hashable], list[Hashable],
+                         list[Hashable]]:
         """The records whose count of their identity exceeds what is visible, and their
-        identities."""
-        out, shown = [], []
+        identities; then the identities of the others (suppressed), split into those
+        whose ``seen`` count reached the visible one and those still below it."""
+        out, shown, caught, below = [], [], [], []
         seen, emitted = self._seen, self._emitted
         before = len(emitted)
         for r, i in zip(records, idents, strict=True):
             n = seen.get(i, 0) + 1
             seen[i] = n
-            if n > emitted.get(i, 0):
+            e = emitted.get(i, 0)
+            if n > e:
                 emitted[i] = n
                 out.append(r)
                 shown.append(i)
+            elif n == e:
+                caught.append(i)
+            else:
+                below.append(i)
         if len(emitted) - before != len(out):  # a count already there rose
             self.packed.stale()
-        return out, shown
+        return out, shown, caught, below
 
     def counted(self, idents: list[Hashable], shown: list[Hashable], first: bool) -> None:
         """``idents``: the identities whose ``seen`` count this batch raised, suppressed
         or shown; ``shown``: those whose visible count it raised; ``first``: each was
         counted for the first time, so its counts are now 1."""
+
+    def closing(self, caught: list[Hashable], below: list[Hashable]) -> None:
+        """While apart, what a batch's suppressed records did (``dedup``): ``caught``, the
+        identities whose ``seen`` count reached the visible one; ``below``, those whose
+        ``seen`` count rose and is still below it."""
 
     def persist_sink(self, out: list[tuple[Any, Any]]) -> None:
         """Persist the de-duplication state that counts ``out`` as made visible."""
