@@ -613,3 +613,32 @@ def test_seen_differences_are_encoded_anew_once_the_changes_outgrow_them() -> No
         apart.note([("k", i)], [])
     parts = apart.changes(differ, seen)
     assert len(parts) == 1 and unpack_apart(parts) == differ and len(differ) == 100
+
+
+@settings(max_examples=200, deadline=None)
+@given(base=_COUNTS, deltas=st.lists(_COUNTS, max_size=3))
+def test_restored_counts_keep_their_parts_until_a_count_in_them_rises(
+        base: dict[Any, int], deltas: list[dict[Any, int]]) -> None:
+    # A restart restores a sink's visible counts from a base and its deltas; the base's
+    # parts still encode the restored dict's first entries, so the next base encodes
+    # only what the deltas added, unless one raised a count the parts hold.
+    from ftctl.codec import decode
+    from protocols.shared.packed_counts import PackedCounts, with_deltas
+
+    stored = PackedCounts().pack(base)
+    packed = PackedCounts()
+    counts = with_deltas(stored, deltas, packed)
+    assert counts == with_deltas(stored, deltas)
+    parts = packed.pack(counts)
+    assert unpack(parts) == counts
+    raised, now = False, dict(base)  # a count already there rose (the parts may hold it)
+    for d in deltas:
+        for i, n in d.items():
+            raised = raised or n > now.get(i, n)
+            now[i] = max(n, now.get(i, n))
+    if raised:
+        assert len(parts) == 1  # encoded anew, whole
+    else:
+        assert parts[:len(stored)] == stored
+        added = [i for p in parts[len(stored):] for i in decode(p)[0]]
+        assert sorted(added) == sorted(set(counts) - set(base))

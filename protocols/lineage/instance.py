@@ -12,7 +12,7 @@ from protocols.contract.names import InstanceId
 from protocols.contract.params import NoParams
 from protocols.contract.view import InstanceView
 from protocols.shared.logged import SLOT, LoggedInstance, Ready
-from protocols.shared.packed_counts import CountsChain, fold_deltas, with_deltas
+from protocols.shared.packed_counts import CountsChain, PackedCounts, fold_deltas, with_deltas
 
 # A sink's visible counts (its only state: a purge recomputes the rest) are a base under
 # ``SLOT`` and a chain of deltas after it: output j persists, under ``DELTA_REF + j``,
@@ -42,7 +42,7 @@ class LineageInstance(LoggedInstance[NoParams]):
         core = self.core
         if core.is_sink:
             if ev.restored is not None:
-                self.emitted = self.restore_counts(ev)
+                self.emitted, self.packed = self.restore_counts(ev)
             # A base before any output: a slot must exist before any failure so a
             # replacement can always restore, and this incarnation's deltas may overwrite
             # the last one's only once a base holds them. The report below makes it
@@ -51,10 +51,12 @@ class LineageInstance(LoggedInstance[NoParams]):
         if ev.reason == "restart":  # every restart is a purge's: the parents resend all
             self.report(Ready({ch: 1 for ch in core.inputs}))
 
-    def restore_counts(self, ev: Started) -> dict[Any, int]:
-        """The base and every delta present."""
+    def restore_counts(self, ev: Started) -> tuple[dict[Any, int], PackedCounts]:
+        """The base and every delta present, and the base's parts where they still
+        hold them (``with_deltas``)."""
         assert ev.restored is not None
-        return with_deltas(ev.restored["emitted"], ev.extra.values())
+        packed = PackedCounts()
+        return with_deltas(ev.restored["emitted"], ev.extra.values(), packed), packed
 
     def _base(self) -> None:
         self.persist(SLOT, {"emitted": self.packed.pack(self.emitted)})

@@ -13,6 +13,7 @@ from protocols.contract.view import ClusterView
 from protocols.lineage.coordinator import LineageCoordinator
 from protocols.lineage.instance import LineageInstance
 from protocols.shared.logged import Ready
+from protocols.shared.packed_counts import PackedCounts
 
 
 class NoSinkDedup(LineageInstance):
@@ -91,7 +92,7 @@ class VisibleBeforeDurable(LineageInstance):
 class SinkSkipsDeltas(LineageInstance):
     """A restarted sink restores its base of visible counts but not the deltas after it."""
 
-    def restore_counts(self, ev: Started) -> dict[Any, int]:
+    def restore_counts(self, ev: Started) -> tuple[dict[Any, int], PackedCounts]:
         return super().restore_counts(dataclasses.replace(ev, extra={}))
 
 

@@ -76,7 +76,6 @@ from protocols.shared.packed_counts import (
     CountsChain,
     PackedCounts,
     fold_deltas,
-    unpack,
     with_deltas,
 )
 
@@ -157,9 +156,9 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
             blob = self.initial
         core.restore_state(blob["core"])
         self.pos = self.positions(core.inputs, blob["pos"])
-        self.seen = unpack(blob["seen"])
+        # The snapshot's parts hold ``seen`` until a count in it rises.
+        self.seen = self.packed_seen.unpack(blob["seen"])
         self.behind = None
-        self.packed_seen.stale()
         self.next_punct = k + 1
         self.snapshots = {j: s for j, s in self.snapshots.items() if j <= k}
         self.aligning, self.waiting, self.blocked, self.early = None, set(), {}, {}
@@ -204,9 +203,8 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
             self.restore(ev.init.k, ev.restored)
             if ev.restored is not None:  # kept for a live rollback to the same k
                 self.snapshots[ev.init.k] = ev.restored
-            self.emitted = self.restore_counts(ev.extra)
+            self.emitted, self.packed = self.restore_counts(ev.extra)
             self.behind = None
-            self.packed.stale()
             # A base before this incarnation's deltas overwrite the last one's; the Ready
             # report makes it durable before anything else happens.
             base = [self.sink_base()] if self.core.is_sink else []
@@ -215,9 +213,13 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
             return [*base, Report(Ready(resume)), *acts]
         return []
 
-    def restore_counts(self, extra: Mapping[SnapshotRef, Any]) -> dict[Any, int]:
-        """A sink's visible counts: the base and every delta present."""
-        return with_deltas(extra.get(SINK_COUNTS), (extra.get(ref) for ref in SINK_DELTAS))
+    def restore_counts(self, extra: Mapping[SnapshotRef, Any]
+                       ) -> tuple[dict[Any, int], PackedCounts]:
+        """A sink's visible counts: the base and every delta present; and the base's
+        parts where they still hold them (``with_deltas``)."""
+        packed = PackedCounts()
+        return with_deltas(extra.get(SINK_COUNTS), (extra.get(ref) for ref in SINK_DELTAS),
+                           packed), packed
 
     def sink_base(self) -> Persist:
         self.deltas.restart()

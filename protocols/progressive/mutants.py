@@ -22,6 +22,7 @@ from protocols.progressive.messages import SINK_COUNTS, Ready, Resend
 from protocols.progressive.minibatch import Positions, Verdict
 from protocols.progressive.params import ProgressiveParams
 from protocols.progressive.schedule import Blocking, Planner, ProfitDensity, Query
+from protocols.shared.packed_counts import PackedCounts
 
 # ---------------------------------------------------------------- the scheduler (R12)
 
@@ -223,7 +224,8 @@ class SinkNoCounts(ProgressiveInstance):
 class SinkSkipsDeltas(ProgressiveInstance):
     """A restarted sink restores its base of visible counts but not the deltas after it."""
 
-    def restore_counts(self, extra: Mapping[SnapshotRef, Any]) -> dict[Any, int]:
+    def restore_counts(self, extra: Mapping[SnapshotRef, Any]
+                       ) -> tuple[dict[Any, int], PackedCounts]:
         return super().restore_counts({SINK_COUNTS: extra.get(SINK_COUNTS)})
 
 

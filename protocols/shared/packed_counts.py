@@ -48,6 +48,14 @@ class PackedCounts:
             self.covered = len(counts)
         return list(self.parts)
 
+    def unpack(self, parts: list[bytes]) -> dict[Any, int]:
+        """The counts ``parts`` hold (``unpack``), these parts now covering them: a
+        restored dict is encoded again only once a count in it changes, not whole with
+        the next snapshot (a million identities after every restart of a q0 sink)."""
+        counts = unpack(parts)
+        self.parts, self.covered = list(parts), len(counts)
+        return counts
+
 
 def newest(counts: dict[Any, int], n: int) -> tuple[list[Any], list[int]]:
     """The last ``n`` entries of ``counts`` as their identities and counts, newest first
@@ -109,15 +117,24 @@ class CountsChain:
         return j, (dict.fromkeys(touched, 1) if ones else {i: counts[i] for i in touched})
 
 
-def with_deltas(base: list[bytes] | None, deltas: Iterable[dict[Any, int] | None]
-                ) -> dict[Any, int]:
+def with_deltas(base: list[bytes] | None, deltas: Iterable[dict[Any, int] | None],
+                packed: PackedCounts | None = None) -> dict[Any, int]:
     """The counts of ``base`` raised by every delta present. A delta an older base
-    already covers (left from an earlier chain) changes nothing: counts only grow."""
-    counts = unpack(base) if base else {}
+    already covers (left from an earlier chain) changes nothing: counts only grow.
+    ``packed``, if given, then holds the counts as ``base``'s parts, unless a delta
+    raised a count already there (new identities come after the parts)."""
+    counts = (unpack(base) if packed is None else packed.unpack(base)) if base else {}
+    raised = False
     for delta in deltas:
         for i, n in (delta or {}).items():
-            if n > counts.get(i, 0):
+            m = counts.get(i)
+            if m is None:
                 counts[i] = n
+            elif n > m:
+                counts[i] = n
+                raised = True
+    if raised and packed is not None:
+        packed.stale()
     return counts
 
 
