@@ -14,6 +14,7 @@ from collections.abc import Callable
 from functools import partial
 from operator import itemgetter
 from typing import Any
+from weakref import WeakMethod
 
 from ftctl.runtime.actions import Action, Emit, Send
 from ftctl.runtime.graph import ExecutionGraph
@@ -24,6 +25,25 @@ from ftctl.runtime.partition import hash_split
 from ftctl.runtime.records import Record
 
 _KEY_VALUE = itemgetter(0, 1)
+
+
+class HeldWeakly:
+    """A method of the logic that holds a core, as the core holds it: weakly, so that the
+    two are no cycle (``InstanceCore.round_robin_by``)."""
+
+    __slots__ = ("ref",)
+
+    def __init__(self, method: Callable[[], int]) -> None:
+        self.ref = WeakMethod(method)
+
+    def __call__(self) -> int:
+        method = self.ref()
+        assert method is not None, "a core outlived its logic"
+        return method()
+
+    def __reduce__(self) -> tuple[type[HeldWeakly], tuple[Callable[[], int] | None]]:
+        # A deep copy of a logic and its cores holds the copy's method.
+        return HeldWeakly, (self.ref(),)
 
 SendHook = Callable[[int, Batch], None]
 
@@ -60,7 +80,7 @@ class InstanceCore:
         # ``round_robin_by``): the round-robin choice is then that time mod n, so a
         # replacement restored at a time routes as the original did, with no
         # per-channel counter to carry over.
-        self.rr_time: Callable[[], int] | None = None
+        self.rr_time: HeldWeakly | None = None
         self.in_wm = dict.fromkeys(self.inputs, -1)
         self.wm = -1  # this instance's event-time watermark
         self.wm_sent = -1
@@ -214,8 +234,11 @@ class InstanceCore:
         self.out_seq[ch] = seq
 
     def round_robin_by(self, time: Callable[[], int]) -> None:
-        """Choose round-robin channels by ``time()`` mod n instead of a counter."""
-        self.rr_time = time
+        """Choose round-robin channels by ``time()`` mod n instead of a counter. ``time``
+        is a method of the logic that holds this core, held weakly: a core holding its
+        logic made the two a cycle, which only the garbage collector frees, after walking
+        all the logic held (a Nexmark sink's million counts)."""
+        self.rr_time = HeldWeakly(time)
 
     # ------------------------------------------------------------ watermarks kept
 

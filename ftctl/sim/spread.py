@@ -73,7 +73,7 @@ def simulator_for(job: SimJob) -> Simulator:
 def run_seeds(job: SimJob, seeds: Iterable[int]) -> list[ScheduleRecord]:
     """The records of ``seeds``' schedules, in order (what a worker or executor runs)."""
     sim = simulator_for(job)
-    return [sim.record(sim.run_reported(seed)) for seed in seeds]
+    return [sim.run_record(seed) for seed in seeds]
 
 
 def spread(first: int, n: int, processes: int) -> list[range]:

@@ -71,11 +71,8 @@ class InstanceLogic(Generic[P]):
         self.me = me
         self.cores = cores
         self.params = params
-        self._dispatch: dict[type, Callable[[Any, float], list[InstanceAction]]] = {
-            Started: self.on_started, BatchIn: self.on_batch, MarkerIn: self.on_marker,
-            SourceReady: self.on_source, PeerIn: self.on_peer, ControlIn: self.on_control,
-            TimerFired: self.on_timer, RollBackTo: self.on_rollback,
-        }
+        cls = type(self)
+        self._dispatch = _INSTANCE_HANDLERS.get(cls) or _instance_handlers(cls)
 
     @property
     def core(self) -> InstanceCore:
@@ -83,7 +80,7 @@ class InstanceLogic(Generic[P]):
         return self.cores[self.me.id]
 
     def handle(self, ev: InstanceEvent, now: float) -> list[InstanceAction]:
-        return self._dispatch[type(ev)](ev, now)
+        return self._dispatch[type(ev)](self, ev, now)
 
     def output(self, slot: InstanceId) -> list[InstanceAction]:
         """What the core of ``slot`` produced since the last call: its sends, then what
@@ -169,18 +166,14 @@ class CoordinatorLogic(Generic[P]):
         self.graph = graph
         self.params = params
         self.ended: set[InstanceId] = set()  # instances that passed end of stream
-        self._dispatch: dict[type, Callable[[Any, ClusterView], list[CoordinatorAction]]] = {
-            RunStarted: self.on_run_started, InstanceRunning: self.on_running,
-            ReportIn: self.on_report, FailureDetected: self.on_failure,
-            Suspected: self.on_suspect, CapacityChanged: self.on_capacity,
-            TimerFired: self.on_timer, StoreFault: self.on_store_fault,
-        }
+        cls = type(self)
+        self._dispatch = _COORDINATOR_HANDLERS.get(cls) or _coordinator_handlers(cls)
 
     def initial(self, view: ClusterView) -> list[CoordinatorAction]:
         return [Restart(i) for i in self.graph.order]
 
     def handle(self, ev: CoordinatorEvent, view: ClusterView) -> list[CoordinatorAction]:
-        return self._dispatch[type(ev)](ev, view)
+        return self._dispatch[type(ev)](self, ev, view)
 
     def finished(self, view: ClusterView) -> bool:
         """True once the output is final (every sink ended; protocols add their commit)."""
@@ -246,3 +239,33 @@ class CoordinatorLogic(Generic[P]):
             if view.incarnation(InstanceId(dst)) > 0:
                 acts.append(Control(InstanceId(dst), InputEnded(ch)))
         return acts
+
+
+# The handlers per event type, looked up once per class. Functions, not methods bound to
+# the instance: a table of bound methods in the instance made each one a cycle, freed
+# only by the garbage collector, which then walked all it held (a Nexmark sink's million
+# counts) instead of reference counting freeing it where it was dropped.
+_INSTANCE_HANDLERS: dict[type, dict[type, Callable[[Any, Any, float],
+                                                  list[InstanceAction]]]] = {}
+_COORDINATOR_HANDLERS: dict[type, dict[type, Callable[[Any, Any, ClusterView],
+                                                     list[CoordinatorAction]]]] = {}
+
+
+def _instance_handlers(cls: type[InstanceLogic[Any]]
+                       ) -> dict[type, Callable[[Any, Any, float], list[InstanceAction]]]:
+    return _INSTANCE_HANDLERS.setdefault(cls, {
+        Started: cls.on_started, BatchIn: cls.on_batch, MarkerIn: cls.on_marker,
+        SourceReady: cls.on_source, PeerIn: cls.on_peer, ControlIn: cls.on_control,
+        TimerFired: cls.on_timer, RollBackTo: cls.on_rollback,
+    })
+
+
+def _coordinator_handlers(cls: type[CoordinatorLogic[Any]]
+                          ) -> dict[type, Callable[[Any, Any, ClusterView],
+                                                   list[CoordinatorAction]]]:
+    return _COORDINATOR_HANDLERS.setdefault(cls, {
+        RunStarted: cls.on_run_started, InstanceRunning: cls.on_running,
+        ReportIn: cls.on_report, FailureDetected: cls.on_failure,
+        Suspected: cls.on_suspect, CapacityChanged: cls.on_capacity,
+        TimerFired: cls.on_timer, StoreFault: cls.on_store_fault,
+    })
