@@ -35,7 +35,7 @@ from protocols.contract.params import NoParams
 from protocols.contract.view import InstanceView
 from protocols.lineage.instance import CHAIN_LENGTH, SINK_REFS, LineageInstance
 from protocols.lineage.mutants import SinkDedupPerKey as LineagePerKey
-from protocols.shared.logged import SLOT, Ready, identities, record_identity
+from protocols.shared.logged import SLOT, LoggedInstance, Ready, identities, record_identity
 from protocols.shared.packed_counts import unpack
 from protocols.shared.treeclock import TreeClock
 from tests.conftest import load
@@ -343,6 +343,14 @@ _RECORDS = st.lists(st.lists(st.tuples(st.sampled_from("kl"), st.integers(0, 2))
                     max_size=6)
 
 
+class _BothCounts(LineageInstance):
+    """A lineage sink that keeps ``seen`` beside ``emitted`` while apart, as causal's does
+    (``LoggedInstance.dedup``), instead of the gap after a purge."""
+
+    dedup = LoggedInstance.dedup  # type: ignore[assignment]
+    rejoin = LoggedInstance.rejoin  # type: ignore[assignment]
+
+
 @settings(max_examples=200, deadline=None)
 @given(batches=_RECORDS, mode=st.sampled_from(["multiset", "ordered-per-key"]))
 def test_counting_in_bulk_shows_and_counts_what_counting_one_by_one_does(
@@ -350,7 +358,7 @@ def test_counting_in_bulk_shows_and_counts_what_counting_one_by_one_does(
     # Until a restore sets ``seen`` apart from ``emitted`` a sink counts whole batches in C
     # (``count_all``); assigning a count (as a restore does) sends it record by record.
     # Both must show the same records and keep the same counts, repeats in one batch too.
-    bulk, one_by_one = (_make(LineageInstance, NoParams()) for _ in range(2))
+    bulk, one_by_one = _make(LineageInstance, NoParams()), _make(_BothCounts, NoParams())
     assert isinstance(bulk, LineageInstance) and isinstance(one_by_one, LineageInstance)
     one_by_one.seen = {}
     one_by_one._behind = -1  # never one dict again (``rejoin``): record by record throughout
@@ -642,3 +650,30 @@ def test_restored_counts_keep_their_parts_until_a_count_in_them_rises(
         assert parts[:len(stored)] == stored
         added = [i for p in parts[len(stored):] for i in decode(p)[0]]
         assert sorted(added) == sorted(set(counts) - set(base))
+
+
+@settings(max_examples=300, deadline=None)
+@given(emitted=_COUNTS, behind=st.lists(st.integers(0, 3), min_size=6, max_size=6),
+       batches=_RECORDS, mode=st.sampled_from(["multiset", "ordered-per-key"]))
+def test_a_lineage_sinks_gap_shows_what_keeping_both_counts_shows(
+        emitted: dict[Any, int], behind: list[int], batches: list[list[tuple[str, int]]],
+        mode: str) -> None:
+    # After a purge a lineage sink suppresses by one gap per identity instead of keeping
+    # ``seen`` beside ``emitted``: it must show the same records, keep the same visible
+    # counts and join the two counts again at the same batch, repeats in a batch too.
+    gap, both = _make(LineageInstance, NoParams()), _make(_BothCounts, NoParams())
+    assert isinstance(gap, LineageInstance) and isinstance(both, LineageInstance)
+    seen = {i: max(0, n - d) for (i, n), d in zip(emitted.items(), behind, strict=False)}
+    for inst in (gap, both):
+        inst.identity = record_identity(mode)
+        inst.emitted = dict(emitted)
+        inst.seen = dict(seen)
+    for records in batches:
+        for inst in (gap, both):
+            inst.sink_records = list(records)
+            inst.flush_sink()
+        assert _emitted(gap.out) == _emitted(both.out)
+        assert gap.emitted == both.emitted and gap.apart == both.apart
+        if gap.gap is not None:
+            assert gap.gap == {i: n - m for i, n in both.emitted.items()
+                               if (m := both.seen.get(i, 0)) < n}

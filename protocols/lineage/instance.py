@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections import Counter
+from collections.abc import Hashable, Mapping
+from typing import Any, cast
 
 from ftctl.runtime.instance import InstanceCore
 from protocols.contract.actions import Chain
@@ -37,12 +38,21 @@ class LineageInstance(LoggedInstance[NoParams]):
                  params: NoParams):
         super().__init__(me, cores, params)
         self.deltas = CountsChain(CHAIN_LENGTH)  # sinks
+        # A sink after a purge, while the recomputation brings back what is already
+        # visible: per identity, how many of its records are still to come before one
+        # is new (its visible count less the records of it made since). It stands for
+        # ``seen``, which lineage never stores and no longer keeps meanwhile: one lookup
+        # a record where ``seen`` and ``emitted`` took three (a q0 sink's replay of a
+        # million records was 40% of a schedule), and the counts are equal again once it
+        # is empty, with no comparison of two dicts of a million counts.
+        self.gap: dict[Any, int] | None = None
 
     def start(self, ev: Started) -> None:
         core = self.core
         if core.is_sink:
             if ev.restored is not None:
                 self.emitted, self.packed = self.restore_counts(ev)
+                self.gap = None
             # A base before any output: a slot must exist before any failure so a
             # replacement can always restore, and this incarnation's deltas may overwrite
             # the last one's only once a base holds them. The report below makes it
@@ -57,6 +67,37 @@ class LineageInstance(LoggedInstance[NoParams]):
         assert ev.restored is not None
         packed = PackedCounts()
         return with_deltas(ev.restored["emitted"], ev.extra.values(), packed), packed
+
+    def dedup(self, records: list[tuple[Any, Any]], idents: list[Hashable]
+              ) -> tuple[list[tuple[Any, Any]], list[Hashable], list[Hashable],
+                         list[Hashable]]:
+        gap = self.gap
+        if gap is None:  # the first batch after a purge: what ``seen`` lacks
+            seen, emitted = self.seen, self.emitted
+            gap = self.gap = dict(emitted) if not seen else {
+                i: n - m for i, n in emitted.items() if (m := seen.get(i, 0)) < n}
+        out, shown = [], []
+        take = gap.pop
+        for r, i in zip(records, idents, strict=True):
+            g = take(i, 0)
+            if g:  # one more of what is visible: suppressed
+                if g > 1:
+                    gap[i] = g - 1
+            else:  # as many made as are visible: this one is new
+                out.append(r)
+                shown.append(i)
+        emitted = self.emitted
+        before = len(emitted)
+        # Counter's own method on a plain dict, in C (``LoggedInstance.count_all``).
+        Counter.update(cast("Counter[Hashable]", emitted), shown)
+        if len(emitted) - before != len(shown):  # a count already there rose
+            self.packed.stale()
+        return out, shown, [], []
+
+    def rejoin(self, suppressed: int) -> None:
+        if not self.gap:  # the recomputation caught up: ``seen`` is ``emitted`` again
+            self.gap = None
+            self.counts_joined()
 
     def _base(self) -> None:
         self.persist(SLOT, {"emitted": self.packed.pack(self.emitted)})

@@ -358,8 +358,12 @@ class LoggedInstance(InstanceLogic[P]):
         """``suppressed`` records of the last batch were not shown (``closed_gap``)."""
         self._behind, equal = closed_gap(self._behind, suppressed, self._seen, self._emitted)
         if equal:
-            self._seen = self._emitted
-            self.apart = False
+            self.counts_joined()
+
+    def counts_joined(self) -> None:
+        """``seen`` equals ``emitted`` again: one dict, counted in bulk from now on."""
+        self._seen = self._emitted
+        self.apart = False
 
     def after_deliver(self) -> None:
         if self.sink_records:
