@@ -462,3 +462,29 @@ def test_a_snapshot_after_the_counts_are_one_dict_again_holds_every_count() -> N
     snaps = {a.ref: a.blob for a in acts if isinstance(a, Persist) and a.ref in (2, 3)}
     assert unpack(snaps[2]["seen"]) == {"x": 1, "z": 1}
     assert unpack(snaps[3]["seen"]) == {"x": 1, "y": 1, "z": 1, "w": 1}
+
+
+def test_while_seen_is_emitted_snapshots_and_bases_encode_each_identity_once() -> None:
+    """Until a rollback ``seen`` and ``emitted`` are one dict: the parts a snapshot
+    stores for ``seen`` and those a base stores for ``emitted`` are the same objects, so
+    no identity is encoded twice (a store keeps a part once for all that hold it)."""
+    from ftctl.codec import decode
+
+    ch = GRAPH.instances["out[0]"].inputs[0]
+    out = instance("out[0]", ProgressiveInstance)
+    out.handle(Started(out.me.id, 1, "initial"), 0.0)
+    n = len(SINK_DELTAS) + 2
+    msgs: list[tuple[int, Any]] = []
+    for k in range(1, n + 1):  # a snapshot (P_j) after every eighth batch
+        msgs.append((ch, b(len(msgs) + 1, (f"k{k}", 1))))
+        if not k % 8:
+            msgs.append((ch, mk("punct", k // 8, len(msgs) + 1)))
+    acts = feed(out, msgs)
+    assert out.seen is out.emitted
+    parts = {id(p): p for a in acts if isinstance(a, Persist)
+             for p in (a.blob["seen"] if a.ref in range(1, n) else
+                       a.blob if a.ref == SINK_COUNTS else [])}
+    assert any(a.ref == SINK_COUNTS for a in acts if isinstance(a, Persist))
+    encoded = [i for p in parts.values() for i in decode(p)[0]]
+    assert len(encoded) == len(set(encoded))  # each identity once
+    assert len(encoded) >= len(SINK_DELTAS) + 1  # everything up to the base
