@@ -373,8 +373,6 @@ class LoggedInstance(InstanceLogic[P]):
         records = self.take_sink_records()
         idents = identities(self.identity, records)
         if self.apart:
-            if self._behind is None:
-                self._behind = sum(self._emitted.values()) - sum(self._seen.values())
             out, shown, caught, below = self.dedup(records, idents)
             self.counted(idents, shown, first=False)
             self.closing(caught, below)
@@ -417,6 +415,8 @@ class LoggedInstance(InstanceLogic[P]):
         whose ``seen`` count reached the visible one and those still below it."""
         out, shown, caught, below = [], [], [], []
         seen, emitted = self._seen, self._emitted
+        if self._behind is None:  # the gap ``rejoin`` closes, summed once when set apart
+            self._behind = sum(emitted.values()) - sum(seen.values())
         before = len(emitted)
         for r, i in zip(records, idents, strict=True):
             n = seen.get(i, 0) + 1
