@@ -271,6 +271,13 @@ class MemoryStore:
     def snapshots_of(self, instance: str) -> list[int]:
         return sorted(s for s, i in self.listed if i == instance)
 
+    def clear(self) -> None:
+        """Drop every object: the run that used the store is over."""
+        self.blobs.clear()
+        self.parts.clear()
+        self.listed.clear()
+        self.unsynced.clear()
+
     def bytes_written(self) -> int:
         return 0
 

@@ -25,8 +25,8 @@ second generation too, where a valve's collection put what it kept.
 
 What that collection walks is every tracked object still in the young generations,
 garbage or not, so what a schedule made is best freed before it by reference counting:
-the host drops its units and its copy of the output once the result is taken
-(``SimHost.release``), protocol instances are no cycles of their own (their handler
+the host drops its units, its copy of the output and its store once the result is
+taken (``SimHost.release``), protocol instances are no cycles of their own (their handler
 tables hold functions, not bound methods; a core holds its logic's method weakly), and
 a worker keeps a schedule's record, not its outcome (``Simulator.run_record``). A
 Nexmark q0 schedule under lineage left 1-2 million objects to that collection (0.2-0.5

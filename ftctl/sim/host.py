@@ -223,9 +223,10 @@ class SimHost(UnitPorts, UnitFaults, LinkFaults, CorrelatedFaults, StoreFaults):
         copies the output). The host is full of cycles, so it waits for the collection
         after its schedule; what it holds, dropped first, is freed by reference counting
         instead of walked by that collection (a Nexmark sink's million counts and
-        records: a tenth of a schedule)."""
+        records: a tenth of a schedule; the store's parts hold as many)."""
         self.live.clear()
         self.sinks.visible.clear()
+        self.store.clear()
 
     def _run(self, collection: PausedCollection) -> None:
         self._apply(self.kernel.start(self.now))
