@@ -35,6 +35,16 @@ they go out of band (pickle protocol 5's buffers), so each snapshot stores a ref
 to the same immutable bytes instead of copying them (a causal sink on Nexmark q0
 re-stored some 450 MB of parts a schedule). Anywhere else a part is written in band,
 as any bytes.
+
+**Kept values** (``encode_part(value, keep=True)``, ``decode_part``). A part stays the
+object it was made as in such a store (a read hands back the part, not a copy), so one
+made with ``keep`` also holds the value it encodes, and ``decode_part`` returns that
+value instead of decoding the bytes: a simulated sink that restarts reads its counts
+back from parts its predecessor made, and decoding a million identities was a fifth of
+a Nexmark q0 schedule under lineage (``benchmarks/sim_at_size.py``), the tuples it made
+most of what the collection valve then walked. It is the same value the bytes hold, as
+the bytes never change and a store fault damages a frame, never a part; a part read
+from a file or a wire has no kept value and is decoded.
 """
 
 from __future__ import annotations
@@ -54,15 +64,40 @@ WIRE_FORMAT = 2  # marshal's format for ``encode_wire``
 _PICKLE_PROTO = 0x80  # first byte of every pickle of protocol 2 or later
 
 
+_NOT_KEPT: Any = object()
+
+
 class Part(bytes):
-    """Bytes that are an encoded value (``encode_part``), never changed once made."""
+    """Bytes that are an encoded value (``encode_part``), never changed once made, and the
+    value itself where it was kept (``decode_part``)."""
 
-    __slots__ = ()
+    kept: Any = _NOT_KEPT
 
 
-def encode_part(value: Any) -> Part:
-    """``value`` as ``encode_blob`` encodes it, as a ``Part`` a store may keep apart."""
-    return Part(encode_blob(value))
+def encode_part(value: Any, keep: bool = False) -> Part:
+    """``value`` as ``encode_blob`` encodes it, as a ``Part`` a store may keep apart.
+    ``keep``: the part holds ``value`` too, for ``decode_part`` in this process; only for
+    a value that nothing changes afterwards and whose readers only read it."""
+    part = Part(encode_blob(value))
+    if keep:
+        part.kept = value
+    return part
+
+
+def decode_part(part: bytes) -> Any:
+    """The value ``part`` encodes: the one it kept, else decoded."""
+    kept = getattr(part, "kept", _NOT_KEPT)
+    return decode(part) if kept is _NOT_KEPT else kept
+
+
+def _part(data: Any) -> Part:
+    """A ``Part`` unpickled: the very one pickled when it went out of band and came back
+    (a ``PickleBuffer`` over it), so it keeps its kept value; else one of the bytes."""
+    if type(data) is pickle.PickleBuffer:
+        with data.raw() as view:
+            if type(view.obj) is Part:
+                return view.obj
+    return Part(data)
 
 
 class _Pickler(pickle.Pickler):
@@ -73,7 +108,7 @@ class _Pickler(pickle.Pickler):
         if type(obj) is Shared:
             return shared_list, (shared_records.PROCESS, obj.number)
         if type(obj) is Part:
-            return Part, (pickle.PickleBuffer(obj),)
+            return _part, (pickle.PickleBuffer(obj),)
         return NotImplemented
 
 

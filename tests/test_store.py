@@ -138,6 +138,27 @@ def test_a_memory_store_keeps_parts_beside_the_frame_and_still_checks_it(
     assert (1, "sink[0]") not in memory.parts
 
 
+def test_a_kept_part_comes_back_as_itself_from_a_memory_store_and_decodes_elsewhere(
+        tmp_path: Path) -> None:
+    # A restarted simulated sink reads its counts from the parts its predecessor made:
+    # the memory store hands back those very parts, whose kept value is read instead of
+    # decoding the bytes; a store on disk gives bytes alone, which decode to the same.
+    value = ([("bid", i) for i in range(1000)], [1] * 1000)
+    part = codec.encode_part(value, keep=True)
+    plain = codec.encode_part(value)
+    assert codec.decode_part(part) is value
+    assert codec.decode_part(plain) == value and codec.decode_part(plain) is not value
+    memory, directory = MemoryStore(), DirectoryStore(tmp_path)
+    for store in (memory, directory):
+        store.put(1, "sink[0]", {"emitted": [part, plain]})
+    kept, other = memory.get(1, "sink[0]")["emitted"]
+    assert kept is part and codec.decode_part(kept) is value
+    assert other is plain  # out of band, a part without a kept value is itself too
+    read, _ = directory.get(1, "sink[0]")["emitted"]
+    assert type(read) is codec.Part and read == part and read is not part
+    assert codec.decode_part(read) == value and codec.decode_part(read) is not value
+
+
 def test_a_checkpoint_blob_with_channel_state_is_plain_and_restores() -> None:
     # Channel state travels as tuples, so a sink's blob is marshalled; its held output is
     # staged beside it; restoring the blob replays the recorded batches.

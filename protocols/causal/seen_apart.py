@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ftctl.codec import decode, encode_part
+from ftctl.codec import decode_part, encode_part
 from protocols.shared.packed_counts import MAX_PARTS
 
 
@@ -47,7 +47,7 @@ class SeenApart:
     def base(self, differ: dict[Any, int]) -> list[bytes]:
         """Every difference, ``differ`` having just been found from all the counts."""
         self.clear()
-        self.parts = [encode_part((list(differ), list(differ.values()), []))]
+        self.parts = [encode_part((list(differ), list(differ.values()), []), keep=True)]
         return list(self.parts)
 
     def changes(self, differ: dict[Any, int], seen: dict[Any, int]) -> list[bytes]:
@@ -67,7 +67,7 @@ class SeenApart:
         self.since += len(changed) + len(caught)
         if self.since > len(differ) or len(self.parts) >= MAX_PARTS:
             return self.base(differ)
-        self.parts.append(encode_part((list(changed), list(changed.values()), caught)))
+        self.parts.append(encode_part((list(changed), list(changed.values()), caught), keep=True))
         return list(self.parts)
 
 
@@ -75,7 +75,7 @@ def unpack_apart(parts: list[bytes]) -> dict[Any, int]:
     """The differences ``SeenApart`` stored: per identity, its ``seen`` count."""
     differ: dict[Any, int] = {}
     for part in parts:
-        identities, counts, caught = decode(part)
+        identities, counts, caught = decode_part(part)
         differ.update(zip(identities, counts, strict=True))
         for i in caught:
             differ.pop(i, None)

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from itertools import islice
 from typing import Any
 
-from ftctl.codec import decode, encode_part
+from ftctl.codec import decode_part, encode_part
 
 # Parts kept before they are encoded again as one: a long run's snapshots would otherwise
 # each add one, however few identities they bring.
@@ -44,7 +44,7 @@ class PackedCounts:
         if len(counts) < self.covered or len(self.parts) >= MAX_PARTS:
             self.stale()  # not the dict the parts were made of, or parts to merge
         if len(counts) > self.covered or not self.parts:
-            self.parts.append(encode_part(newest(counts, len(counts) - self.covered)))
+            self.parts.append(encode_part(newest(counts, len(counts) - self.covered), keep=True))
             self.covered = len(counts)
         return list(self.parts)
 
@@ -70,7 +70,7 @@ def newest(counts: dict[Any, int], n: int) -> tuple[list[Any], list[int]]:
 def unpack(parts: list[bytes]) -> dict[Any, int]:
     counts: dict[Any, int] = {}
     for part in parts:
-        identities, values = decode(part)
+        identities, values = decode_part(part)
         counts.update(zip(identities, values, strict=True))
     return counts
 
