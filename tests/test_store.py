@@ -157,6 +157,19 @@ def test_a_kept_part_comes_back_as_itself_from_a_memory_store_and_decodes_elsewh
     read, _ = directory.get(1, "sink[0]")["emitted"]
     assert type(read) is codec.Part and read == part and read is not part
     assert codec.decode_part(read) == value and codec.decode_part(read) is not value
+    # A value derived from a part is made once per part and shared; bytes that are no
+    # ``Part`` are decoded and derived anew each time.
+    made: list[int] = []
+
+    def counts(v: tuple[list[Any], list[int]]) -> dict[Any, int]:
+        made.append(1)
+        return dict(zip(*v, strict=True))
+
+    first = codec.derived(kept, counts)
+    assert first == dict(zip(*value, strict=True)) and codec.derived(kept, counts) is first
+    assert codec.derived(read, counts) == first and len(made) == 2
+    assert codec.derived(bytes(part), counts) == first and len(made) == 3
+    assert codec.derived(bytes(part), counts) is not codec.derived(bytes(part), counts)
 
 
 def test_a_checkpoint_blob_with_channel_state_is_plain_and_restores() -> None:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from itertools import islice
 from typing import Any
 
-from ftctl.codec import decode_part, encode_part
+from ftctl.codec import derived, encode_part
 
 # Parts kept before they are encoded again as one: a long run's snapshots would otherwise
 # each add one, however few identities they bring.
@@ -70,9 +70,14 @@ def newest(counts: dict[Any, int], n: int) -> tuple[list[Any], list[int]]:
 def unpack(parts: list[bytes]) -> dict[Any, int]:
     counts: dict[Any, int] = {}
     for part in parts:
-        identities, values = decode_part(part)
-        counts.update(zip(identities, values, strict=True))
+        counts.update(derived(part, part_counts))  # a dict's entries, not rehashed
     return counts
+
+
+def part_counts(value: tuple[list[Any], list[int]]) -> dict[Any, int]:
+    """The counts one part holds, as a dict."""
+    identities, values = value
+    return dict(zip(identities, values, strict=True))
 
 
 # ---------------------------------------------------------------- a base and its deltas
