@@ -12,6 +12,7 @@ import pytest
 from ftctl.config.topology import Topology
 from ftctl.runtime.graph import ExecutionGraph
 from ftctl.runtime.memo import BatchMemo
+from ftctl.runtime.messages import Batch
 from ftctl.runtime.operators import build_operator
 from ftctl.sim.golden import golden_output
 from ftctl.sim.runner import Simulator
@@ -96,6 +97,30 @@ def test_only_batches_the_memo_holds_are_looked_up() -> None:
     assert memo.source("s[0]", 0, 2, lambda lo, hi: []) is held
 
 
+def test_every_run_s_sink_emits_the_same_pairs_for_a_batch_the_memo_holds() -> None:
+    """A sink's (key, value) pairs of a kept batch are made once per process: every run
+    emits, and its sink counts, those very pairs (a million new ones a Nexmark q0 run
+    otherwise); of a batch the memo does not hold they are made each time."""
+    from ftctl.runtime.instance import InstanceCore
+    from protocols.contract.actions import Emit
+
+    graph = ExecutionGraph(load("nexmark/q0").with_input(records=2_000))
+    graph.memo = BatchMemo()
+    sink = next(i for i, spec in graph.instances.items() if spec.is_sink)
+    ch = graph.instances[sink].inputs[0]
+    held = graph.memo.source("s[0]", 0, 2, lambda lo, hi: [(1, "a", 5), (2, "b", 6)])
+    loose = [(1, "a", 5), (2, "b", 6)]
+    emitted = []
+    for _ in range(2):  # two runs' cores
+        core = InstanceCore(graph, sink)
+        for records in (held, loose):
+            core.deliver(ch, Batch(records, 1, None, None))
+        emitted.append([a.records for a in core._produced if isinstance(a, Emit)])
+    (first_held, first_loose), (second_held, second_loose) = emitted
+    assert first_held == first_loose == [(1, "a"), (2, "b")]
+    assert second_held is first_held and second_loose is not first_loose
+
+
 def test_user_functions_are_not_memoized() -> None:
     assert build_operator("filter", {}, "nexmark.is_bid", "nexmark.event").pure
     assert build_operator("key_by", {"field": 1}, None, "nexmark.bid").pure
@@ -113,7 +138,6 @@ def test_the_memos_lists_go_into_snapshots_by_reference(
     as those very lists in this process, and refused (never misread) anywhere else."""
     from ftctl import codec
     from ftctl.runtime import shared_records
-    from ftctl.runtime.messages import Batch
     from protocols.shared.payload_log import PayloadLog
 
     memo = BatchMemo(max_kept=1_500)

@@ -27,6 +27,10 @@ from ftctl.runtime.records import Record
 _KEY_VALUE = itemgetter(0, 1)
 
 
+def _key_values(records: list[Record]) -> list[tuple[Any, Any]]:
+    return list(map(_KEY_VALUE, records))
+
+
 class HeldWeakly:
     """A method of the logic that holds a core, as the core holds it: weakly, so that the
     two are no cycle (``InstanceCore.round_robin_by``)."""
@@ -178,10 +182,19 @@ class InstanceCore:
         if self.is_sink:
             if out and self.on_sink_output is not None:
                 self.on_sink_output(out)
-            if out:  # (key, value) of each (in C: a million records a q0 sink)
-                self._produced.append(Emit(self.id, list(map(_KEY_VALUE, out))))
+            if out:
+                self._produced.append(Emit(self.id, self.key_values(out)))
             return
         self.route(out)
+
+    def key_values(self, records: list[Record]) -> list[tuple[Any, Any]]:
+        """A sink's output as (key, value) pairs, in C (a million records a q0 sink); once
+        per process for a batch the memo holds (``ftctl.runtime.memo``): every run then
+        emits, and its sink counts, the same pairs, not a million new ones a run."""
+        if self.memo is None:
+            return _key_values(records)
+        made: list[tuple[Any, Any]] = self.memo.derive("key-value", records, _key_values)
+        return made
 
     def route(self, records: list[Record]) -> None:
         wm: int | None = None
