@@ -40,7 +40,7 @@ as any bytes.
 object it was made as in such a store (a read hands back the part, not a copy), so one
 made with ``keep`` also holds the value it encodes, and ``decode_part`` returns that
 value instead of decoding the bytes: a simulated sink that restarts reads its counts
-back from parts its predecessor made, and decoding a million identities was a fifth of
+back from parts its predecessor made, and decoding a million identities was a tenth of
 a Nexmark q0 schedule under lineage (``benchmarks/sim_at_size.py``), the tuples it made
 most of what the collection valve then walked. It is the same value the bytes hold, as
 the bytes never change and a store fault damages a frame, never a part; a part read
