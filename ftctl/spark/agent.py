@@ -25,8 +25,9 @@ thread may be blocked on a full downstream):
   through ``SparkHost.agent_fault``.
 
 Channel faults (delay, drop, partition) already act inside the sending task
-(``ftctl.spark.links``). Run as ``python -m ftctl.spark.agent PID SECONDS FACTOR PERIOD``
-it is that helper; it imports nothing but the standard library.
+(``ftctl.spark.links``). Run as
+``python -m ftctl.spark.agent PID SECONDS FACTOR PERIOD [SINCE]`` it is that helper; it
+imports nothing but the standard library.
 """
 
 from __future__ import annotations
@@ -110,18 +111,25 @@ def own_ancestor(main_class: str = EXECUTOR_CLASS) -> int | None:
 
 
 def _helper(seconds: float, factor: float) -> None:
+    # The slowdown's time counts from now, not from when the helper is up: on a busy
+    # machine starting Python takes a good part of a second. CLOCK_MONOTONIC is one clock
+    # for every process on the host.
     subprocess.Popen([sys.executable, "-m", "ftctl.spark.agent", str(os.getpid()), str(seconds),
-                      str(factor), str(SLOW_PERIOD)], stdin=subprocess.DEVNULL,
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                      str(factor), str(SLOW_PERIOD), repr(time.monotonic())],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
 
 
-def helper_main(pid: int, seconds: float, factor: float, period: float) -> int:
+def helper_main(pid: int, seconds: float, factor: float, period: float,
+                since: float | None = None) -> int:
     """Continue ``pid`` after ``seconds`` (factor 0: a pause) or slow it down until then.
-    Acts only while ``pid`` is still its parent: a pid reused by another process is
-    never signalled."""
+    A slowdown's ``seconds`` count from ``since`` (the task's ``time.monotonic()`` when it
+    took the fault), a pause's from when the task is stopped. Acts only while ``pid`` is
+    still its parent: a pid reused by another process is never signalled."""
     if factor <= 1.0:  # a pause: the time counts from when the task is stopped
         _wait_stopped(pid, 2.0)
-    deadline = time.monotonic() + seconds
+        since = None
+    deadline = (time.monotonic() if since is None else since) + seconds
     try:
         if factor <= 1.0:
             while time.monotonic() < deadline and os.getppid() == pid:
@@ -155,4 +163,5 @@ def _wait_stopped(pid: int, timeout: float) -> None:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    sys.exit(helper_main(int(args[0]), float(args[1]), float(args[2]), float(args[3])))
+    sys.exit(helper_main(int(args[0]), float(args[1]), float(args[2]), float(args[3]),
+                         float(args[4]) if len(args) > 4 else None))
