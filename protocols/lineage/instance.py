@@ -100,6 +100,8 @@ class LineageInstance(LoggedInstance[NoParams]):
             self.counts_joined()
 
     def _base(self) -> None:
+        # What the last output touched, not yet in a delta: its parts join the base's.
+        self.deltas.take(self.emitted, self.packed)
         self.persist(SLOT, {"emitted": self.packed.pack(self.emitted)})
         self.deltas.restart()
 
@@ -110,7 +112,7 @@ class LineageInstance(LoggedInstance[NoParams]):
         self.deltas.touch(shown, first)
 
     def persist_sink(self, out: list[tuple[Any, Any]]) -> None:
-        delta = self.deltas.next(self.emitted)
+        delta = self.deltas.next(self.emitted, self.packed)
         if delta is None:
             self._base()
             return

@@ -232,13 +232,15 @@ class ProgressiveInstance(InstanceLogic[ProgressiveParams]):
                            packed), packed
 
     def sink_base(self) -> Persist:
+        # What the last output touched, not yet in a delta: its parts join the base's.
+        self.deltas.take(self.emitted, self.packed)
         self.deltas.restart()
         return Persist(self.me.id, SINK_COUNTS, self.packed.pack(self.emitted))
 
     def sink_delta(self) -> Persist:
         """The counts this output changed, as the next delta of the chain (or a new base
         once the chain is at its longest)."""
-        delta = self.deltas.next(self.emitted)
+        delta = self.deltas.next(self.emitted, self.packed)
         if delta is None:
             return self.sink_base()
         j, counts = delta
