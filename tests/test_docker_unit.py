@@ -145,3 +145,25 @@ import ftctl.spark.task
     allowed = [*sorted(pinned), canonicalize_name(wheels.PROJECT_NAME)]
     res = subprocess.run([sys.executable, "-c", code, *allowed], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr.strip().splitlines()[-1]
+
+
+class _LaggingContainer:
+    """A container whose engine records an unpause only after a few inspections, as
+    dockerd does when it takes the new state from the runtime's event."""
+
+    def __init__(self, lag: int) -> None:
+        self.status, self.lag, self.reloads = "paused", lag, 0
+
+    def reload(self) -> None:
+        self.reloads += 1
+        if self.reloads > self.lag:
+            self.status = "running"
+
+
+def test_a_pause_or_unpause_returns_once_the_engine_reports_the_new_state() -> None:
+    container = _LaggingContainer(lag=3)
+    DockerCluster._settled(container, "paused")
+    assert container.status == "running" and container.reloads == 4
+    stuck = _LaggingContainer(lag=10**9)  # an engine that never says: bounded, no hang
+    DockerCluster._settled(stuck, "paused", timeout=0.2)
+    assert stuck.status == "paused" and stuck.reloads >= 2

@@ -524,6 +524,7 @@ class DockerCluster(LocalCluster):
         worker, container = self._running(which)
         with self._engine_errors(f"pause {worker.name}"):
             container.pause()
+            self._settled(container, "running")
         return worker
 
     def unpause_worker(self, which: str | int) -> WorkerInfo:
@@ -533,7 +534,21 @@ class DockerCluster(LocalCluster):
             raise ClusterUsageError(f"worker {worker.name} is not paused")
         with self._engine_errors(f"unpause {worker.name}"):
             container.unpause()
+            self._settled(container, "paused")
         return worker
+
+    @staticmethod
+    def _settled(container: Any, left: str, timeout: float = 10.0) -> None:
+        """Wait until the engine no longer reports ``container`` as ``left``. The engine
+        can answer a pause or unpause before it records the new state (it takes that from
+        the runtime's event), so a listing right after could still show the old one; a
+        caller that unpaused a worker expects it running when the call returns."""
+        end = time.monotonic() + timeout
+        while True:
+            container.reload()
+            if container.status != left or time.monotonic() >= end:
+                return
+            time.sleep(0.05)
 
     # ------------------------------------------------------------------ helpers
 
