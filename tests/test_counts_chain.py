@@ -129,5 +129,10 @@ def test_parts_reused_from_deltas_always_read_back_as_the_counts(
     chain.take(counts, packed)
     assert unpack(packed.pack(counts)) == counts
     assert with_deltas(base, deltas) == durable
+    if deltas:  # as a Spark task folds a run of them into one write, parts or dicts
+        folded = deltas[0]
+        for d in deltas[1:]:
+            folded = fold_deltas(folded, d)
+        assert with_deltas(base, [folded]) == durable
     assert with_deltas([bytes(p) for p in base], [bytes(d) if isinstance(d, bytes) else d
                                                   for d in deltas]) == durable

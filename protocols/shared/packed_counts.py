@@ -10,8 +10,8 @@ snapshots still hold and only the identities added since are encoded. Each is a
 A sink that stores a delta with every output (``CountsChain``) encodes, while every count
 it adds is a first one, the delta's identities alone as a part, and hands that part to
 its ``PackedCounts`` too (``add_fresh``). The next ``pack`` then finds the identities
-added since the last one already encoded, in those parts, and stores them as one part of
-parts (``parts_of``) instead of encoding each identity a second time: on Nexmark q0 (a
+added since the last one already encoded, in those parts, and stores them as one part
+made of those parts instead of encoding each identity a second time: on Nexmark q0 (a
 million distinct records) that second encoding was a tenth of a schedule under lineage.
 """
 
