@@ -200,7 +200,7 @@ def test_winning_bids_indexed_by_time_matches_a_full_scan(
         steps: list[tuple[str, int, int, int]]) -> None:
     """Auctions that reopen, expire before they arrive or share an expiry; bids before,
     during and after their auction, late ones among them; watermarks that stand still:
-    the heaps must close and drop exactly what a scan of everything does, in its order."""
+    the index must close and drop exactly what a scan of everything does, in its order."""
     op, ref = WinningBidsOp(), _ScanningWinningBids()
     wm = 0
     for kind, aid, t, price in steps:

@@ -579,10 +579,12 @@ class WinningBidsOp(Operator):
     no such auction can still come. At watermark >= expires the auction closes:
     ``(id, (seller, category, best price, expires), expires - 1)``, in (expires, id) order.
 
-    Its state is ``open`` and ``held``. Two heaps index them by time, so a watermark
-    visits only the auctions it closes and the held lists it trims: when an upstream
-    stalls, thousands of auctions and held lists wait, and scanning them all at every
-    watermark was most of a run's time. The heaps are rebuilt on restore, never saved.
+    Its state is ``open`` and ``held``; what indexes them by time is rebuilt on restore,
+    never saved. When an upstream stalls, thousands of auctions and held bids wait, and
+    scanning them all at every watermark was most of a run's time. So open auctions
+    are in a heap by expiry, and each held list's earliest time is kept beside it: a
+    watermark reads one number per held list and touches only the lists it trims. (A
+    heap of held lists costs more: most of them are made and dropped within a watermark.)
     """
 
     stateful = True
@@ -594,14 +596,12 @@ class WinningBidsOp(Operator):
         self._index()
 
     def _index(self) -> None:
-        """The heaps: (expires, id) per open auction; (earliest time, id) per held list,
-        with that time in ``_held_min``. Entries go stale (an auction closed, a list
-        trimmed or taken) and are skipped when they come up."""
+        """A heap of (expires, id) per open auction, whose entries go stale (an auction
+        closed or reopened) and are skipped when they come up; each held list's
+        earliest time."""
         self._closing = [(a[0][7], k) for k, a in self.open.items()]
         heapq.heapify(self._closing)
         self._held_min = {k: min(b[5] for b in bids) for k, bids in self.held.items()}
-        self._held_by_time = [(t, k) for k, t in self._held_min.items()]
-        heapq.heapify(self._held_by_time)
 
     def process(self, records: list[Record], port: int) -> list[Record]:
         open_, held, held_min = self.open, self.held, self._held_min
@@ -628,13 +628,11 @@ class WinningBidsOp(Operator):
                 earliest = held_min.get(k)
                 if earliest is None:
                     held[k] = [v]
-                elif t < earliest:
-                    held[k].append(v)
+                    held_min[k] = t
                 else:
                     held[k].append(v)
-                    continue
-                held_min[k] = t
-                heapq.heappush(self._held_by_time, (t, k))
+                    if t < earliest:
+                        held_min[k] = t
                 continue
             a = entry[0]
             if a[6] <= v[5] < a[7] and v[3] >= a[5] and (entry[1] is None or v[3] > entry[1]):
@@ -655,16 +653,12 @@ class WinningBidsOp(Operator):
                 out.append((k, (a[2], a[3], best, expires), expires - 1))
         # An auction still to come has date_time >= watermark, so no held bid with an
         # earlier time can be valid for it.
-        held, held_min, by_time = self.held, self._held_min, self._held_by_time
-        while by_time and by_time[0][0] < watermark:
-            t, k = heapq.heappop(by_time)
-            if held_min.get(k) != t:
-                continue  # the list was taken by its auction, or trimmed since
+        held, held_min = self.held, self._held_min
+        for k in [k for k, t in held_min.items() if t < watermark]:
             kept = [b for b in held[k] if b[5] >= watermark]
             if kept:
                 held[k] = kept
-                earliest = held_min[k] = min(b[5] for b in kept)
-                heapq.heappush(by_time, (earliest, k))
+                held_min[k] = min(b[5] for b in kept)
             else:
                 del held[k], held_min[k]
         return out
