@@ -579,64 +579,100 @@ class WinningBidsOp(Operator):
     no such auction can still come. At watermark >= expires the auction closes:
     ``(id, (seller, category, best price, expires), expires - 1)``, in (expires, id) order.
 
-    Its state is ``open`` and ``held``; what indexes them by time is rebuilt on restore,
-    never saved. When an upstream stalls, thousands of auctions and held bids wait, and
-    scanning them all at every watermark was most of a run's time. So open auctions
-    are in a heap by expiry, and each held list's earliest time is kept beside it: a
-    watermark reads one number per held list and touches only the lists it trims. (A
-    heap of held lists costs more: most of them are made and dropped within a watermark.)
+    Its state is ``open`` and the held bids (``held_bids``). When an upstream stalls,
+    thousands of auctions and held bids wait, and scanning them all at every watermark
+    was most of a run's time. So open auctions are in a heap by expiry, and held bids
+    are dropped lazily: a watermark ``w`` makes every held bid before ``w`` dead, and
+    an auction that comes later skips them by its lower bound, ``max(date_time, w)``.
+    The one exception is a late bid (before ``w``, arriving after it), which counts
+    until the next watermark as it did when every watermark trimmed: its list
+    remembers where the late ones may start. The dead are cleared out once as many
+    bids have been held since the last clear-out as it kept, and a snapshot holds only
+    the live ones, so state, snapshots and output are those of trimming at every
+    watermark (only the order of held auctions may differ: a list emptied by a trim
+    kept its place).
     """
 
     stateful = True
     inputs = 2
+    _CLEAR_SLACK = 4096  # held bids beyond twice the live ones before a clear-out
 
     def __init__(self) -> None:
         self.open: dict[Any, list[Any]] = {}  # id -> [auction value, best price or None]
         self.held: dict[Any, list[Any]] = {}  # auction id -> bids seen before the auction
+        self._wm: int | None = None  # the last watermark: held bids before it are dead
+        self._late: dict[Any, int] = {}  # id -> where late bids may start in its list
         self._index()
 
     def _index(self) -> None:
         """A heap of (expires, id) per open auction, whose entries go stale (an auction
-        closed or reopened) and are skipped when they come up; each held list's
-        earliest time."""
+        closed or reopened) and are skipped when they come up."""
         self._closing = [(a[0][7], k) for k, a in self.open.items()]
         heapq.heapify(self._closing)
-        self._held_min = {k: min(b[5] for b in bids) for k, bids in self.held.items()}
+        self._kept = sum(len(b) for b in self.held.values())  # live after the clear-out
+        self._added = 0  # bids held since
+
+    def _live(self, k: Any, bids: list[Any]) -> list[Any]:
+        """Those of ``bids`` (held for ``k``) that trimming at every watermark keeps."""
+        wm = self._wm
+        if wm is None:
+            return list(bids)
+        p = self._late.get(k)
+        if p is None:
+            return [b for b in bids if b[5] >= wm]
+        return [b for b in bids[:p] if b[5] >= wm] + bids[p:]
+
+    def held_bids(self) -> dict[Any, list[Any]]:
+        """The held bids that can still count: auction id -> bids in arrival order."""
+        return {k: live for k, bids in self.held.items() if (live := self._live(k, bids))}
 
     def process(self, records: list[Record], port: int) -> list[Record]:
-        open_, held, held_min = self.open, self.held, self._held_min
+        open_, held = self.open, self.held
         if port == 0:
-            closing = self._closing
+            closing, wm = self._closing, self._wm
             for k, a, _ in records:
                 auction = open_[k] = [a, None]
                 heapq.heappush(closing, (a[7], k))
                 bids = held.pop(k, None)
                 if bids is None:
                     continue
-                del held_min[k]
-                best = None
+                lo, hi, reserve = a[6], a[7], a[5]
+                p = self._late.pop(k, None) if self._late else None
+                if p is not None:  # late bids since the last watermark: each counts
+                    bids, late = bids[:p], bids[p:]
+                    best = None
+                    for bid in late:
+                        if lo <= bid[5] < hi and bid[3] >= reserve and (
+                                best is None or bid[3] > best):
+                            best = bid[3]
+                else:
+                    best = None
+                if wm is not None and wm > lo:
+                    lo = wm  # bids before the watermark are dead
                 for bid in bids:
-                    if a[6] <= bid[5] < a[7] and bid[3] >= a[5] and (best is None or bid[3] > best):
+                    if lo <= bid[5] < hi and bid[3] >= reserve and (
+                            best is None or bid[3] > best):
                         best = bid[3]
                 auction[1] = best
             return []
         # Bids are nine in ten Nexmark events: the offer is inlined, a call less per bid.
+        wm = self._wm
+        added = 0
         for k, v, _ in records:
             entry = open_.get(k)
             if entry is None:
-                t = v[5]
-                earliest = held_min.get(k)
-                if earliest is None:
-                    held[k] = [v]
-                    held_min[k] = t
-                else:
-                    held[k].append(v)
-                    if t < earliest:
-                        held_min[k] = t
+                bids = held.get(k)
+                if bids is None:
+                    bids = held[k] = []
+                if wm is not None and v[5] < wm and k not in self._late:
+                    self._late[k] = len(bids)  # late: counts until the next watermark
+                bids.append(v)
+                added += 1
                 continue
             a = entry[0]
             if a[6] <= v[5] < a[7] and v[3] >= a[5] and (entry[1] is None or v[3] > entry[1]):
                 entry[1] = v[3]
+        self._added += added
         return []
 
     def on_watermark(self, watermark: int) -> list[Record]:
@@ -652,26 +688,28 @@ class WinningBidsOp(Operator):
             if best is not None:
                 out.append((k, (a[2], a[3], best, expires), expires - 1))
         # An auction still to come has date_time >= watermark, so no held bid with an
-        # earlier time can be valid for it.
-        held, held_min = self.held, self._held_min
-        for k in [k for k, t in held_min.items() if t < watermark]:
-            kept = [b for b in held[k] if b[5] >= watermark]
-            if kept:
-                held[k] = kept
-                held_min[k] = min(b[5] for b in kept)
-            else:
-                del held[k], held_min[k]
+        # earlier time can be valid for it. (The runtime's watermarks only rise.)
+        if self._wm is None or watermark > self._wm:
+            self._wm = watermark
+        self._late.clear()  # late bids are dead from here, as the others before it
+        if self._added > self._kept + self._CLEAR_SLACK:
+            self.held = self.held_bids()
+            self._kept = sum(len(b) for b in self.held.values())
+            self._added = 0
         return out
 
     def snapshot(self) -> Any:
-        return _copy_sides((self.open, self.held))  # an open entry is a list it updates
+        # An open entry is a list it updates; the held lists are new.
+        return {k: list(v) for k, v in self.open.items()}, self.held_bids()
 
     def restore(self, state: Any) -> None:
         self.open, self.held = _copy_sides(state) if state else ({}, {})
+        self._wm = None  # every restored bid is live until the next watermark
+        self._late = {}
         self._index()
 
     def state_size(self) -> int:
-        return len(self.open) + sum(len(b) for b in self.held.values())
+        return len(self.open) + sum(len(b) for b in self.held_bids().values())
 
 
 class SinkOp(Operator):
