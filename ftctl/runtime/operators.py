@@ -14,10 +14,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import repeat
-from operator import itemgetter
 from typing import Any, ClassVar
 
-from ftctl.codec import Part, decode_part, encode_part
 from ftctl.runtime.nexmark import FUNCTIONS as NEXMARK_FUNCTIONS
 from ftctl.runtime.records import ANY, SAME, Record, field_index, stable_hash, typed
 
@@ -200,78 +198,25 @@ class FlatMapOp(_FunctionOp):
 # ---------------------------------------------------------------- keyed aggregates
 
 class _KeyedAggregate(Operator):
-    """Emits ``(key, aggregate, ts)`` for every input record: the running value.
-
-    Snapshots are incremental. A protocol may snapshot often (causal: every ten batches
-    per input channel), and copying and pickling every key each time was a tenth of a
-    Nexmark q6 schedule under causal, for a state of which a few keys had changed. Once
-    a snapshot is taken, the operator notes the keys its output names (every record it
-    emits carries the key it changed), and the next snapshot is the parts of the last
-    one plus one part of those keys: encoded once (``codec.Part``), which a store keeps
-    apart and never encodes again. When the parts would hold more than twice the keys
-    of the state, or number ``MAX_PARTS``, the snapshot is one part of everything
-    again. The parts of the last snapshot stay with the operator until the next one,
-    in this process only: at most about twice the state, encoded.
-    """
+    """Emits ``(key, aggregate, ts)`` for every input record: the running value."""
 
     stateful = True
-    MAX_PARTS = 16
 
     def __init__(self) -> None:
         self.state: dict[Any, Any] = {}
-        self._changed: set[Any] | None = None  # since the last snapshot; None: none yet
-        self._parts: list[Part] = []  # the last snapshot's, oldest first
-        self._in_parts = 0  # keys the parts hold, counted with repeats
-
-    def process(self, records: list[Record], port: int) -> list[Record]:
-        out = self._apply(records)
-        if self._changed is not None:
-            self._changed.update(map(_KEY, out))
-        return out
-
-    def _apply(self, records: list[Record]) -> list[Record]:
-        raise NotImplementedError
 
     def snapshot(self) -> Any:
-        st, changed, parts = self.state, self._changed, self._parts
-        if (changed is None or len(parts) >= self.MAX_PARTS
-                or self._in_parts + len(changed) > 2 * len(st)):
-            parts = [encode_part(st)]
-            self._in_parts = len(st)
-        elif changed:
-            parts = [*parts, encode_part({k: st[k] for k in changed})]
-            self._in_parts += len(changed)
-        self._parts = parts
-        self._changed = set()
-        return list(parts)
+        return dict(self.state)
 
     def restore(self, state: Any) -> None:
-        if isinstance(state, list):  # a snapshot's parts: later keys replace earlier
-            merged: dict[Any, Any] = {}
-            counted = 0
-            for part in state:
-                keys = decode_part(part)
-                counted += len(keys)
-                merged.update(keys)
-            self.state = merged
-            # Parts read back from a store's files are plain bytes: encode anew then.
-            mine = all(type(part) is Part for part in state)
-            self._parts = list(state) if mine else []
-            self._in_parts = counted
-            self._changed = set() if mine else None
-            return
         self.state = dict(state or {})
-        self._parts, self._in_parts, self._changed = [], 0, None
 
     def state_size(self) -> int:
         return len(self.state)
 
 
-_KEY = itemgetter(0)
-
-
 class CountOp(_KeyedAggregate):
-    def _apply(self, records: list[Record]) -> list[Record]:
+    def process(self, records: list[Record], port: int) -> list[Record]:
         st = self.state
         out = []
         for k, _, ts in records:
@@ -282,7 +227,7 @@ class CountOp(_KeyedAggregate):
 
 
 class SumOp(_KeyedAggregate):
-    def _apply(self, records: list[Record]) -> list[Record]:
+    def process(self, records: list[Record], port: int) -> list[Record]:
         st = self.state
         out = []
         for k, v, ts in records:
@@ -293,7 +238,7 @@ class SumOp(_KeyedAggregate):
 
 
 class MaxOp(_KeyedAggregate):
-    def _apply(self, records: list[Record]) -> list[Record]:
+    def process(self, records: list[Record], port: int) -> list[Record]:
         st = self.state
         out = []
         for k, v, ts in records:
@@ -512,7 +457,7 @@ class AvgOp(_KeyedAggregate):
         super().__init__()
         self.field = field
 
-    def _apply(self, records: list[Record]) -> list[Record]:
+    def process(self, records: list[Record], port: int) -> list[Record]:
         st, f = self.state, self.field
         out = []
         for k, v, ts in records:
@@ -535,7 +480,7 @@ class TailAvgOp(_KeyedAggregate):
             raise ValueError(f"n must be between 1 and 100000, got {n}")
         self.n, self.field = n, field
 
-    def _apply(self, records: list[Record]) -> list[Record]:
+    def process(self, records: list[Record], port: int) -> list[Record]:
         st, f, n = self.state, self.field, self.n
         out = []
         for k, v, ts in records:
