@@ -116,7 +116,7 @@ def test_an_encoded_log_keeps_the_batch_as_it_was_sent() -> None:
 
 def test_an_encoded_log_keeps_a_memo_list_without_meta_as_it_is() -> None:
     """A memo's list never changes, so there is nothing to freeze: the log refers to it
-    (encoding it was a tenth of a Nexmark schedule under lineage). With meta, which a
+    (encoding it was about a twentieth of a Nexmark schedule under lineage). With meta, which a
     protocol may change, the batch is encoded as any other."""
     log = PayloadLog(encoded=True)
     bare, stamped = _batch(1, 3, memo=True), _batch(2, 3, memo=True)

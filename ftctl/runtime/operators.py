@@ -572,6 +572,15 @@ class WindowJoinOp(Operator):
         return sum(len(v) for sides in self.windows.values() for s in sides for v in s.values())
 
 
+def _best_price(bids: list[Any], lo: int, hi: int, reserve: Any, best: Any) -> Any:
+    """The highest price above ``best`` among ``bids`` valid for an auction open over
+    [lo, hi) with ``reserve``; ``best`` if none is."""
+    for bid in bids:
+        if lo <= bid[5] < hi and bid[3] >= reserve and (best is None or bid[3] > best):
+            best = bid[3]
+    return best
+
+
 class WinningBidsOp(Operator):
     """Nexmark's winning bid per auction: port 0 auctions keyed by id, port 1 bids
     keyed by auction. A bid is valid when date_time <= bid.ts < expires and price >=
@@ -637,23 +646,14 @@ class WinningBidsOp(Operator):
                 if bids is None:
                     continue
                 lo, hi, reserve = a[6], a[7], a[5]
+                best = None
                 p = self._late.pop(k, None) if self._late else None
                 if p is not None:  # late bids since the last watermark: each counts
                     bids, late = bids[:p], bids[p:]
-                    best = None
-                    for bid in late:
-                        if lo <= bid[5] < hi and bid[3] >= reserve and (
-                                best is None or bid[3] > best):
-                            best = bid[3]
-                else:
-                    best = None
+                    best = _best_price(late, lo, hi, reserve, None)
                 if wm is not None and wm > lo:
                     lo = wm  # bids before the watermark are dead
-                for bid in bids:
-                    if lo <= bid[5] < hi and bid[3] >= reserve and (
-                            best is None or bid[3] > best):
-                        best = bid[3]
-                auction[1] = best
+                auction[1] = _best_price(bids, lo, hi, reserve, best)
             return []
         # Bids are nine in ten Nexmark events: the offer is inlined, a call less per bid.
         wm = self._wm

@@ -14,7 +14,7 @@ resends a bounded chunk per event (``LoggedInstance.resend_chunk``). A batch who
 record list is ``Shared`` (a simulator's memo made it and holds it, never to change)
 and that carries no meta is kept as its fields instead: there is nothing to freeze,
 the list costs no memory the memo does not already spend, and encoding it (a reference
-to the list, pickled) was a tenth of a Nexmark schedule under lineage.
+to the list, pickled) was about a twentieth of a Nexmark schedule under lineage.
 
 A causal local snapshot stores the whole log (``pack``), and a log lives across many
 snapshots: on the sharder at 16,000 votes/s a shard's log to the sink held about 500
