@@ -281,6 +281,11 @@ class InstanceCore:
             "finished": set(self.finished),
         }
 
+    def state_size(self) -> int:
+        """Entries the operator holds (a key's aggregate, a held record): what a
+        snapshot of it costs, roughly."""
+        return self.op.state_size()
+
     def restore_state(self, state: dict[str, Any]) -> None:
         self.op.restore(state["op"])
         self.offset = state["offset"]

@@ -23,7 +23,11 @@ Normal operation (per instance, no coordination):
   sender time names exactly one batch per channel and "resend from T + 1" never skips a
   flush.
 - **Local snapshots.** Every ``snapshot_every`` processed batches per input channel
-  (``snapshot_every`` times the number of inputs) an instance persists, in
+  (``snapshot_every`` times the number of inputs), and for a stateful operator once it
+  has also processed ``snapshot_balance`` times as many records and events as its state
+  held entries at its last snapshot (a large state behind small batches is not stored
+  whole every few records; a replacement replays about as much as it restored), an
+  instance persists, in
   its own store slot, its operator state, per-input positions, clock, diff log and payload
   log (the payload log, because batches in flight when it crashes must be resent). No
   instance waits for another. A sink also persists, with every output it makes visible

@@ -147,6 +147,16 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.awaiting = False
         self.since = 0
         self.snaps = 0
+        # Records and events processed since the last local snapshot, and how many the
+        # next one waits for (``snapshot_balance`` times the entries the state held at
+        # the last one): a q6 tail average behind a reorder took 1,700 small batches a
+        # schedule and snapshotted its 2,000 sellers every 40 of them, a tenth of all the
+        # schedule's work. Waiting for as much processing as the state is large keeps
+        # snapshots at most about as costly as processing, and what a replacement
+        # replays at most about what restoring the snapshot reads.
+        self.work = 0
+        self.due = 0
+        self.balance = 0.0 if core.is_sink else params.snapshot_balance
         # Sinks: the identities counted since the last delta of the chain, the chain's
         # length since the last local snapshot, and per input channel the highest
         # diff-log ``seq`` already persisted (by a snapshot or a delta).
@@ -313,6 +323,9 @@ class CausalInstance(LoggedInstance[CausalParams]):
     def _persist(self) -> None:
         self.snaps += 1
         self.since = 0
+        self.work = 0
+        if self.balance:
+            self.due = int(self.balance * self.core.state_size())
         # Open until the coordinator has the LocalSnapshot (it closes it): a crash before
         # then loses a snapshot the coordinator never learned of.
         self.out.append(DeclarePhase(SNAPSHOTTING, True, self.time))
@@ -677,6 +690,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         if self.from_tstar:
             self.hist.append((self.time, dict(self.ptime)))
         sent = len(self.out)
+        self.work += len(batch.records)
         self.core.deliver(ch, batch)
         self.take()
         if self.clocks and not self.core.is_sink:
@@ -713,7 +727,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
 
     def _tick(self) -> None:
         self.since += 1
-        if self.since >= self.every and not self.from_tstar:
+        self.work += 1
+        if self.since >= self.every and self.work >= self.due and not self.from_tstar:
             self._persist()
 
     def _pump(self) -> None:
