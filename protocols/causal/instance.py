@@ -11,6 +11,8 @@ from typing import Any
 from ftctl.runtime.instance import InstanceCore
 from ftctl.runtime.messages import Batch, Marker
 from ftctl.runtime.operators import WATERMARK_MAX
+from protocols.causal.dlog_parts import DiffLogParts
+from protocols.causal.dlog_parts import unpack as unpack_dlog
 from protocols.causal.messages import (
     Answer,
     CausalInit,
@@ -129,6 +131,8 @@ class CausalInstance(LoggedInstance[CausalParams]):
         # carry them, the diff log and snapshots, and marshal-able on the wire.
         self.last_diff: Plain | None = None
         self.dlog: dict[int, list[tuple[int, Plain]]] = {ch: [] for ch in core.inputs}
+        # Per input channel, the diff log's parts its snapshots store (``dlog_parts``).
+        self.dlog_parts: dict[int, DiffLogParts] = {ch: DiffLogParts() for ch in core.inputs}
         # Per input channel, the sender time of the last batch processed: with clocks,
         # the clock's level-1 entry for that parent (spec D6), kept apart so that
         # ``clocks: off`` still trims payload logs.
@@ -269,10 +273,16 @@ class CausalInstance(LoggedInstance[CausalParams]):
             "last": self.last_diff,
             "plog": {ch: v.pack() for ch, v in self.plog.items()},  # encoded once
             "floor_wm": dict(self.floor_wm),
-            "dlog": {ch: list(v) for ch, v in self.dlog.items()},
+            "dlog": {ch: self._dlog_parts(ch).pack(v) for ch, v in self.dlog.items()},
             "done": self.done, "emitted": self.packed.pack(self.emitted),
             "seen": self._seen_apart(),
         }
+
+    def _dlog_parts(self, ch: int) -> DiffLogParts:
+        parts = self.dlog_parts.get(ch)
+        if parts is None:
+            parts = self.dlog_parts[ch] = DiffLogParts()
+        return parts
 
     def _seen_apart(self) -> list[bytes]:
         """A sink's ``seen`` counts where they differ from its visible ones, as parts
@@ -315,7 +325,10 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.last_diff = blob["last"]
         self.plog = {ch: self._plog_of(PayloadLog.unpack(v)) for ch, v in blob["plog"].items()}
         self.floor_wm = dict(blob["floor_wm"])
-        self.dlog = {ch: list(v) for ch, v in blob["dlog"].items()}
+        self.dlog = {}
+        for ch, parts in blob["dlog"].items():
+            self.dlog[ch] = unpack_dlog(parts)
+            self._dlog_parts(ch).adopt(self.dlog[ch], parts)
         self.done = blob["done"]
         self.emitted = unpack(blob["emitted"])
         self.seen = {**self.emitted, **unpack_apart(blob["seen"])}
