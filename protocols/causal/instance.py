@@ -132,7 +132,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         self.last_diff: Plain | None = None
         self.dlog: dict[int, list[tuple[int, Plain]]] = {ch: [] for ch in core.inputs}
         # Per input channel, the diff log's parts its snapshots store (``dlog_parts``).
-        self.dlog_parts: dict[int, DiffLogParts] = {ch: DiffLogParts() for ch in core.inputs}
+        self.dlog_parts: dict[int, DiffLogParts] = {}
         # Per input channel, the sender time of the last batch processed: with clocks,
         # the clock's level-1 entry for that parent (spec D6), kept apart so that
         # ``clocks: off`` still trims payload logs.
@@ -158,6 +158,7 @@ class CausalInstance(LoggedInstance[CausalParams]):
         # schedule's work. Waiting for as much processing as the state is large keeps
         # snapshots at most about as costly as processing, and what a replacement
         # replays at most about what restoring the snapshot reads.
+        # A sink keeps its cadence: its chain of deltas is never longer than ``every``.
         self.work = 0
         self.due = 0
         self.balance = 0.0 if core.is_sink else params.snapshot_balance
